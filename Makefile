@@ -1,0 +1,54 @@
+# Deep-learning framework benchmark report. `make help` lists the targets.
+# On a fresh machine `make report` or `make test` is the only command you type: both build the
+# environment first. The venv lives in a cache outside the clone, keyed by the requirements'
+# hash, and .venv links to it, so clones and CI runs share one build.
+
+SHELL := /bin/bash
+PYTHON ?= python3
+GPU ?=
+PROFILE ?= quick
+VENV_CACHE ?= $(HOME)/.cache/dlbench
+REQS := requirements.txt $(if $(GPU),requirements-gpu.txt)
+REQ_HASH := $(shell cat $(REQS) | sha256sum | cut -c1-12)
+VENV_DIR := $(VENV_CACHE)/venv-$(REQ_HASH)$(if $(GPU),-gpu)
+STAMP := $(VENV_DIR)/.complete
+VENV := .venv
+BIN := $(VENV)/bin
+export PYTHONPATH := $(CURDIR)
+export PYTHONDONTWRITEBYTECODE := 1
+export TF_CPP_MIN_LOG_LEVEL ?= 2
+
+.PHONY: help setup test lint report lab clean env
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+	@echo "  variables: PROFILE=quick|seed|full  GPU=1 (TensorFlow with CUDA)  VENV_CACHE=$(VENV_CACHE)"
+
+setup: $(BIN)/python ## create the Python environment (does nothing when it is up to date)
+
+$(STAMP): $(REQS)
+	@echo "building the environment in $(VENV_DIR) (about 3 minutes, about 8 GB)"
+	rm -rf "$(VENV_DIR)"
+	mkdir -p "$(VENV_CACHE)"
+	$(PYTHON) -m venv "$(VENV_DIR)"
+	"$(VENV_DIR)/bin/pip" install --quiet --upgrade pip
+	"$(VENV_DIR)/bin/pip" install --quiet $(if $(GPU),$$(grep -v '^tensorflow-cpu' requirements.txt) -r requirements-gpu.txt,-r requirements.txt)
+	touch "$(STAMP)"
+
+$(BIN)/python: $(STAMP)
+	@if [ -e "$(VENV)" ] && [ ! -L "$(VENV)" ]; then echo "$(VENV) is a real folder, not the cached venv link; remove it" >&2; exit 1; fi
+	ln -sfn "$(VENV_DIR)" "$(VENV)"
+	@touch -h "$(VENV)"
+
+test: setup ## run lint, unit/integration tests and notebook tests (CPU, tiny models)
+	$(BIN)/ruff check bench tests
+	$(BIN)/python -m pytest -q tests
+
+lint: setup ## ruff over the package and tests
+	$(BIN)/ruff check bench tests
+
+env: setup ## print this machine's environment manifest
+	$(BIN)/python -m bench env
+
+clean: ## remove the exported report (results are kept)
+	rm -rf report/report.html report/report.pdf report/figures

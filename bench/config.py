@@ -1,0 +1,135 @@
+"""RunConfig: the one validated, immutable description of a benchmark run; defaults live here."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field
+
+from . import devices
+from .errors import ConfigError
+from .models import get_model
+
+MODES = ("inference", "training")
+PRECISIONS = ("fp32", "bf16", "fp16")
+PROTOCOLS = ("adaptive", "seed")
+DATA_PLACEMENTS = ("device", "host")
+
+# Per-protocol defaults. seed = the 2019 study exactly; adaptive = steady-state + CI target.
+PROTOCOL_DEFAULTS = {
+    "seed": dict(warmup=10, iterations=20, time_budget_s=0.0),
+    "adaptive": dict(warmup=50, iterations=10, time_budget_s=60.0),
+}
+DEFAULT_CI_TARGET = 0.02  # +-2% relative half-width of the median's 95% CI
+
+
+def _choice(field_name: str, value: object, valid) -> None:
+    if value not in valid:
+        raise ConfigError(f"invalid {field_name} {value!r}; valid choices: {', '.join(map(str, valid))}")
+
+
+def _positive(field_name: str, value: object, allow_zero: bool = False) -> None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not ok or value < 0 or (value == 0 and not allow_zero):
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ConfigError(f"invalid {field_name} {value!r}; it must be a number {bound}")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """One run. Fields left as None are resolved from the defaults when the object is built.
+
+    warmup/iterations mean: `seed` protocol - exact counts; `adaptive` - the warm-up cap and the
+    minimum number of timed iterations (timing continues until the CI target or the budget).
+    """
+
+    framework: str
+    model: str
+    mode: str = "inference"
+    engine: str | None = None
+    device: str = "cpu"
+    precision: str = "fp32"
+    batch_size: int = 32
+    image_size: int | None = None
+    threads: int | None = None
+    protocol: str = "adaptive"
+    warmup: int | None = None
+    iterations: int | None = None
+    time_budget_s: float | None = None
+    ci_target: float = DEFAULT_CI_TARGET
+    data: str = "device"
+    seed: int = 0
+    extra: dict = field(default_factory=dict, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        from .adapters import ADAPTERS  # late: adapters import this module
+
+        adapter = ADAPTERS.get(self.framework)
+        spec = get_model(self.model)
+        _choice("mode", self.mode, MODES)
+        _choice("precision", self.precision, PRECISIONS)
+        _choice("protocol", self.protocol, PROTOCOLS)
+        _choice("data", self.data, DATA_PLACEMENTS)
+        engine = adapter.engines[0] if self.engine is None else self.engine
+        _choice(f"engine for {self.framework}", engine, adapter.engines)
+        try:
+            device = devices.normalise_device(self.device)
+        except ValueError:
+            raise ConfigError(f"invalid device {self.device!r}; valid choices: cpu, cuda, cuda:N") from None
+        if devices.is_gpu(device):
+            present = [f"cuda:{g['index']}" for g in devices.gpus()]
+            if device not in present:
+                raise ConfigError(
+                    f"device {self.device!r} asked for, but this machine has "
+                    f"{'GPUs ' + ', '.join(present) if present else 'no GPU'}; valid choices: cpu"
+                    + "".join(f", {p}" for p in present))
+        for name in ("batch_size", "seed"):
+            if not isinstance(getattr(self, name), int) or isinstance(getattr(self, name), bool):
+                raise ConfigError(f"invalid {name} {getattr(self, name)!r}; it must be an integer")
+        _positive("batch_size", self.batch_size)
+        image_size = spec.default_image_size if self.image_size is None else self.image_size
+        _positive("image_size", image_size)
+        if image_size < spec.min_image_size:
+            raise ConfigError(f"image_size {image_size} is too small for {self.model}; "
+                              f"the smallest it accepts is {spec.min_image_size}")
+        threads = devices.default_threads() if self.threads is None else self.threads
+        _positive("threads", threads)
+        proto = PROTOCOL_DEFAULTS[self.protocol]
+        warmup = proto["warmup"] if self.warmup is None else self.warmup
+        iterations = proto["iterations"] if self.iterations is None else self.iterations
+        budget = proto["time_budget_s"] if self.time_budget_s is None else self.time_budget_s
+        _positive("warmup", warmup, allow_zero=True)
+        _positive("iterations", iterations)
+        _positive("time_budget_s", budget, allow_zero=True)
+        _positive("ci_target", self.ci_target)
+        for name, value in dict(engine=engine, device=device, image_size=image_size,
+                                threads=threads, warmup=warmup, iterations=iterations,
+                                time_budget_s=float(budget)).items():
+            object.__setattr__(self, name, value)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @property
+    def key(self) -> str:
+        """Stable identity of the measured configuration (what resume matches on)."""
+        d = self.to_dict()
+        d.pop("extra")
+        return hashlib.sha1(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
+
+    @property
+    def label(self) -> str:
+        return (f"{self.framework}/{self.engine} {self.model} {self.mode} {self.precision} "
+                f"bs={self.batch_size} {self.device}")
+
+
+FIELDS = tuple(f.name for f in dataclasses.fields(RunConfig) if f.name != "extra")
+
+
+def make_config(**kwargs) -> RunConfig:
+    """Build a RunConfig from keyword arguments, rejecting unknown keys by name."""
+    unknown = sorted(set(kwargs) - set(FIELDS))
+    if unknown:
+        raise ConfigError(f"unknown setting(s) {', '.join(unknown)}; valid: {', '.join(FIELDS)}")
+    return RunConfig(**{k: v for k, v in kwargs.items() if v is not None})

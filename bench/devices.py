@@ -1,0 +1,60 @@
+"""Which compute devices this machine has, found without importing any framework."""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shutil
+import subprocess
+
+import psutil
+
+
+@functools.lru_cache(maxsize=1)
+def gpus() -> tuple[dict[str, str], ...]:
+    """NVIDIA GPUs as reported by nvidia-smi (empty when there is no driver or no GPU)."""
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return ()
+    query = "--query-gpu=index,name,driver_version,memory.total"
+    try:
+        out = subprocess.run([exe, query, "--format=csv,noheader"], capture_output=True,
+                             text=True, timeout=20, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    rows = [[c.strip() for c in line.split(",")] for line in out.strip().splitlines() if line]
+    return tuple(dict(index=r[0], name=r[1], driver=r[2], memory=r[3]) for r in rows if len(r) == 4)
+
+
+def default_threads() -> int:
+    """Physical cores available to this process: the CPU thread count every framework gets."""
+    physical = psutil.cpu_count(logical=False) or os.cpu_count() or 1
+    return max(1, min(physical, len(os.sched_getaffinity(0))))
+
+
+def normalise_device(device: str) -> str:
+    """'cpu' stays; 'cuda' becomes 'cuda:0'; anything else raises ValueError."""
+    if device == "cpu":
+        return device
+    m = re.fullmatch(r"cuda(?::(\d+))?", device)
+    if not m:
+        raise ValueError(device)
+    return f"cuda:{m.group(1) or 0}"
+
+
+def is_gpu(device: str) -> bool:
+    return device.startswith("cuda")
+
+
+def device_label(device: str) -> str:
+    """Human name of a device, used as the hardware column of the report."""
+    if is_gpu(device):
+        index = device.split(":")[1]
+        for g in gpus():
+            if g["index"] == index:
+                return g["name"]
+        return device
+    from .manifest import cpu_brand
+
+    return cpu_brand()

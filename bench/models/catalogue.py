@@ -1,0 +1,81 @@
+"""The model catalogue: which CNNs exist, their published cost, and the smallest image they accept."""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from importlib import resources
+
+from ..registry import Registry
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """What the harness knows about one model before any framework is imported."""
+
+    name: str
+    num_classes: int = 1000
+    default_image_size: int = 224
+    min_image_size: int = 32
+    published_gmacs_224: float | None = None
+    published_params_millions: float | None = None
+    source: str = ""
+    tiny: bool = False  # a model for tests, not in published figures
+    note: str = ""
+
+
+MODELS: Registry[ModelSpec] = Registry("model")
+
+
+def _published() -> dict[str, dict[str, str]]:
+    """Published costs (copied from the reference data, source column kept)."""
+    text = resources.files("bench.data").joinpath("model_costs.csv").read_text()
+    return {row["model"]: row for row in csv.DictReader(text.splitlines())}
+
+
+def _register_catalogue() -> None:
+    published = _published()
+    # min_image_size: the smallest input for which every layer still has a non-empty output.
+    real = {
+        "alexnet": dict(min_image_size=63),
+        "googlenet": dict(note="torchvision variant: BN, 3x3 in the '5x5' branch, no aux heads"),
+        "vgg16": dict(),
+        "resnet18": dict(),
+        "resnet50": dict(note="ResNet v1.5 (stride in the 3x3 conv), convs without bias"),
+        "resnet152": dict(note="ResNet v1.5 (stride in the 3x3 conv), convs without bias"),
+        "mobilenet_v2": dict(),
+    }
+    for name, extra in real.items():
+        row = published.get(name)
+        MODELS.add(
+            name,
+            ModelSpec(
+                name=name,
+                published_gmacs_224=float(row["forward_gmacs_224"]) if row else None,
+                published_params_millions=float(row["params_millions"]) if row else None,
+                source=row["source"] if row else "",
+                **extra,
+            ),
+        )
+    MODELS.add(
+        "tiny_cnn",
+        ModelSpec(
+            name="tiny_cnn",
+            num_classes=10,
+            default_image_size=32,
+            min_image_size=8,
+            tiny=True,
+            note="two conv+BN+ReLU blocks, global pool, linear: for tests",
+        ),
+    )
+
+
+_register_catalogue()
+
+
+def get_model(name: str) -> ModelSpec:
+    return MODELS.get(name)
+
+
+def list_models(pattern: str = "*", include_tiny: bool = True) -> list[str]:
+    return [n for n in MODELS.names(pattern) if include_tiny or not MODELS.get(n).tiny]
