@@ -60,6 +60,7 @@ class RunConfig:
     ci_target: float = DEFAULT_CI_TARGET
     data: str = "device"
     seed: int = 0
+    phase_iterations: int = 5  # instrumented pass after the timed loop; 0 skips it
     extra: dict = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:
@@ -103,6 +104,7 @@ class RunConfig:
         _positive("iterations", iterations)
         _positive("time_budget_s", budget, allow_zero=True)
         _positive("ci_target", self.ci_target)
+        _positive("phase_iterations", self.phase_iterations, allow_zero=True)
         for name, value in dict(engine=engine, device=device, image_size=image_size,
                                 threads=threads, warmup=warmup, iterations=iterations,
                                 time_budget_s=float(budget)).items():

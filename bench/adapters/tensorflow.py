@@ -1,0 +1,182 @@
+"""TensorFlow adapter: Keras 3 models (channels-last), tf.function / XLA steps, SGD-momentum training."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+from ..config import RunConfig
+from ..devices import is_gpu
+from ..errors import UnsupportedError
+from ..models import get_model
+from ..models.keras_defs import build_keras_model
+from .base import Adapter, Workload, dist_version, timed_phases
+from .precision import check_precision
+from .pytorch import LEARNING_RATE, MOMENTUM
+
+_POLICIES = {"fp32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
+
+
+def set_tf_threads(tf, threads: int) -> dict:
+    """Set intra- and inter-op pools to `threads` (only possible before TF's runtime starts)."""
+    with contextlib.suppress(RuntimeError):
+        tf.config.threading.set_intra_op_parallelism_threads(threads)
+        tf.config.threading.set_inter_op_parallelism_threads(threads)
+    return {"intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads(),
+            "inter_op_threads": tf.config.threading.get_inter_op_parallelism_threads()}
+
+
+def _import_tf():
+    os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import keras
+    import tensorflow as tf
+
+    if keras.backend.backend() != "tensorflow":
+        raise UnsupportedError(f"tensorflow: KERAS_BACKEND is {keras.backend.backend()!r}, not 'tensorflow'")
+    return tf, keras
+
+
+class TFWorkload(Workload):
+    def __init__(self, config: RunConfig) -> None:
+        import numpy as np
+
+        tf, keras = _import_tf()
+        self.tf, self.config = tf, config
+        threads = set_tf_threads(tf, config.threads)
+        if is_gpu(config.device):
+            if not tf.config.list_physical_devices("GPU"):
+                raise UnsupportedError("tensorflow: this TensorFlow build sees no GPU "
+                                       "(tensorflow-cpu?); install requirements-gpu.txt (make setup GPU=1)")
+            self.tf_device = "/GPU:" + config.device.split(":")[1]
+        else:
+            self.tf_device = "/CPU:0"
+        self.training = config.mode == "training"
+        tf.random.set_seed(config.seed)
+        keras.utils.set_random_seed(config.seed)
+        previous = keras.mixed_precision.dtype_policy()
+        with tf.device(self.tf_device):
+            keras.mixed_precision.set_dtype_policy(_POLICIES[config.precision])
+            try:
+                self.model = build_keras_model(config.model, config.image_size)
+            finally:
+                keras.mixed_precision.set_dtype_policy(previous)
+            n, s = config.batch_size, config.image_size
+            rng = np.random.default_rng(config.seed)
+            self.host_x = rng.standard_normal((n, s, s, 3), dtype=np.float32)
+            self.x = tf.identity(tf.constant(self.host_x))
+            self.y = tf.constant(rng.integers(0, get_model(config.model).num_classes, n), dtype=tf.int32)
+            opt = keras.optimizers.SGD(learning_rate=LEARNING_RATE, momentum=MOMENTUM)
+            if config.precision == "fp16":
+                opt = keras.optimizers.LossScaleOptimizer(opt)
+            self.opt = opt
+            self.opt.build(self.model.trainable_variables)
+        self.params = int(sum(np.prod(v.shape) for v in self.model.trainable_weights))
+        self.loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        compile_ = self._compiler()
+        self._infer = compile_(lambda x: self.model(x, training=False))
+        self._train = compile_(self._train_step)
+        self._fwd_loss = compile_(lambda x: self.loss_fn(self.y, self.model(x, training=True)))
+        self._grads = compile_(self._grads_step)
+        self._apply = compile_(lambda grads: self.opt.apply(grads, self.model.trainable_variables))
+        self.settings = {
+            **threads,
+            "layout": "NHWC (channels_last, Keras default; oneDNN's preferred layout on CPU)",
+            "engine": config.engine,
+            "data_placement": config.data,
+            "inside_timer": self._inside_timer(),
+            "dtype_policy": _POLICIES[config.precision],
+            "optimizer": f"SGD(lr={LEARNING_RATE}, momentum={MOMENTUM})" if self.training else None,
+            "loss": "SparseCategoricalCrossentropy(from_logits=True)" if self.training else None,
+            "timer": "time.perf_counter after tf.test.experimental.sync_devices()",
+            "autograd_in_inference": False if not self.training else None,
+        }
+
+    def _compiler(self):
+        engine = self.config.engine
+        if engine == "eager":
+            return lambda f: f
+        return lambda f: self.tf.function(f, jit_compile=(engine == "xla"))
+
+    def _inside_timer(self) -> str:
+        h2d = "host->device copy of the batch + " if self.config.data == "host" else ""
+        if self.training:
+            return h2d + "forward + cross-entropy + GradientTape backward + SGD-momentum apply"
+        return h2d + "forward with training=False, no GradientTape"
+
+    def _grads_step(self, x):
+        with self.tf.GradientTape() as tape:
+            loss = self.loss_fn(self.y, self.model(x, training=True))
+            scaled = self.opt.scale_loss(loss)
+        return tape.gradient(scaled, self.model.trainable_variables)
+
+    def _train_step(self, x):
+        grads = self._grads_step(x)
+        self.opt.apply(grads, self.model.trainable_variables)
+
+    def _input(self):
+        if self.config.data == "device":
+            return self.x
+        with self.tf.device(self.tf_device):
+            return self.tf.identity(self.tf.constant(self.host_x))
+
+    def step(self) -> None:
+        with self.tf.device(self.tf_device):
+            (self._train if self.training else self._infer)(self._input())
+
+    def sync(self) -> None:
+        self.tf.test.experimental.sync_devices()
+
+    def phases(self, iterations: int) -> dict[str, list[float]]:
+        """Subtractive split: backward = (forward+backward) - forward; update timed alone."""
+        names, fns = [], []
+        if self.config.data == "host":
+            names.append("h2d")
+            fns.append(self._input)
+        if not self.training:
+            return timed_phases(names + ["forward"], self.sync, fns + [lambda: self._infer(self.x)], iterations)
+        grads = self._grads(self.x)
+        raw = timed_phases(names + ["forward", "forward+backward", "update"], self.sync,
+                           fns + [lambda: self._fwd_loss(self.x), lambda: self._grads(self.x),
+                                  lambda: self._apply(grads)], iterations)
+        fb = raw.pop("forward+backward")
+        raw["backward"] = [max(0.0, t - f) for t, f in zip(fb, raw["forward"])]
+        return raw
+
+    def reset_memory(self) -> None:
+        if self.tf_device.startswith("/GPU"):
+            self.tf.config.experimental.reset_memory_stats(self.tf_device.strip("/"))
+
+    def memory(self) -> dict:
+        if not self.tf_device.startswith("/GPU"):
+            return super().memory()
+        info = self.tf.config.experimental.get_memory_info(self.tf_device.strip("/"))
+        return {"peak_bytes": int(info["peak"]), "kind": "TensorFlow allocator peak (get_memory_info)"}
+
+
+class TensorFlowAdapter(Adapter):
+    name = "tensorflow"
+    engines = ("graph", "xla", "eager")
+    module = "tensorflow"
+    distribution = "tensorflow-cpu"
+
+    def version(self) -> str | None:
+        return dist_version("tensorflow-cpu") or dist_version("tensorflow")
+
+    def info(self) -> dict:
+        tf, keras = _import_tf()
+        build = dict(tf.sysconfig.get_build_info())
+        onednn = os.environ.get("TF_ENABLE_ONEDNN_OPTS")
+        return {
+            "version": tf.__version__,
+            "keras": keras.__version__,
+            "cuda": build.get("cuda_version"),
+            "cudnn": build.get("cudnn_version"),
+            "is_cuda_build": build.get("is_cuda_build"),
+            "onednn": "on (x86 Linux default)" if onednn is None else f"TF_ENABLE_ONEDNN_OPTS={onednn}",
+        }
+
+    def prepare(self, config: RunConfig) -> Workload:
+        self.check_available()
+        check_precision(self.name, config.device, config.precision)
+        return TFWorkload(config)

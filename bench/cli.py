@@ -1,0 +1,113 @@
+"""Command-line interface: run one config, list models/frameworks, print the environment."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .config import FIELDS, make_config
+from .errors import ConfigError
+
+EXIT_OK, EXIT_RUN_ERROR, EXIT_BAD_INPUT = 0, 1, 2
+
+# CLI flag -> RunConfig field, with the argparse type (choices are validated by RunConfig itself,
+# so the CLI, notebooks and tests all get the same messages).
+_RUN_FLAGS = {
+    "framework": str, "model": str, "mode": str, "engine": str, "device": str, "precision": str,
+    "batch_size": int, "image_size": int, "threads": int, "protocol": str, "warmup": int,
+    "iterations": int, "time_budget_s": float, "ci_target": float, "data": str, "seed": int,
+    "phase_iterations": int,
+}
+assert set(_RUN_FLAGS) <= set(FIELDS)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="measure one configuration and write its record")
+    for name, typ in _RUN_FLAGS.items():
+        run.add_argument("--" + name.replace("_", "-"), dest=name, type=typ,
+                         required=name in ("framework", "model"))
+    run.add_argument("--results-dir", default=None, help="default: results/ in the project (BENCH_RESULTS)")
+    run.add_argument("--json", action="store_true", help="print the whole record")
+    ls = sub.add_parser("list", help="list models or frameworks")
+    ls.add_argument("what", choices=["models", "frameworks"])
+    ls.add_argument("pattern", nargs="?", default="*")
+    sub.add_parser("env", help="print this machine's environment manifest as JSON")
+    peak = sub.add_parser("peak", help="measure the device's matmul peak (prints JSON)")
+    peak.add_argument("--device", default="cpu")
+    peak.add_argument("--precision", default="fp32")
+    peak.add_argument("--threads", type=int, required=True)
+    flops = sub.add_parser("flops", help="count a model's forward FLOPs per image (prints JSON)")
+    flops.add_argument("--model", required=True)
+    flops.add_argument("--image-size", type=int, required=True)
+    return p
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from .runner import run
+
+    config = make_config(**{k: getattr(args, k) for k in _RUN_FLAGS})
+    record, path = run(config, args.results_dir)
+    if args.json:
+        print(json.dumps(record, indent=1))
+    s = record["summary"]
+    if record["status"] == "ok":
+        util = record["utilisation"]
+        print(f"{config.label}: {s['images_per_sec_median']:.2f} img/s "
+              f"[95% CI {s['images_per_sec_ci_low']:.2f}-{s['images_per_sec_ci_high']:.2f}], "
+              f"median latency {s['latency_ms_median']:.2f} ms over {s['n']} iterations"
+              + (f", utilisation {util:.1%}" if util is not None else ""))
+    else:
+        print(f"{config.label}: {record['status']}: {record['reason']}", file=sys.stderr)
+    print(f"record: {path}")
+    return EXIT_RUN_ERROR if record["status"] == "error" else EXIT_OK
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    if args.what == "models":
+        from .models import MODELS
+
+        for name in MODELS.names(args.pattern):
+            spec = MODELS.get(name)
+            cost = f"{spec.published_gmacs_224} GMACs, {spec.published_params_millions} M params" \
+                if spec.published_gmacs_224 else ("test model" if spec.tiny else "no published cost in the reference data")
+            print(f"{name:14s} {cost}")
+    else:
+        from .adapters import ADAPTERS
+
+        for name in ADAPTERS.names(args.pattern):
+            a = ADAPTERS.get(name)
+            print(f"{name:12s} engines: {', '.join(a.engines):22s} version: {a.version() or 'not installed'}")
+    return EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "run":
+            return _cmd_run(args)
+        if args.command == "list":
+            return _cmd_list(args)
+        if args.command == "env":
+            from .manifest import collect_manifest
+
+            print(json.dumps(collect_manifest(), indent=1))
+            return EXIT_OK
+        if args.command == "peak":
+            from .peak import matmul_peak
+
+            print(json.dumps(matmul_peak(args.device, args.precision, args.threads)))
+            return EXIT_OK
+        if args.command == "flops":
+            from .flops import count_forward_flops
+            from .models import get_model
+
+            get_model(args.model)
+            print(json.dumps(count_forward_flops(args.model, args.image_size)))
+            return EXIT_OK
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return EXIT_BAD_INPUT

@@ -1,0 +1,117 @@
+"""One run end to end: prepare, measure, instrument, summarise, and write one schema-checked record."""
+
+from __future__ import annotations
+
+import time
+import traceback
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+
+from .adapters import ADAPTERS
+from .config import RunConfig
+from .devices import device_label
+from .energy import EnergyMeter
+from .errors import UnsupportedError
+from .fairness import run_checks
+from .flops import flops_per_image
+from .manifest import collect_manifest, host_name
+from .measure import measure
+from .models import get_model
+from .paths import default_results_dir
+from .peak import device_peak
+from .schema import SCHEMA_VERSION
+from .stats import summarize_latencies
+from .store import write_record
+
+
+def describe_failure(exc: BaseException, config: RunConfig) -> str:
+    """One sentence a user can act on, from whatever a framework raised."""
+    name = type(exc).__name__
+    first = (str(exc).strip().splitlines() or [""])[0][:300]
+    if isinstance(exc, MemoryError) or "OutOfMemory" in name or "ResourceExhausted" in name \
+            or "out of memory" in first.lower():
+        return f"out of memory at batch size {config.batch_size} on {config.device} ({name})"
+    return f"{name}: {first}" if first else name
+
+
+def _framework_info(adapter) -> dict:
+    try:
+        return adapter.info()
+    except Exception as exc:  # an unavailable framework still gets a record
+        return {"version": adapter.version(), "unavailable": f"{type(exc).__name__}: {exc}"}
+
+
+def execute(config: RunConfig, results_dir: Path | str | None = None) -> dict:
+    """Measure `config` and return its record (status ok, skipped or error); never raises for run failures."""
+    results_dir = Path(results_dir or default_results_dir())
+    adapter = ADAPTERS.get(config.framework)
+    started = time.perf_counter()
+    record: dict = {
+        "schema_version": SCHEMA_VERSION,
+        "record_id": uuid.uuid4().hex,
+        "config_key": config.key,
+        "created": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        "host": host_name(),
+        "hardware": device_label(config.device),
+        "status": "ok", "reason": None,
+        "config": config.to_dict(), "label": config.label,
+        "settings": {}, "model": {}, "samples": {"warmup_s": [], "timed_s": []},
+        "summary": None, "phases": None, "memory": None, "peak": None, "utilisation": None,
+        "energy": {"available": False, "reason": "run did not reach the timed loop"},
+        "fairness": None, "traceback": None,
+    }
+    try:
+        _measure_into(record, adapter, config, results_dir)
+    except UnsupportedError as exc:
+        record.update(status="skipped", reason=str(exc))
+    except Exception as exc:  # any framework failure becomes a recorded error, and the sweep goes on
+        record.update(status="error", reason=describe_failure(exc, config), traceback=traceback.format_exc())
+    record["manifest"] = collect_manifest(_framework_info(adapter) if record["status"] != "skipped"
+                                          else {"version": adapter.version()})
+    record["duration_s"] = time.perf_counter() - started
+    return record
+
+
+def _measure_into(record: dict, adapter, config: RunConfig, results_dir: Path) -> None:
+    workload = adapter.prepare(config)
+    record["settings"] = dict(workload.settings)
+    workload.reset_memory()
+    with EnergyMeter() as meter:
+        samples = measure(workload.timed_iteration, config)
+    record["memory"] = workload.memory()  # read before anything else allocates
+    record["energy"] = meter.result(config.batch_size * len(samples.timed_s))
+    record["samples"] = {"warmup_s": samples.warmup_s, "timed_s": samples.timed_s,
+                         "warmup_stop": samples.warmup_stop, "timed_stop": samples.timed_stop,
+                         "timed_wall_s": samples.timed_wall_s}
+    summary = summarize_latencies(samples.timed_s, config.batch_size)
+    record["summary"] = summary
+    if config.phase_iterations:
+        raw = workload.phases(config.phase_iterations)
+        if raw:
+            record["phases"] = {
+                "iterations": config.phase_iterations,
+                "method": "separate instrumented pass after the timed loop, device synced around each phase",
+                "median_ms": {k: float(np.median(v)) * 1e3 for k, v in raw.items()},
+                "samples_s": raw,
+            }
+    spec = get_model(config.model)
+    params = workload.params or None
+    if config.framework != "null":
+        flops, how = flops_per_image(results_dir, config.model, config.image_size, config.mode)
+        record["model"] = {"params": params, "params_published_millions": spec.published_params_millions,
+                           "flops_per_image": flops, "flops_method": how, "note": spec.note}
+        peak = device_peak(results_dir, config.device, config.precision, config.threads)
+        record["peak"] = peak
+        if flops:
+            record["utilisation"] = flops * summary["images_per_sec_median"] / peak["flops_per_sec"]
+        record["fairness"] = run_checks(config, record["settings"], params)
+
+
+def run(config: RunConfig, results_dir: Path | str | None = None) -> tuple[dict, Path]:
+    """Execute `config` and write its record atomically; returns (record, path)."""
+    results_dir = Path(results_dir or default_results_dir())
+    record = execute(config, results_dir)
+    return record, write_record(record, results_dir)

@@ -1,0 +1,71 @@
+"""The result-record schema (JSON Schema) and its check."""
+
+from __future__ import annotations
+
+import jsonschema
+
+from .errors import SchemaError
+
+SCHEMA_VERSION = 1
+STATUSES = ("ok", "skipped", "error")
+
+_num_list = {"type": "array", "items": {"type": "number", "minimum": 0}}
+_obj_or_null = {"type": ["object", "null"]}
+
+RECORD_SCHEMA = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "required": ["schema_version", "record_id", "config_key", "created", "host", "hardware", "status", "reason",
+                 "config", "label", "manifest", "settings", "model", "samples", "summary", "phases",
+                 "memory", "peak", "utilisation", "energy", "fairness", "duration_s", "traceback"],
+    "properties": {
+        "schema_version": {"const": SCHEMA_VERSION},
+        "record_id": {"type": "string", "minLength": 8},
+        "config_key": {"type": "string", "pattern": "^[0-9a-f]{16}$"},
+        "created": {"type": "string"},
+        "host": {"type": "string", "minLength": 1},
+        "hardware": {"type": "string", "minLength": 1},
+        "status": {"enum": list(STATUSES)},
+        "reason": {"type": ["string", "null"]},
+        "config": {
+            "type": "object",
+            "required": ["framework", "model", "mode", "engine", "device", "precision", "batch_size",
+                         "image_size", "threads", "protocol", "warmup", "iterations", "data"],
+            "properties": {"batch_size": {"type": "integer", "minimum": 1},
+                           "threads": {"type": "integer", "minimum": 1}},
+        },
+        "label": {"type": "string"},
+        "manifest": {"type": "object", "required": ["host", "cpu", "libraries", "env", "git"]},
+        "settings": {"type": "object"},
+        "model": {"type": "object"},
+        "samples": {
+            "type": "object",
+            "required": ["warmup_s", "timed_s"],
+            "properties": {"warmup_s": _num_list, "timed_s": _num_list},
+        },
+        "summary": _obj_or_null,
+        "phases": _obj_or_null,
+        "memory": _obj_or_null,
+        "peak": _obj_or_null,
+        "utilisation": {"type": ["number", "null"]},
+        "energy": {"type": "object"},
+        "fairness": _obj_or_null,
+        "duration_s": {"type": "number", "minimum": 0},
+        "traceback": {"type": ["string", "null"]},
+    },
+    # An `ok` record carries its measurements; a skipped/error one says why.
+    "if": {"properties": {"status": {"const": "ok"}}},
+    "then": {"properties": {"summary": {"type": "object", "required": ["images_per_sec_median", "n"]},
+                            "samples": {"properties": {"timed_s": {"minItems": 1}}}}},
+    "else": {"properties": {"reason": {"type": "string", "minLength": 1}}},
+}
+
+_VALIDATOR = jsonschema.Draft202012Validator(RECORD_SCHEMA)
+
+
+def validate_record(record: dict) -> None:
+    """Raise SchemaError naming the first problem when `record` does not match the schema."""
+    error = jsonschema.exceptions.best_match(_VALIDATOR.iter_errors(record))
+    if error is not None:
+        where = "/".join(map(str, error.absolute_path)) or "(record)"
+        raise SchemaError(f"invalid record at {where}: {error.message}")
