@@ -71,8 +71,10 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
         for name in MODELS.names(args.pattern):
             spec = MODELS.get(name)
-            cost = f"{spec.published_gmacs_224} GMACs, {spec.published_params_millions} M params" \
-                if spec.published_gmacs_224 else ("test model" if spec.tiny else "no published cost in the reference data")
+            if spec.published_gmacs_224:
+                cost = f"{spec.published_gmacs_224} GMACs, {spec.published_params_millions} M params"
+            else:
+                cost = "test model" if spec.tiny else "no published cost in the reference data"
             print(f"{name:14s} {cost}")
     else:
         from .adapters import ADAPTERS

@@ -19,7 +19,7 @@ class EnergyMeter:
         self.start: list[int] = []
         self.end: list[int] = []
 
-    def __enter__(self) -> "EnergyMeter":
+    def __enter__(self) -> EnergyMeter:
         self.start = [int(p.read_text()) for p in self.paths]
         return self
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 import traceback
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -53,7 +53,7 @@ def execute(config: RunConfig, results_dir: Path | str | None = None) -> dict:
         "schema_version": SCHEMA_VERSION,
         "record_id": uuid.uuid4().hex,
         "config_key": config.key,
-        "created": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
         "host": host_name(),
         "hardware": device_label(config.device),
         "status": "ok", "reason": None,
