@@ -72,7 +72,6 @@ def _static_manifest() -> dict:
     interesting = sorted(f for f in flags if re.match(r"(avx|fma|amx|sse4|f16c|vnni)", f))
     mem = psutil.virtual_memory()
     return {
-        "host": host_name(),
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "cpu": {
@@ -92,4 +91,4 @@ def _static_manifest() -> dict:
 
 def collect_manifest(framework_info: dict | None = None) -> dict:
     """Everything about the machine and software that a result depends on (never secrets)."""
-    return {**_static_manifest(), "framework": framework_info or {}, "env": recorded_environment()}
+    return {"host": host_name(), **_static_manifest(), "framework": framework_info or {}, "env": recorded_environment()}

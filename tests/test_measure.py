@@ -1,0 +1,37 @@
+"""The protocols, driven by fake iterations and a fake clock (no real timing involved)."""
+
+import itertools
+
+from bench import make_config
+from bench.measure import measure
+
+
+def _cfg(**kw):
+    return make_config(framework="null", model="tiny_cnn", **kw)
+
+
+def test_seed_protocol_is_exactly_10_plus_20():
+    calls = []
+    s = measure(lambda: calls.append(1) or 0.01, _cfg(protocol="seed"))
+    assert (len(s.warmup_s), len(s.timed_s), len(calls)) == (10, 20, 30)
+
+
+def test_adaptive_warms_up_until_steady_then_meets_ci_target():
+    times = itertools.chain([5.0, 2.0, 1.2], itertools.repeat(1.0))
+    s = measure(lambda: next(times), _cfg(time_budget_s=0))
+    assert s.warmup_s[:3] == [5.0, 2.0, 1.2] and s.warmup_stop == "steady"
+    assert s.timed_stop == "CI target met" and len(s.timed_s) == 10  # the minimum
+
+
+def test_adaptive_stops_at_time_budget_when_noise_never_settles():
+    clock = itertools.count(0.0, 1.0)
+    noisy = itertools.cycle([1.0, 3.0])
+    s = measure(lambda: next(noisy), _cfg(time_budget_s=40.0), clock=lambda: next(clock))
+    assert s.timed_stop == "time budget"
+    assert len(s.timed_s) >= 10
+
+
+def test_adaptive_warmup_cap():
+    growing = itertools.count(1.0, 1.0)
+    s = measure(lambda: next(growing), _cfg(warmup=4, iterations=10, time_budget_s=0, ci_target=10))
+    assert len(s.warmup_s) == 4 and s.warmup_stop == "warm-up cap"

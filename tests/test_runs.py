@@ -1,0 +1,133 @@
+"""Real tiny-model runs through the CLI for each framework x mode on this machine's CPU."""
+
+import json
+
+import pytest
+
+from bench import make_config
+from bench.devices import gpus
+from bench.errors import UnsupportedError
+from bench.fairness import parity_table
+from bench.runner import execute
+from bench.store import load_records, load_runs
+
+from .conftest import TINY_RUN, bench_cli
+
+FRAMEWORK_MODES = [(f, m) for f in ("torch", "tensorflow") for m in ("inference", "training")]
+
+
+@pytest.fixture(scope="module")
+def tiny_records(shared_results):
+    out = {}
+    for fw, mode in FRAMEWORK_MODES:
+        proc = bench_cli("run", "--framework", fw, "--mode", mode, *TINY_RUN, results=shared_results)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert "img/s" in proc.stdout
+        path = proc.stdout.strip().splitlines()[-1].removeprefix("record: ")
+        out[fw, mode] = json.loads(open(path).read())
+    return out
+
+
+@pytest.mark.parametrize("fw,mode", FRAMEWORK_MODES)
+def test_tiny_run_writes_valid_ok_record(tiny_records, fw, mode):
+    r = tiny_records[fw, mode]
+    assert r["status"] == "ok" and r["reason"] is None
+    assert len(r["samples"]["warmup_s"]) == 2 and len(r["samples"]["timed_s"]) == 5
+    s = r["summary"]
+    assert s["images_per_sec_ci_low"] <= s["images_per_sec_median"] <= s["images_per_sec_ci_high"]
+    assert r["manifest"]["framework"]["version"]
+    assert r["peak"]["flops_per_sec"] > 0 and 0 < r["utilisation"] < 1
+    f = r["fairness"]
+    assert f["threads_match"] is True and f["threads_effective"] == r["config"]["threads"]
+    expected_phases = {"forward"} if mode == "inference" else {"forward", "backward", "update"}
+    assert set(r["phases"]["median_ms"]) == expected_phases
+    if mode == "inference":
+        assert f["no_autograd_in_inference"] is True
+    else:
+        assert "SGD" in f["optimizer"] and f["loss"]
+
+
+def test_same_optimizer_and_parameter_count_across_frameworks(tiny_records, shared_results):
+    training = [tiny_records[fw, "training"] for fw in ("torch", "tensorflow")]
+    assert training[0]["fairness"]["optimizer"] == training[1]["fairness"]["optimizer"]
+    table = parity_table(load_runs(shared_results))
+    row = table[table["model"] == "tiny_cnn"].iloc[0]
+    assert row["frameworks"] == "tensorflow, torch" and bool(row["parity"])
+
+
+def test_all_catalogue_models_have_the_same_parameter_count_in_both_frameworks():
+    import numpy as np
+
+    from bench.models import list_models
+    from bench.models.keras_defs import build_keras_model
+    from bench.models.torch_defs import build_torch_model
+
+    for name in list_models():
+        torch_params = sum(p.numel() for p in build_torch_model(name).parameters())
+        keras_model = build_keras_model(name, 224 if name != "tiny_cnn" else 32)
+        keras_params = int(sum(np.prod(v.shape) for v in keras_model.trainable_weights))
+        assert keras_params == torch_params, name
+
+
+def test_null_adapter_measures_harness_overhead(shared_results):
+    proc = bench_cli("run", "--framework", "null", "--model", "tiny_cnn", "--protocol", "seed",
+                     results=shared_results)
+    assert proc.returncode == 0, proc.stderr
+    r = [x for x in load_records(shared_results) if x["config"]["framework"] == "null"][0]
+    assert r["status"] == "ok" and r["utilisation"] is None
+    assert max(r["samples"]["timed_s"]) < 0.01  # an empty step is not slow (a sanity bound, not a speed test)
+
+
+def test_fp16_on_this_cpu_becomes_a_skipped_record(tmp_path):
+    from bench.manifest import cpu_flags
+
+    if {"avx512_fp16", "amx_fp16"} & set(cpu_flags()):
+        pytest.skip("this CPU has native fp16")
+    proc = bench_cli("run", "--framework", "torch", "--precision", "fp16", *TINY_RUN, results=tmp_path)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr
+    assert "skipped: torch: fp16 on this CPU would be emulated" in proc.stderr
+    [r] = load_records(tmp_path)
+    assert r["status"] == "skipped" and r["summary"] is None
+
+
+def test_runtime_failures_become_records_with_one_sentence_reasons(tmp_path, monkeypatch):
+    from bench.adapters import ADAPTERS
+
+    adapter = ADAPTERS.get("null")
+    config = make_config(framework="null", model="tiny_cnn", batch_size=4096)
+
+    for exc, expected_status, expected in [
+        (MemoryError(), "error", "out of memory at batch size 4096 on cpu"),
+        (RuntimeError("CUDA out of memory. Tried to allocate 2 GiB\nmore detail"), "error", "out of memory"),
+        (ValueError("shapes do not match\nlong details"), "error", "ValueError: shapes do not match"),
+        (UnsupportedError("no bf16 here"), "skipped", "no bf16 here"),
+        (ImportError("No module named 'tensorflow'"), "error", "ImportError: No module named 'tensorflow'"),
+    ]:
+        def boom(_config, exc=exc):
+            raise exc
+        monkeypatch.setattr(adapter, "prepare", boom)
+        r = execute(config, tmp_path)
+        assert r["status"] == expected_status and expected in r["reason"]
+        assert "\n" not in r["reason"]
+
+
+def test_missing_framework_is_a_skipped_record(tmp_path, monkeypatch):
+    from bench.adapters import ADAPTERS
+
+    adapter = ADAPTERS.get("tensorflow")
+    monkeypatch.setattr(type(adapter), "module", "tensorflow_that_is_not_installed")
+    r = execute(make_config(framework="tensorflow", model="tiny_cnn"), tmp_path)
+    assert r["status"] == "skipped" and "not installed" in r["reason"]
+
+
+@pytest.mark.skipif(not gpus(), reason="no GPU on this machine")
+@pytest.mark.parametrize("fw", ["torch", "tensorflow"])
+def test_gpu_run(shared_results, fw):
+    proc = bench_cli("run", "--framework", fw, "--device", "cuda", "--precision", "bf16", *TINY_RUN,
+                     results=shared_results)
+    assert proc.returncode == 0, proc.stderr
+    r = [x for x in load_records(shared_results)
+         if x["config"]["device"] == "cuda:0" and x["config"]["framework"] == fw][-1]
+    assert r["status"] in ("ok", "skipped"), r["reason"]
+    if r["status"] == "ok":
+        assert "allocator" in r["memory"]["kind"]

@@ -1,0 +1,52 @@
+"""Statistics against known data."""
+
+import numpy as np
+import pytest
+
+from bench.stats import mad, median_ci, ratio_of_medians_ci, summarize_latencies
+
+
+def test_median_ci_matches_binomial_tables():
+    # For n=20 the distribution-free 95% CI of the median is [x(6), x(15)] (1-indexed), coverage 95.86%.
+    x = np.arange(1, 21, dtype=float)
+    lo, hi, cov = median_ci(x)
+    assert (lo, hi) == (6.0, 15.0)
+    assert cov == pytest.approx(0.9586, abs=1e-4)
+
+
+def test_median_ci_coverage_by_simulation():
+    rng = np.random.default_rng(1)
+    hits = 0
+    for _ in range(2000):
+        lo, hi, _ = median_ci(rng.exponential(size=30))
+        hits += lo <= np.log(2) <= hi  # the exponential's true median
+    assert 0.94 <= hits / 2000 <= 0.99
+
+
+def test_too_few_samples_returns_min_max_with_lower_coverage():
+    lo, hi, cov = median_ci([3.0, 1.0, 2.0])
+    assert (lo, hi) == (1.0, 3.0) and cov < 0.95
+
+
+def test_summary_of_known_latencies():
+    s = summarize_latencies([0.1, 0.2, 0.2, 0.3, 0.2], batch_size=4)
+    assert s["n"] == 5
+    assert s["images_per_sec_median"] == pytest.approx(20.0)
+    assert s["latency_ms_median"] == pytest.approx(200.0)
+    assert s["latency_ms_mean"] == pytest.approx(200.0)
+    assert s["latency_ms_mad"] == pytest.approx(0.0)
+    assert s["images_per_sec_ci_low"] <= s["images_per_sec_median"] <= s["images_per_sec_ci_high"]
+    assert s["latency_ms_p50"] <= s["latency_ms_p90"] <= s["latency_ms_p99"] <= s["latency_ms_max"]
+
+
+def test_mad():
+    assert mad([1, 2, 3, 4, 100]) == 1.0
+
+
+def test_ratio_of_medians_ci():
+    rng = np.random.default_rng(0)
+    a = rng.normal(10, 0.2, 50)
+    same = ratio_of_medians_ci(a, rng.normal(10, 0.2, 50))
+    assert same[3] is True and same[1] <= 1 <= same[2]
+    twice = ratio_of_medians_ci(a * 2, a)
+    assert twice[0] == pytest.approx(2.0) and twice[3] is False and twice[1] > 1.5

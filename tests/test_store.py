@@ -1,0 +1,76 @@
+"""Records: schema round trip, invalid records refused, atomic writes survive a killed writer."""
+
+import copy
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from bench import make_config
+from bench.errors import SchemaError
+from bench.runner import execute
+from bench.store import atomic_write_json, load_records, load_runs, load_samples, write_record
+
+from .conftest import ROOT
+
+
+@pytest.fixture(scope="module")
+def null_record(tmp_path_factory):
+    return execute(make_config(framework="null", model="tiny_cnn", protocol="seed"),
+                   tmp_path_factory.mktemp("r"))
+
+
+def test_round_trip(tmp_path, null_record):
+    path = write_record(null_record, tmp_path)
+    assert path.parent == tmp_path / "test-host" / "records"
+    assert load_records(tmp_path) == [json.loads(json.dumps(null_record))]
+    runs = load_runs(tmp_path)
+    assert len(runs) == 1 and runs.loc[0, "framework"] == "null" and runs.loc[0, "status"] == "ok"
+    samples = load_samples(tmp_path)
+    assert len(samples) == 30 and set(samples["phase"]) == {"warmup", "timed"}
+
+
+@pytest.mark.parametrize("breakage", [
+    lambda r: r.pop("summary"),
+    lambda r: r.update(status="done"),
+    lambda r: r.update(summary=None),  # an ok record must carry a summary
+    lambda r: r["config"].update(batch_size=0),
+    lambda r: r.update(status="error", reason=""),  # an error must say why
+    lambda r: r["samples"].update(timed_s=[-1.0]),
+])
+def test_invalid_records_are_never_written(tmp_path, null_record, breakage):
+    bad = copy.deepcopy(null_record)
+    breakage(bad)
+    with pytest.raises(SchemaError):
+        write_record(bad, tmp_path)
+    assert not any(tmp_path.rglob("*.json"))
+
+
+def test_killed_writer_leaves_no_partial_record(tmp_path):
+    target = tmp_path / "h" / "records" / "big.json"
+    target.parent.mkdir(parents=True)
+    target.write_text('{"old": true}')
+    code = ("import sys; from bench.store import atomic_write_json; "
+            "atomic_write_json(sys.argv[1], {'x': list(range(30_000_000))})")
+    proc = subprocess.Popen([sys.executable, "-c", code, str(target)], cwd=ROOT,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    deadline = time.time() + 60
+    while not list(target.parent.glob(".big.json.*.tmp")):  # wait until it is mid-write
+        assert proc.poll() is None and time.time() < deadline, "writer finished before it could be killed"
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert json.loads(target.read_text()) == {"old": True}  # the old file is intact, never half-new
+    with pytest.warns(UserWarning, match="big.json"):  # the old file is not a record; the temp file is invisible
+        assert load_records(tmp_path) == []
+
+
+def test_atomic_write_replaces_whole_file(tmp_path):
+    atomic_write_json(tmp_path / "a.json", {"v": 1})
+    atomic_write_json(tmp_path / "a.json", {"v": 2})
+    assert json.loads((tmp_path / "a.json").read_text()) == {"v": 2}
+    assert [p.name for p in tmp_path.iterdir()] == ["a.json"]
