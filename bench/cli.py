@@ -39,6 +39,12 @@ def _parser() -> argparse.ArgumentParser:
     peak.add_argument("--device", default="cpu")
     peak.add_argument("--precision", default="fp32")
     peak.add_argument("--threads", type=int, required=True)
+    fid = sub.add_parser("fidelity", help="harness images/s vs a minimal hand-written loop (a benchmark)")
+    for name in ("framework", "model", "mode", "batch_size", "threads"):
+        fid.add_argument("--" + name.replace("_", "-"), dest=name, type=_RUN_FLAGS[name])
+    fid.add_argument("--rounds", type=int, default=2)
+    fid.add_argument("--results-dir", default=None)
+    fid.add_argument("--baseline-only", action="store_true", help="run only the hand-written loop, here")
     flops = sub.add_parser("flops", help="count a model's forward FLOPs per image (prints JSON)")
     flops.add_argument("--model", required=True)
     flops.add_argument("--image-size", type=int, required=True)
@@ -85,6 +91,19 @@ def _cmd_list(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_fidelity(args: argparse.Namespace) -> int:
+    from . import fidelity
+    from .paths import default_results_dir
+
+    config = make_config(framework=args.framework or "torch", model=args.model or "resnet50",
+                         mode=args.mode, batch_size=args.batch_size, threads=args.threads)
+    if args.baseline_only:
+        print(json.dumps({"images_per_sec": fidelity.baseline(config)}))
+    else:
+        print(json.dumps(fidelity.compare(config, args.rounds, args.results_dir or str(default_results_dir()))))
+    return EXIT_OK
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -102,6 +121,8 @@ def main(argv: list[str] | None = None) -> int:
 
             print(json.dumps(matmul_peak(args.device, args.precision, args.threads)))
             return EXIT_OK
+        if args.command == "fidelity":
+            return _cmd_fidelity(args)
         if args.command == "flops":
             from .flops import count_forward_flops
             from .models import get_model
