@@ -18,7 +18,7 @@ export PYTHONPATH := $(CURDIR)
 export PYTHONDONTWRITEBYTECODE := 1
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: help setup test lint report lab clean env
+.PHONY: help setup system-deps test lint report sweep render lab clean env
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -40,9 +40,33 @@ $(BIN)/python: $(STAMP)
 	ln -sfn "$(VENV_DIR)" "$(VENV)"
 	@touch -h "$(VENV)"
 
-test: setup ## run lint, unit/integration tests and notebook tests (CPU, tiny models)
+# Chromium renders the PDF (and the HTML screenshot test); poppler's pdftotext/pdftoppm read the PDF
+# in tests. Installed with apt when missing; if that is impossible the report keeps the HTML and says why.
+system-deps: ## install Chromium and poppler-utils with apt when missing
+	@missing=""; \
+	command -v chromium >/dev/null || command -v chromium-browser >/dev/null || command -v google-chrome >/dev/null || missing="$$missing chromium"; \
+	command -v pdftotext >/dev/null || missing="$$missing poppler-utils"; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  ( $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing >/dev/null ) \
+	    || echo "could not install$$missing with apt; PDF export will fail with a message (HTML is still written)" >&2; \
+	fi
+
+test: setup system-deps ## run lint, unit/integration tests and notebook tests (CPU, tiny models)
 	$(BIN)/ruff check bench tests
 	$(BIN)/python -m pytest -q tests
+
+report: setup system-deps sweep render ## run the PROFILE sweep (default quick) and export report/report.html + .pdf
+
+sweep: setup ## run (or resume) the PROFILE sweep; finished configs are skipped
+	$(BIN)/python -m bench sweep --profile $(PROFILE)
+
+render: setup ## rebuild report/report.html and report/report.pdf from all results/ (no new runs)
+	$(BIN)/python -m bench report
+
+lab: setup ## open the notebooks in JupyterLab on localhost
+	$(BIN)/jupyter lab --ip=127.0.0.1 --no-browser notebooks
 
 lint: setup ## ruff over the package and tests
 	$(BIN)/ruff check bench tests
@@ -51,4 +75,4 @@ env: setup ## print this machine's environment manifest
 	$(BIN)/python -m bench env
 
 clean: ## remove the exported report (results are kept)
-	rm -rf report/report.html report/report.pdf report/figures
+	rm -rf report/report.html report/report.pdf report/report.ipynb report/figures

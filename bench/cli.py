@@ -39,6 +39,15 @@ def _parser() -> argparse.ArgumentParser:
     peak.add_argument("--device", default="cpu")
     peak.add_argument("--precision", default="fp32")
     peak.add_argument("--threads", type=int, required=True)
+    sw = sub.add_parser("sweep", help="run every config of a profile (one papermill notebook each), resumably")
+    sw.add_argument("--profile", default="quick", help="a name in profiles/ or a path to a YAML file")
+    sw.add_argument("--results-dir", default=None)
+    sw.add_argument("--force", action="store_true", help="redo configs that already have a record")
+    sw.add_argument("--list", action="store_true", help="print the configs and whether each is done; run nothing")
+    rep = sub.add_parser("report", help="execute the report notebook over all results and export HTML + PDF")
+    rep.add_argument("--results-dir", default=None)
+    rep.add_argument("--out", default=None, help="default: report/ in the project")
+    rep.add_argument("--no-pdf", action="store_true")
     fid = sub.add_parser("fidelity", help="harness images/s vs a minimal hand-written loop (a benchmark)")
     for name in ("framework", "model", "mode", "batch_size", "threads"):
         fid.add_argument("--" + name.replace("_", "-"), dest=name, type=_RUN_FLAGS[name])
@@ -91,16 +100,59 @@ def _cmd_list(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from .profiles import load_profile
+    from .store import finished_keys
+    from .sweep import run_sweep
+
+    profile = load_profile(args.profile)  # validates every config before anything runs
+    if args.list:
+        done = finished_keys(args.results_dir or _default_results())
+        for c in profile.configs:
+            print(f"{'done' if c.key in done else 'todo'}  {c.label}")
+        return EXIT_OK
+    result = run_sweep(profile, args.results_dir, force=args.force)
+    n = len(result.ran)
+    print(f"sweep {profile.name}: {n} run, {len(result.already_done)} already recorded, "
+          f"{len(result.failures)} not ok")
+    if n:
+        overhead = result.papermill_s - result.measured_s
+        print(f"time: {result.papermill_s:.0f} s in papermill, of which {result.measured_s:.0f} s inside the "
+              f"harness; per-config notebook overhead {overhead / n:.1f} s "
+              f"({overhead / max(result.papermill_s, 1e-9):.0%} of the sweep)")
+    for label, status, reason in result.failures:
+        print(f"  {status}: {label}: {reason}")
+    return EXIT_OK
+
+
+def _default_results() -> str:
+    from .paths import default_results_dir
+
+    return str(default_results_dir())
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from .report.export import ExportError, build_report
+
+    try:
+        outputs = build_report(args.results_dir or _default_results(), args.out, pdf=not args.no_pdf)
+    except ExportError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_RUN_ERROR
+    for path in outputs:
+        print(f"wrote {path}")
+    return EXIT_OK
+
+
 def _cmd_fidelity(args: argparse.Namespace) -> int:
     from . import fidelity
-    from .paths import default_results_dir
 
     config = make_config(framework=args.framework or "torch", model=args.model or "resnet50",
                          mode=args.mode, batch_size=args.batch_size, threads=args.threads)
     if args.baseline_only:
         print(json.dumps({"images_per_sec": fidelity.baseline(config)}))
     else:
-        print(json.dumps(fidelity.compare(config, args.rounds, args.results_dir or str(default_results_dir()))))
+        print(json.dumps(fidelity.compare(config, args.rounds, args.results_dir or _default_results())))
     return EXIT_OK
 
 
@@ -121,6 +173,10 @@ def main(argv: list[str] | None = None) -> int:
 
             print(json.dumps(matmul_peak(args.device, args.precision, args.threads)))
             return EXIT_OK
+        if args.command == "sweep":
+            return _cmd_sweep(args)
+        if args.command == "report":
+            return _cmd_report(args)
         if args.command == "fidelity":
             return _cmd_fidelity(args)
         if args.command == "flops":

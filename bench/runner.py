@@ -44,12 +44,9 @@ def _framework_info(adapter) -> dict:
         return {"version": adapter.version(), "unavailable": f"{type(exc).__name__}: {exc}"}
 
 
-def execute(config: RunConfig, results_dir: Path | str | None = None) -> dict:
-    """Measure `config` and return its record (status ok, skipped or error); never raises for run failures."""
-    results_dir = Path(results_dir or default_results_dir())
-    adapter = ADAPTERS.get(config.framework)
-    started = time.perf_counter()
-    record: dict = {
+def base_record(config: RunConfig) -> dict:
+    """A record for `config` with nothing measured yet (status ok until something says otherwise)."""
+    return {
         "schema_version": SCHEMA_VERSION,
         "record_id": uuid.uuid4().hex,
         "config_key": config.key,
@@ -63,6 +60,22 @@ def execute(config: RunConfig, results_dir: Path | str | None = None) -> dict:
         "energy": {"available": False, "reason": "run did not reach the timed loop"},
         "fairness": None, "traceback": None,
     }
+
+
+def failure_record(config: RunConfig, reason: str, detail: str | None = None) -> dict:
+    """An `error` record for a run that died outside the harness (e.g. its notebook kernel)."""
+    record = base_record(config)
+    record.update(status="error", reason=reason, traceback=detail, duration_s=0.0,
+                  manifest=collect_manifest({"version": ADAPTERS.get(config.framework).version()}))
+    return record
+
+
+def execute(config: RunConfig, results_dir: Path | str | None = None) -> dict:
+    """Measure `config` and return its record (status ok, skipped or error); never raises for run failures."""
+    results_dir = Path(results_dir or default_results_dir())
+    adapter = ADAPTERS.get(config.framework)
+    started = time.perf_counter()
+    record = base_record(config)
     try:
         _measure_into(record, adapter, config, results_dir)
     except UnsupportedError as exc:

@@ -56,8 +56,11 @@ def record_files(results_dir: Path | str) -> list[Path]:
     return sorted(Path(results_dir).glob(f"*/{RECORDS}/[!.]*.json"))
 
 
-def load_records(results_dir: Path | str) -> list[dict]:
-    """Every valid record under every host folder; unreadable ones are reported and skipped."""
+def load_records(results_dir: Path | str, latest: bool = True) -> list[dict]:
+    """Every valid record under every host folder; unreadable ones are reported and skipped.
+
+    With `latest`, a config re-run on the same host (sweep --force) counts once: its newest record.
+    """
     records = []
     for path in record_files(results_dir):
         try:
@@ -67,6 +70,11 @@ def load_records(results_dir: Path | str) -> list[dict]:
             warnings.warn(f"skipping {path}: {exc}", stacklevel=2)
             continue
         records.append(record)
+    if latest:
+        newest: dict[tuple[str, str], dict] = {}
+        for r in sorted(records, key=lambda r: r["created"]):
+            newest[r["host"], r["config_key"]] = r
+        records = list(newest.values())
     return records
 
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,3 +37,35 @@ TINY_RUN = ("--model", "tiny_cnn", "--batch-size", "4", "--image-size", "32", "-
 def shared_results(tmp_path_factory) -> Path:
     """One results folder for the real-run tests, so the device peak is measured once per session."""
     return tmp_path_factory.mktemp("results")
+
+
+@pytest.fixture(scope="session")
+def tiny_sweep(tmp_path_factory):
+    """The tiny profile swept once, killed after its first records, then resumed to completion."""
+    results = tmp_path_factory.mktemp("tiny-sweep")
+    records = results / TEST_HOST / "records"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "BENCH_HOST": TEST_HOST, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    cmd = [sys.executable, "-m", "bench", "sweep", "--profile", "tiny", "--results-dir", str(results)]
+    proc = subprocess.Popen(cmd, env=env, cwd=ROOT, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    while len(list(records.glob("*.json"))) < 2:
+        assert proc.poll() is None and time.time() < deadline, "sweep ended before it could be killed"
+        time.sleep(0.2)
+    tree = [proc.pid] + [c.pid for c in psutil.Process(proc.pid).children(recursive=True)]
+    for pid in tree:  # the sweep and its notebook kernel, mid-run
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    proc.wait()
+    psutil.wait_procs([p for p in map(_proc, tree[1:]) if p], timeout=10)
+    killed_after = len(list(records.glob("*.json")))
+    done = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return results, killed_after
+
+
+def _proc(pid: int):
+    try:
+        return psutil.Process(pid)
+    except psutil.NoSuchProcess:
+        return None

@@ -1,0 +1,1 @@
+"""The report: tidy tables, figures, computed findings and the HTML/PDF export, over all records."""

@@ -1,0 +1,91 @@
+"""Export: execute the report notebook over all results, then write self-contained HTML and a PDF."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from ..paths import PROJECT_ROOT
+
+REPORT_NOTEBOOK = PROJECT_ROOT / "notebooks" / "report.ipynb"
+CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "chromium-headless-shell", "chrome-headless-shell")
+# Chromium flags for a closed network and running as root (see TOOLING.md).
+CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--hide-scrollbars")
+
+
+class ExportError(RuntimeError):
+    """The report could not be fully exported; the message says what is missing and what was kept."""
+
+
+def find_chromium() -> str | None:
+    explicit = os.environ.get("BENCH_CHROMIUM")
+    if explicit:
+        return explicit if shutil.which(explicit) else None
+    return next((p for p in map(shutil.which, CHROMIUM_NAMES) if p), None)
+
+
+def chromium(*args: str, timeout: int = 180) -> None:
+    exe = find_chromium()
+    if exe is None:
+        raise ExportError(f"Chromium is needed (looked for BENCH_CHROMIUM or {', '.join(CHROMIUM_NAMES)} on PATH); "
+                          "install it with `apt-get install chromium` (make report does this on Debian/Ubuntu)")
+    with tempfile.TemporaryDirectory() as profile:
+        subprocess.run([exe, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args], check=True,
+                       capture_output=True, timeout=timeout)
+
+
+def execute_report(results_dir: Path, out_dir: Path) -> Path:
+    import papermill
+
+    from ..sweep import _kernel_env
+
+    _kernel_env()
+    executed = out_dir / "report.ipynb"
+    papermill.execute_notebook(str(REPORT_NOTEBOOK), str(executed), kernel_name="python3", cwd=str(PROJECT_ROOT),
+                               parameters={"results_dir": str(results_dir), "figures_dir": str(out_dir / "figures")},
+                               progress_bar=False)
+    return executed
+
+
+_REMOTE = re.compile(r"<script[^>]*\bsrc=\"https?://[^\"]*\"[^>]*>\s*</script>|<link[^>]*\bhref=\"https?://[^\"]*\"[^>]*>",
+                     re.IGNORECASE)
+
+
+def to_html(executed: Path, html: Path) -> Path:
+    """Code hidden, images embedded, no remote scripts (readable offline)."""
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    exporter = HTMLExporter(template_name="lab", exclude_input=True, exclude_input_prompt=True,
+                            exclude_output_prompt=True, embed_images=True)
+    body, _ = exporter.from_notebook_node(nbformat.read(executed, as_version=4),
+                                          resources={"metadata": {"name": "Deep-learning framework benchmark report"}})
+    html.write_text(_REMOTE.sub("", body))
+    return html
+
+
+def to_pdf(html: Path, pdf: Path) -> Path:
+    chromium("--no-pdf-header-footer", f"--print-to-pdf={pdf}", html.resolve().as_uri())
+    if not pdf.exists() or pdf.stat().st_size == 0:
+        raise ExportError(f"Chromium ran but wrote no PDF at {pdf}")
+    return pdf
+
+
+def build_report(results_dir, out_dir=None, pdf: bool = True) -> list[Path]:
+    """Execute notebooks/report.ipynb over `results_dir` and write report.html (+ report.pdf) in `out_dir`."""
+    results_dir = Path(results_dir).resolve()
+    out_dir = Path(out_dir or PROJECT_ROOT / "report").resolve()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    html = to_html(execute_report(results_dir, out_dir), out_dir / "report.html")
+    if not pdf:
+        return [html]
+    try:
+        return [html, to_pdf(html, out_dir / "report.pdf")]
+    except (ExportError, subprocess.SubprocessError) as exc:
+        raise ExportError(f"PDF export failed: {exc}. The HTML report was kept at {html}") from None

@@ -1,0 +1,291 @@
+"""The report's figures. Each function takes tidy tables and returns matplotlib figures (none without data)."""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from .data import best_batch, ok_runs
+
+PHASE_ORDER = ["h2d", "forward", "backward", "update"]
+_COLOURS = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+
+
+def colours(series) -> dict[str, str]:
+    """One stable colour per series across every figure."""
+    return {s: _COLOURS[i % len(_COLOURS)] for i, s in enumerate(sorted(set(series)))}
+
+
+def _grid(n_rows: int, n_cols: int, w: float = 4.2, h: float = 3.0):
+    fig, axes = plt.subplots(n_rows, n_cols, figsize=(w * n_cols, h * n_rows), squeeze=False)
+    return fig, axes
+
+
+def _panels(df: pd.DataFrame) -> list[tuple[str, str]]:
+    return sorted(set(zip(df["model"], df["mode"])))
+
+
+def per_hardware(runs: pd.DataFrame) -> list:
+    """2019 Figures 3-8: images/s vs batch size, a colour per framework, a panel per model x mode, per device."""
+    ok = ok_runs(runs)
+    figs = []
+    if ok.empty:
+        return figs
+    col = colours(ok["series"])
+    for platform, g in ok.groupby("platform"):
+        panels = _panels(g)
+        n_cols = min(2, len(panels))
+        fig, axes = _grid(math.ceil(len(panels) / n_cols), n_cols)
+        for ax, (model, mode) in zip(axes.flat, panels):
+            p = g[(g["model"] == model) & (g["mode"] == mode)]
+            for series, s in p.groupby("series"):
+                s = s.sort_values("batch_size")
+                y = s["images_per_sec_median"].to_numpy()
+                err = [y - s["images_per_sec_ci_low"].to_numpy(), s["images_per_sec_ci_high"].to_numpy() - y]
+                ax.errorbar(s["batch_size"], y, yerr=err, marker="o", capsize=3, label=series, color=col[series])
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(sorted(p["batch_size"].unique()), labels=[str(b) for b in sorted(p["batch_size"].unique())])
+            ax.set_title(f"{model} - {mode}", fontsize=10)
+            ax.set_xlabel("batch size")
+            ax.set_ylabel("images/s (median, 95% CI)")
+            ax.set_ylim(bottom=0)
+            ax.legend(fontsize=8)
+        for ax in list(axes.flat)[len(panels):]:
+            ax.set_axis_off()
+        fig.suptitle(f"Throughput vs batch size on {platform}", fontsize=11)
+        fig.tight_layout()
+        figs.append(fig)
+    return figs
+
+
+def per_framework(runs: pd.DataFrame, common_batch: int = 32) -> list:
+    """2019 Figures 9-11: each framework's images/s on every device, at batch 32 and at each device's best batch."""
+    ok = ok_runs(runs)
+    figs = []
+    if ok.empty:
+        return figs
+    best = best_batch(ok)
+    for series, g in ok.groupby("series"):
+        panels = _panels(g)
+        n_cols = min(2, len(panels))
+        fig, axes = _grid(math.ceil(len(panels) / n_cols), n_cols, w=5.0)
+        for ax, (model, mode) in zip(axes.flat, panels):
+            b = best[(best["series"] == series) & (best["model"] == model) & (best["mode"] == mode)]
+            c = g[(g["model"] == model) & (g["mode"] == mode) & (g["batch_size"] == common_batch)]
+            platforms = sorted(set(b["platform"]) | set(c["platform"]))
+            x = np.arange(len(platforms))
+            for offset, (df, label) in zip((-0.2, 0.2), ((c, f"batch {common_batch}"), (b, "best batch"))):
+                vals = [df.loc[df["platform"] == p, "images_per_sec_median"] for p in platforms]
+                heights = [v.iloc[0] if len(v) else 0 for v in vals]
+                bars = ax.bar(x + offset, heights, width=0.4, label=label)
+                for rect, p, h in zip(bars, platforms, heights):
+                    if label == "best batch" and h:
+                        bs = int(df.loc[df["platform"] == p, "batch_size"].iloc[0])
+                        ax.annotate(f"bs={bs}", (rect.get_x() + rect.get_width() / 2, h), ha="center",
+                                    va="bottom", fontsize=7)
+                    elif not h:
+                        ax.annotate("not run", (rect.get_x() + rect.get_width() / 2, 0), ha="center",
+                                    va="bottom", fontsize=7, rotation=90)
+            ax.set_xticks(x, labels=[p[:38] for p in platforms], fontsize=7, rotation=10)
+            ax.set_title(f"{model} - {mode}", fontsize=10)
+            ax.set_ylabel("images/s (median)")
+            ax.legend(fontsize=8)
+        for ax in list(axes.flat)[len(panels):]:
+            ax.set_axis_off()
+        fig.suptitle(f"{series}: throughput on each device", fontsize=11)
+        fig.tight_layout()
+        figs.append(fig)
+    return figs
+
+
+def latency_batch1(runs: pd.DataFrame):
+    """Batch-1 latency p50 (bar) with p90 and p99 (markers), per model x mode, a panel per device."""
+    ok = ok_runs(runs)
+    b1 = ok[ok["batch_size"] == 1] if not ok.empty else ok
+    if b1.empty:
+        return None
+    platforms = sorted(b1["platform"].unique())
+    col = colours(ok["series"])
+    fig, axes = _grid(len(platforms), 1, w=9, h=3.4)
+    for ax, platform in zip(axes.flat, platforms):
+        g = b1[b1["platform"] == platform]
+        groups = _panels(g)
+        series = sorted(g["series"].unique())
+        width = 0.8 / len(series)
+        for i, s in enumerate(series):
+            for j, (model, mode) in enumerate(groups):
+                r = g[(g["series"] == s) & (g["model"] == model) & (g["mode"] == mode)]
+                if r.empty:
+                    continue
+                r = r.iloc[0]
+                xpos = j - 0.4 + width * (i + 0.5)
+                ax.bar(xpos, r["latency_ms_p50"], width=width, color=col[s], label=s if j == 0 else None)
+                ax.plot([xpos], [r["latency_ms_p90"]], "k^", ms=4, label="p90" if (i, j) == (0, 0) else None)
+                ax.plot([xpos], [r["latency_ms_p99"]], "kv", ms=4, label="p99" if (i, j) == (0, 0) else None)
+        ax.set_xticks(range(len(groups)), labels=[f"{m}\n{mo}" for m, mo in groups], fontsize=8)
+        ax.set_ylabel("latency at batch 1 (ms)")
+        ax.set_title(platform, fontsize=10)
+        ax.legend(fontsize=8)
+    fig.suptitle("Latency at batch size 1: p50 bars, p90/p99 markers", fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+def memory_vs_batch(runs: pd.DataFrame) -> list:
+    """Peak memory vs batch size (CPU: the run process's peak RSS; GPU: the allocator's peak)."""
+    ok = ok_runs(runs)
+    ok = ok[ok["peak_memory_bytes"].notna()] if not ok.empty else ok
+    figs = []
+    if ok.empty:
+        return figs
+    col = colours(ok["series"])
+    for platform, g in ok.groupby("platform"):
+        panels = _panels(g)
+        n_cols = min(3, len(panels))
+        fig, axes = _grid(math.ceil(len(panels) / n_cols), n_cols, w=3.6, h=2.8)
+        for ax, (model, mode) in zip(axes.flat, panels):
+            p = g[(g["model"] == model) & (g["mode"] == mode)]
+            for series, s in p.groupby("series"):
+                s = s.sort_values("batch_size")
+                ax.plot(s["batch_size"], s["peak_memory_bytes"] / 2**30, marker="o", label=series, color=col[series])
+            ax.set_xscale("log", base=2)
+            ax.set_title(f"{model} - {mode}", fontsize=9)
+            ax.set_xlabel("batch size")
+            ax.set_ylabel("peak memory (GiB)")
+            ax.set_ylim(bottom=0)
+            ax.legend(fontsize=7)
+        for ax in list(axes.flat)[len(panels):]:
+            ax.set_axis_off()
+        fig.suptitle(f"Peak memory on {platform}", fontsize=11)
+        fig.tight_layout()
+        figs.append(fig)
+    return figs
+
+
+def utilisation(runs: pd.DataFrame):
+    """Model FLOP/s at each series' best batch size as a share of the device's measured matmul peak."""
+    best = best_batch(runs)
+    best = best[best["utilisation"].notna()] if not best.empty else best
+    if best.empty:
+        return None
+    best = best.assign(group=best["model"] + "\n" + best["mode"])
+    platforms = sorted(best["platform"].unique())
+    col = colours(best["series"])
+    fig, axes = _grid(len(platforms), 1, w=9, h=3.2)
+    for ax, platform in zip(axes.flat, platforms):
+        g = best[best["platform"] == platform]
+        groups = sorted(g["group"].unique())
+        series = sorted(g["series"].unique())
+        width = 0.8 / len(series)
+        for i, s in enumerate(series):
+            r = g[g["series"] == s].set_index("group").reindex(groups)
+            ax.bar(np.arange(len(groups)) - 0.4 + width * (i + 0.5), 100 * r["utilisation"], width=width,
+                   color=col[s], label=s)
+        ax.set_xticks(range(len(groups)), labels=groups, fontsize=8)
+        ax.set_ylabel("% of measured matmul peak")
+        ax.set_title(platform, fontsize=10)
+        ax.legend(fontsize=8)
+    fig.suptitle("Utilisation at the best batch size", fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+def phase_breakdown(runs: pd.DataFrame):
+    """Stacked median phase times per iteration (from the separate instrumented pass), largest batch per series."""
+    ok = ok_runs(runs)
+    cols = [f"phase_{p}_ms" for p in PHASE_ORDER if f"phase_{p}_ms" in ok.columns]
+    if ok.empty or not cols:
+        return None
+    ok = ok[ok[cols].notna().any(axis=1)]
+    if ok.empty:
+        return None
+    top = ok.loc[ok.groupby(["platform", "model", "mode", "series"])["batch_size"].idxmax()]
+    top = top.assign(bar=top["series"] + " " + top["model"] + " " + top["mode"].str[:5] + " bs" +
+                     top["batch_size"].astype(str))
+    platforms = sorted(top["platform"].unique())
+    fig, axes = _grid(len(platforms), 1, w=10, h=0.45 * top.groupby("platform").size().max() + 1.6)
+    for ax, platform in zip(axes.flat, platforms):
+        g = top[top["platform"] == platform].sort_values("bar")
+        left = np.zeros(len(g))
+        for c in cols:
+            v = g[c].fillna(0).to_numpy()
+            ax.barh(g["bar"], v, left=left, label=c.removeprefix("phase_").removesuffix("_ms"))
+            left += v
+        ax.set_xlabel("median ms per iteration")
+        ax.set_title(platform, fontsize=10)
+        ax.legend(fontsize=8, loc="lower right")
+        ax.tick_params(axis="y", labelsize=8)
+    fig.suptitle("Where an iteration's time goes (instrumented pass)", fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+def published_overlay(runs: pd.DataFrame, published: pd.DataFrame):
+    """Our best measured images/s beside published figures for the same models (published: hollow, labelled)."""
+    best = best_batch(runs)
+    if best.empty:
+        return None
+    models = sorted(set(best["model"]) & set(published["model"]))
+    if not models:
+        return None
+    pub = published[published["model"].isin(models)]
+    fig, axes = _grid(1, len(models), w=5.2, h=0.32 * max(len(pub), 6) + 1.5)
+    for ax, model in zip(axes.flat, models):
+        ours = best[best["model"] == model]
+        theirs = pub[pub["model"] == model]
+        labels, values, kinds = [], [], []
+        for _, r in ours.iterrows():
+            labels.append(f"measured here: {r['series']} {r['mode']} bs{r['batch_size']} ({r['platform'][:24]})")
+            values.append(r["images_per_sec_median"])
+            kinds.append("measured")
+        for _, r in theirs.iterrows():
+            labels.append(f"published: {r['framework']} {r['mode']} {r['precision']} ({r['hardware'][:24]})")
+            values.append(r["images_per_sec"])
+            kinds.append("published")
+        y = np.arange(len(labels))
+        for yi, v, k in zip(y, values, kinds):
+            ax.barh(yi, v, color="C0" if k == "measured" else "white", edgecolor="C0" if k == "measured" else "grey",
+                    hatch=None if k == "measured" else "//")
+        ax.set_yticks(y, labels=labels, fontsize=6)
+        ax.set_xscale("log")
+        ax.set_xlabel("images/s (log scale)")
+        ax.set_title(f"{model}: measured here vs published (hatched: published, not measured here)", fontsize=8)
+        ax.invert_yaxis()
+    fig.tight_layout()
+    return fig
+
+
+def then_and_now(runs: pd.DataFrame, seed: pd.DataFrame):
+    """The 2019 study's numbers (dashed, published) beside this machine's (solid), per model x mode."""
+    ok = ok_runs(runs)
+    if ok.empty:
+        return None
+    panels = sorted(set(zip(ok["model"], ok["mode"])) & set(zip(seed["model"], seed["mode"])))
+    if not panels:
+        return None
+    n_cols = min(2, len(panels))
+    fig, axes = _grid(math.ceil(len(panels) / n_cols), n_cols, w=5.5, h=3.6)
+    for ax, (model, mode) in zip(axes.flat, panels):
+        for (hw, fw), s in seed[(seed["model"] == model) & (seed["mode"] == mode)].groupby(["hardware", "framework"]):
+            s = s.sort_values("batch_size")
+            ax.plot(s["batch_size"], s["images_per_sec"], ls="--", lw=1, marker=".", alpha=0.7,
+                    label=f"2019 published: {fw}, {hw[:22]}")
+        for (platform, series), s in ok[(ok["model"] == model) & (ok["mode"] == mode)].groupby(["platform", "series"]):
+            s = s.sort_values("batch_size")
+            ax.plot(s["batch_size"], s["images_per_sec_median"], lw=2.2, marker="o",
+                    label=f"measured: {series}, {platform[:22]}")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("batch size")
+        ax.set_ylabel("images/s")
+        ax.set_title(f"{model} - {mode}" + (" (2019 'training' had no optimizer update)" if mode == "training" else ""),
+                     fontsize=8)
+        ax.legend(fontsize=5.5, ncol=1)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.set_axis_off()
+    fig.suptitle("Then and now: the 2019 study's published numbers beside this machine", fontsize=11)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,50 @@
+"""What the benchmark notebook shows for one run: a summary table and the per-iteration latency trace."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import pandas as pd
+
+
+def run_summary(record: dict) -> pd.DataFrame:
+    """One-column table of the headline facts of a record."""
+    s = record["summary"] or {}
+    rows = {"run": record["label"], "hardware": record["hardware"], "status": record["status"],
+            "reason": record["reason"] or ""}
+    if s:
+        rows.update({
+            "images/s (median)": f"{s['images_per_sec_median']:.3f}",
+            "95% CI": f"{s['images_per_sec_ci_low']:.3f} - {s['images_per_sec_ci_high']:.3f}",
+            "latency p50/p90/p99 (ms)": f"{s['latency_ms_p50']:.2f} / {s['latency_ms_p90']:.2f} / "
+                                        f"{s['latency_ms_p99']:.2f}",
+            "timed iterations": f"{s['n']} ({record['samples'].get('timed_stop', '')})",
+            "warm-up iterations": f"{len(record['samples']['warmup_s'])} ({record['samples'].get('warmup_stop', '')})",
+            "utilisation of measured peak": f"{record['utilisation']:.1%}" if record["utilisation"] else "n/a",
+            "peak memory (MiB)": f"{record['memory']['peak_bytes'] / 2**20:.0f}" if record["memory"] else "n/a",
+            "inside the timer": record["settings"].get("inside_timer", ""),
+        })
+    return pd.DataFrame({"value": rows})
+
+
+def plot_latency_trace(record: dict):
+    """Latency of every iteration in order; the warm-up is shaded so its effect is visible."""
+    warm, timed = record["samples"]["warmup_s"], record["samples"]["timed_s"]
+    fig, ax = plt.subplots(figsize=(8, 3.2))
+    if not warm and not timed:
+        ax.text(0.5, 0.5, f"no iterations ({record['status']}: {record['reason']})", ha="center", va="center",
+                transform=ax.transAxes, wrap=True)
+        ax.set_axis_off()
+        return fig
+    ms = [t * 1e3 for t in warm + timed]
+    ax.plot(range(len(ms)), ms, marker="o", ms=3, lw=1)
+    if warm:
+        ax.axvspan(-0.5, len(warm) - 0.5, color="orange", alpha=0.2, label="warm-up (not counted)")
+    if timed:
+        med = record["summary"]["latency_ms_median"]
+        ax.axhline(med, color="green", ls="--", lw=1, label=f"median of timed: {med:.2f} ms")
+    ax.set_xlabel("iteration")
+    ax.set_ylabel("latency (ms)")
+    ax.set_title(record["label"], fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,27 @@
+"""nbval over every notebook with tiny parameters (papermill --prepare-only, then pytest --nbval-lax)."""
+
+import subprocess
+import sys
+
+import papermill
+
+from .conftest import ROOT, TINY_RUN
+
+AGGREGATES = ["per_hardware", "per_framework", "details", "report"]
+
+
+def test_every_notebook_runs_under_nbval(tiny_sweep, tmp_path):
+    results, _ = tiny_sweep
+    tiny = dict(zip([a.removeprefix("--").replace("-", "_") for a in TINY_RUN[0::2]], TINY_RUN[1::2]))
+    params = {**{k: int(v) if v.isdigit() else v for k, v in tiny.items()}, "framework": "torch",
+              "results_dir": str(tmp_path / "nb-results")}
+    papermill.execute_notebook(str(ROOT / "notebooks" / "benchmark.ipynb"), str(tmp_path / "benchmark.ipynb"),
+                               parameters=params, prepare_only=True)
+    for name in AGGREGATES:
+        papermill.execute_notebook(str(ROOT / "notebooks" / f"{name}.ipynb"), str(tmp_path / f"{name}.ipynb"),
+                                   parameters={"results_dir": str(results)}, prepare_only=True)
+    proc = subprocess.run([sys.executable, "-m", "pytest", "--nbval-lax", "-q", "-p", "no:cacheprovider",
+                           *sorted(str(p) for p in tmp_path.glob("*.ipynb"))],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert list((tmp_path / "nb-results").rglob("records/*.json")), "the benchmark notebook wrote its record"

@@ -1,0 +1,90 @@
+"""End to end: tiny sweep records -> report.html (offline, code hidden) and report.pdf (titles, charts)."""
+
+import shutil
+import subprocess
+
+import pytest
+
+from bench.report import figures as F
+from bench.report.context import load
+from bench.report.export import build_report, chromium
+
+from .conftest import TEST_HOST, bench_cli
+
+SECTIONS = ["Findings", "Per-hardware throughput", "Per-framework comparison across hardware", "Framework ratios",
+            "Latency at batch size 1", "Peak memory", "Utilisation", "Phase breakdown",
+            "Published reference figures", "Methodology", "Environment", "Fairness and parity",
+            "Failed and skipped runs"]
+
+
+@pytest.fixture(scope="module")
+def report(tiny_sweep, tmp_path_factory):
+    results, _ = tiny_sweep
+    out = tmp_path_factory.mktemp("report")
+    html, pdf = build_report(results, out)
+    return results, out, html, pdf
+
+
+def test_html_is_self_contained_with_code_hidden(report):
+    _, out, html, _ = report
+    text = html.read_text()
+    for title in SECTIONS:
+        assert title in text, title
+    assert "published, not measured here" in text
+    assert text.count("data:image/png;base64") >= 8  # the charts are embedded, not linked
+    assert 'src="http' not in text and "<link" not in text.replace('<link rel="icon"', "")  # nothing remote
+    assert "from bench.report" not in text and "make_config(" not in text  # code hidden
+    assert len(list((out / "figures").glob("*.png"))) >= 8
+
+
+def test_pdf_has_the_sections_and_the_charts(report):
+    _, out, _, pdf = report
+    text = subprocess.run(["pdftotext", "-layout", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
+    flat = " ".join(text.split())
+    for title in SECTIONS:
+        assert title in flat, title
+    images = subprocess.run(["pdfimages", "-list", str(pdf)], capture_output=True, text=True, check=True).stdout
+    assert len(images.strip().splitlines()) - 2 >= 8  # header lines + one line per embedded chart
+
+
+def test_headless_chromium_renders_a_non_blank_page(report, tmp_path):
+    from PIL import Image
+
+    _, _, html, _ = report
+    shot = tmp_path / "shot.png"
+    chromium(f"--screenshot={shot}", "--window-size=1200,1600", html.resolve().as_uri())
+    img = Image.open(shot).convert("L")
+    dark = sum(1 for p in img.getdata() if p < 200) / (img.width * img.height)
+    assert dark > 0.02, f"page looks blank ({dark:.2%} non-white pixels)"
+
+
+def test_findings_are_computed_from_the_data(report):
+    results, *_ = report
+    from bench.report import tables as T
+
+    d = load(results)
+    lines = T.findings(d.runs, d.ratios)
+    assert any("tiny_cnn inference" in line and ("faster" in line or "within noise" in line) for line in lines)
+    assert any(line.startswith("8 runs succeeded") for line in lines)
+    assert set(d.ratios["verdict"]) <= {"within noise", "torch faster", "tensorflow faster"}
+
+
+def test_results_from_another_host_appear_as_more_hardware(tiny_sweep, tmp_path):
+    results, _ = tiny_sweep
+    merged = tmp_path / "merged"
+    shutil.copytree(results / TEST_HOST, merged / TEST_HOST)
+    shutil.copytree(results / TEST_HOST, merged / "other-machine")
+    for path in (merged / "other-machine" / "records").glob("*.json"):
+        path.write_text(path.read_text().replace(f'"host": "{TEST_HOST}"', '"host": "other-machine"'))
+    d = load(merged)
+    assert d.runs["platform"].nunique() == 2
+    assert len(F.per_hardware(d.runs)) == 2
+
+
+def test_missing_chromium_keeps_html_and_exits_nonzero(tiny_sweep, tmp_path):
+    results, _ = tiny_sweep
+    proc = bench_cli("report", "--results-dir", str(results), "--out", str(tmp_path),
+                     env={"BENCH_CHROMIUM": "/nonexistent/chromium"})
+    assert proc.returncode == 1
+    assert "PDF export failed" in proc.stderr and "Chromium is needed" in proc.stderr
+    assert (tmp_path / "report.html").exists() and not (tmp_path / "report.pdf").exists()
