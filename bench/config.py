@@ -134,4 +134,7 @@ def make_config(**kwargs) -> RunConfig:
     unknown = sorted(set(kwargs) - set(FIELDS))
     if unknown:
         raise ConfigError(f"unknown setting(s) {', '.join(unknown)}; valid: {', '.join(FIELDS)}")
+    missing = [k for k in ("framework", "model") if kwargs.get(k) is None]
+    if missing:
+        raise ConfigError(f"missing required setting(s) {', '.join(missing)}")
     return RunConfig(**{k: v for k, v in kwargs.items() if v is not None})

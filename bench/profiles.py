@@ -55,9 +55,11 @@ def load_profile(name_or_path: str) -> Profile:
     if unknown:
         raise ConfigError(f"profile {path.name}: unknown key(s) {', '.join(unknown)}; valid: {', '.join(sorted(KEYS))}")
     settings = spec.get("settings") or {}
+    # YAML reads a bare `null` as None; in a frameworks list it can only mean the null framework.
+    frameworks = ["null" if fw is None else fw for fw in spec.get("frameworks", ["torch"])]
     configs = []
     for fw, model, mode, bs, precision, device in itertools.product(
-            spec.get("frameworks", ["torch"]), spec.get("models", []), spec.get("modes", ["inference"]),
+            frameworks, spec.get("models", []), spec.get("modes", ["inference"]),
             spec.get("batch_sizes", [32]), spec.get("precisions", ["fp32"]), _devices(spec.get("devices", ["cpu"]))):
         engines = spec.get("engines", "default")
         for engine in (ADAPTERS.get(fw).engines if engines == "all" else

@@ -46,7 +46,7 @@ def run_notebook(config: RunConfig, results_dir: Path) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     papermill.execute_notebook(str(BENCHMARK_NOTEBOOK), str(out), parameters=notebook_parameters(config, results_dir),
                                kernel_name="python3", cwd=str(PROJECT_ROOT), progress_bar=False,
-                               request_save_on_cell_execute=False)
+                               request_save_on_cell_execute=True)  # an interrupted run keeps its notebook
 
 
 def _kernel_env() -> None:

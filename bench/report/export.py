@@ -57,6 +57,16 @@ _REMOTE = re.compile(r"<script[^>]*\bsrc=\"https?://[^\"]*\"[^>]*>\s*</script>|<
                      re.IGNORECASE)
 
 
+# Narrow enough for A4/Letter: small table text that wraps, figures scaled to the page, no split cells.
+_PRINT_CSS = """<style>
+.jp-RenderedHTMLCommon table { font-size: 9px; table-layout: auto; }
+.jp-RenderedHTMLCommon td, .jp-RenderedHTMLCommon th { white-space: normal; word-break: break-word; }
+img { max-width: 100%; height: auto; }
+@media print { .jp-OutputArea-output img { break-inside: avoid; } h2 { break-after: avoid; } }
+</style>
+"""
+
+
 def to_html(executed: Path, html: Path) -> Path:
     """Code hidden, images embedded, no remote scripts (readable offline)."""
     import nbformat
@@ -66,7 +76,7 @@ def to_html(executed: Path, html: Path) -> Path:
                             exclude_output_prompt=True, embed_images=True)
     body, _ = exporter.from_notebook_node(nbformat.read(executed, as_version=4),
                                           resources={"metadata": {"name": "Deep-learning framework benchmark report"}})
-    html.write_text(_REMOTE.sub("", body))
+    html.write_text(_REMOTE.sub("", body).replace("</head>", _PRINT_CSS + "</head>", 1))
     return html
 
 

@@ -61,6 +61,26 @@ def parity(runs: pd.DataFrame) -> pd.DataFrame:
     return parity_table(runs)
 
 
+def ratios_for_display(ratios: pd.DataFrame) -> pd.DataFrame:
+    """The ratio table with readable columns: A/B, its 95% CI and the verdict."""
+    if ratios.empty:
+        return ratios
+    return pd.DataFrame({
+        "platform": ratios["platform"], "model": ratios["model"], "mode": ratios["mode"],
+        "precision": ratios["precision"], "batch": ratios["batch_size"],
+        "A / B": ratios["a"] + " / " + ratios["b"],
+        "ratio": ratios["ratio_a_over_b"].map("{:.3f}".format),
+        "95% CI": ratios["ci_low"].map("{:.3f}".format) + " - " + ratios["ci_high"].map("{:.3f}".format),
+        "verdict": ratios["verdict"]})
+
+
+def published_for_display(published: pd.DataFrame) -> pd.DataFrame:
+    """Published figures (not measured here), the columns a reader needs, source kept."""
+    cols = ["model", "mode", "framework", "hardware", "accelerators", "precision", "batch_per_device",
+            "images_per_sec", "source"]
+    return published[cols].sort_values(["model", "mode", "images_per_sec"]).reset_index(drop=True)
+
+
 def _fmt_ratio(r) -> str:
     return f"{r['ratio_a_over_b']:.2f}x [95% CI {r['ci_low']:.2f}-{r['ci_high']:.2f}]"
 
