@@ -28,6 +28,70 @@ def _panels(df: pd.DataFrame) -> list[tuple[str, str]]:
     return sorted(set(zip(df["model"], df["mode"])))
 
 
+def _model_mode_grid(df: pd.DataFrame, draw, title: str, panels=None, n_cols: int = 2, w: float = 4.2,
+                     h: float = 3.0):
+    """A figure with one panel per (model, mode); `draw(ax, model, mode)` fills each panel."""
+    panels = panels if panels is not None else _panels(df)
+    n_cols = min(n_cols, len(panels))
+    fig, axes = _grid(math.ceil(len(panels) / n_cols), n_cols, w=w, h=h)
+    for ax, (model, mode) in zip(axes.flat, panels):
+        draw(ax, model, mode)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.set_axis_off()
+    fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+def _platform_rows(df: pd.DataFrame, draw, title: str, w: float, h: float):
+    """A figure with one row per platform; `draw(ax, platform_rows)` fills each."""
+    platforms = sorted(df["platform"].unique())
+    fig, axes = _grid(len(platforms), 1, w=w, h=h)
+    for ax, platform in zip(axes.flat, platforms):
+        draw(ax, df[df["platform"] == platform])
+        ax.set_title(platform, fontsize=10)
+    fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+def _grouped_bars(ax, g: pd.DataFrame, value: str, col: dict, markers: dict | None = None) -> None:
+    """Bars of `value` per (model, mode) group, one colour per series; optional extra columns as markers."""
+    groups = _panels(g)
+    series = sorted(g["series"].unique())
+    width = 0.8 / len(series)
+    for i, s in enumerate(series):
+        for j, (model, mode) in enumerate(groups):
+            r = g[(g["series"] == s) & (g["model"] == model) & (g["mode"] == mode)]
+            if r.empty:
+                continue
+            r = r.iloc[0]
+            xpos = j - 0.4 + width * (i + 0.5)
+            ax.bar(xpos, r[value], width=width, color=col[s], label=s if j == 0 else None)
+            for column, style in (markers or {}).items():
+                label = column.rsplit("_", 1)[-1] if (i, j) == (0, 0) else None
+                ax.plot([xpos], [r[column]], style, ms=4, label=label)
+    ax.set_xticks(range(len(groups)), labels=[f"{m}\n{mo}" for m, mo in groups], fontsize=8)
+    ax.legend(fontsize=8)
+
+
+def _lines_vs_batch(ax, p: pd.DataFrame, col: dict, value: str, ylabel: str, scale: float = 1.0,
+                    ci: tuple[str, str] | None = None) -> None:
+    """One line per series of `value` (x `scale`) against batch size on a log2 axis, with CI bars if given."""
+    for series, s in p.groupby("series"):
+        s = s.sort_values("batch_size")
+        y = s[value].to_numpy() * scale
+        err = None if ci is None else [y - s[ci[0]].to_numpy() * scale, s[ci[1]].to_numpy() * scale - y]
+        ax.errorbar(s["batch_size"], y, yerr=err, marker="o", capsize=3, label=series, color=col[series])
+    ticks = sorted(p["batch_size"].unique())
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(ticks, labels=[str(b) for b in ticks])
+    ax.set_xlabel("batch size")
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize=8)
+
+
 def per_hardware(runs: pd.DataFrame) -> list:
     """2019 Figures 3-8: images/s vs batch size, a colour per framework, a panel per model x mode, per device."""
     ok = ok_runs(runs)
@@ -36,28 +100,13 @@ def per_hardware(runs: pd.DataFrame) -> list:
         return figs
     col = colours(ok["series"])
     for platform, g in ok.groupby("platform"):
-        panels = _panels(g)
-        n_cols = min(2, len(panels))
-        fig, axes = _grid(math.ceil(len(panels) / n_cols), n_cols)
-        for ax, (model, mode) in zip(axes.flat, panels):
+        def draw(ax, model, mode, g=g):
             p = g[(g["model"] == model) & (g["mode"] == mode)]
-            for series, s in p.groupby("series"):
-                s = s.sort_values("batch_size")
-                y = s["images_per_sec_median"].to_numpy()
-                err = [y - s["images_per_sec_ci_low"].to_numpy(), s["images_per_sec_ci_high"].to_numpy() - y]
-                ax.errorbar(s["batch_size"], y, yerr=err, marker="o", capsize=3, label=series, color=col[series])
-            ax.set_xscale("log", base=2)
-            ax.set_xticks(sorted(p["batch_size"].unique()), labels=[str(b) for b in sorted(p["batch_size"].unique())])
+            _lines_vs_batch(ax, p, col, "images_per_sec_median", "images/s (median, 95% CI)",
+                            ci=("images_per_sec_ci_low", "images_per_sec_ci_high"))
             ax.set_title(f"{model} - {mode}", fontsize=10)
-            ax.set_xlabel("batch size")
-            ax.set_ylabel("images/s (median, 95% CI)")
-            ax.set_ylim(bottom=0)
-            ax.legend(fontsize=8)
-        for ax in list(axes.flat)[len(panels):]:
-            ax.set_axis_off()
-        fig.suptitle(f"Throughput vs batch size on {platform}", fontsize=11)
-        fig.tight_layout()
-        figs.append(fig)
+
+        figs.append(_model_mode_grid(g, draw, f"Throughput vs batch size on {platform}"))
     return figs
 
 
@@ -69,10 +118,7 @@ def per_framework(runs: pd.DataFrame, common_batch: int = 32) -> list:
         return figs
     best = best_batch(ok)
     for series, g in ok.groupby("series"):
-        panels = _panels(g)
-        n_cols = min(2, len(panels))
-        fig, axes = _grid(math.ceil(len(panels) / n_cols), n_cols, w=5.0)
-        for ax, (model, mode) in zip(axes.flat, panels):
+        def draw(ax, model, mode, g=g, series=series):
             b = best[(best["series"] == series) & (best["model"] == model) & (best["mode"] == mode)]
             c = g[(g["model"] == model) & (g["mode"] == mode) & (g["batch_size"] == common_batch)]
             platforms = sorted(set(b["platform"]) | set(c["platform"]))
@@ -82,22 +128,18 @@ def per_framework(runs: pd.DataFrame, common_batch: int = 32) -> list:
                 heights = [v.iloc[0] if len(v) else 0 for v in vals]
                 bars = ax.bar(x + offset, heights, width=0.4, label=label)
                 for rect, p, h in zip(bars, platforms, heights):
+                    centre = rect.get_x() + rect.get_width() / 2
                     if label == "best batch" and h:
                         bs = int(df.loc[df["platform"] == p, "batch_size"].iloc[0])
-                        ax.annotate(f"bs={bs}", (rect.get_x() + rect.get_width() / 2, h), ha="center",
-                                    va="bottom", fontsize=7)
+                        ax.annotate(f"bs={bs}", (centre, h), ha="center", va="bottom", fontsize=7)
                     elif not h:
-                        ax.annotate("not run", (rect.get_x() + rect.get_width() / 2, 0), ha="center",
-                                    va="bottom", fontsize=7, rotation=90)
+                        ax.annotate("not run", (centre, 0), ha="center", va="bottom", fontsize=7, rotation=90)
             ax.set_xticks(x, labels=[p[:38] for p in platforms], fontsize=7, rotation=10)
             ax.set_title(f"{model} - {mode}", fontsize=10)
             ax.set_ylabel("images/s (median)")
             ax.legend(fontsize=8)
-        for ax in list(axes.flat)[len(panels):]:
-            ax.set_axis_off()
-        fig.suptitle(f"{series}: throughput on each device", fontsize=11)
-        fig.tight_layout()
-        figs.append(fig)
+
+        figs.append(_model_mode_grid(g, draw, f"{series}: throughput on each device", w=5.0))
     return figs
 
 
@@ -107,31 +149,13 @@ def latency_batch1(runs: pd.DataFrame):
     b1 = ok[ok["batch_size"] == 1] if not ok.empty else ok
     if b1.empty:
         return None
-    platforms = sorted(b1["platform"].unique())
     col = colours(ok["series"])
-    fig, axes = _grid(len(platforms), 1, w=9, h=3.4)
-    for ax, platform in zip(axes.flat, platforms):
-        g = b1[b1["platform"] == platform]
-        groups = _panels(g)
-        series = sorted(g["series"].unique())
-        width = 0.8 / len(series)
-        for i, s in enumerate(series):
-            for j, (model, mode) in enumerate(groups):
-                r = g[(g["series"] == s) & (g["model"] == model) & (g["mode"] == mode)]
-                if r.empty:
-                    continue
-                r = r.iloc[0]
-                xpos = j - 0.4 + width * (i + 0.5)
-                ax.bar(xpos, r["latency_ms_p50"], width=width, color=col[s], label=s if j == 0 else None)
-                ax.plot([xpos], [r["latency_ms_p90"]], "k^", ms=4, label="p90" if (i, j) == (0, 0) else None)
-                ax.plot([xpos], [r["latency_ms_p99"]], "kv", ms=4, label="p99" if (i, j) == (0, 0) else None)
-        ax.set_xticks(range(len(groups)), labels=[f"{m}\n{mo}" for m, mo in groups], fontsize=8)
+
+    def draw(ax, g):
+        _grouped_bars(ax, g, "latency_ms_p50", col, markers={"latency_ms_p90": "k^", "latency_ms_p99": "kv"})
         ax.set_ylabel("latency at batch 1 (ms)")
-        ax.set_title(platform, fontsize=10)
-        ax.legend(fontsize=8)
-    fig.suptitle("Latency at batch size 1: p50 bars, p90/p99 markers", fontsize=11)
-    fig.tight_layout()
-    return fig
+
+    return _platform_rows(b1, draw, "Latency at batch size 1: p50 bars, p90/p99 markers", w=9, h=3.4)
 
 
 def memory_vs_batch(runs: pd.DataFrame) -> list:
@@ -143,25 +167,12 @@ def memory_vs_batch(runs: pd.DataFrame) -> list:
         return figs
     col = colours(ok["series"])
     for platform, g in ok.groupby("platform"):
-        panels = _panels(g)
-        n_cols = min(3, len(panels))
-        fig, axes = _grid(math.ceil(len(panels) / n_cols), n_cols, w=3.6, h=2.8)
-        for ax, (model, mode) in zip(axes.flat, panels):
+        def draw(ax, model, mode, g=g):
             p = g[(g["model"] == model) & (g["mode"] == mode)]
-            for series, s in p.groupby("series"):
-                s = s.sort_values("batch_size")
-                ax.plot(s["batch_size"], s["peak_memory_bytes"] / 2**30, marker="o", label=series, color=col[series])
-            ax.set_xscale("log", base=2)
+            _lines_vs_batch(ax, p, col, "peak_memory_bytes", "peak memory (GiB)", scale=2.0**-30)
             ax.set_title(f"{model} - {mode}", fontsize=9)
-            ax.set_xlabel("batch size")
-            ax.set_ylabel("peak memory (GiB)")
-            ax.set_ylim(bottom=0)
-            ax.legend(fontsize=7)
-        for ax in list(axes.flat)[len(panels):]:
-            ax.set_axis_off()
-        fig.suptitle(f"Peak memory on {platform}", fontsize=11)
-        fig.tight_layout()
-        figs.append(fig)
+
+        figs.append(_model_mode_grid(g, draw, f"Peak memory on {platform}", n_cols=3, w=3.6, h=2.8))
     return figs
 
 
@@ -171,26 +182,13 @@ def utilisation(runs: pd.DataFrame):
     best = best[best["utilisation"].notna()] if not best.empty else best
     if best.empty:
         return None
-    best = best.assign(group=best["model"] + "\n" + best["mode"])
-    platforms = sorted(best["platform"].unique())
     col = colours(best["series"])
-    fig, axes = _grid(len(platforms), 1, w=9, h=3.2)
-    for ax, platform in zip(axes.flat, platforms):
-        g = best[best["platform"] == platform]
-        groups = sorted(g["group"].unique())
-        series = sorted(g["series"].unique())
-        width = 0.8 / len(series)
-        for i, s in enumerate(series):
-            r = g[g["series"] == s].set_index("group").reindex(groups)
-            ax.bar(np.arange(len(groups)) - 0.4 + width * (i + 0.5), 100 * r["utilisation"], width=width,
-                   color=col[s], label=s)
-        ax.set_xticks(range(len(groups)), labels=groups, fontsize=8)
+
+    def draw(ax, g):
+        _grouped_bars(ax, g.assign(utilisation_pct=100 * g["utilisation"]), "utilisation_pct", col)
         ax.set_ylabel("% of measured matmul peak")
-        ax.set_title(platform, fontsize=10)
-        ax.legend(fontsize=8)
-    fig.suptitle("Utilisation at the best batch size", fontsize=11)
-    fig.tight_layout()
-    return fig
+
+    return _platform_rows(best, draw, "Utilisation at the best batch size", w=9, h=3.2)
 
 
 def phase_breakdown(runs: pd.DataFrame):
@@ -205,22 +203,20 @@ def phase_breakdown(runs: pd.DataFrame):
     top = ok.loc[ok.groupby(["platform", "model", "mode", "series"])["batch_size"].idxmax()]
     top = top.assign(bar=top["series"] + " " + top["model"] + " " + top["mode"].str[:5] + " bs" +
                      top["batch_size"].astype(str))
-    platforms = sorted(top["platform"].unique())
-    fig, axes = _grid(len(platforms), 1, w=10, h=0.45 * top.groupby("platform").size().max() + 1.6)
-    for ax, platform in zip(axes.flat, platforms):
-        g = top[top["platform"] == platform].sort_values("bar")
+
+    def draw(ax, g):
+        g = g.sort_values("bar")
         left = np.zeros(len(g))
         for c in cols:
             v = g[c].fillna(0).to_numpy()
             ax.barh(g["bar"], v, left=left, label=c.removeprefix("phase_").removesuffix("_ms"))
             left += v
         ax.set_xlabel("median ms per iteration")
-        ax.set_title(platform, fontsize=10)
         ax.legend(fontsize=8, loc="lower right")
         ax.tick_params(axis="y", labelsize=8)
-    fig.suptitle("Where an iteration's time goes (instrumented pass)", fontsize=11)
-    fig.tight_layout()
-    return fig
+
+    return _platform_rows(top, draw, "Where an iteration's time goes (instrumented pass)", w=10,
+                          h=0.45 * top.groupby("platform").size().max() + 1.6)
 
 
 def published_overlay(runs: pd.DataFrame, published: pd.DataFrame):
@@ -266,9 +262,8 @@ def then_and_now(runs: pd.DataFrame, seed: pd.DataFrame):
     panels = sorted(set(zip(ok["model"], ok["mode"])) & set(zip(seed["model"], seed["mode"])))
     if not panels:
         return None
-    n_cols = min(2, len(panels))
-    fig, axes = _grid(math.ceil(len(panels) / n_cols), n_cols, w=5.5, h=3.6)
-    for ax, (model, mode) in zip(axes.flat, panels):
+
+    def draw(ax, model, mode):
         for (hw, fw), s in seed[(seed["model"] == model) & (seed["mode"] == mode)].groupby(["hardware", "framework"]):
             s = s.sort_values("batch_size")
             ax.plot(s["batch_size"], s["images_per_sec"], ls="--", lw=1, marker=".", alpha=0.7,
@@ -284,8 +279,6 @@ def then_and_now(runs: pd.DataFrame, seed: pd.DataFrame):
         ax.set_title(f"{model} - {mode}" + (" (2019 'training' had no optimizer update)" if mode == "training" else ""),
                      fontsize=8)
         ax.legend(fontsize=5.5, ncol=1)
-    for ax in list(axes.flat)[len(panels):]:
-        ax.set_axis_off()
-    fig.suptitle("Then and now: the 2019 study's published numbers beside this machine", fontsize=11)
-    fig.tight_layout()
-    return fig
+
+    return _model_mode_grid(ok, draw, "Then and now: the 2019 study's published numbers beside this machine",
+                            panels=panels, w=5.5, h=3.6)
