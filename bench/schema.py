@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import jsonschema
+import fastjsonschema
 
 from .errors import SchemaError
 
@@ -13,7 +13,7 @@ _num_list = {"type": "array", "items": {"type": "number", "minimum": 0}}
 _obj_or_null = {"type": ["object", "null"]}
 
 RECORD_SCHEMA = {
-    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "$schema": "http://json-schema.org/draft-07/schema#",
     "type": "object",
     "required": ["schema_version", "record_id", "config_key", "created", "host", "hardware", "status", "reason",
                  "config", "label", "manifest", "settings", "model", "samples", "summary", "phases",
@@ -60,12 +60,13 @@ RECORD_SCHEMA = {
     "else": {"properties": {"reason": {"type": "string", "minLength": 1}}},
 }
 
-_VALIDATOR = jsonschema.Draft202012Validator(RECORD_SCHEMA)
+# fastjsonschema compiles the schema to Python once (jsonschema's import alone costs ~1.4 s per run process).
+_VALIDATE = fastjsonschema.compile(RECORD_SCHEMA)
 
 
 def validate_record(record: dict) -> None:
     """Raise SchemaError naming the first problem when `record` does not match the schema."""
-    error = jsonschema.exceptions.best_match(_VALIDATOR.iter_errors(record))
-    if error is not None:
-        where = "/".join(map(str, error.absolute_path)) or "(record)"
-        raise SchemaError(f"invalid record at {where}: {error.message}")
+    try:
+        _VALIDATE(record)
+    except fastjsonschema.JsonSchemaException as exc:
+        raise SchemaError(f"invalid record: {exc.message}") from None

@@ -5,31 +5,30 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import stats as _st
 
 
 def median_ci(samples, confidence: float = 0.95) -> tuple[float, float, float]:
     """(lower, upper, achieved coverage) of the median by binomial order statistics.
 
-    Exact and distribution-free: no normality assumption. With too few samples to reach the
-    requested coverage the (min, max) interval is returned with its lower coverage.
+    Exact and distribution-free: no normality assumption. The interval is [x_(r), x_(n-r+1)] with the
+    largest r whose coverage 1 - 2 P(B <= r-1), B ~ Binomial(n, 1/2), is still >= `confidence`. With too
+    few samples to reach it, (min, max) is returned with its lower coverage.
     """
     x = np.sort(np.asarray(samples, dtype=float))
     n = x.size
     if n == 0:
         raise ValueError("no samples")
     alpha = 1.0 - confidence
-    r = max(1, int(_st.binom.ppf(alpha / 2, n, 0.5)))
-    while r > 1 and _coverage(n, r) < confidence:
-        r -= 1
-    while _coverage(n, r + 1) >= confidence and r + 1 <= n - r:
+    r, tail = 1, _binom_half_pmf(n, 0)  # tail = P(B <= r-1)
+    while r + 1 <= n - r and tail + _binom_half_pmf(n, r) <= alpha / 2:
+        tail += _binom_half_pmf(n, r)
         r += 1
-    return float(x[r - 1]), float(x[n - r]), _coverage(n, r)
+    return float(x[r - 1]), float(x[n - r]), 1.0 - 2.0 * tail
 
 
-def _coverage(n: int, r: int) -> float:
-    """P(X_(r) <= median <= X_(n-r+1)) for a continuous distribution."""
-    return float(_st.binom.cdf(n - r, n, 0.5) - _st.binom.cdf(r - 1, n, 0.5))
+def _binom_half_pmf(n: int, k: int) -> float:
+    """P(B = k) for B ~ Binomial(n, 1/2), in floating point via log-gamma (exact to ~1e-12)."""
+    return math.exp(math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1) - n * math.log(2.0))
 
 
 def ci_relative_halfwidth(samples, confidence: float = 0.95) -> float:

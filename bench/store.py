@@ -7,10 +7,12 @@ import os
 import tempfile
 import warnings
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from .schema import validate_record
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 RECORDS = "records"
 
@@ -108,11 +110,15 @@ def _run_row(r: dict) -> dict:
 
 def load_runs(results_dir: Path | str) -> pd.DataFrame:
     """One tidy row per run across all hosts: configuration and summary in columns."""
+    import pandas as pd  # lazily: a run process never needs pandas
+
     return pd.DataFrame([_run_row(r) for r in load_records(results_dir)])
 
 
 def load_samples(results_dir: Path | str) -> pd.DataFrame:
     """One tidy row per iteration (warm-up and timed) across all hosts."""
+    import pandas as pd
+
     rows = []
     for r in load_records(results_dir):
         cfg = {k: v for k, v in r["config"].items() if k != "extra"}

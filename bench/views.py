@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import html
+
 import matplotlib.pyplot as plt
-import pandas as pd
 
 
-def run_summary(record: dict) -> pd.DataFrame:
-    """One-column table of the headline facts of a record."""
+def run_summary(record: dict):
+    """A two-column table of the headline facts of a record (HTML, so a run process needs no pandas)."""
+    from IPython.display import HTML
+
     s = record["summary"] or {}
     rows = {"run": record["label"], "hardware": record["hardware"], "status": record["status"],
             "reason": record["reason"] or ""}
@@ -23,7 +26,9 @@ def run_summary(record: dict) -> pd.DataFrame:
             "peak memory (MiB)": f"{record['memory']['peak_bytes'] / 2**20:.0f}" if record["memory"] else "n/a",
             "inside the timer": record["settings"].get("inside_timer", ""),
         })
-    return pd.DataFrame({"value": rows})
+    body = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th><td style='text-align:left'>"
+                   f"{html.escape(str(v))}</td></tr>" for k, v in rows.items())
+    return HTML(f"<table>{body}</table>")
 
 
 def plot_latency_trace(record: dict):
