@@ -26,7 +26,9 @@ help: ## list the targets
 
 setup: $(BIN)/python ## create the Python environment (does nothing when it is up to date)
 
-$(STAMP): $(REQS)
+# No prerequisite on the requirements files: their content is already in VENV_DIR's name, and a fresh
+# clone's newer file times must not force a rebuild of a venv that is complete.
+$(STAMP):
 	@echo "building the environment in $(VENV_DIR) (about 3 minutes, about 8 GB)"
 	rm -rf "$(VENV_DIR)"
 	mkdir -p "$(VENV_CACHE)"
