@@ -68,7 +68,7 @@ render: setup ## rebuild report/report.html and report/report.pdf from all resul
 	$(BIN)/python -m bench report
 
 lab: setup ## open the notebooks in JupyterLab on localhost
-	$(BIN)/jupyter lab --ip=127.0.0.1 --no-browser notebooks
+	$(BIN)/jupyter lab --ip=127.0.0.1 --no-browser $$( [ "$$(id -u)" = 0 ] && echo --allow-root ) notebooks
 
 lint: setup ## ruff over the package and tests
 	$(BIN)/ruff check bench tests
