@@ -12,7 +12,9 @@ import subprocess
 import sys
 import time
 
+from .adapters.base import LEARNING_RATE, MOMENTUM
 from .config import RunConfig
+from .models import get_model
 
 BASELINE_WARMUP, BASELINE_ITERATIONS = 5, 20
 
@@ -25,8 +27,8 @@ def _torch_loop(c: RunConfig) -> list[float]:
     torch.set_num_threads(c.threads)
     model = build_torch_model(c.model).to(memory_format=torch.channels_last).train(c.mode == "training")
     x = torch.randn(c.batch_size, 3, c.image_size, c.image_size).contiguous(memory_format=torch.channels_last)
-    y = torch.randint(0, 1000, (c.batch_size,))
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    y = torch.randint(0, get_model(c.model).num_classes, (c.batch_size,))
+    opt = torch.optim.SGD(model.parameters(), lr=LEARNING_RATE, momentum=MOMENTUM)
     loss_fn = torch.nn.CrossEntropyLoss()
 
     def step():
@@ -54,8 +56,8 @@ def _tf_loop(c: RunConfig) -> list[float]:
     tf.config.threading.set_inter_op_parallelism_threads(c.threads)
     model = build_keras_model(c.model, c.image_size)
     x = tf.random.normal((c.batch_size, c.image_size, c.image_size, 3))
-    y = tf.random.uniform((c.batch_size,), 0, 1000, dtype=tf.int32)
-    opt = keras.optimizers.SGD(learning_rate=0.01, momentum=0.9)
+    y = tf.random.uniform((c.batch_size,), 0, get_model(c.model).num_classes, dtype=tf.int32)
+    opt = keras.optimizers.SGD(learning_rate=LEARNING_RATE, momentum=MOMENTUM)
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
     @tf.function

@@ -108,11 +108,16 @@ def _run_row(r: dict) -> dict:
     return row
 
 
-def load_runs(results_dir: Path | str) -> pd.DataFrame:
-    """One tidy row per run across all hosts: configuration and summary in columns."""
+def runs_frame(records: list[dict]) -> pd.DataFrame:
+    """One tidy row per record: configuration and summary in columns."""
     import pandas as pd  # lazily: a run process never needs pandas
 
-    return pd.DataFrame([_run_row(r) for r in load_records(results_dir)])
+    return pd.DataFrame([_run_row(r) for r in records])
+
+
+def load_runs(results_dir: Path | str) -> pd.DataFrame:
+    """One tidy row per run across all hosts."""
+    return runs_frame(load_records(results_dir))
 
 
 def load_samples(results_dir: Path | str) -> pd.DataFrame:

@@ -20,8 +20,8 @@ NOTEBOOKS = "notebooks"
 
 @dataclass
 class SweepResult:
-    ran: list[str] = field(default_factory=list)
-    already_done: list[str] = field(default_factory=list)
+    ran: list[str] = field(default_factory=list)  # config keys
+    already_done: list[str] = field(default_factory=list)  # config keys
     failures: list[tuple[str, str, str]] = field(default_factory=list)  # (label, status, reason)
     papermill_s: float = 0.0  # wall time inside papermill (kernel start, imports, run)
     measured_s: float = 0.0  # the runs' own duration as recorded (what the harness spent)
@@ -77,13 +77,16 @@ def run_sweep(profile: Profile, results_dir: Path | str | None = None, force: bo
     done = set() if force else finished_keys(results_dir)
     todo = []
     for c in profile.configs:
-        (result.already_done if c.key in done else todo).append(c)
+        if c.key in done:
+            result.already_done.append(c.key)
+        else:
+            todo.append(c)
         done.add(c.key)  # a profile listing one config twice runs it once
     bar = tqdm(todo, desc=f"sweep {profile.name} on {host_name()}", unit="run", disable=not progress)
     for config in bar:
         bar.set_postfix_str(config.label, refresh=True)
         if not force and config.key in finished_keys(results_dir):  # written meanwhile by another process
-            result.already_done.append(config)
+            result.already_done.append(config.key)
             continue
         t0 = time.perf_counter()
         try:

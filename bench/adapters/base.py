@@ -14,6 +14,11 @@ import psutil
 from ..config import RunConfig
 from ..errors import FrameworkUnavailableError
 
+# The training recipe every framework uses (the fairness rules: same loss, same optimizer).
+LEARNING_RATE = 0.01
+MOMENTUM = 0.9
+OPTIMIZER = f"SGD(lr={LEARNING_RATE}, momentum={MOMENTUM})"
+
 
 class Workload(ABC):
     """A prepared model + data + step for one config. Adapters fill `params` and `settings`."""

@@ -9,11 +9,8 @@ from ..devices import is_gpu
 from ..errors import UnsupportedError
 from ..models import get_model
 from ..models.torch_defs import build_torch_model
-from .base import Adapter, Workload, dist_version, timed_phases
+from .base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, dist_version, timed_phases
 from .precision import check_precision
-
-LEARNING_RATE = 0.01
-MOMENTUM = 0.9
 
 
 def set_torch_threads(torch, threads: int) -> dict:
@@ -63,7 +60,7 @@ class TorchWorkload(Workload):
             "data_placement": config.data,
             "inside_timer": self._inside_timer(),
             "autocast_dtype": str(dtype) if dtype else None,
-            "optimizer": f"SGD(lr={LEARNING_RATE}, momentum={MOMENTUM})" if self.training else None,
+            "optimizer": OPTIMIZER if self.training else None,
             "loss": "CrossEntropyLoss" if self.training else None,
             "timer": "CUDA events" if self.gpu else "time.perf_counter",
         }

@@ -10,9 +10,8 @@ from ..devices import is_gpu
 from ..errors import UnsupportedError
 from ..models import get_model
 from ..models.keras_defs import build_keras_model
-from .base import Adapter, Workload, dist_version, timed_phases
+from .base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, dist_version, timed_phases
 from .precision import check_precision
-from .pytorch import LEARNING_RATE, MOMENTUM
 
 _POLICIES = {"fp32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
 
@@ -89,7 +88,7 @@ class TFWorkload(Workload):
             "data_placement": config.data,
             "inside_timer": self._inside_timer(),
             "dtype_policy": _POLICIES[config.precision],
-            "optimizer": f"SGD(lr={LEARNING_RATE}, momentum={MOMENTUM})" if self.training else None,
+            "optimizer": OPTIMIZER if self.training else None,
             "loss": "SparseCategoricalCrossentropy(from_logits=True)" if self.training else None,
             "timer": "time.perf_counter" + (" after tf.test.experimental.sync_devices()" if self.needs_sync
                                             else " (synchronous eager execution on the CPU)"),

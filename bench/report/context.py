@@ -9,12 +9,14 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from ..paths import default_results_dir
+from ..store import load_records
 from .data import published_throughput, ratio_table, runs_table, seed_2019, timed_images_per_sec
 
 
 @dataclass
 class ReportData:
     results_dir: Path
+    records: list[dict]
     runs: pd.DataFrame
     ratios: pd.DataFrame
     published: pd.DataFrame
@@ -24,10 +26,11 @@ class ReportData:
 def load(results_dir=None) -> ReportData:
     """Read every record under results/ (all hosts) into the report's tables."""
     results_dir = Path(results_dir or default_results_dir())
-    runs = runs_table(results_dir)
-    ratios = ratio_table(runs, timed_images_per_sec(results_dir)) if not runs.empty else pd.DataFrame()
+    records = load_records(results_dir)  # read once; every table below derives from these
+    runs = runs_table(records)
+    ratios = ratio_table(runs, timed_images_per_sec(records)) if not runs.empty else pd.DataFrame()
     seed = seed_2019().replace({"framework": {"pytorch": "torch"}})
-    return ReportData(results_dir, runs, ratios, published_throughput(), seed)
+    return ReportData(results_dir, records, runs, ratios, published_throughput(), seed)
 
 
 def show(figs, name: str, figures_dir=None) -> None:

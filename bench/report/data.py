@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..stats import ratio_of_medians_ci
-from ..store import load_records, load_runs
+from ..store import runs_frame
 
 GROUP = ["platform", "model", "mode", "precision"]
 
@@ -27,9 +27,9 @@ def series_label(row) -> str:
     return label
 
 
-def runs_table(results_dir) -> pd.DataFrame:
+def runs_table(records: list[dict]) -> pd.DataFrame:
     """All runs (every status), with `platform` = hardware [host] and a `series` label for legends."""
-    runs = load_runs(results_dir)
+    runs = runs_frame(records)
     if runs.empty:
         return runs
     runs = runs[runs["framework"] != "null"].copy()
@@ -51,10 +51,10 @@ def best_batch(runs: pd.DataFrame) -> pd.DataFrame:
     return ok.loc[idx].reset_index(drop=True)
 
 
-def timed_images_per_sec(results_dir) -> dict[str, np.ndarray]:
+def timed_images_per_sec(records: list[dict]) -> dict[str, np.ndarray]:
     """record_id -> per-iteration images/s of the timed loop (for bootstrap ratios)."""
     out = {}
-    for r in load_records(results_dir):
+    for r in records:
         if r["status"] == "ok":
             t = np.asarray(r["samples"]["timed_s"])
             out[r["record_id"]] = r["config"]["batch_size"] / t

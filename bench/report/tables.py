@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..adapters.base import OPTIMIZER
 from ..config import DEFAULT_CI_TARGET, PROTOCOL_DEFAULTS
 from ..fairness import parity_table
-from ..store import load_records
 from .data import GROUP, best_batch, ok_runs
 
 
-def environment_table(results_dir) -> pd.DataFrame:
+def environment_table(records: list[dict]) -> pd.DataFrame:
     """One column per host: the machine and software its newest record was measured with."""
     newest: dict[str, dict] = {}
-    for r in sorted(load_records(results_dir), key=lambda r: r["created"]):
+    for r in sorted(records, key=lambda r: r["created"]):
         if r["config"]["framework"] != "null":
             newest[r["host"]] = r
     cols = {}
@@ -36,11 +36,11 @@ def environment_table(results_dir) -> pd.DataFrame:
     return pd.DataFrame(cols)
 
 
-def fairness_summary(runs: pd.DataFrame, results_dir) -> pd.DataFrame:
+def fairness_summary(records: list[dict]) -> pd.DataFrame:
     """Per-run certificate checks aggregated: how many runs passed, failed, or had no such check."""
     checks = ["threads_match", "no_autograd_in_inference", "params_match_published"]
     counts = {c: {"passed": 0, "failed": 0, "not applicable": 0} for c in checks}
-    for r in load_records(results_dir):
+    for r in records:
         f = r.get("fairness") or {}
         if r["status"] != "ok" or r["config"]["framework"] == "null":
             continue
@@ -124,7 +124,7 @@ def methodology() -> str:
     return f"""
 **Inside the timer.** Inference: the forward pass with autograd off (PyTorch `torch.inference_mode()`,
 TensorFlow `training=False` without a gradient tape). Training: forward + cross-entropy loss + backward +
-SGD-momentum (lr 0.01, momentum 0.9) update. Data are synthetic, generated once and resident on the device
+{OPTIMIZER} update. Data are synthetic, generated once and resident on the device
 ("device" placement); the "host" placement copies the batch from a NumPy array inside the timer. Each run
 records exactly what was inside its timer.
 
