@@ -128,7 +128,7 @@ class TorchWorkload(Workload):
         if self.config.data == "host":
             names.append("h2d")
             fns.append(lambda: state.update(x=self._input()))
-        x = lambda: state.get("x", self.x)  # noqa: E731
+        x = lambda: state.get("x", self.x)
         if not self.training:
             def fwd():
                 with self.torch.inference_mode():

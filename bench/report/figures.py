@@ -75,26 +75,10 @@ def _grouped_bars(ax, g: pd.DataFrame, value: str, col: dict, markers: dict | No
     ax.legend(fontsize=8)
 
 
-def _lines_vs_batch(ax, p: pd.DataFrame, col: dict, value: str, ylabel: str, scale: float = 1.0,
-                    ci: tuple[str, str] | None = None) -> None:
-    """One line per series of `value` (x `scale`) against batch size on a log2 axis, with CI bars if given."""
-    for series, s in p.groupby("series"):
-        s = s.sort_values("batch_size")
-        y = s[value].to_numpy() * scale
-        err = None if ci is None else [y - s[ci[0]].to_numpy() * scale, s[ci[1]].to_numpy() * scale - y]
-        ax.errorbar(s["batch_size"], y, yerr=err, marker="o", capsize=3, label=series, color=col[series])
-    ticks = sorted(p["batch_size"].unique())
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(ticks, labels=[str(b) for b in ticks])
-    ax.set_xlabel("batch size")
-    ax.set_ylabel(ylabel)
-    ax.set_ylim(bottom=0)
-    ax.legend(fontsize=8)
-
-
-def per_hardware(runs: pd.DataFrame) -> list:
-    """2019 Figures 3-8: images/s vs batch size, a colour per framework, a panel per model x mode, per device."""
-    ok = ok_runs(runs)
+def _lines_vs_batch(ok: pd.DataFrame, value: str, ylabel: str, title: str, scale: float = 1.0,
+                    ci: tuple[str, str] | None = None, **grid) -> list:
+    """A figure per platform, a panel per model x mode, a line per series of `value` (x `scale`) against
+    batch size on a log2 axis, with CI bars when `ci` names the low/high columns."""
     figs = []
     if ok.empty:
         return figs
@@ -102,12 +86,28 @@ def per_hardware(runs: pd.DataFrame) -> list:
     for platform, g in ok.groupby("platform"):
         def draw(ax, model, mode, g=g):
             p = g[(g["model"] == model) & (g["mode"] == mode)]
-            _lines_vs_batch(ax, p, col, "images_per_sec_median", "images/s (median, 95% CI)",
-                            ci=("images_per_sec_ci_low", "images_per_sec_ci_high"))
-            ax.set_title(f"{model} - {mode}", fontsize=10)
+            for series, s in p.groupby("series"):
+                s = s.sort_values("batch_size")
+                y = s[value].to_numpy() * scale
+                err = None if ci is None else [y - s[ci[0]].to_numpy() * scale, s[ci[1]].to_numpy() * scale - y]
+                ax.errorbar(s["batch_size"], y, yerr=err, marker="o", capsize=3, label=series, color=col[series])
+            ticks = sorted(p["batch_size"].unique())
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(ticks, labels=[str(b) for b in ticks])
+            ax.set_xlabel("batch size")
+            ax.set_ylabel(ylabel)
+            ax.set_ylim(bottom=0)
+            ax.set_title(f"{model} - {mode}", fontsize=9)
+            ax.legend(fontsize=8)
 
-        figs.append(_model_mode_grid(g, draw, f"Throughput vs batch size on {platform}"))
+        figs.append(_model_mode_grid(g, draw, f"{title} on {platform}", **grid))
     return figs
+
+
+def per_hardware(runs: pd.DataFrame) -> list:
+    """2019 Figures 3-8: images/s vs batch size, a colour per framework, a panel per model x mode, per device."""
+    return _lines_vs_batch(ok_runs(runs), "images_per_sec_median", "images/s (median, 95% CI)",
+                           "Throughput vs batch size", ci=("images_per_sec_ci_low", "images_per_sec_ci_high"))
 
 
 def per_framework(runs: pd.DataFrame, common_batch: int = 32) -> list:
@@ -162,18 +162,8 @@ def memory_vs_batch(runs: pd.DataFrame) -> list:
     """Peak memory vs batch size (CPU: the run process's peak RSS; GPU: the allocator's peak)."""
     ok = ok_runs(runs)
     ok = ok[ok["peak_memory_bytes"].notna()] if not ok.empty else ok
-    figs = []
-    if ok.empty:
-        return figs
-    col = colours(ok["series"])
-    for platform, g in ok.groupby("platform"):
-        def draw(ax, model, mode, g=g):
-            p = g[(g["model"] == model) & (g["mode"] == mode)]
-            _lines_vs_batch(ax, p, col, "peak_memory_bytes", "peak memory (GiB)", scale=2.0**-30)
-            ax.set_title(f"{model} - {mode}", fontsize=9)
-
-        figs.append(_model_mode_grid(g, draw, f"Peak memory on {platform}", n_cols=3, w=3.6, h=2.8))
-    return figs
+    return _lines_vs_batch(ok, "peak_memory_bytes", "peak memory (GiB)", "Peak memory", scale=2.0**-30,
+                           n_cols=3, w=3.6, h=2.8)
 
 
 def utilisation(runs: pd.DataFrame):
