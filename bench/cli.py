@@ -42,8 +42,11 @@ def _parser() -> argparse.ArgumentParser:
     sw = sub.add_parser("sweep", help="run every config of a profile (one papermill notebook each), resumably")
     sw.add_argument("--profile", default="quick", help="a name in profiles/ or a path to a YAML file")
     sw.add_argument("--results-dir", default=None)
-    sw.add_argument("--force", action="store_true", help="redo configs that already have a record")
-    sw.add_argument("--list", action="store_true", help="print the configs and whether each is done; run nothing")
+    sw.add_argument("--force", action="store_true", help="redo every repetition, even those already recorded")
+    sw.add_argument("--repeats", type=int, default=None,
+                    help="fresh processes per config (default: the profile's `repeats`)")
+    sw.add_argument("--list", action="store_true",
+                    help="print the planned runs in order, what is done, what is over budget, and the estimate")
     rep = sub.add_parser("report", help="execute the report notebook over all results and export HTML + PDF")
     rep.add_argument("--results-dir", default=None)
     rep.add_argument("--out", default=None, help="default: report/ in the project")
@@ -101,20 +104,28 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from .profiles import load_profile
-    from .store import finished_keys
-    from .sweep import run_sweep
+    from .sweep import plan, run_sweep
 
     profile = load_profile(args.profile)  # validates every config before anything runs
+    if args.repeats is not None and not 1 <= args.repeats <= 100:
+        raise ConfigError(f"invalid --repeats {args.repeats}; it must be an integer from 1 to 100")
     if args.list:
-        done = finished_keys(args.results_dir or _default_results())
-        for c in profile.configs:
-            print(f"{'done' if c.key in done else 'todo'}  {c.label}")
+        p = plan(profile, Path(args.results_dir or _default_results()), args.force, args.repeats)
+        for i, t in enumerate(p["tasks"]):
+            print(f"{i:4d}  todo  round {t.round}  {t.config.label}")
+        for c in p["dropped"]:
+            print(f"      not run: over budget  {c.label}")
+        print(f"{len(p['tasks'])} runs to do, {len(p['done'])} already recorded, {len(p['dropped'])} configs over "
+              f"budget; estimated {p['estimate_s'] / 60:.1f} min (without a fresh peak measurement)")
         return EXIT_OK
-    result = run_sweep(profile, args.results_dir, force=args.force)
+    result = run_sweep(profile, args.results_dir, force=args.force, repeats=args.repeats)
     n = len(result.ran)
-    print(f"sweep {profile.name}: {n} run, {len(result.already_done)} already recorded, "
-          f"{len(result.failures)} not ok")
+    print(f"sweep {profile.name} ({result.sweep_id}): {n} runs, {len(result.already_done)} already recorded, "
+          f"{len(result.retried)} retried after a disturbance, {len(result.still_disturbed)} still disturbed, "
+          f"{len(result.dropped)} configs over budget, {len(result.failures)} not ok")
     if n:
         overhead = result.papermill_s - result.measured_s
         print(f"time: {result.papermill_s:.0f} s in papermill, of which {result.measured_s:.0f} s inside the "
@@ -122,6 +133,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
               f"({overhead / max(result.papermill_s, 1e-9):.0%} of the sweep)")
     for label, status, reason in result.failures:
         print(f"  {status}: {label}: {reason}")
+    for line in result.still_disturbed:
+        print(f"  disturbed (kept, flagged): {line}")
     return EXIT_OK
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 from dataclasses import dataclass, field
 
 from . import devices
@@ -29,11 +30,15 @@ def _choice(field_name: str, value: object, valid) -> None:
         raise ConfigError(f"invalid {field_name} {value!r}; valid choices: {', '.join(map(str, valid))}")
 
 
-def _positive(field_name: str, value: object, allow_zero: bool = False) -> None:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if not ok or value < 0 or (value == 0 and not allow_zero):
+# Every number has a finite range: NaN or infinity would otherwise reach the record (invalid JSON).
+MAX_VALUE = 1_000_000
+
+
+def _positive(field_name: str, value: object, allow_zero: bool = False, upper: float = MAX_VALUE) -> None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if not ok or value < 0 or (value == 0 and not allow_zero) or value > upper:
         bound = ">= 0" if allow_zero else "> 0"
-        raise ConfigError(f"invalid {field_name} {value!r}; it must be a number {bound}")
+        raise ConfigError(f"invalid {field_name} {value!r}; it must be a finite number {bound} and <= {upper:g}")
 
 
 @dataclass(frozen=True)
@@ -89,6 +94,7 @@ class RunConfig:
             if not isinstance(getattr(self, name), int) or isinstance(getattr(self, name), bool):
                 raise ConfigError(f"invalid {name} {getattr(self, name)!r}; it must be an integer")
         _positive("batch_size", self.batch_size)
+        _positive("seed", self.seed, allow_zero=True, upper=2**31 - 1)
         image_size = spec.default_image_size if self.image_size is None else self.image_size
         _positive("image_size", image_size)
         if image_size < spec.min_image_size:
@@ -103,7 +109,7 @@ class RunConfig:
         _positive("warmup", warmup, allow_zero=True)
         _positive("iterations", iterations)
         _positive("time_budget_s", budget, allow_zero=True)
-        _positive("ci_target", self.ci_target)
+        _positive("ci_target", self.ci_target, upper=1.0)
         _positive("phase_iterations", self.phase_iterations, allow_zero=True)
         for name, value in dict(engine=engine, device=device, image_size=image_size,
                                 threads=threads, warmup=warmup, iterations=iterations,
@@ -115,9 +121,13 @@ class RunConfig:
 
     @property
     def key(self) -> str:
-        """Stable identity of the measured configuration (what resume matches on)."""
-        d = self.to_dict()
-        d.pop("extra")
+        """Stable identity of the measured configuration (what resume matches on).
+
+        Only fields that differ from their declared default are hashed, so adding a field with a
+        default later leaves every existing record's key unchanged (a resume after an upgrade neither
+        redoes nor double-counts runs). Fields resolved from None (engine, threads, ...) always count.
+        """
+        d = {k: v for k, v in self.to_dict().items() if k != "extra" and v != _DEFAULTS.get(k, _NO_DEFAULT)}
         return hashlib.sha1(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
 
     @property
@@ -127,6 +137,8 @@ class RunConfig:
 
 
 FIELDS = tuple(f.name for f in dataclasses.fields(RunConfig) if f.name != "extra")
+_NO_DEFAULT = object()
+_DEFAULTS = {f.name: f.default for f in dataclasses.fields(RunConfig) if f.default is not dataclasses.MISSING}
 
 
 def make_config(**kwargs) -> RunConfig:

@@ -16,19 +16,24 @@ from .paths import PROJECT_ROOT
 from .store import atomic_write_json, host_dir
 
 
-def cached(results_dir: Path | str, filename: str, key: str, argv: list[str]) -> dict:
-    """Return cache[key] from results/<host>/<filename>, running `python -m bench *argv` on a miss."""
-    path = host_dir(results_dir) / filename
-    cache = json.loads(path.read_text()) if path.exists() else {}
-    if key in cache:
-        return cache[key]
+def in_fresh_process(argv: list[str]) -> dict:
+    """Run `python -m bench *argv` in a fresh process and return the JSON it prints."""
     pythonpath = os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))
     proc = subprocess.run([sys.executable, "-m", "bench", *argv], capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": pythonpath})
     if proc.returncode != 0:
         tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         raise RuntimeError(f"'python -m bench {' '.join(argv)}' failed: {tail}")
-    value = json.loads(proc.stdout)
+    return json.loads(proc.stdout)
+
+
+def cached(results_dir: Path | str, filename: str, key: str, argv: list[str]) -> dict:
+    """Return cache[key] from results/<host>/<filename>, running `python -m bench *argv` on a miss."""
+    path = host_dir(results_dir) / filename
+    cache = json.loads(path.read_text()) if path.exists() else {}
+    if key in cache:
+        return cache[key]
+    value = in_fresh_process(argv)
     cache = json.loads(path.read_text()) if path.exists() else {}  # another run may have written
     cache[key] = value
     atomic_write_json(path, cache)

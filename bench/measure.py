@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from .config import RunConfig
 from .stats import ci_relative_halfwidth, is_steady
 
+WARMUP_TOLERANCE = 0.10
+
 
 @dataclass
 class Samples:
@@ -35,10 +37,12 @@ def measure(timed_iteration: Callable[[], float], config: RunConfig,
 
     budget = config.time_budget_s
     start = clock()
-    # Warm-up: the first iteration compiles/allocates; stop once iteration time is steady.
+    # Warm-up: the first iteration compiles/allocates; stop once two consecutive iterations agree
+    # within WARMUP_TOLERANCE (so at least two warm-up iterations; a 10 s training step costs 20 s,
+    # not the five iterations a wider window would need).
     while True:
         s.warmup_s.append(timed_iteration())
-        if is_steady(s.warmup_s[1:], window=2):
+        if is_steady(s.warmup_s, window=1, tolerance=WARMUP_TOLERANCE):
             s.warmup_stop = "steady"
             break
         if len(s.warmup_s) >= config.warmup:

@@ -1,18 +1,24 @@
-"""The device's measured peak: one large matrix product, timed once per device/dtype/threads and cached."""
+"""The device's measured peak: a large matrix product timed in several trials, with its spread.
+
+A sweep measures it at its start and at its end (bench/sweeps.py), so a utilisation is computed
+against the peak of its own sweep and a peak taken in a busy moment shows up as a spread.
+"""
 
 from __future__ import annotations
 
+import statistics
 import time
 from pathlib import Path
 
 from .devices import is_gpu
-from .isolated import cached
+from .isolated import cached, in_fresh_process
 
 PEAK_FILE = "device_peak.json"
+PEAK_TRIALS = 5
 
 
-def matmul_peak(device: str, precision: str, threads: int, repeats: int = 5) -> dict:
-    """FLOP/s of the best of `repeats` n x n matrix products (after two warm-ups), measured here."""
+def matmul_peak(device: str, precision: str, threads: int, trials: int = PEAK_TRIALS) -> dict:
+    """FLOP/s of an n x n matrix product: best and median of `trials` timings after two warm-ups."""
     import torch
 
     torch.set_num_threads(threads)
@@ -25,20 +31,36 @@ def matmul_peak(device: str, precision: str, threads: int, repeats: int = 5) -> 
         if is_gpu(device):
             torch.cuda.synchronize(device)
 
-    best = float("inf")
-    for i in range(repeats + 2):
+    times = []
+    for i in range(trials + 2):
         sync()
         t0 = time.perf_counter()
         torch.mm(a, b)
         sync()
         if i >= 2:
-            best = min(best, time.perf_counter() - t0)
-    return {"flops_per_sec": 2 * n**3 / best, "method": f"torch.mm {n}x{n} {precision}, best of {repeats}",
+            times.append(time.perf_counter() - t0)
+    flops = [2 * n**3 / t for t in times]
+    best = max(flops)
+    return {"flops_per_sec": best, "median_flops_per_sec": statistics.median(flops),
+            "trials_flops_per_sec": flops, "spread": (best - min(flops)) / best,
+            "method": f"torch.mm {n}x{n} {precision}, best of {trials} after 2 warm-ups",
             "device": device, "precision": precision, "threads": threads,
             "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
 
 
+def peak_key(device: str, precision: str, threads: int) -> str:
+    return f"{device}|{precision}|threads={threads}"
+
+
+def peak_argv(device: str, precision: str, threads: int) -> list[str]:
+    return ["peak", "--device", device, "--precision", precision, "--threads", str(threads)]
+
+
+def measure_peak(device: str, precision: str, threads: int) -> dict:
+    """One fresh-process measurement (the run's own threads and imports must not colour it)."""
+    return in_fresh_process(peak_argv(device, precision, threads))
+
+
 def device_peak(results_dir: Path | str, device: str, precision: str, threads: int) -> dict:
-    """This host's cached peak for device/precision/threads (measured on first use)."""
-    return cached(results_dir, PEAK_FILE, f"{device}|{precision}|threads={threads}",
-                  ["peak", "--device", device, "--precision", precision, "--threads", str(threads)])
+    """For a run outside a sweep: this host's cached peak (measured on first use)."""
+    return cached(results_dir, PEAK_FILE, peak_key(device, precision, threads), peak_argv(device, precision, threads))

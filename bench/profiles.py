@@ -1,8 +1,16 @@
-"""Sweep profiles (profiles/*.yaml): named presets expanded into validated RunConfigs before any run."""
+"""Sweep profiles (profiles/*.yaml): named presets expanded into validated RunConfigs before any run.
+
+Besides the axes (frameworks x models x modes x batch sizes x precisions x devices x engines) a
+profile says how to repeat: `repeats` fresh processes per config, interleaved in an order shuffled
+per round with `order_seed`, `retries` for a disturbed run, and `budget_minutes` for the whole sweep
+(the planner drops the lowest-priority configs to fit). Priority is the order the profile lists
+models, modes and batch sizes in: earlier is more important.
+"""
 
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,20 +18,29 @@ import yaml
 
 from . import devices
 from .adapters import ADAPTERS
-from .config import RunConfig, make_config
+from .config import FIELDS, RunConfig, make_config
 from .errors import ConfigError
 from .paths import PROJECT_ROOT
 
 PROFILES_DIR = PROJECT_ROOT / "profiles"
-KEYS = {"description", "frameworks", "models", "modes", "batch_sizes", "precisions", "devices", "engines",
-        "settings"}
+AXES = {"frameworks": str, "models": str, "modes": str, "batch_sizes": int, "precisions": str, "devices": str}
+DEFAULT_AXES = {"frameworks": ["torch"], "modes": ["inference"], "batch_sizes": [32], "precisions": ["fp32"],
+                "devices": ["cpu"]}
+# name -> (type, lower bound, upper bound, default)
+REPETITION = {"repeats": (int, 1, 100, 3), "retries": (int, 0, 10, 1), "order_seed": (int, 0, 2**31 - 1, 0),
+              "budget_minutes": ((int, float), 0, 10_000, 0)}
+KEYS = {"description", "engines", "settings", *AXES, *REPETITION}
 
 
 @dataclass(frozen=True)
 class Profile:
     name: str
     description: str
-    configs: tuple[RunConfig, ...]
+    configs: tuple[RunConfig, ...]  # in priority order
+    repeats: int = 3
+    retries: int = 1
+    order_seed: int = 0
+    budget_minutes: float = 0.0  # 0: no budget
 
 
 def available_profiles() -> list[str]:
@@ -32,12 +49,76 @@ def available_profiles() -> list[str]:
 
 def _path(name_or_path: str) -> Path:
     path = Path(name_or_path)
-    if path.suffix in (".yaml", ".yml") and path.exists():
+    if path.suffix in (".yaml", ".yml"):
+        if not path.is_file():
+            raise ConfigError(f"profile file {name_or_path!r} does not exist or is not a file")
         return path
     path = PROFILES_DIR / f"{name_or_path}.yaml"
-    if not path.exists():
+    if not path.is_file():
         raise ConfigError(f"unknown profile {name_or_path!r}; valid choices: {', '.join(available_profiles())}")
     return path
+
+
+def _read(path: Path) -> dict:
+    try:
+        spec = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(f"profile {path.name}: not UTF-8 text") from None
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        at = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
+        raise ConfigError(f"profile {path.name}: not valid YAML{at}: {getattr(exc, 'problem', exc)}") from None
+    if spec is None:
+        return {}
+    if not isinstance(spec, dict):
+        raise ConfigError(f"profile {path.name}: expected a mapping of settings at the top, got {type(spec).__name__}")
+    return spec
+
+
+def _check_structure(name: str, spec: dict) -> None:
+    """Types and ranges of every key, with the file, the key and what was expected."""
+    unknown = sorted(set(map(str, spec)) - KEYS)
+    if unknown:
+        raise ConfigError(f"profile {name}: unknown key(s) {', '.join(unknown)}; valid: {', '.join(sorted(KEYS))}")
+    for key, typ in AXES.items():
+        if key not in spec:
+            continue
+        value = spec[key]
+        if not isinstance(value, list) or not value:
+            raise ConfigError(f"profile {name}: '{key}' must be a non-empty list, got {value!r}")
+        for item in value:
+            # YAML reads a bare `null` as None; in a frameworks list it can only mean the null framework.
+            if key == "frameworks" and item is None:
+                continue
+            if not isinstance(item, typ) or isinstance(item, bool):
+                raise ConfigError(f"profile {name}: every item of '{key}' must be a {typ.__name__}, got {item!r}")
+    engines = spec.get("engines", "default")
+    if not (engines in ("default", "all") or (isinstance(engines, list) and engines
+                                               and all(isinstance(e, str) for e in engines))):
+        raise ConfigError(f"profile {name}: 'engines' must be 'default', 'all' or a list of engine names, "
+                          f"got {engines!r}")
+    settings = spec.get("settings", {}) or {}
+    if not isinstance(settings, dict):
+        raise ConfigError(f"profile {name}: 'settings' must be a mapping, got {settings!r}")
+    axis_fields = {"framework", "model", "mode", "batch_size", "precision", "device", "engine"}
+    clash = sorted(set(settings) & axis_fields)
+    if clash:
+        raise ConfigError(f"profile {name}: 'settings' may not set {', '.join(clash)}: use the list keys "
+                          f"({', '.join(sorted(AXES))}, engines)")
+    unknown = sorted(set(map(str, settings)) - set(FIELDS))
+    if unknown:
+        raise ConfigError(f"profile {name}: unknown setting(s) {', '.join(unknown)}; valid: "
+                          f"{', '.join(sorted(set(FIELDS) - axis_fields))}")
+    for key, value in settings.items():
+        if isinstance(value, (list, dict)):
+            raise ConfigError(f"profile {name}: setting '{key}' must be a single value, got {value!r}")
+    for key, (typ, low, high, _) in REPETITION.items():
+        if key not in spec:
+            continue
+        value = spec[key]
+        ok = isinstance(value, typ) and not isinstance(value, bool) and math.isfinite(value)
+        if not ok or not low <= value <= high:
+            raise ConfigError(f"profile {name}: '{key}' must be a number from {low} to {high}, got {value!r}")
 
 
 def _devices(listed: list[str]) -> list[str]:
@@ -50,25 +131,26 @@ def _devices(listed: list[str]) -> list[str]:
 def load_profile(name_or_path: str) -> Profile:
     """Read and expand a profile; every config is validated here, so a bad one fails before any run."""
     path = _path(name_or_path)
-    spec = yaml.safe_load(path.read_text()) or {}
-    unknown = sorted(set(spec) - KEYS)
-    if unknown:
-        raise ConfigError(f"profile {path.name}: unknown key(s) {', '.join(unknown)}; valid: {', '.join(sorted(KEYS))}")
+    spec = _read(path)
+    _check_structure(path.name, spec)
+    axes = {k: spec.get(k, DEFAULT_AXES.get(k, [])) for k in AXES}
     settings = spec.get("settings") or {}
-    # YAML reads a bare `null` as None; in a frameworks list it can only mean the null framework.
-    frameworks = ["null" if fw is None else fw for fw in spec.get("frameworks", ["torch"])]
+    frameworks = ["null" if fw is None else fw for fw in axes["frameworks"]]
     configs = []
-    for fw, model, mode, bs, precision, device in itertools.product(
-            frameworks, spec.get("models", []), spec.get("modes", ["inference"]),
-            spec.get("batch_sizes", [32]), spec.get("precisions", ["fp32"]), _devices(spec.get("devices", ["cpu"]))):
+    # Priority order: model, mode, batch size as listed; frameworks innermost, so a comparison group
+    # (the same config in every framework) sits together and is kept or dropped as a whole.
+    for model, mode, bs, precision, device, fw in itertools.product(
+            axes["models"], axes["modes"], axes["batch_sizes"], axes["precisions"], _devices(axes["devices"]),
+            frameworks):
         engines = spec.get("engines", "default")
-        for engine in (ADAPTERS.get(fw).engines if engines == "all" else
-                       [None] if engines == "default" else engines):
-            try:
+        try:
+            names = ADAPTERS.get(fw).engines if engines == "all" else [None] if engines == "default" else engines
+            for engine in names:
                 configs.append(make_config(framework=fw, model=model, mode=mode, batch_size=bs,
                                            precision=precision, device=device, engine=engine, **settings))
-            except ConfigError as exc:
-                raise ConfigError(f"profile {path.name}: {exc}") from None
+        except ConfigError as exc:
+            raise ConfigError(f"profile {path.name}: {exc}") from None
     if not configs:
-        raise ConfigError(f"profile {path.name} expands to no runs")
-    return Profile(path.stem, spec.get("description", ""), tuple(configs))
+        raise ConfigError(f"profile {path.name} expands to no runs (is 'models' empty?)")
+    repetition = {k: spec.get(k, default) for k, (_, _, _, default) in REPETITION.items()}
+    return Profile(path.stem, str(spec.get("description", "")), tuple(dict.fromkeys(configs)), **repetition)

@@ -11,20 +11,23 @@ from pathlib import Path
 import numpy as np
 
 from .adapters import ADAPTERS
+from .checks import run_flags
 from .config import RunConfig
 from .devices import device_label
 from .energy import EnergyMeter
 from .errors import UnsupportedError
 from .fairness import run_checks
 from .flops import flops_per_image
+from .interference import InterferenceMonitor
 from .manifest import collect_manifest, host_name
 from .measure import measure
 from .models import get_model
 from .paths import default_results_dir
-from .peak import device_peak
+from .peak import device_peak, peak_key
 from .schema import SCHEMA_VERSION
-from .stats import summarize_latencies
+from .stats import cv, summarize_latencies
 from .store import write_record
+from .sweeps import read_sweep
 
 
 def describe_failure(exc: BaseException, config: RunConfig) -> str:
@@ -44,12 +47,18 @@ def _framework_info(adapter) -> dict:
         return {"version": adapter.version(), "unavailable": f"{type(exc).__name__}: {exc}"}
 
 
-def base_record(config: RunConfig) -> dict:
-    """A record for `config` with nothing measured yet (status ok until something says otherwise)."""
+def base_record(config: RunConfig, repeat: int = 0, attempt: int = 0, sweep: dict | None = None) -> dict:
+    """A record for `config` with nothing measured yet (status ok until something says otherwise).
+
+    `repeat` numbers the fresh process this is among the config's repetitions; `attempt` counts
+    retries of that repetition after a disturbed run; `sweep` places it in its sweep (id, order).
+    """
     return {
         "schema_version": SCHEMA_VERSION,
         "record_id": uuid.uuid4().hex,
         "config_key": config.key,
+        "repeat": repeat, "attempt": attempt, "sweep": sweep,
+        "interference": None, "flags": [],
         "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
         "host": host_name(),
         "hardware": device_label(config.device),
@@ -62,20 +71,22 @@ def base_record(config: RunConfig) -> dict:
     }
 
 
-def failure_record(config: RunConfig, reason: str, detail: str | None = None) -> dict:
+def failure_record(config: RunConfig, reason: str, detail: str | None = None, repeat: int = 0,
+                   attempt: int = 0, sweep: dict | None = None) -> dict:
     """An `error` record for a run that died outside the harness (e.g. its notebook kernel)."""
-    record = base_record(config)
+    record = base_record(config, repeat, attempt, sweep)
     record.update(status="error", reason=reason, traceback=detail, duration_s=0.0,
                   manifest=collect_manifest({"version": ADAPTERS.get(config.framework).version()}))
     return record
 
 
-def execute(config: RunConfig, results_dir: Path | str | None = None) -> dict:
+def execute(config: RunConfig, results_dir: Path | str | None = None, repeat: int = 0, attempt: int = 0,
+            sweep: dict | None = None) -> dict:
     """Measure `config` and return its record (status ok, skipped or error); never raises for run failures."""
     results_dir = Path(results_dir or default_results_dir())
     adapter = ADAPTERS.get(config.framework)
     started = time.perf_counter()
-    record = base_record(config)
+    record = base_record(config, repeat, attempt, sweep)
     try:
         _measure_into(record, adapter, config, results_dir)
     except UnsupportedError as exc:
@@ -92,16 +103,20 @@ def _measure_into(record: dict, adapter, config: RunConfig, results_dir: Path) -
     workload = adapter.prepare(config)
     record["settings"] = dict(workload.settings)
     workload.reset_memory()
-    with EnergyMeter() as meter:
+    with EnergyMeter() as meter, InterferenceMonitor() as monitor:
         samples = measure(workload.timed_iteration, config)
     record["memory"] = workload.memory()  # read before anything else allocates
+    record["interference"] = {**monitor.result(), "iteration_cv": cv(samples.timed_s)}
     record["energy"] = meter.result(config.batch_size * len(samples.timed_s))
     record["samples"] = {"warmup_s": samples.warmup_s, "timed_s": samples.timed_s,
                          "warmup_stop": samples.warmup_stop, "timed_stop": samples.timed_stop,
                          "timed_wall_s": samples.timed_wall_s}
     summary = summarize_latencies(samples.timed_s, config.batch_size)
+    summary["cv"] = cv(samples.timed_s)
     record["summary"] = summary
-    if config.phase_iterations:
+    # Phases once per config (the first repetition): the pass costs several steps and the headline
+    # number never depends on it.
+    if config.phase_iterations and record["repeat"] == 0:
         raw = workload.phases(config.phase_iterations)
         if raw:
             record["phases"] = {
@@ -116,15 +131,28 @@ def _measure_into(record: dict, adapter, config: RunConfig, results_dir: Path) -
         flops, how = flops_per_image(results_dir, config.model, config.image_size, config.mode)
         record["model"] = {"params": params, "params_published_millions": spec.published_params_millions,
                            "flops_per_image": flops, "flops_method": how, "note": spec.note}
-        peak = device_peak(results_dir, config.device, config.precision, config.threads)
+        peak = _peak(results_dir, config, record["sweep"])
         record["peak"] = peak
         if flops:
             record["utilisation"] = flops * summary["images_per_sec_median"] / peak["flops_per_sec"]
         record["fairness"] = run_checks(config, record["settings"], params)
+    record["flags"] = run_flags(record)
 
 
-def run(config: RunConfig, results_dir: Path | str | None = None) -> tuple[dict, Path]:
+def _peak(results_dir: Path, config: RunConfig, sweep: dict | None) -> dict:
+    """The peak measured at the start of this run's sweep; outside a sweep, the host's cached one."""
+    if sweep:
+        manifest = read_sweep(results_dir, sweep["id"])
+        peak = ((manifest or {}).get("peaks") or {}).get(peak_key(config.device, config.precision, config.threads))
+        if peak and peak.get("start"):
+            return {**peak["start"], "sweep_id": sweep["id"], "when": "start of this run's sweep"}
+    return {**device_peak(results_dir, config.device, config.precision, config.threads),
+            "when": "cached for this host (run outside a sweep)"}
+
+
+def run(config: RunConfig, results_dir: Path | str | None = None, repeat: int = 0, attempt: int = 0,
+        sweep: dict | None = None) -> tuple[dict, Path]:
     """Execute `config` and write its record atomically; returns (record, path)."""
     results_dir = Path(results_dir or default_results_dir())
-    record = execute(config, results_dir)
+    record = execute(config, results_dir, repeat, attempt, sweep)
     return record, write_record(record, results_dir)

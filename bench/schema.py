@@ -6,7 +6,10 @@ import fastjsonschema
 
 from .errors import SchemaError
 
-SCHEMA_VERSION = 1
+# 2: repetitions (repeat, attempt), the sweep a run belongs to, interference and sanity flags.
+# Version 1 records (one process per config) still load: `upgrade_record` fills the new fields.
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 STATUSES = ("ok", "skipped", "error")
 
 _num_list = {"type": "array", "items": {"type": "number", "minimum": 0}}
@@ -19,7 +22,7 @@ RECORD_SCHEMA = {
                  "config", "label", "manifest", "settings", "model", "samples", "summary", "phases",
                  "memory", "peak", "utilisation", "energy", "fairness", "duration_s", "traceback"],
     "properties": {
-        "schema_version": {"const": SCHEMA_VERSION},
+        "schema_version": {"enum": list(READABLE_VERSIONS)},
         "record_id": {"type": "string", "minLength": 8},
         "config_key": {"type": "string", "pattern": "^[0-9a-f]{16}$"},
         "created": {"type": "string"},
@@ -60,13 +63,39 @@ RECORD_SCHEMA = {
     "else": {"properties": {"reason": {"type": "string", "minLength": 1}}},
 }
 
+_FLAG = {"type": "object", "required": ["name", "reason"],
+         "properties": {"name": {"type": "string", "minLength": 1}, "reason": {"type": "string"}}}
+RECORD_SCHEMA_V2 = {
+    **RECORD_SCHEMA,
+    "required": RECORD_SCHEMA["required"] + ["repeat", "attempt", "sweep", "interference", "flags"],
+    "properties": {
+        **RECORD_SCHEMA["properties"],
+        "schema_version": {"const": 2},
+        "repeat": {"type": "integer", "minimum": 0},
+        "attempt": {"type": "integer", "minimum": 0},
+        "sweep": {"type": ["object", "null"], "required": ["id"]},
+        "interference": _obj_or_null,
+        "flags": {"type": "array", "items": _FLAG},
+    },
+}
+
 # fastjsonschema compiles the schema to Python once (jsonschema's import alone costs ~1.4 s per run process).
-_VALIDATE = fastjsonschema.compile(RECORD_SCHEMA)
+_VALIDATE = {1: fastjsonschema.compile(RECORD_SCHEMA), 2: fastjsonschema.compile(RECORD_SCHEMA_V2)}
 
 
 def validate_record(record: dict) -> None:
-    """Raise SchemaError naming the first problem when `record` does not match the schema."""
+    """Raise SchemaError naming the first problem when `record` does not match its version's schema."""
+    version = record.get("schema_version") if isinstance(record, dict) else None
+    if version not in _VALIDATE:
+        raise SchemaError(f"invalid record: schema_version {version!r}; readable: {', '.join(map(str, _VALIDATE))}")
     try:
-        _VALIDATE(record)
+        _VALIDATE[version](record)
     except fastjsonschema.JsonSchemaException as exc:
         raise SchemaError(f"invalid record: {exc.message}") from None
+
+
+def upgrade_record(record: dict) -> dict:
+    """The record in the current format (a version 1 record was one process, not judged for interference)."""
+    if record["schema_version"] == 1:
+        record = {**record, "repeat": 0, "attempt": 0, "sweep": None, "interference": None, "flags": []}
+    return record

@@ -90,3 +90,89 @@ def is_steady(times, window: int = 3, tolerance: float = 0.05) -> bool:
     last = float(np.median(times[-window:]))
     prev = float(np.median(times[-2 * window:-window]))
     return abs(last - prev) <= tolerance * prev
+
+
+def cv(samples) -> float:
+    """Coefficient of variation (std / mean) of iteration times: how jittery one process was."""
+    x = np.asarray(samples, dtype=float)
+    return float(x.std(ddof=1) / x.mean()) if x.size > 1 and x.mean() > 0 else 0.0
+
+
+def _t_quantile(confidence: float, df: float) -> float:
+    from scipy import stats as st  # lazily: a run process never needs scipy
+
+    return float(st.t.ppf(0.5 + confidence / 2, df))
+
+
+def process_interval(values, confidence: float = 0.95) -> dict:
+    """Mean of per-process values (e.g. each process's median images/s) with a t-interval.
+
+    The process is the unit of replication (Kalibera & Jones 2013): drift between processes is
+    usually larger than the noise inside one, so the interval is built from one number per process.
+    With a single process there is no interval (ci_low/ci_high are None).
+    """
+    x = np.asarray(values, dtype=float)
+    n = int(x.size)
+    if n == 0:
+        raise ValueError("no process values")
+    mean = float(x.mean())
+    if n < 2:
+        return {"estimate": mean, "ci_low": None, "ci_high": None, "n": n, "sd": None}
+    sd = float(x.std(ddof=1))
+    half = _t_quantile(confidence, n - 1) * sd / math.sqrt(n)
+    return {"estimate": mean, "ci_low": mean - half, "ci_high": mean + half, "n": n, "sd": sd}
+
+
+def process_ratio(a, b, confidence: float = 0.95) -> dict:
+    """Ratio of means of per-process values a/b with a Welch t-interval on the log scale.
+
+    Each side contributes one value per process, so a ratio's interval is never narrower than the
+    between-process spread allows. Needs at least two processes on each side for an interval.
+    """
+    a = np.log(np.asarray(a, dtype=float))
+    b = np.log(np.asarray(b, dtype=float))
+    ratio = float(np.exp(a.mean() - b.mean()))
+    if a.size < 2 or b.size < 2:
+        return {"ratio": ratio, "ci_low": None, "ci_high": None, "within_noise": None}
+    va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
+    se = math.sqrt(va + vb)
+    if se == 0:
+        lo = hi = ratio
+    else:  # Welch-Satterthwaite degrees of freedom
+        df = (va + vb) ** 2 / ((va**2 / (a.size - 1) if va else 0) + (vb**2 / (b.size - 1) if vb else 0))
+        half = _t_quantile(confidence, max(df, 1.0)) * se
+        lo, hi = float(np.exp(a.mean() - b.mean() - half)), float(np.exp(a.mean() - b.mean() + half))
+    return {"ratio": ratio, "ci_low": lo, "ci_high": hi, "within_noise": bool(lo <= 1.0 <= hi)}
+
+
+def variance_components(groups) -> dict:
+    """Within- and between-process variance of per-iteration values (one-way random effects).
+
+    `groups` holds one array of per-iteration values per process. Returns the within-process
+    variance, the between-process variance component (process means' variance minus what the
+    within-process noise explains), the between share of the total, and Kalibera & Jones's optimal
+    number of timed iterations per process given `iteration_cost` and `process_cost` when passed.
+    """
+    groups = [np.asarray(g, dtype=float) for g in groups if len(g) > 1]
+    if len(groups) < 2:
+        return {"within_var": None, "between_var": None, "between_share": None, "processes": len(groups)}
+    within = float(np.mean([g.var(ddof=1) for g in groups]))
+    n_bar = float(np.mean([g.size for g in groups]))
+    means = np.array([g.mean() for g in groups])
+    between = max(0.0, float(means.var(ddof=1)) - within / n_bar)
+    total = within + between
+    return {"within_var": within, "between_var": between,
+            "between_share": between / total if total > 0 else 0.0, "processes": len(groups),
+            "iterations_per_process": n_bar}
+
+
+def optimal_iterations(within_var: float, between_var: float, iteration_cost_s: float,
+                       process_cost_s: float) -> float | None:
+    """Kalibera & Jones: timed iterations per process that minimise the CI width for a fixed time.
+
+    n* = sqrt(process_cost * within_var / (iteration_cost * between_var)); None when the between
+    component is zero (then one long process is as good as many).
+    """
+    if not between_var or iteration_cost_s <= 0:
+        return None
+    return math.sqrt(process_cost_s * within_var / (iteration_cost_s * between_var))

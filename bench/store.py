@@ -9,12 +9,13 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .schema import validate_record
+from .schema import upgrade_record, validate_record
 
 if TYPE_CHECKING:
     import pandas as pd
 
 RECORDS = "records"
+QUARANTINE = "quarantine"
 
 
 def host_dir(results_dir: Path | str, host: str | None = None) -> Path:
@@ -42,7 +43,8 @@ def atomic_write_json(path: Path, obj) -> None:
 def record_path(results_dir: Path | str, record: dict) -> Path:
     c = record["config"]
     stamp = record["created"].replace(":", "").replace("-", "")[:15]
-    name = f"{stamp}_{c['framework']}_{c['model']}_{c['mode']}_bs{c['batch_size']}_{record['config_key']}.json"
+    rep = f"r{record.get('repeat', 0)}a{record.get('attempt', 0)}"
+    name = f"{stamp}_{c['framework']}_{c['model']}_{c['mode']}_bs{c['batch_size']}_{rep}_{record['config_key']}.json"
     return host_dir(results_dir, record["host"]) / RECORDS / name
 
 
@@ -58,42 +60,69 @@ def record_files(results_dir: Path | str) -> list[Path]:
     return sorted(Path(results_dir).glob(f"*/{RECORDS}/[!.]*.json"))
 
 
+def read_record(path: Path) -> dict:
+    """One record file, validated and upgraded to the current format (raises OSError/ValueError)."""
+    record = json.loads(path.read_text())
+    validate_record(record)
+    return upgrade_record(record)
+
+
 def load_records(results_dir: Path | str, latest: bool = True) -> list[dict]:
     """Every valid record under every host folder; unreadable ones are reported and skipped.
 
-    With `latest`, a config re-run on the same host (sweep --force) counts once: its newest record.
+    With `latest`, each repetition of a config on a host counts once: its newest attempt (a retry
+    after a disturbed run, or a re-run with sweep --force). Older attempts stay on disk as evidence.
     """
     records = []
     for path in record_files(results_dir):
         try:
-            record = json.loads(path.read_text())
-            validate_record(record)
+            records.append(read_record(path))
         except (OSError, ValueError) as exc:
             warnings.warn(f"skipping {path}: {exc}", stacklevel=2)
-            continue
-        records.append(record)
     if latest:
-        newest: dict[tuple[str, str], dict] = {}
+        newest: dict[tuple[str, str, int], dict] = {}
         for r in sorted(records, key=lambda r: r["created"]):
-            newest[r["host"], r["config_key"]] = r
+            newest[r["host"], r["config_key"], r["repeat"]] = r
         records = list(newest.values())
     return records
 
 
-def finished_keys(results_dir: Path | str, host: str | None = None) -> set[str]:
-    """Config keys that already have a record on this host (what a resumed sweep skips)."""
-    out = set()
-    for path in (host_dir(results_dir, host) / RECORDS).glob("[!.]*.json"):
-        out.add(path.stem.rsplit("_", 1)[-1])
+def host_records(results_dir: Path | str, host: str | None = None, quarantine: bool = True) -> list[dict]:
+    """This host's valid records (every attempt). Unreadable files are moved to records/quarantine/
+    with a warning, so a resume never counts a truncated or foreign file as a finished run."""
+    folder = host_dir(results_dir, host) / RECORDS
+    out = []
+    for path in sorted(folder.glob("[!.]*.json")):
+        try:
+            out.append(read_record(path))
+        except (OSError, ValueError) as exc:
+            if quarantine:
+                target = folder / QUARANTINE / path.name
+                target.parent.mkdir(exist_ok=True)
+                os.replace(path, target)
+                warnings.warn(f"moved unreadable record {path.name} to {target.parent}: {exc}", stacklevel=2)
     return out
+
+
+def finished_runs(results_dir: Path | str, host: str | None = None) -> set[tuple[str, int]]:
+    """(config key, repeat) pairs with a valid record on this host: what a resumed sweep skips."""
+    return {(r["config_key"], r["repeat"]) for r in host_records(results_dir, host)}
 
 
 def _run_row(r: dict) -> dict:
     s = r.get("summary") or {}
     m = r.get("model") or {}
     phases = (r.get("phases") or {}).get("median_ms", {})
+    interference = r.get("interference") or {}
     row = {"record_id": r["record_id"], "config_key": r["config_key"], "host": r["host"],
            "created": r["created"], "status": r["status"], "reason": r["reason"], "label": r["label"],
+           "repeat": r["repeat"], "attempt": r["attempt"], "sweep_id": (r.get("sweep") or {}).get("id"),
+           "order_index": (r.get("sweep") or {}).get("order_index"),
+           "run_flags": [f["name"] for f in r["flags"]], "run_flag_reasons": [f["reason"] for f in r["flags"]],
+           "other_cpu_share": interference.get("other_cpu_share"),
+           "steal_share": interference.get("steal_share"),
+           "warmup_iterations": len(r["samples"]["warmup_s"]),
+           "timed_stop": r["samples"].get("timed_stop"),
            **r["config"],
            "hardware": r["hardware"],
            "framework_version": r["manifest"].get("framework", {}).get("version"),

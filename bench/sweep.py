@@ -1,50 +1,73 @@
-"""The sweep runner: one papermill run of notebooks/benchmark.ipynb per config, resumable, failure-tolerant."""
+"""The sweep runner: repeated, interleaved papermill runs of notebooks/benchmark.ipynb; resumable.
+
+Order of work: take the host's results lock, plan (interleaved repetitions, budget), measure the
+device peak, run every task in a fresh notebook process, retry a disturbed run at the end of the
+queue (a bounded number of times), measure the peak again, and close the sweep manifest.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 from .config import RunConfig
+from .errors import ConfigError
+from .interference import cv_outlier_reason
 from .manifest import host_name
 from .paths import PROJECT_ROOT, default_results_dir
+from .peak import measure_peak, peak_key
+from .plan import Task, estimate_run_s, fit_budget, interleaved_order
 from .profiles import Profile
 from .runner import failure_record
-from .store import finished_keys, host_dir, load_records, write_record
+from .store import finished_runs, host_dir, host_records, write_record
+from .sweeps import new_sweep_id, write_sweep
 
 BENCHMARK_NOTEBOOK = PROJECT_ROOT / "notebooks" / "benchmark.ipynb"
 NOTEBOOKS = "notebooks"
+LOCK_FILE = ".sweep.lock"
 
 
 @dataclass
 class SweepResult:
-    ran: list[str] = field(default_factory=list)  # config keys
-    already_done: list[str] = field(default_factory=list)  # config keys
+    sweep_id: str = ""
+    ran: list[str] = field(default_factory=list)  # run labels, one per process (retries included)
+    already_done: list[str] = field(default_factory=list)  # "config key/repeat"
+    dropped: list[str] = field(default_factory=list)  # labels not run: over budget
+    retried: list[str] = field(default_factory=list)  # "label (repeat r): reason"
+    still_disturbed: list[str] = field(default_factory=list)
     failures: list[tuple[str, str, str]] = field(default_factory=list)  # (label, status, reason)
+    estimate_s: float = 0.0
     papermill_s: float = 0.0  # wall time inside papermill (kernel start, imports, run)
     measured_s: float = 0.0  # the runs' own duration as recorded (what the harness spent)
 
 
-def notebook_parameters(config: RunConfig, results_dir: Path) -> dict:
+def notebook_parameters(config: RunConfig, results_dir: Path, task: Task, sweep: dict) -> dict:
     params = {k: v for k, v in config.to_dict().items() if k != "extra"}
-    return {**params, "results_dir": str(results_dir)}
+    return {**params, "results_dir": str(results_dir), "repeat": task.repeat, "attempt": task.attempt,
+            "sweep": sweep}
 
 
-def executed_notebook_path(config: RunConfig, results_dir: Path) -> Path:
+def executed_notebook_path(config: RunConfig, results_dir: Path, repeat: int = 0, attempt: int = 0) -> Path:
     c = config
-    name = f"{c.framework}_{c.model}_{c.mode}_{c.precision}_bs{c.batch_size}_{c.device.replace(':', '')}_{c.key}.ipynb"
+    name = (f"{c.framework}_{c.model}_{c.mode}_{c.precision}_bs{c.batch_size}_{c.device.replace(':', '')}"
+            f"_r{repeat}a{attempt}_{c.key}.ipynb")
     return host_dir(results_dir) / NOTEBOOKS / name
 
 
-def run_notebook(config: RunConfig, results_dir: Path) -> None:
-    """Execute the benchmark notebook for one config; the executed copy is kept under results/<host>/."""
+def run_notebook(config: RunConfig, results_dir: Path, task: Task, sweep: dict) -> None:
+    """Execute the benchmark notebook for one task; the executed copy is kept under results/<host>/."""
     import papermill
 
-    out = executed_notebook_path(config, results_dir)
+    out = executed_notebook_path(config, results_dir, task.repeat, task.attempt)
     out.parent.mkdir(parents=True, exist_ok=True)
-    papermill.execute_notebook(str(BENCHMARK_NOTEBOOK), str(out), parameters=notebook_parameters(config, results_dir),
+    papermill.execute_notebook(str(BENCHMARK_NOTEBOOK), str(out),
+                               parameters=notebook_parameters(config, results_dir, task, sweep),
                                kernel_name="python3", cwd=str(PROJECT_ROOT), progress_bar=False,
                                request_save_on_cell_execute=True)  # an interrupted run keeps its notebook
 
@@ -66,40 +89,180 @@ def _failure_reason(exc: BaseException) -> str:
     return f"notebook failed: {name}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
 
 
+@contextlib.contextmanager
+def results_lock(results_dir: Path):
+    """One sweep per host results folder: a second one is refused instead of measuring beside it."""
+    folder = host_dir(results_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / LOCK_FILE, "a+") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            holder = f.read().strip() or "another process"
+            raise ConfigError(f"another sweep ({holder}) is writing to {folder}; two sweeps on one machine "
+                              "distort each other's numbers: wait for it to finish") from None
+        f.truncate(0)
+        f.write(f"pid {os.getpid()} since {datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC")
+        f.flush()
+        try:
+            yield
+        finally:
+            f.truncate(0)
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class _Estimator:
+    """Per-task seconds from this host's earlier records, else from FLOPs and the measured peak."""
+
+    def __init__(self, results_dir: Path, records: list[dict], peaks: dict[str, dict]) -> None:
+        self.results_dir, self.peaks = results_dir, peaks
+        self.history: dict[str, list[float]] = {}
+        for r in records:
+            if r["status"] == "ok":
+                self.history.setdefault(r["config_key"], []).append(r["duration_s"])
+
+    def __call__(self, task: Task) -> float:
+        from .flops import flops_per_image
+
+        c = task.config
+        peak = self.peaks.get(peak_key(c.device, c.precision, c.threads)) or {}
+        flops = None
+        if c.framework != "null" and not self.history.get(c.key):
+            with contextlib.suppress(Exception):  # an estimate never stops a sweep
+                flops, _ = flops_per_image(self.results_dir, c.model, c.image_size, c.mode)
+        return estimate_run_s(c, task.repeat, self.history.get(c.key, []), flops, peak.get("flops_per_sec"))
+
+
+def plan(profile: Profile, results_dir: Path, force: bool = False, repeats: int | None = None,
+         peaks: dict[str, dict] | None = None) -> dict:
+    """What a sweep would run now: tasks in order, repetitions already done, configs over budget, estimate."""
+    repeats = repeats or profile.repeats
+    records = host_records(results_dir)
+    done = set() if force else finished_runs(results_dir)
+    tasks = interleaved_order(profile.configs, repeats, profile.order_seed, done)
+    estimator = _Estimator(results_dir, records, peaks or {})
+    kept, dropped, estimate = fit_budget(list(profile.configs), tasks, estimator, profile.budget_minutes * 60)
+    return {"tasks": kept, "done": sorted(done & {(c.key, r) for c in profile.configs for r in range(repeats)}),
+            "dropped": dropped, "estimate_s": estimate, "repeats": repeats}
+
+
+def _sweep_info(manifest: dict, order_index: int, task: Task) -> dict:
+    return {"id": manifest["sweep_id"], "profile": manifest["profile"], "order_seed": manifest["order_seed"],
+            "order_index": order_index, "round": task.round, "planned_runs": len(manifest["order"])}
+
+
+def _measure_peaks(profile: Profile) -> dict[str, dict]:
+    keys = {(c.device, c.precision, c.threads) for c in profile.configs if c.framework != "null"}
+    return {peak_key(*k): measure_peak(*k) for k in sorted(keys)}
+
+
+def _needs_retry(record: dict, siblings: list[dict]) -> str | None:
+    """Why a finished run should be repeated: other programs disturbed it, or it jittered far more than
+    its config's other repetitions."""
+    if record["status"] != "ok":
+        return None
+    disturbed = [f["reason"] for f in record["flags"] if f["name"] == "disturbed"]
+    if disturbed:
+        return disturbed[0]
+    cvs = [(s.get("summary") or {}).get("cv") for s in siblings if s["status"] == "ok"]
+    return cv_outlier_reason((record.get("summary") or {}).get("cv"), cvs)
+
+
+def _latest(records: list[dict], key: str) -> dict[int, dict]:
+    out: dict[int, dict] = {}
+    for r in sorted(records, key=lambda r: r["created"]):
+        if r["config_key"] == key:
+            out[r["repeat"]] = r
+    return out
+
+
 def run_sweep(profile: Profile, results_dir: Path | str | None = None, force: bool = False,
-              progress: bool = True) -> SweepResult:
-    """Run every config of `profile` not yet recorded on this host (all of them with `force`)."""
+              progress: bool = True, repeats: int | None = None,
+              announce: Callable[[str], None] = print) -> SweepResult:
+    """Run every (config, repetition) of `profile` not yet recorded on this host (all of them with `force`)."""
     from tqdm.auto import tqdm
 
     results_dir = Path(results_dir or default_results_dir()).resolve()
     _kernel_env()
-    result = SweepResult()
-    done = set() if force else finished_keys(results_dir)
-    todo = []
-    for c in profile.configs:
-        if c.key in done:
-            result.already_done.append(c.key)
-        else:
-            todo.append(c)
-        done.add(c.key)  # a profile listing one config twice runs it once
-    bar = tqdm(todo, desc=f"sweep {profile.name} on {host_name()}", unit="run", disable=not progress)
-    for config in bar:
-        bar.set_postfix_str(config.label, refresh=True)
-        if not force and config.key in finished_keys(results_dir):  # written meanwhile by another process
-            result.already_done.append(config.key)
-            continue
+    with results_lock(results_dir):
         t0 = time.perf_counter()
+        peaks = _measure_peaks(profile)
+        p = plan(profile, results_dir, force, repeats, peaks)
+        result = SweepResult(sweep_id=new_sweep_id(), estimate_s=p["estimate_s"],
+                             already_done=[f"{k}/{r}" for k, r in p["done"]],
+                             dropped=[c.label for c in p["dropped"]])
+        manifest = {
+            "sweep_id": result.sweep_id, "host": host_name(), "profile": profile.name,
+            "description": profile.description, "order_seed": profile.order_seed, "repeats": p["repeats"],
+            "retries": profile.retries, "budget_minutes": profile.budget_minutes, "force": force,
+            "started": _now(), "finished": None, "status": "running", "estimate_s": p["estimate_s"],
+            "order": [{"config_key": t.config.key, "repeat": t.repeat, "round": t.round, "label": t.config.label}
+                      for t in p["tasks"]],
+            "already_done": len(p["done"]),
+            "dropped": [{"config_key": c.key, "label": c.label, "reason": "not run: over the profile's budget of "
+                         f"{profile.budget_minutes:g} min"} for c in p["dropped"]],
+            "peaks": {k: {"start": v, "end": None} for k, v in peaks.items()}, "retried": [],
+        }
+        write_sweep(results_dir, manifest)
+        announce(f"sweep {profile.name}: {len(p['tasks'])} runs to do ({p['repeats']} repetitions per config, "
+                 f"order seed {profile.order_seed}), {len(p['done'])} already recorded, "
+                 f"{len(p['dropped'])} configs over budget; estimated {p['estimate_s'] / 60:.1f} min")
+        queue = list(p["tasks"])
+        bar = tqdm(total=len(queue), desc=f"sweep {profile.name} on {host_name()}", unit="run", disable=not progress)
+        index = 0
         try:
-            run_notebook(config, results_dir)
-        except Exception as exc:  # a failing config is recorded and the sweep goes on
-            if config.key not in finished_keys(results_dir):
-                write_record(failure_record(config, _failure_reason(exc), repr(exc)), results_dir)
-        result.papermill_s += time.perf_counter() - t0
-        result.ran.append(config.key)
-    keys = set(result.ran)
-    for r in load_records(results_dir):
-        if r["config_key"] in keys and r["host"] == host_name():
-            result.measured_s += r["duration_s"]
-            if r["status"] != "ok":
-                result.failures.append((r["label"], r["status"], r["reason"]))
+            while index < len(queue):
+                task = queue[index]
+                config = task.config
+                bar.set_postfix_str(f"{config.label} r{task.repeat}", refresh=True)
+                info = _sweep_info(manifest, index, task)
+                t1 = time.perf_counter()
+                try:
+                    run_notebook(config, results_dir, task, info)
+                except Exception as exc:  # a failing config is recorded and the sweep goes on
+                    latest = _latest(host_records(results_dir), config.key).get(task.repeat)
+                    if latest is None or latest.get("attempt") != task.attempt or \
+                            (latest.get("sweep") or {}).get("id") != result.sweep_id:
+                        write_record(failure_record(config, _failure_reason(exc), repr(exc), task.repeat,
+                                                    task.attempt, info), results_dir)
+                result.papermill_s += time.perf_counter() - t1
+                result.ran.append(f"{config.label} r{task.repeat}")
+                index += 1
+                bar.update(1)
+                runs = _latest(host_records(results_dir), config.key)
+                record = runs.get(task.repeat)
+                if record is None:
+                    continue
+                result.measured_s += record["duration_s"]
+                why = _needs_retry(record, [r for k, r in runs.items() if k != task.repeat])
+                if why and task.attempt < profile.retries:
+                    queue.append(Task(config, task.repeat, task.round, task.attempt + 1))
+                    bar.total += 1
+                    result.retried.append(f"{config.label} (repeat {task.repeat}): {why}")
+                    manifest["retried"].append({"config_key": config.key, "repeat": task.repeat,
+                                                "attempt": task.attempt, "reason": why})
+                    write_sweep(results_dir, manifest)
+                elif why:
+                    result.still_disturbed.append(f"{config.label} (repeat {task.repeat}): {why}")
+                if record["status"] != "ok" and record["attempt"] == task.attempt:
+                    result.failures.append((record["label"], record["status"], record["reason"]))
+            manifest["status"] = "finished"
+        except BaseException:
+            manifest["status"] = "interrupted"
+            raise
+        finally:
+            bar.close()
+            if manifest["status"] == "finished":
+                for k, v in _measure_peaks(profile).items():
+                    manifest["peaks"].setdefault(k, {"start": None})["end"] = v
+            manifest["finished"] = _now()
+            manifest["elapsed_s"] = time.perf_counter() - t0
+            manifest["runs_done"] = index
+            write_sweep(results_dir, manifest)
     return result
+

@@ -1,0 +1,131 @@
+"""What else the machine did during a timed loop: other processes' CPU, steal, load, clock, jitter.
+
+A benchmark on a shared machine (a laptop, a VM, a CI runner) is disturbed when other programs take
+CPU time while it runs. The monitor compares the whole system's busy CPU time (/proc/stat) with this
+process's own CPU time (rusage) over the timed loop: the difference is what other processes used.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import time
+from pathlib import Path
+
+# A run is `disturbed` when, over its timed loop, other processes used more than this share of the
+# machine's CPU capacity (cores x wall time). A quiet 2-core VM measured 0.3-2% here (the sweep's own
+# papermill parent and the kernel's heartbeat threads); a single busy loop takes about 50%.
+OTHER_CPU_LIMIT = 0.10
+# ...or the hypervisor took more than this share of the CPUs (steal time).
+STEAL_LIMIT = 0.05
+# ...or its iteration-time coefficient of variation is more than CV_OUTLIER_FACTOR times the median
+# of its config's other repetitions (and above CV_FLOOR, so a tiny absolute jitter never counts).
+CV_OUTLIER_FACTOR = 3.0
+CV_FLOOR = 0.05
+# /proc/stat counts in 10 ms ticks: over a shorter window its shares are too coarse to judge.
+MIN_WINDOW_S = 0.5
+
+_STAT = Path("/proc/stat")
+
+
+def _cpu_ticks() -> dict | None:
+    """System-wide CPU time in seconds from /proc/stat's aggregate line (None where unreadable)."""
+    try:
+        fields = _STAT.read_text().splitlines()[0].split()
+    except OSError:
+        return None
+    hz = os.sysconf("SC_CLK_TCK")
+    v = [int(x) / hz for x in fields[1:]]
+    v += [0.0] * (8 - len(v))
+    user, nice, system, idle, iowait, irq, softirq, steal = v[:8]
+    # guest time is already included in user/nice; idle and iowait are the only not-busy states
+    return {"busy": user + nice + system + irq + softirq, "steal": steal,
+            "total": user + nice + system + idle + iowait + irq + softirq + steal}
+
+
+def _own_cpu_s() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def _cpu_mhz() -> float | None:
+    """Current clock of CPU 0 where the kernel exposes it (often not in VMs)."""
+    for path in ("/sys/devices/system/cpu/cpu0/cpufreq/scaling_cur_freq",):
+        try:
+            return int(Path(path).read_text()) / 1000
+        except (OSError, ValueError):
+            pass
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("cpu MHz"):
+                return float(line.split(":")[1])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+class InterferenceMonitor:
+    """Context manager around a timed loop; `result()` says what else the machine was doing."""
+
+    def __enter__(self) -> InterferenceMonitor:
+        self._cpus = os.cpu_count() or 1
+        self._load0 = os.getloadavg()[0]
+        self._mhz0 = _cpu_mhz()
+        self._own0 = _own_cpu_s()
+        self._sys0 = _cpu_ticks()
+        self._t0 = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._wall = time.perf_counter() - self._t0
+        self._sys1 = _cpu_ticks()
+        self._own1 = _own_cpu_s()
+        self._load1 = os.getloadavg()[0]
+        self._mhz1 = _cpu_mhz()
+
+    def result(self) -> dict:
+        out = {"wall_s": self._wall, "cpus": self._cpus, "own_cpu_s": self._own1 - self._own0,
+               "loadavg_1m_start": self._load0, "loadavg_1m_end": self._load1,
+               "cpu_mhz_start": self._mhz0, "cpu_mhz_end": self._mhz1,
+               "method": "/proc/stat busy time minus this process's rusage over the timed loop"}
+        if self._sys0 is None or self._sys1 is None:
+            return {**out, "system_busy_s": None, "other_cpu_share": None, "steal_share": None,
+                    "judged": False, "note": "/proc/stat is not readable here"}
+        busy = self._sys1["busy"] - self._sys0["busy"]
+        capacity = self._sys1["total"] - self._sys0["total"] or self._wall * self._cpus
+        other = max(0.0, busy - out["own_cpu_s"])
+        out.update(system_busy_s=busy, other_cpu_s=other,
+                   other_cpu_share=other / capacity if capacity > 0 else None,
+                   steal_share=(self._sys1["steal"] - self._sys0["steal"]) / capacity if capacity > 0 else None,
+                   judged=self._wall >= MIN_WINDOW_S)
+        if not out["judged"]:
+            out["note"] = f"timed loop shorter than {MIN_WINDOW_S} s: too short to judge with 10 ms ticks"
+        return out
+
+
+def interference_reasons(interference: dict | None) -> list[str]:
+    """Why a run counts as disturbed by other programs ([] when it does not, or cannot be judged)."""
+    if not interference or not interference.get("judged"):
+        return []
+    reasons = []
+    other, steal = interference.get("other_cpu_share"), interference.get("steal_share")
+    if other is not None and other > OTHER_CPU_LIMIT:
+        reasons.append(f"other processes used {other:.0%} of the CPUs during the timed loop "
+                       f"(limit {OTHER_CPU_LIMIT:.0%})")
+    if steal is not None and steal > STEAL_LIMIT:
+        reasons.append(f"the hypervisor stole {steal:.0%} of the CPUs (limit {STEAL_LIMIT:.0%})")
+    return reasons
+
+
+def cv_outlier_reason(run_cv: float, sibling_cvs) -> str | None:
+    """A reason when this process's jitter is far above its config's other repetitions."""
+    import statistics
+
+    sibling_cvs = [c for c in sibling_cvs if c is not None]
+    if run_cv is None or not sibling_cvs or run_cv <= CV_FLOOR:
+        return None
+    typical = statistics.median(sibling_cvs)
+    if run_cv > CV_OUTLIER_FACTOR * max(typical, CV_FLOOR / CV_OUTLIER_FACTOR):
+        return (f"iteration-time CV {run_cv:.0%} is more than {CV_OUTLIER_FACTOR:g}x its other "
+                f"repetitions' median CV ({typical:.0%})")
+    return None
