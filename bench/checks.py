@@ -20,6 +20,7 @@ FLAG_SCOPE = {
     "cv_outlier": "throughput",
     "batch_jump": "throughput",
     "training_cheaper_than_inference": "throughput",
+    "too_few_processes": "throughput",
     "utilisation_over_peak": "utilisation",
     "phase_sum_mismatch": "phases",
 }

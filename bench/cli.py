@@ -113,13 +113,16 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     if args.repeats is not None and not 1 <= args.repeats <= 100:
         raise ConfigError(f"invalid --repeats {args.repeats}; it must be an integer from 1 to 100")
     if args.list:
-        p = plan(profile, Path(args.results_dir or _default_results()), args.force, args.repeats)
+        from .sweep import measure_peaks
+
+        p = plan(profile, Path(args.results_dir or _default_results()), args.force, args.repeats,
+                 measure_peaks(profile))
         for i, t in enumerate(p["tasks"]):
             print(f"{i:4d}  todo  round {t.round}  {t.config.label}")
         for c in p["dropped"]:
             print(f"      not run: over budget  {c.label}")
         print(f"{len(p['tasks'])} runs to do, {len(p['done'])} already recorded, {len(p['dropped'])} configs over "
-              f"budget; estimated {p['estimate_s'] / 60:.1f} min (without a fresh peak measurement)")
+              f"budget; estimated {p['estimate_s'] / 60:.1f} min")
         return EXIT_OK
     result = run_sweep(profile, args.results_dir, force=args.force, repeats=args.repeats)
     n = len(result.ran)

@@ -122,7 +122,8 @@ def cv_outlier_reason(run_cv: float, sibling_cvs) -> str | None:
     import statistics
 
     sibling_cvs = [c for c in sibling_cvs if c is not None]
-    if run_cv is None or not sibling_cvs or run_cv <= CV_FLOOR:
+    # With one sibling there is no telling which of the two is the odd one: judge from two on.
+    if run_cv is None or len(sibling_cvs) < 2 or run_cv <= CV_FLOOR:
         return None
     typical = statistics.median(sibling_cvs)
     if run_cv > CV_OUTLIER_FACTOR * max(typical, CV_FLOOR / CV_OUTLIER_FACTOR):

@@ -18,8 +18,8 @@ from .config import RunConfig
 # imports): measured 3-5 s here; records' duration_s covers the rest.
 PROCESS_OVERHEAD_S = 5.0
 # Without earlier records an iteration is estimated from FLOPs at this share of the measured peak
-# (inference reached 60-75% here, training about 50%): cautious, so the estimate errs long.
-ASSUMED_EFFICIENCY = 0.4
+# (measured here: inference 60-75%, training 40-55%); a little cautious, so the estimate errs long.
+ASSUMED_EFFICIENCY = {"inference": 0.55, "training": 0.4}
 # The phase pass of a training step times forward, forward+backward and a whole step.
 PHASE_STEP_COST = {"inference": 1.0, "training": 2.5}
 
@@ -59,7 +59,7 @@ def estimate_run_s(config: RunConfig, repeat: int, history_s: list[float], flops
         return statistics.median(history_s) + PROCESS_OVERHEAD_S
     if not flops_per_image or not peak_flops:
         return PROCESS_OVERHEAD_S + (config.time_budget_s or 10.0)
-    iteration = flops_per_image * config.batch_size / (peak_flops * ASSUMED_EFFICIENCY)
+    iteration = flops_per_image * config.batch_size / (peak_flops * ASSUMED_EFFICIENCY[config.mode])
     if config.protocol == "seed":
         loop = iteration * (config.warmup + config.iterations)
     else:  # at least two warm-ups and the minimum iterations; the budget when the CI target is not met

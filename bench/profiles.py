@@ -4,7 +4,9 @@ Besides the axes (frameworks x models x modes x batch sizes x precisions x devic
 profile says how to repeat: `repeats` fresh processes per config, interleaved in an order shuffled
 per round with `order_seed`, `retries` for a disturbed run, and `budget_minutes` for the whole sweep
 (the planner drops the lowest-priority configs to fit). Priority is the order the profile lists
-models, modes and batch sizes in: earlier is more important.
+models, modes and batch sizes in: earlier is more important. `also` lists further blocks, each a
+mapping of axes that replace the top-level ones, expanded after the main block (lower priority):
+e.g. a few VGG16 inference batch sizes beside a full ResNet-50 grid.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ DEFAULT_AXES = {"frameworks": ["torch"], "modes": ["inference"], "batch_sizes": 
 # name -> (type, lower bound, upper bound, default)
 REPETITION = {"repeats": (int, 1, 100, 3), "retries": (int, 0, 10, 1), "order_seed": (int, 0, 2**31 - 1, 0),
               "budget_minutes": ((int, float), 0, 10_000, 0)}
-KEYS = {"description", "engines", "settings", *AXES, *REPETITION}
+KEYS = {"description", "engines", "settings", "also", *AXES, *REPETITION}
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,19 @@ def _check_structure(name: str, spec: dict) -> None:
     unknown = sorted(set(map(str, spec)) - KEYS)
     if unknown:
         raise ConfigError(f"profile {name}: unknown key(s) {', '.join(unknown)}; valid: {', '.join(sorted(KEYS))}")
+    also = spec.get("also", [])
+    if not isinstance(also, list) or not all(isinstance(b, dict) for b in also):
+        raise ConfigError(f"profile {name}: 'also' must be a list of mappings of axes, got {also!r}")
+    for block in also:
+        extra = sorted(set(map(str, block)) - set(AXES))
+        if extra:
+            raise ConfigError(f"profile {name}: an 'also' block may set only {', '.join(AXES)}; got {', '.join(extra)}")
+        _check_axes(name, block)
+    _check_axes(name, spec)
+    _check_settings(name, spec)
+
+
+def _check_axes(name: str, spec: dict) -> None:
     for key, typ in AXES.items():
         if key not in spec:
             continue
@@ -92,6 +107,9 @@ def _check_structure(name: str, spec: dict) -> None:
                 continue
             if not isinstance(item, typ) or isinstance(item, bool):
                 raise ConfigError(f"profile {name}: every item of '{key}' must be a {typ.__name__}, got {item!r}")
+
+
+def _check_settings(name: str, spec: dict) -> None:
     engines = spec.get("engines", "default")
     if not (engines in ("default", "all") or (isinstance(engines, list) and engines
                                                and all(isinstance(e, str) for e in engines))):
@@ -128,28 +146,33 @@ def _devices(listed: list[str]) -> list[str]:
     return out
 
 
-def load_profile(name_or_path: str) -> Profile:
-    """Read and expand a profile; every config is validated here, so a bad one fails before any run."""
-    path = _path(name_or_path)
-    spec = _read(path)
-    _check_structure(path.name, spec)
-    axes = {k: spec.get(k, DEFAULT_AXES.get(k, [])) for k in AXES}
-    settings = spec.get("settings") or {}
+def _expand(name: str, axes: dict, engines, settings: dict) -> list[RunConfig]:
+    """One block's configs in priority order: model, mode, batch size as listed; frameworks innermost,
+    so a comparison group (the same config in every framework) sits together and is kept or dropped whole."""
     frameworks = ["null" if fw is None else fw for fw in axes["frameworks"]]
     configs = []
-    # Priority order: model, mode, batch size as listed; frameworks innermost, so a comparison group
-    # (the same config in every framework) sits together and is kept or dropped as a whole.
     for model, mode, bs, precision, device, fw in itertools.product(
             axes["models"], axes["modes"], axes["batch_sizes"], axes["precisions"], _devices(axes["devices"]),
             frameworks):
-        engines = spec.get("engines", "default")
         try:
             names = ADAPTERS.get(fw).engines if engines == "all" else [None] if engines == "default" else engines
             for engine in names:
                 configs.append(make_config(framework=fw, model=model, mode=mode, batch_size=bs,
                                            precision=precision, device=device, engine=engine, **settings))
         except ConfigError as exc:
-            raise ConfigError(f"profile {path.name}: {exc}") from None
+            raise ConfigError(f"profile {name}: {exc}") from None
+    return configs
+
+
+def load_profile(name_or_path: str) -> Profile:
+    """Read and expand a profile; every config is validated here, so a bad one fails before any run."""
+    path = _path(name_or_path)
+    spec = _read(path)
+    _check_structure(path.name, spec)
+    main = {k: spec.get(k, DEFAULT_AXES.get(k, [])) for k in AXES}
+    configs = []
+    for block in [main] + [{**main, **b} for b in spec.get("also", [])]:
+        configs += _expand(path.name, block, spec.get("engines", "default"), spec.get("settings") or {})
     if not configs:
         raise ConfigError(f"profile {path.name} expands to no runs (is 'models' empty?)")
     repetition = {k: spec.get(k, default) for k, (_, _, _, default) in REPETITION.items()}

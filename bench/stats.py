@@ -105,26 +105,28 @@ def _t_quantile(confidence: float, df: float) -> float:
 
 
 def process_interval(values, confidence: float = 0.95) -> dict:
-    """Mean of per-process values (e.g. each process's median images/s) with a t-interval.
+    """Geometric mean of per-process values (e.g. each process's median images/s) with a t-interval
+    on the log scale (always positive, and the same scale as `process_ratio`).
 
     The process is the unit of replication (Kalibera & Jones 2013): drift between processes is
     usually larger than the noise inside one, so the interval is built from one number per process.
     With a single process there is no interval (ci_low/ci_high are None).
     """
-    x = np.asarray(values, dtype=float)
+    x = np.log(np.asarray(values, dtype=float))
     n = int(x.size)
     if n == 0:
         raise ValueError("no process values")
     mean = float(x.mean())
     if n < 2:
-        return {"estimate": mean, "ci_low": None, "ci_high": None, "n": n, "sd": None}
+        return {"estimate": math.exp(mean), "ci_low": None, "ci_high": None, "n": n, "sd_log": None}
     sd = float(x.std(ddof=1))
     half = _t_quantile(confidence, n - 1) * sd / math.sqrt(n)
-    return {"estimate": mean, "ci_low": mean - half, "ci_high": mean + half, "n": n, "sd": sd}
+    return {"estimate": math.exp(mean), "ci_low": math.exp(mean - half), "ci_high": math.exp(mean + half),
+            "n": n, "sd_log": sd}
 
 
 def process_ratio(a, b, confidence: float = 0.95) -> dict:
-    """Ratio of means of per-process values a/b with a Welch t-interval on the log scale.
+    """Ratio of geometric means of per-process values a/b with a Welch t-interval on the log scale.
 
     Each side contributes one value per process, so a ratio's interval is never narrower than the
     between-process spread allows. Needs at least two processes on each side for an interval.

@@ -156,7 +156,7 @@ def _sweep_info(manifest: dict, order_index: int, task: Task) -> dict:
             "order_index": order_index, "round": task.round, "planned_runs": len(manifest["order"])}
 
 
-def _measure_peaks(profile: Profile) -> dict[str, dict]:
+def measure_peaks(profile: Profile) -> dict[str, dict]:
     keys = {(c.device, c.precision, c.threads) for c in profile.configs if c.framework != "null"}
     return {peak_key(*k): measure_peak(*k) for k in sorted(keys)}
 
@@ -191,7 +191,7 @@ def run_sweep(profile: Profile, results_dir: Path | str | None = None, force: bo
     _kernel_env()
     with results_lock(results_dir):
         t0 = time.perf_counter()
-        peaks = _measure_peaks(profile)
+        peaks = measure_peaks(profile)
         p = plan(profile, results_dir, force, repeats, peaks)
         result = SweepResult(sweep_id=new_sweep_id(), estimate_s=p["estimate_s"],
                              already_done=[f"{k}/{r}" for k, r in p["done"]],
@@ -258,7 +258,7 @@ def run_sweep(profile: Profile, results_dir: Path | str | None = None, force: bo
         finally:
             bar.close()
             if manifest["status"] == "finished":
-                for k, v in _measure_peaks(profile).items():
+                for k, v in measure_peaks(profile).items():
                     manifest["peaks"].setdefault(k, {"start": None})["end"] = v
             manifest["finished"] = _now()
             manifest["elapsed_s"] = time.perf_counter() - t0

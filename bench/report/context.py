@@ -10,27 +10,34 @@ import pandas as pd
 
 from ..paths import default_results_dir
 from ..store import load_records
-from .data import published_throughput, ratio_table, runs_table, seed_2019, timed_images_per_sec
+from ..sweeps import load_sweeps
+from .data import config_tables, published_throughput, seed_2019
+from .soundness import ratio_table, summary_table
 
 
 @dataclass
 class ReportData:
     results_dir: Path
     records: list[dict]
-    runs: pd.DataFrame
+    sweeps: list[dict]
+    runs: pd.DataFrame  # one row per record (every status and attempt that counts)
+    processes: pd.DataFrame  # one row per successful process
+    configs: pd.DataFrame  # one row per config: process-level estimate, CI, flags, soundness
     ratios: pd.DataFrame
+    summary: pd.DataFrame
     published: pd.DataFrame
     seed: pd.DataFrame
 
 
 def load(results_dir=None) -> ReportData:
-    """Read every record under results/ (all hosts) into the report's tables."""
+    """Read every record and sweep manifest under results/ (all hosts) into the report's tables."""
     results_dir = Path(results_dir or default_results_dir())
     records = load_records(results_dir)  # read once; every table below derives from these
-    runs = runs_table(records)
-    ratios = ratio_table(runs, timed_images_per_sec(records)) if not runs.empty else pd.DataFrame()
+    sweeps = load_sweeps(results_dir)
+    runs, processes, configs = config_tables(records, sweeps)
     seed = seed_2019().replace({"framework": {"pytorch": "torch"}})
-    return ReportData(results_dir, records, runs, ratios, published_throughput(), seed)
+    return ReportData(results_dir, records, sweeps, runs, processes, configs, ratio_table(configs),
+                      summary_table(configs), published_throughput(), seed)
 
 
 def show(figs, name: str, figures_dir=None) -> None:
@@ -56,7 +63,9 @@ def bullets(lines: list[str]):
 
 
 def table(df: pd.DataFrame, empty: str = "none"):
-    """A DataFrame for display, or a short note when it is empty."""
-    from IPython.display import Markdown
+    """A DataFrame for display without its index (row numbers mean nothing to a reader), or a note."""
+    from IPython.display import HTML, Markdown
 
-    return Markdown(f"*{empty}*") if df is None or df.empty else df
+    if df is None or df.empty:
+        return Markdown(f"*{empty}*")
+    return HTML(df.to_html(index=False, escape=True, na_rep="", classes="report-table", border=0))

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import csv
-import itertools
 from importlib import resources
 
-import numpy as np
 import pandas as pd
 
-from ..stats import ratio_of_medians_ci
 from ..store import runs_frame
+from .soundness import aggregate, process_table
 
 GROUP = ["platform", "model", "mode", "precision"]
 
@@ -51,28 +49,26 @@ def best_batch(runs: pd.DataFrame) -> pd.DataFrame:
     return ok.loc[idx].reset_index(drop=True)
 
 
-def timed_images_per_sec(records: list[dict]) -> dict[str, np.ndarray]:
-    """record_id -> per-iteration images/s of the timed loop (for bootstrap ratios)."""
+def sweep_peaks(sweeps: list[dict]) -> dict[str, float]:
+    """sweep id -> the peak its utilisations use: the best of its start and end measurements."""
+    from ..sweeps import sweep_peak
+
     out = {}
-    for r in records:
-        if r["status"] == "ok":
-            t = np.asarray(r["samples"]["timed_s"])
-            out[r["record_id"]] = r["config"]["batch_size"] / t
+    for m in sweeps:
+        for key in m.get("peaks") or {}:
+            p = sweep_peak(m, key)
+            if p:
+                out[m["sweep_id"]] = max(out.get(m["sweep_id"], 0.0), p["flops_per_sec"])
     return out
 
 
-def ratio_table(runs: pd.DataFrame, samples: dict[str, np.ndarray]) -> pd.DataFrame:
-    """Every pair of series measured on the same platform/model/mode/precision/batch: A/B with a 95% CI."""
-    rows = []
-    ok = ok_runs(runs)
-    for key, g in ok.groupby(GROUP + ["batch_size"]):
-        for (_, a), (_, b) in itertools.combinations(g.sort_values("series").iterrows(), 2):
-            ratio, lo, hi, noise = ratio_of_medians_ci(samples[a["record_id"]], samples[b["record_id"]])
-            rows.append({**dict(zip(GROUP + ["batch_size"], key)), "a": a["series"], "b": b["series"],
-                         "ratio_a_over_b": ratio, "ci_low": lo, "ci_high": hi,
-                         "verdict": "within noise" if noise else (f"{a['series']} faster" if ratio > 1
-                                                                  else f"{b['series']} faster")})
-    return pd.DataFrame(rows)
+def config_tables(records: list[dict], sweeps: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(runs: one row per record, processes: one per successful process, configs: one per config)."""
+    runs = runs_table(records)
+    if runs.empty:
+        return runs, runs, runs
+    processes = process_table(records, runs)
+    return runs, processes, aggregate(processes, runs, sweep_peaks(sweeps))
 
 
 def _reference(name: str) -> pd.DataFrame:

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pandas as pd
 
+from .. import checks, interference
 from ..adapters.base import OPTIMIZER
-from ..config import DEFAULT_CI_TARGET, PROTOCOL_DEFAULTS
 from ..fairness import parity_table
-from .data import GROUP, best_batch, ok_runs
+from ..measure import WARMUP_TOLERANCE
+from ..peak import PEAK_TRIALS
+from . import soundness
 
 
 def environment_table(records: list[dict]) -> pd.DataFrame:
@@ -28,8 +32,9 @@ def environment_table(records: list[dict]) -> pd.DataFrame:
             "GPUs": ", ".join(f"{g['name']} (driver {g['driver']})" for g in m.get("gpus", [])) or "none",
             "Python": m.get("python"),
             "platform": m.get("platform"),
-            **{lib: libs.get(lib, "not installed") for lib in ("torch", "torchvision", "tensorflow-cpu", "keras",
-                                                              "numpy")},
+            "CPU clock (advertised)": m["cpu"].get("mhz_advertised") or "unknown",
+            "SMT / virtual machine": f"{m['cpu'].get('smt', 'unknown')} / {m['cpu'].get('virtual_machine', 'unknown')}",
+            **{lib: version for lib, version in sorted(libs.items())},
             "git commit": (m["git"].get("commit") or "unknown")[:12] + (" (dirty)" if m["git"].get("dirty") else ""),
             "recorded env vars": ", ".join(f"{k}={v}" for k, v in m.get("env", {}).items()) or "none",
         }
@@ -54,24 +59,80 @@ def failures_table(runs: pd.DataFrame) -> pd.DataFrame:
     if runs.empty:
         return runs
     bad = runs[runs["status"] != "ok"]
-    return bad[["platform", "label", "status", "reason"]].reset_index(drop=True)
+    return bad[["platform", "label", "repeat", "status", "reason"]].reset_index(drop=True)
 
 
 def parity(runs: pd.DataFrame) -> pd.DataFrame:
     return parity_table(runs)
 
 
+def _x(v, digits: int = 2) -> str:
+    return "" if v is None or v != v else f"{v:.{digits}f}x"
+
+
+def _ci(lo, hi, digits: int = 2) -> str:
+    return "" if lo is None or lo != lo else f"{lo:.{digits}f}-{hi:.{digits}f}"
+
+
+def summary_for_display(summary: pd.DataFrame) -> pd.DataFrame:
+    """Model x mode x batch -> fastest framework, speed-up over the runner-up, 95% CI, verdict."""
+    if summary.empty:
+        return summary
+    s = summary.sort_values(["platform", "model", "mode", "precision", "batch_size"])
+    return pd.DataFrame({
+        "platform": s["platform"], "model": s["model"], "mode": s["mode"], "precision": s["precision"],
+        "batch": s["batch_size"], "fastest": s["fastest"], "img/s": s["images_per_sec"].map("{:.3g}".format),
+        "vs": s["runner_up"].fillna(""), "speed-up": s["speedup"].map(_x),
+        "95% CI": [_ci(lo, hi) for lo, hi in zip(s["ci_low"], s["ci_high"])], "verdict": s["verdict"]})
+
+
 def ratios_for_display(ratios: pd.DataFrame) -> pd.DataFrame:
-    """The ratio table with readable columns: A/B, its 95% CI and the verdict."""
+    """Every pair: which is faster, by how much (>= 1x), the process-level 95% CI and the verdict."""
     if ratios.empty:
         return ratios
     return pd.DataFrame({
         "platform": ratios["platform"], "model": ratios["model"], "mode": ratios["mode"],
         "precision": ratios["precision"], "batch": ratios["batch_size"],
-        "A / B": ratios["a"] + " / " + ratios["b"],
-        "ratio": ratios["ratio_a_over_b"].map("{:.3f}".format),
-        "95% CI": ratios["ci_low"].map("{:.3f}".format) + " - " + ratios["ci_high"].map("{:.3f}".format),
+        "faster / slower": ratios["faster"] + " / " + ratios["slower"],
+        "speed-up": ratios["speedup"].map(_x),
+        "95% CI": [_ci(lo, hi) for lo, hi in zip(ratios["speedup_ci_low"], ratios["speedup_ci_high"])],
         "verdict": ratios["verdict"]})
+
+
+def flagged_table(configs: pd.DataFrame) -> pd.DataFrame:
+    """Every config a guard flagged, with the reasons (its number is shown, never used for a finding)."""
+    if configs.empty:
+        return configs
+    f = configs[configs["flags"] != ""]
+    return pd.DataFrame({"platform": f["platform"], "config": f["series"] + " " + f["model"] + " " + f["mode"] +
+                         " bs" + f["batch_size"].astype(str), "processes (clean)":
+                         f["processes"].astype(str) + " (" + f["clean_processes"].astype(str) + ")",
+                         "flags": f["flag_reasons"]}).reset_index(drop=True)
+
+
+def over_budget_table(sweeps: list[dict], runs: pd.DataFrame) -> pd.DataFrame:
+    """Configs the newest sweep of each host and profile dropped to fit its budget and never measured."""
+    newest: dict[tuple[str, str], dict] = {}
+    for m in sweeps:
+        newest[m["host"], m["profile"]] = m
+    measured = set(runs["config_key"]) if not runs.empty else set()
+    rows = [{"host": host, "profile": profile, "config": d["label"], "status": d["reason"]}
+            for (host, profile), m in sorted(newest.items()) for d in m.get("dropped", [])
+            if d["config_key"] not in measured]
+    return pd.DataFrame(rows)
+
+
+def variance_table(configs: pd.DataFrame) -> pd.DataFrame:
+    """Per framework: how much of the iteration-time variance lies between processes rather than within."""
+    if configs.empty or configs["between_share"].isna().all():
+        return pd.DataFrame()
+    g = configs.dropna(subset=["between_share"]).groupby(["platform", "series"])
+    return pd.DataFrame({
+        "configs": g.size(),
+        "between-process share (median)": g["between_share"].median().map("{:.0%}".format),
+        "range": g["between_share"].min().map("{:.0%}".format) + " - " + g["between_share"].max().map("{:.0%}".format),
+        "iteration CV (median)": g["cv_median"].median().map("{:.1%}".format),
+    }).reset_index()
 
 
 def published_for_display(published: pd.DataFrame) -> pd.DataFrame:
@@ -81,36 +142,32 @@ def published_for_display(published: pd.DataFrame) -> pd.DataFrame:
     return published[cols].sort_values(["model", "mode", "images_per_sec"]).reset_index(drop=True)
 
 
-def _fmt_ratio(r) -> str:
-    return f"{r['ratio_a_over_b']:.2f}x [95% CI {r['ci_low']:.2f}-{r['ci_high']:.2f}]"
+def _where(r) -> str:
+    return f"{r['model']} {r['mode']}, batch {r['batch_size']} ({r['precision']}, {r['platform']})"
 
 
-def findings(runs: pd.DataFrame, ratios: pd.DataFrame) -> list[str]:
-    """Plain-language conclusions computed from the data; nothing here is typed in by hand."""
-    ok = ok_runs(runs)
-    if ok.empty:
+def findings(configs: pd.DataFrame, summary: pd.DataFrame) -> list[str]:
+    """Plain-language conclusions computed from the data; only sound numbers state a winner."""
+    if configs.empty:
         return ["No successful runs yet: run `make report` (or `python -m bench sweep`) first."]
     out = []
-    for key, g in ratios.groupby(GROUP) if not ratios.empty else []:
-        platform, model, mode, precision = key
-        top = g.loc[g["batch_size"].idxmax()]
-        where = f"{model} {mode} ({precision}) at batch {top['batch_size']} on {platform}"
-        if top["verdict"] == "within noise":
-            out.append(f"{where}: {top['a']} and {top['b']} are within noise ({_fmt_ratio(top)}).")
-        else:
-            out.append(f"{where}: {top['verdict']} - {top['a']}/{top['b']} = {_fmt_ratio(top)}.")
-    best = best_batch(ok)
-    for (platform, model, mode, _), g in best.groupby(GROUP):
-        w = g.loc[g["images_per_sec_median"].idxmax()]
-        out.append(f"Highest throughput for {model} {mode} on {platform}: {w['series']} at batch {w['batch_size']}, "
-                   f"{w['images_per_sec_median']:.2f} img/s [95% CI {w['images_per_sec_ci_low']:.2f}-"
-                   f"{w['images_per_sec_ci_high']:.2f}].")
-    if ok["utilisation"].notna().any():
-        u = ok.loc[ok["utilisation"].idxmax()]
-        out.append(f"Best utilisation of the measured matmul peak: {u['utilisation']:.0%} ({u['label']}).")
-    n_bad = int((runs["status"] != "ok").sum())
-    out.append(f"{len(ok)} runs succeeded; {n_bad} were skipped or failed (listed with reasons below).")
-    par = parity_table(runs)
+    if not summary.empty:
+        for _, r in summary.sort_values(["platform", "model", "mode", "batch_size"]).iterrows():
+            if r["verdict"].endswith(" faster"):
+                out.append(f"{_where(r)}: **{r['fastest']} is {_x(r['speedup'])} faster** than {r['runner_up']} "
+                           f"[95% CI {_ci(r['ci_low'], r['ci_high'])}].")
+            elif r["verdict"] == "within noise":
+                out.append(f"{_where(r)}: {r['fastest']} and {r['runner_up']} are within noise "
+                           f"({_x(r['speedup'])} [95% CI {_ci(r['ci_low'], r['ci_high'])}] includes 1x).")
+            elif r["verdict"].startswith("not measured reliably"):
+                out.append(f"{_where(r)}: no winner stated, {r['verdict']}.")
+    sound = configs[configs["sound"]]
+    util = sound[sound["utilisation"].notna() & ~sound["flags"].str.contains("utilisation_over_peak")]
+    if not util.empty:
+        u = util.loc[util["utilisation"].idxmax()]
+        out.append(f"Highest utilisation of the measured matrix-multiply peak among sound numbers: "
+                   f"{u['utilisation']:.0%} ({u['series']} {u['model']} {u['mode']} batch {u['batch_size']}).")
+    par = parity_table(configs)
     if not par.empty:
         bad = par[~par["parity"]]
         out.append("Parameter counts agree across frameworks for every model." if bad.empty else
@@ -118,42 +175,129 @@ def findings(runs: pd.DataFrame, ratios: pd.DataFrame) -> list[str]:
     return out
 
 
-def methodology() -> str:
-    """Markdown describing what was measured and how, with the constants the code actually uses."""
-    seed, adaptive = PROTOCOL_DEFAULTS["seed"], PROTOCOL_DEFAULTS["adaptive"]
+def header(d) -> str:
+    """The first lines of the report: when, which profile(s), which machines, how much was flagged."""
+    runs, configs = d.runs, d.configs
+    built = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    if runs.empty:
+        return f"Built {built}. No results yet."
+    hosts = "; ".join(f"**{h}** ({', '.join(sorted(set(g['hardware'])))})" for h, g in runs.groupby("host"))
+    profiles = ", ".join(sorted({m["profile"] for m in d.sweeps})) or "single runs (no sweep)"
+    dates = sorted(runs["created"].str[:10])
+    flagged = d.processes[~d.processes["clean"]] if not d.processes.empty else d.processes
+    unsound = configs[~configs["sound"]] if not configs.empty else configs
+    n_err = int((runs["status"] != "ok").sum())
+    return (f"Built {built} from **{len(runs)} process runs** measured {dates[0]}"
+            f"{' to ' + dates[-1] if dates[-1] != dates[0] else ''} on {hosts}; profile(s): {profiles}. "
+            f"{len(configs)} configs, each measured in {_processes_phrase(configs)}. "
+            f"**{len(flagged)} process runs were flagged** (disturbed or far jitterier than their repetitions) and "
+            f"**{len(unsound)} configs are not used for findings**; {n_err} runs failed or were skipped. "
+            "Every number below was measured by this project unless it is labelled *published*.")
+
+
+def _processes_phrase(configs: pd.DataFrame) -> str:
+    if configs.empty:
+        return "no processes"
+    lo, hi = int(configs["processes"].min()), int(configs["processes"].max())
+    return f"{lo} fresh processes" if lo == hi else f"{lo} to {hi} fresh processes"
+
+
+def _spread(values) -> str:
+    values = sorted(values)
+    if not values:
+        return "none"
+    mid = values[len(values) // 2]
+    return f"{values[0]}" if values[0] == values[-1] else f"{values[0]}-{values[-1]} (median {mid})"
+
+
+def _counts(values) -> str:
+    return ", ".join(f"{v}: {n}" for v, n in pd.Series(values).value_counts().items()) or "none"
+
+
+def methodology(d) -> str:
+    """Markdown describing what was measured and how, generated from the records and sweep manifests."""
+    ok = [r for r in d.records if r["status"] == "ok" and r["config"]["framework"] != "null"]
+    if not ok:
+        return "*No successful runs: nothing to describe.*"
+    cfg = [r["config"] for r in ok]
+    protocols = _counts(c["protocol"] for c in cfg)
+    warm = [len(r["samples"]["warmup_s"]) for r in ok]
+    timed = [len(r["samples"]["timed_s"]) for r in ok]
+    budgets = sorted({c["time_budget_s"] for c in cfg if c["protocol"] == "adaptive"})
+    threads = _counts(f"{r['config']['framework']}: {r['settings'].get('intra_op_threads')} intra-op / "
+                      f"{r['settings'].get('inter_op_threads')} inter-op" for r in ok)
+    sweeps = [m for m in d.sweeps if any((r.get("sweep") or {}).get("id") == m["sweep_id"] for r in ok)]
+    sweep_lines = []
+    for m in sweeps:
+        peaks = []
+        for key, p in (m.get("peaks") or {}).items():
+            start, end = p.get("start"), p.get("end")
+            if start:
+                tail = (f", end {end['flops_per_sec'] / 1e9:.0f} GFLOP/s (spread {end['spread']:.0%})" if end
+                        else ", no end measurement")
+                peaks.append(f"{key}: start {start['flops_per_sec'] / 1e9:.0f} GFLOP/s "
+                             f"(trial spread {start['spread']:.0%}){tail}")
+        sweep_lines.append(
+            f"- sweep `{m['sweep_id']}` on {m['host']}: profile `{m['profile']}`, {m['repeats']} repetitions "
+            f"per config, order seed {m['order_seed']}, up to {m['retries']} retries of a disturbed run "
+            f"({len(m.get('retried', []))} retried), budget {m['budget_minutes'] or 'none'} min "
+            f"(estimated {m['estimate_s'] / 60:.0f} min, took {m.get('elapsed_s', 0) / 60:.0f} min; "
+            f"{len(m.get('dropped', []))} configs over budget); status {m['status']}. Device peak: "
+            + ("; ".join(peaks) or "not measured") + ".")
+    procs = d.processes
+    n_disturbed = int((~procs["clean"]).sum()) if not procs.empty else 0
     return f"""
-**Inside the timer.** Inference: the forward pass with autograd off (PyTorch `torch.inference_mode()`,
-TensorFlow `training=False` without a gradient tape). Training: forward + cross-entropy loss + backward +
-{OPTIMIZER} update. Data are synthetic, generated once and resident on the device
-("device" placement); the "host" placement copies the batch from a NumPy array inside the timer. Each run
-records exactly what was inside its timer.
+**What ran.** {len(ok)} successful process runs. Protocols: {protocols}. Warm-up iterations run: {_spread(warm)}
+(stop reasons: {_counts(r['samples'].get('warmup_stop') for r in ok)}). Timed iterations per process:
+{_spread(timed)} (stop reasons: {_counts(r['samples'].get('timed_stop') for r in ok)}). Adaptive time budgets per
+process: {', '.join(f'{b:g} s' for b in budgets) or 'none'}. Thread settings: {threads}.
 
-**Clock.** The device is synchronised before every clock read (CUDA events on NVIDIA GPUs; on the CPU,
-`time.perf_counter` around a synchronous step).
+**Inside the timer.** Inference: the forward pass with autograd off. Training: forward + cross-entropy loss +
+backward + {OPTIMIZER} update. Synthetic data resident on the device; each record states exactly what was inside
+its timer. The device is synchronised before every clock read.
 
-**Protocols.** `seed` = the 2019 study: {seed['warmup']} warm-up + {seed['iterations']} timed iterations.
-`adaptive` (default): warm up until the iteration time is steady (the median of the last two iterations
-within 5% of the two before; at most {adaptive['warmup']} iterations), then time at least
-{adaptive['iterations']} iterations and continue until the 95% CI of the median is within
-+-{DEFAULT_CI_TARGET:.0%} or the time budget ends. Profiles may tighten these (the quick profile does).
+**Warm-up.** `seed` protocol: a fixed count. `adaptive`: until two consecutive iterations agree within
+{WARMUP_TOLERANCE:.0%} (or the profile's cap, or half the time budget); then at least the minimum number of timed
+iterations, continuing until the 95% CI of the median is within the CI target or the budget ends.
 
-**Statistics.** Headline: median images/s with a distribution-free 95% confidence interval (binomial order
-statistics). Also mean, standard deviation, standard error, MAD jitter and p50/p90/p99 latency. Framework
-comparisons: the ratio of medians with a 95% percentile-bootstrap CI (4000 resamples of the per-iteration
-images/s); "within noise" when the interval contains 1.
+**Repetitions and order.** Each config runs in several fresh processes: the process, not the iteration, is the
+unit of replication (Kalibera & Jones 2013), because drift between processes exceeds the noise inside one. Each
+round runs every config once, in an order shuffled with the recorded seed, so a busy period touches every
+framework alike.
+{chr(10).join(sweep_lines) or '- no sweep manifests (single runs)'}
 
-**Phases** (h2d, forward, backward, update) come from a separate instrumented pass after the timed loop, so
-instrumentation never slows the headline number. TensorFlow's backward is (forward+backward) - forward.
+**Statistics.** A process's value is its median images/s. A config's number is the geometric mean over its clean
+processes, with a 95% t-interval over processes on the log scale. A comparison is the ratio of geometric means
+with a Welch t-interval on the log scale (so never narrower than the between-process spread allows); *within
+noise* when it contains 1. A winner is stated only when both sides are sound (at least
+{soundness.MIN_PROCESSES} clean processes, no throughput flag) and the interval excludes 1. Per-process
+summaries (mean, SEM, MAD, p50/p90/p99) stay in the records.
 
-**Utilisation** = model FLOPs per image (counted with PyTorch's FLOP counter on the same architecture;
-training = 3x forward) x images/s / the device's measured peak (the best of five 4096x4096 matrix products
-at the run's thread count and precision, measured once per host in a fresh process).
+**Interference and sanity guards** (thresholds are the code's constants). During each timed loop the run records
+system-wide busy CPU time (/proc/stat) against its own (rusage), steal time, load average and clock.
+- *disturbed*: other processes used more than {interference.OTHER_CPU_LIMIT:.0%} of the CPUs, or steal exceeded
+  {interference.STEAL_LIMIT:.0%} (judged on timed loops of at least {interference.MIN_WINDOW_S:g} s); retried at
+  the end of the sweep, and kept but flagged if still disturbed.
+- *cv_outlier*: iteration-time CV above {interference.CV_OUTLIER_FACTOR:g}x the median of the config's other
+  repetitions (and above {interference.CV_FLOOR:.0%}); needs at least two other repetitions.
+- *utilisation_over_peak*: utilisation above {checks.UTILISATION_LIMIT:.0%} of the peak (blocks utilisation
+  claims).
+- *phase_sum_mismatch*: instrumented phases that differ from the headline step by more than
+  {checks.PHASE_SUM_TOLERANCE:.0%} (blocks the phase breakdown).
+- *batch_jump*: a larger batch taking less time per iteration than a smaller one, or throughput falling by more
+  than {soundness.BATCH_DROP_LIMIT:.0%} between neighbouring batch sizes, beyond the CIs.
+- *training_cheaper_than_inference*: training images/s above inference images/s beyond the CIs.
+- *too_few_processes*: fewer than {soundness.MIN_PROCESSES} processes, so the between-process spread is unknown.
+This report: {n_disturbed} of {len(procs)} process runs flagged; flagged numbers are drawn hollow in the charts
+and listed under "Flagged numbers".
 
-**Memory.** CPU: the run process's peak resident set size (every run is its own process). GPU: the
-framework allocator's peak.
+**Phases** come from a separate instrumented pass in each config's first repetition, so instrumentation never
+slows the headline number.
 
-**Fairness.** Identical architectures in both frameworks (Keras definitions written to match torchvision
-layer for layer: parameter counts are compared below), the same loss, optimizer and data placement, no
-autograd in inference, and the same intra-/inter-op thread count for every framework, read back and checked
-per run.
+**Utilisation** = model FLOPs per image (PyTorch's FLOP counter; training = 3x forward) x images/s / the peak of
+the run's own sweep: the best of {PEAK_TRIALS} timings of a 4096x4096 matrix product at the run's threads and
+precision, measured at the start and at the end of the sweep.
+
+**Memory.** CPU: the run process's peak resident set size. GPU: the framework allocator's peak.
 """
+
