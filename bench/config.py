@@ -127,7 +127,8 @@ class RunConfig:
         default later leaves every existing record's key unchanged (a resume after an upgrade neither
         redoes nor double-counts runs). Fields resolved from None (engine, threads, ...) always count.
         """
-        d = {k: v for k, v in self.to_dict().items() if k != "extra" and v != _DEFAULTS.get(k, _NO_DEFAULT)}
+        defaults = {f.name: f.default for f in dataclasses.fields(self)}
+        d = {k: v for k, v in self.to_dict().items() if k != "extra" and v != defaults[k]}
         return hashlib.sha1(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
 
     @property
@@ -137,8 +138,7 @@ class RunConfig:
 
 
 FIELDS = tuple(f.name for f in dataclasses.fields(RunConfig) if f.name != "extra")
-_NO_DEFAULT = object()
-_DEFAULTS = {f.name: f.default for f in dataclasses.fields(RunConfig) if f.default is not dataclasses.MISSING}
+
 
 
 def make_config(**kwargs) -> RunConfig:

@@ -70,20 +70,20 @@ def estimate_run_s(config: RunConfig, repeat: int, history_s: list[float], flops
 
 def fit_budget(configs: list[RunConfig], tasks: list[Task], estimate: Callable[[Task], float],
                budget_s: float) -> tuple[list[Task], list[RunConfig], float]:
-    """Keep whole comparison groups in priority order while the estimated time fits `budget_s`.
+    """Drop whole comparison groups, lowest priority first, until the estimated time fits `budget_s`.
 
     Returns (tasks kept, configs dropped, estimated seconds of the kept tasks). A budget of 0 keeps all.
+    A higher-priority group is never dropped while a lower-priority one is kept.
     """
     cost: dict[tuple, float] = {}
     for t in tasks:
         g = comparison_group(t.config)
         cost[g] = cost.get(g, 0.0) + estimate(t)
-    keep, total = set(), 0.0
-    for g in dict.fromkeys(comparison_group(c) for c in configs):  # priority order
-        if budget_s and total + cost.get(g, 0.0) > budget_s:
-            continue  # a cheaper, lower-priority group may still fit
-        keep.add(g)
-        total += cost.get(g, 0.0)
+    groups = list(dict.fromkeys(comparison_group(c) for c in configs))  # priority order
+    total = sum(cost.values())
+    while budget_s and groups and total > budget_s:
+        total -= cost.get(groups.pop(), 0.0)
+    keep = set(groups)
     kept = [t for t in tasks if comparison_group(t.config) in keep]
     dropped = [c for c in configs if comparison_group(c) not in keep]
     return kept, dropped, total
