@@ -10,6 +10,7 @@ from .config import RunConfig
 from .stats import ci_relative_halfwidth, is_steady
 
 WARMUP_TOLERANCE = 0.10
+MIN_WARMUP = 2
 
 
 @dataclass
@@ -45,10 +46,11 @@ def measure(timed_iteration: Callable[[], float], config: RunConfig,
         if is_steady(s.warmup_s, window=1, tolerance=WARMUP_TOLERANCE):
             s.warmup_stop = "steady"
             break
-        if len(s.warmup_s) >= config.warmup:
+        if len(s.warmup_s) >= max(config.warmup, MIN_WARMUP):
             s.warmup_stop = "warm-up cap"
             break
-        if budget and clock() - start > budget / 2:
+        # The first iteration is never steady state (allocation, tracing): at least two, whatever the budget.
+        if budget and clock() - start > budget / 2 and len(s.warmup_s) >= MIN_WARMUP:
             s.warmup_stop = "half the time budget"
             break
     # Timed: at least `iterations`, then until the CI target is met or the budget ends.

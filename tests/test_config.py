@@ -21,6 +21,11 @@ BAD_INPUTS = [
     (dict(threads=0), "0", "> 0"),
     (dict(model="alexnet", image_size=32), "32", "63"),
     (dict(iterations=0), "0", "> 0"),
+    (dict(time_budget_s=float("nan")), "nan", "finite"),
+    (dict(time_budget_s=float("inf")), "inf", "finite"),
+    (dict(ci_target=float("nan")), "nan", "finite"),
+    (dict(seed=-1), "-1", ">= 0"),
+    (dict(seed=2**40), str(2**40), "<="),
 ]
 
 
@@ -69,6 +74,10 @@ def test_config_key_is_stable_and_distinguishes_configs():
     ("--framework", "torch", "--model", "alexnet", "--image-size", "16"),
     ("--framework", "torch", "--model", "resnet50", "--threads", "0"),
     ("--framework", "torch", "--model", "resnet50", "--device", "cuda:7"),
+    ("--framework", "torch", "--model", "resnet50", "--time-budget-s", "nan"),
+    ("--framework", "torch", "--model", "resnet50", "--time-budget-s", "inf"),
+    ("--framework", "torch", "--model", "resnet50", "--ci-target", "nan"),
+    ("--framework", "torch", "--model", "resnet50", "--seed", "-5"),
 ])
 def test_cli_bad_input_exits_2_and_writes_nothing(tmp_path, args):
     proc = bench_cli("run", *args, results=tmp_path)

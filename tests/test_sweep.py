@@ -16,10 +16,13 @@ from .conftest import TEST_HOST, bench_cli
 def test_shipped_profiles_load_and_validate():
     assert {"quick", "seed", "full", "tiny"} <= set(available_profiles())
     quick = load_profile("quick")
-    assert {c.model for c in quick.configs} == {"resnet50", "vgg16", "resnet152"}
-    assert {c.mode for c in quick.configs} == {"inference", "training"}
-    assert len({c.batch_size for c in quick.configs}) >= 2
-    assert {c.framework for c in quick.configs} == {"torch", "tensorflow"}
+    assert {c.model for c in quick.configs} >= {"resnet50", "vgg16"}
+    resnet = [c for c in quick.configs if c.model == "resnet50"]
+    # the 2019 study's batch range, both modes, both frameworks, in several processes
+    assert {(c.mode, c.batch_size, c.framework) for c in resnet} >= {
+        (m, b, f) for m in ("inference", "training") for b in (1, 4, 16, 32) for f in ("torch", "tensorflow")}
+    assert quick.repeats >= 3 and quick.budget_minutes > 0
+    assert quick.configs[0].model == "resnet50"  # priority: the must-have block first
 
 
 def test_seed_profile_is_the_2019_protocol():
@@ -41,7 +44,19 @@ def test_full_profile_covers_engines_and_precisions():
     ("models: [tiny_cnn]\nbatch_sizes: [0]\n", "batch_size 0"),
     ("models: [tiny_cnn]\nfrobnicate: 1\n", "frobnicate"),
     ("models: [tiny_cnn]\nsettings: {warmpu: 3}\n", "warmpu"),
-    ("models: []\n", "no runs"),
+    ("models: []\n", "must be a non-empty list"),
+    ("models: [tiny_cnn\n", "not valid YAML at line"),  # an unclosed list
+    ("models:\n\t- tiny_cnn\n", "not valid YAML"),  # a tab indent
+    ("models: 5\n", "'models' must be a non-empty list, got 5"),
+    ("models: tiny_cnn\n", "'models' must be a non-empty list, got 'tiny_cnn'"),
+    ("models: [[tiny_cnn]]\n", "every item of 'models' must be a str"),
+    ("- models\n- tiny_cnn\n", "expected a mapping"),
+    ("models: [tiny_cnn]\nsettings: [1, 2]\n", "'settings' must be a mapping"),
+    ("models: [tiny_cnn]\nsettings: {framework: torch}\n", "may not set framework"),
+    ("models: [tiny_cnn]\nrepeats: 0\n", "'repeats' must be a number from 1"),
+    ("models: [tiny_cnn]\nbudget_minutes: .nan\n", "'budget_minutes' must be a number"),
+    ("models: [tiny_cnn]\nsettings: {time_budget_s: .inf}\n", "time_budget_s"),
+    ("models: [tiny_cnn]\nalso: [{repeats: 2}]\n", "an 'also' block may set only"),
 ])
 def test_bad_profile_fails_before_any_run(tmp_path, text, needle):
     bad = tmp_path / "bad.yaml"
@@ -52,6 +67,16 @@ def test_bad_profile_fails_before_any_run(tmp_path, text, needle):
     proc = bench_cli("sweep", "--profile", str(bad), "--results-dir", str(results))
     assert proc.returncode == 2 and needle in proc.stderr and "Traceback" not in proc.stderr
     assert not results.exists()
+
+
+def test_a_directory_or_binary_file_is_refused_as_a_profile(tmp_path):
+    folder = tmp_path / "dir.yaml"
+    folder.mkdir()
+    binary = tmp_path / "bin.yaml"
+    binary.write_bytes(b"models: [\xff\xfe]\n")
+    for path, needle in ((folder, "not a file"), (binary, "not UTF-8")):
+        proc = bench_cli("sweep", "--profile", str(path), "--results-dir", str(tmp_path / "r"))
+        assert proc.returncode == 2 and needle in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_unknown_profile_lists_the_valid_ones():
@@ -69,7 +94,7 @@ def test_a_failing_config_is_recorded_and_the_sweep_goes_on(tmp_path, monkeypatc
     nbformat.write(nb, broken)
     monkeypatch.setattr(sweep, "BENCHMARK_NOTEBOOK", broken)
     profile = tmp_path / "p.yaml"
-    profile.write_text("frameworks: [null]\nmodels: [tiny_cnn]\nmodes: [training, inference]\n"
+    profile.write_text("frameworks: [null]\nmodels: [tiny_cnn]\nmodes: [training, inference]\nrepeats: 1\n"
                        "settings: {protocol: seed}\n")
     results = tmp_path / "results"
     result = sweep.run_sweep(load_profile(str(profile)), results, progress=False)
@@ -82,21 +107,51 @@ def test_a_failing_config_is_recorded_and_the_sweep_goes_on(tmp_path, monkeypatc
     assert len(kept) == 1 and "planted failure" in kept[0].read_text()
 
 
-def test_resume_after_kill_records_every_config_exactly_once(tiny_sweep):
+RUNS = 16  # the tiny profile: 8 configs x 2 repetitions
+
+
+def _run_id(path):
+    *_, rep, key = path.stem.split("_")
+    return key, rep.split("a")[0]
+
+
+def test_resume_after_kill_records_every_repetition_exactly_once(tiny_sweep):
     results, killed_after = tiny_sweep
-    assert 0 < killed_after < 8, "the first sweep must have been killed mid-way"
-    counts = Counter(p.stem.rsplit("_", 1)[-1] for p in (results / TEST_HOST / "records").glob("*.json"))
-    assert len(counts) == 8 and set(counts.values()) == {1}
-    notebooks = {p.stem.rsplit("_", 1)[-1] for p in (results / TEST_HOST / "notebooks").glob("*.ipynb")}
-    assert len(notebooks) >= 8 - killed_after  # every config the resumed sweep ran kept its notebook
-    assert notebooks <= set(counts)
+    assert 0 < killed_after < RUNS, "the first sweep must have been killed mid-way"
+    records = [json.loads(p.read_text()) for p in (results / TEST_HOST / "records").glob("*.json")]
+    counts = Counter((r["config_key"], r["repeat"]) for r in records if r["attempt"] == 0)
+    assert len(counts) == RUNS and set(counts.values()) == {1}
+    notebooks = {_run_id(p) for p in (results / TEST_HOST / "notebooks").glob("*.ipynb")}
+    assert len(notebooks) >= RUNS - killed_after  # every run the resumed sweep did kept its notebook
     listing = bench_cli("sweep", "--profile", "tiny", "--results-dir", str(results), "--list")
-    assert listing.stdout.count("done") == 8 and "todo" not in listing.stdout
+    assert f"0 runs to do, {RUNS} already recorded" in listing.stdout and "todo" not in listing.stdout
+
+
+def test_runs_of_a_config_are_interleaved_across_frameworks(tiny_sweep):
+    results, _ = tiny_sweep
+    records = sorted(load_records(results), key=lambda r: r["created"])
+    frameworks = [r["config"]["framework"] for r in records]
+    assert sum(a != b for a, b in zip(frameworks, frameworks[1:])) >= 4
+    assert {r["repeat"] for r in records} == {0, 1}
+
+
+def test_a_corrupt_record_is_quarantined_and_rerun_on_resume(tiny_sweep, tmp_path):
+    import shutil
+
+    results, _ = tiny_sweep
+    copy = tmp_path / "results"
+    shutil.copytree(results, copy)
+    victim = sorted((copy / TEST_HOST / "records").glob("*.json"))[0]
+    victim.write_text(victim.read_text()[:100])  # truncated, as by a full disk
+    listing = bench_cli("sweep", "--profile", "tiny", "--results-dir", str(copy), "--list")
+    assert listing.returncode == 0, listing.stderr[-2000:]
+    assert f"1 runs to do, {RUNS - 1} already recorded" in listing.stdout
+    assert (copy / TEST_HOST / "records" / "quarantine" / victim.name).exists() and not victim.exists()
 
 
 def test_sweep_summary_reports_overhead(tiny_sweep):
     results, _ = tiny_sweep
     statuses = Counter(r["status"] for r in load_records(results))
-    assert statuses == {"ok": 8}
+    assert statuses == {"ok": RUNS}
     rec = json.loads(next((results / TEST_HOST / "records").glob("*.json")).read_text())
     assert rec["host"] == TEST_HOST

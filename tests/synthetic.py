@@ -1,0 +1,60 @@
+"""Synthetic result records with known values, for statistics and report tests (no framework runs)."""
+
+from __future__ import annotations
+
+import copy
+import functools
+import uuid
+from pathlib import Path
+
+import numpy as np
+
+from bench import make_config
+from bench.runner import execute
+from bench.store import write_record
+
+
+@functools.lru_cache(maxsize=1)
+def _template() -> dict:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:  # the null framework does no work: a valid record, fast
+        return execute(make_config(framework="null", model="tiny_cnn", protocol="seed", iterations=5), tmp)
+
+
+def record(framework: str = "torch", model: str = "resnet50", mode: str = "inference", batch_size: int = 8,
+           repeat: int = 0, ips: float = 10.0, jitter: float = 0.01, n: int = 12, seed: int = 0,
+           flags: list[dict] | None = None, other_cpu_share: float = 0.0, created: str | None = None,
+           host: str = "test-host", sweep_id: str | None = None, flops: float | None = None,
+           peak: float | None = None) -> dict:
+    """A valid `ok` record of one process whose median throughput is about `ips` images/s."""
+    r = copy.deepcopy(_template())
+    config = make_config(framework=framework, model=model, mode=mode, batch_size=batch_size, protocol="seed",
+                         image_size=32 if model == "tiny_cnn" else None)
+    rng = np.random.default_rng(seed)
+    lat = batch_size / ips * (1 + jitter * rng.standard_normal(n))
+    lat = np.abs(lat)
+    r.update(record_id=uuid.uuid4().hex, config_key=config.key, config=config.to_dict(), label=config.label,
+             repeat=repeat, host=host, flags=flags or [],
+             created=created or f"2026-01-01T00:00:{repeat:02d}.{seed:06d}Z",
+             sweep={"id": sweep_id, "order_index": repeat} if sweep_id else None,
+             interference={"judged": True, "other_cpu_share": other_cpu_share, "steal_share": 0.0})
+    r["samples"] = {"warmup_s": [float(lat[0])], "timed_s": [float(x) for x in lat], "warmup_stop": "fixed count",
+                    "timed_stop": "fixed count"}
+    r["summary"] = {"n": n, "images_per_sec_median": batch_size / float(np.median(lat)),
+                    "images_per_sec_ci_low": batch_size / float(lat.max()),
+                    "images_per_sec_ci_high": batch_size / float(lat.min()),
+                    "latency_ms_median": float(np.median(lat)) * 1e3, "latency_ms_p50": float(np.median(lat)) * 1e3,
+                    "latency_ms_p90": float(np.percentile(lat, 90)) * 1e3,
+                    "latency_ms_p99": float(np.percentile(lat, 99)) * 1e3, "cv": float(lat.std(ddof=1) / lat.mean())}
+    r["model"] = {"params": 1000, "flops_per_image": flops}
+    r["peak"] = {"flops_per_sec": peak} if peak else None
+    r["utilisation"] = flops * r["summary"]["images_per_sec_median"] / peak if flops and peak else None
+    r["phases"] = None
+    return r
+
+
+def write(records: list[dict], results: Path) -> Path:
+    for r in records:
+        write_record(r, results)
+    return results

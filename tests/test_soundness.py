@@ -1,0 +1,191 @@
+"""Process-level statistics, guards and verdicts on synthetic records with known answers."""
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+from bench import make_config
+from bench.config import RunConfig
+from bench.plan import comparison_group, fit_budget, interleaved_order
+from bench.report import tables as T
+from bench.report.data import config_tables
+from bench.report.soundness import ratio_table, summary_table
+from bench.stats import process_interval, process_ratio, variance_components
+from bench.store import load_records
+
+from .synthetic import record
+
+DISTURBED = {"name": "disturbed", "reason": "other processes used 45% of the CPUs during the timed loop"}
+
+
+def _tables(records, sweeps=()):
+    runs, processes, configs = config_tables(records, list(sweeps))
+    return configs, summary_table(configs)
+
+
+def _procs(framework, values, **kw):
+    return [record(framework=framework, repeat=i, ips=v, seed=i, **kw) for i, v in enumerate(values)]
+
+
+def test_process_interval_widens_with_between_process_variance():
+    steady = process_interval([10.0, 10.1, 9.9])
+    drifting = process_interval([8.0, 10.0, 12.5])
+    assert steady["ci_low"] < 10 < steady["ci_high"]
+    assert (drifting["ci_high"] - drifting["ci_low"]) > 5 * (steady["ci_high"] - steady["ci_low"])
+    # the same holds end to end: identical within-process noise, different between-process spread
+    a, _ = _tables(_procs("torch", [10.0, 10.1, 9.9]))
+    b, _ = _tables(_procs("torch", [8.0, 10.0, 12.5]))
+    width = lambda c: float(c["images_per_sec_ci_high"].iloc[0] - c["images_per_sec_ci_low"].iloc[0])  # noqa: E731
+    assert width(b) > 5 * width(a)
+    assert b["between_share"].iloc[0] > a["between_share"].iloc[0]
+
+
+def test_variance_components_recover_a_known_split():
+    rng = np.random.default_rng(0)
+    groups = [m + rng.normal(0, 1.0, 400) for m in rng.normal(10, 2.0, 40)]
+    vc = variance_components(groups)
+    assert vc["within_var"] == pytest.approx(1.0, rel=0.15)
+    assert vc["between_var"] == pytest.approx(4.0, rel=0.5)
+    assert 0.6 < vc["between_share"] < 0.95
+
+
+def test_ratio_interval_never_narrower_than_its_processes_allow():
+    r = process_ratio([10.0, 10.1, 9.9], [8.0, 10.0, 12.5])
+    assert r["within_noise"] and r["ci_low"] < 0.9 and r["ci_high"] > 1.1
+    assert process_ratio([10.0], [5.0])["ci_low"] is None  # one process: no interval, no verdict
+
+
+def test_a_clear_winner_is_stated_with_factor_above_one_and_ci():
+    configs, summary = _tables(_procs("torch", [10.0, 10.2, 9.9]) + _procs("tensorflow", [13.0, 13.1, 12.9]))
+    row = summary.iloc[0]
+    assert row["fastest"] == "tensorflow" and row["verdict"] == "tensorflow faster"
+    assert row["speedup"] == pytest.approx(1.3, abs=0.02) and 1 < row["ci_low"] < 1.3 < row["ci_high"]
+    text = " ".join(T.findings(configs, summary))
+    assert "tensorflow is 1.30x faster** than torch" in text
+    assert "0.7" not in text  # never a ratio below 1 for the reader to invert
+
+
+def test_overlapping_processes_are_within_noise():
+    configs, summary = _tables(_procs("torch", [10.0, 10.4, 9.7]) + _procs("tensorflow", [10.1, 9.8, 10.3]))
+    assert summary.iloc[0]["verdict"] == "within noise"
+    assert "within noise" in " ".join(T.findings(configs, summary))
+
+
+def test_disturbed_side_never_becomes_a_finding():
+    tf = _procs("tensorflow", [20.0, 20.5, 19.8])
+    for r in tf[:2]:
+        r["flags"] = [DISTURBED]
+    configs, summary = _tables(_procs("torch", [10.0, 10.2, 9.9]) + tf)
+    tf_row = configs[configs["series"] == "tensorflow"].iloc[0]
+    assert not tf_row["sound"] and "disturbed" in tf_row["flags"] and tf_row["clean_processes"] == 1
+    assert summary.iloc[0]["verdict"].startswith("not measured reliably (tensorflow: disturbed")
+    text = " ".join(T.findings(configs, summary))
+    assert "faster" not in text.replace("no winner stated", "")
+    assert "no winner stated" in text
+
+
+def test_a_single_disturbed_process_is_left_out_while_two_clean_remain():
+    tf = _procs("tensorflow", [13.0, 13.1, 4.0])
+    tf[2]["flags"] = [DISTURBED]
+    configs, summary = _tables(_procs("torch", [10.0, 10.2, 9.9]) + tf)
+    tf_row = configs[configs["series"] == "tensorflow"].iloc[0]
+    assert tf_row["sound"] and tf_row["clean_processes"] == 2
+    assert tf_row["images_per_sec_median"] == pytest.approx(13.05, rel=0.02)  # the disturbed 4.0 is not in it
+    assert summary.iloc[0]["verdict"] == "tensorflow faster"
+
+
+def test_too_low_a_peak_yields_a_utilisation_flag_not_a_finding():
+    # 1 GFLOP per image at ~10 img/s against a "peak" of 5 GFLOP/s: 200% utilisation
+    procs = _procs("torch", [10.0, 10.1, 9.9], flops=1e9, peak=5e9)
+    configs, summary = _tables(procs + _procs("tensorflow", [13.0, 13.1, 12.9], flops=1e9, peak=5e9))
+    assert all("utilisation_over_peak" in f for f in configs["flags"])
+    text = " ".join(T.findings(configs, summary))
+    assert "utilisation" not in text.lower()
+    # the flag concerns the utilisation only: the timing itself passed its own checks
+    assert summary.iloc[0]["verdict"] == "tensorflow faster"
+
+
+def test_a_sweep_peak_higher_than_the_cached_one_is_used():
+    procs = _procs("torch", [10.0, 10.1, 9.9], flops=1e9, peak=5e9, sweep_id="s1")
+    sweep = {"sweep_id": "s1", "peaks": {"cpu|fp32|threads=2": {"start": {"flops_per_sec": 20e9},
+                                                               "end": {"flops_per_sec": 25e9}}}}
+    configs, _ = _tables(procs, [sweep])
+    assert configs["utilisation"].iloc[0] == pytest.approx(10 * 1e9 / 25e9, rel=0.02)
+    assert "utilisation_over_peak" not in configs["flags"].iloc[0]
+
+
+def test_a_jump_across_batch_sizes_is_flagged():
+    # batch 1 at 1 img/s (1 s per iteration), batch 2 at 7 img/s (0.29 s): a larger batch cannot be that fast
+    procs = [record(batch_size=1, repeat=i, ips=v, seed=i) for i, v in enumerate([1.0, 1.05, 0.98])]
+    procs += [record(batch_size=2, repeat=i, ips=v, seed=10 + i) for i, v in enumerate([7.0, 7.1, 6.9])]
+    configs, summary = _tables(procs)
+    assert all("batch_jump" in f for f in configs["flags"]) and not configs["sound"].any()
+
+
+def test_training_cheaper_than_inference_is_flagged():
+    procs = _procs("torch", [10.0, 10.1, 9.9]) + _procs("torch", [30.0, 30.1, 29.9], mode="training")
+    configs, _ = _tables(procs)
+    assert all("training_cheaper_than_inference" in f for f in configs["flags"])
+
+
+def test_a_jittery_repetition_is_flagged_as_cv_outlier():
+    procs = [record(repeat=i, ips=10.0, seed=i, jitter=j) for i, j in enumerate([0.01, 0.012, 0.011, 0.4])]
+    configs, _ = _tables(procs)
+    assert configs["clean_processes"].iloc[0] == 3
+
+
+def test_ratio_table_pairs_every_series():
+    configs, _ = _tables(_procs("torch", [10.0, 10.2, 9.9]) + _procs("tensorflow", [13.0, 13.1, 12.9]))
+    ratios = ratio_table(configs)
+    assert len(ratios) == 1 and ratios.iloc[0]["faster"] == "tensorflow" and ratios.iloc[0]["speedup"] > 1
+
+
+def test_version_1_records_still_load(tmp_path):
+    r = record()
+    for k in ("repeat", "attempt", "sweep", "interference", "flags"):
+        r.pop(k)
+    r["schema_version"] = 1
+    path = tmp_path / "old-host" / "records" / "old.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(r))
+    [loaded] = load_records(tmp_path)
+    assert loaded["repeat"] == 0 and loaded["flags"] == [] and loaded["interference"] is None
+
+
+def test_config_key_survives_an_added_field():
+    c = make_config(framework="torch", model="resnet50", batch_size=8)
+
+    @dataclasses.dataclass(frozen=True)
+    class Upgraded(RunConfig):
+        new_setting: str = "default"  # a field added in a later version, at its default
+
+    assert Upgraded(**{k: v for k, v in c.to_dict().items() if k != "extra"}).key == c.key
+    assert make_config(framework="torch", model="resnet50", batch_size=8, seed=1).key != c.key
+
+
+def _configs():
+    return [make_config(framework=fw, model="tiny_cnn", batch_size=b, image_size=32)
+            for b in (1, 2, 4, 8) for fw in ("torch", "tensorflow")]
+
+
+def test_interleaved_order_is_deterministic_per_seed_and_mixes_frameworks():
+    a, b = interleaved_order(_configs(), 3, seed=7), interleaved_order(_configs(), 3, seed=7)
+    assert [(t.config.key, t.repeat) for t in a] == [(t.config.key, t.repeat) for t in b]
+    assert [t.config.key for t in a] != [t.config.key for t in interleaved_order(_configs(), 3, seed=8)]
+    for r in range(3):  # every round holds every config once
+        assert sorted(t.config.key for t in a if t.round == r) == sorted(c.key for c in _configs())
+    switches = sum(x.config.framework != y.config.framework for x, y in zip(a, a[1:]))
+    assert switches > len(a) // 4  # frameworks interleave rather than run in blocks
+    done = {(a[0].config.key, 0)}
+    assert len(interleaved_order(_configs(), 3, seed=7, done=done)) == len(a) - 1  # resume per repetition
+
+
+def test_budget_drops_lowest_priority_groups_whole():
+    configs = _configs()
+    tasks = interleaved_order(configs, 2, seed=0)
+    kept, dropped, total = fit_budget(configs, tasks, lambda t: 10.0, budget_s=100)
+    assert total <= 100 and len(kept) == 8  # 4 tasks per group (2 frameworks x 2 repeats): two groups fit
+    assert {c.batch_size for c in dropped} == {4, 8}  # the last-listed batch sizes go first
+    assert len({comparison_group(c) for c in dropped}) == 2 and len(dropped) == 4  # whole groups
