@@ -9,7 +9,7 @@ import sys
 from .config import FIELDS, make_config
 from .errors import ConfigError
 
-EXIT_OK, EXIT_RUN_ERROR, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_RUN_ERROR, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 # CLI flag -> RunConfig field, with the argparse type (choices are validated by RunConfig itself,
 # so the CLI, notebooks and tests all get the same messages).
@@ -115,7 +115,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     if args.list:
         from .sweep import measure_peaks
 
-        p = plan(profile, Path(args.results_dir or _default_results()), args.force, args.repeats,
+        p = plan(profile, Path(args.results_dir), args.force, args.repeats,
                  measure_peaks(profile))
         for i, t in enumerate(p["tasks"]):
             print(f"{i:4d}  todo  round {t.round}  {t.config.label}")
@@ -141,17 +141,14 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _default_results() -> str:
-    from .paths import default_results_dir
-
-    return str(default_results_dir())
-
-
 def _cmd_report(args: argparse.Namespace) -> int:
     from .report.export import ExportError, build_report
+    from .store import record_files
 
+    if not record_files(args.results_dir):
+        raise ConfigError(f"no results in {args.results_dir}: run `make sweep` (or `python -m bench sweep`) first")
     try:
-        outputs = build_report(args.results_dir or _default_results(), args.out, pdf=not args.no_pdf)
+        outputs = build_report(args.results_dir, args.out, pdf=not args.no_pdf)
     except ExportError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_RUN_ERROR
@@ -168,41 +165,79 @@ def _cmd_fidelity(args: argparse.Namespace) -> int:
     if args.baseline_only:
         print(json.dumps({"images_per_sec": fidelity.baseline(config)}))
     else:
-        print(json.dumps(fidelity.compare(config, args.rounds, args.results_dir or _default_results())))
+        print(json.dumps(fidelity.compare(config, args.rounds, args.results_dir)))
     return EXIT_OK
+
+
+def _check_inputs(args: argparse.Namespace) -> None:
+    """Folders and the internal subcommands' values, checked before any work (ConfigError: exit 2)."""
+    from .manifest import host_name
+    from .paths import PROJECT_ROOT, checked_dir
+
+    host_name()  # BENCH_HOST must name one safe folder
+    if hasattr(args, "results_dir"):
+        args.results_dir = str(checked_dir(args.results_dir))
+    if getattr(args, "out", None) is not None or args.command == "report":
+        args.out = str(checked_dir(args.out, "output folder", PROJECT_ROOT / "report"))
+    if args.command in ("peak", "flops"):
+        from . import devices
+        from .config import PRECISIONS
+        from .models import get_model
+
+        if args.command == "peak":
+            try:
+                devices.normalise_device(args.device)
+            except ValueError:
+                raise ConfigError(f"invalid --device {args.device!r}; valid choices: cpu, cuda, cuda:N") from None
+            if args.precision not in PRECISIONS:
+                raise ConfigError(f"invalid --precision {args.precision!r}; valid choices: {', '.join(PRECISIONS)}")
+            if not 1 <= args.threads <= 1024:
+                raise ConfigError(f"invalid --threads {args.threads}; it must be an integer from 1 to 1024")
+        else:
+            spec = get_model(args.model)
+            if not spec.min_image_size <= args.image_size <= 4096:
+                raise ConfigError(f"invalid --image-size {args.image_size} for {args.model}; it must be from "
+                                  f"{spec.min_image_size} to 4096")
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    if args.command == "run":
+        return _cmd_run(args)
+    if args.command == "list":
+        return _cmd_list(args)
+    if args.command == "env":
+        from .manifest import collect_manifest
+
+        print(json.dumps(collect_manifest(), indent=1))
+        return EXIT_OK
+    if args.command == "peak":
+        from .peak import matmul_peak
+
+        print(json.dumps(matmul_peak(args.device, args.precision, args.threads)))
+        return EXIT_OK
+    if args.command == "sweep":
+        return _cmd_sweep(args)
+    if args.command == "report":
+        return _cmd_report(args)
+    if args.command == "fidelity":
+        return _cmd_fidelity(args)
+    if args.command == "flops":
+        from .flops import count_forward_flops
+
+        print(json.dumps(count_forward_flops(args.model, args.image_size)))
+        return EXIT_OK
+    return EXIT_BAD_INPUT
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        if args.command == "run":
-            return _cmd_run(args)
-        if args.command == "list":
-            return _cmd_list(args)
-        if args.command == "env":
-            from .manifest import collect_manifest
-
-            print(json.dumps(collect_manifest(), indent=1))
-            return EXIT_OK
-        if args.command == "peak":
-            from .peak import matmul_peak
-
-            print(json.dumps(matmul_peak(args.device, args.precision, args.threads)))
-            return EXIT_OK
-        if args.command == "sweep":
-            return _cmd_sweep(args)
-        if args.command == "report":
-            return _cmd_report(args)
-        if args.command == "fidelity":
-            return _cmd_fidelity(args)
-        if args.command == "flops":
-            from .flops import count_forward_flops
-            from .models import get_model
-
-            get_model(args.model)
-            print(json.dumps(count_forward_flops(args.model, args.image_size)))
-            return EXIT_OK
+        _check_inputs(args)
+        return _dispatch(args)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("interrupted: finished runs are kept and nothing is half-written; run the same command again "
+              "to resume", file=sys.stderr)
+        return EXIT_INTERRUPTED

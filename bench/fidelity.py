@@ -12,66 +12,11 @@ import subprocess
 import sys
 import time
 
-from .adapters.base import LEARNING_RATE, MOMENTUM
+from .adapters import ADAPTERS
 from .config import RunConfig
-from .models import get_model
+from .errors import ConfigError
 
 BASELINE_WARMUP, BASELINE_ITERATIONS = 5, 20
-
-
-def _torch_loop(c: RunConfig) -> list[float]:
-    import torch
-
-    from .models.torch_defs import build_torch_model
-
-    torch.set_num_threads(c.threads)
-    model = build_torch_model(c.model).to(memory_format=torch.channels_last).train(c.mode == "training")
-    x = torch.randn(c.batch_size, 3, c.image_size, c.image_size).contiguous(memory_format=torch.channels_last)
-    y = torch.randint(0, get_model(c.model).num_classes, (c.batch_size,))
-    opt = torch.optim.SGD(model.parameters(), lr=LEARNING_RATE, momentum=MOMENTUM)
-    loss_fn = torch.nn.CrossEntropyLoss()
-
-    def step():
-        if c.mode == "inference":
-            with torch.inference_mode():
-                model(x)
-        else:
-            opt.zero_grad(set_to_none=True)
-            loss_fn(model(x), y).backward()
-            opt.step()
-
-    return _loop(step)
-
-
-def _tf_loop(c: RunConfig) -> list[float]:
-    import os
-
-    os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-    import keras
-    import tensorflow as tf
-
-    from .models.keras_defs import build_keras_model
-
-    tf.config.threading.set_intra_op_parallelism_threads(c.threads)
-    tf.config.threading.set_inter_op_parallelism_threads(c.threads)
-    model = build_keras_model(c.model, c.image_size)
-    x = tf.random.normal((c.batch_size, c.image_size, c.image_size, 3))
-    y = tf.random.uniform((c.batch_size,), 0, get_model(c.model).num_classes, dtype=tf.int32)
-    opt = keras.optimizers.SGD(learning_rate=LEARNING_RATE, momentum=MOMENTUM)
-    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-
-    @tf.function
-    def infer(x):
-        return model(x, training=False)
-
-    @tf.function
-    def train(x, y):
-        with tf.GradientTape() as tape:
-            loss = loss_fn(y, model(x, training=True))
-        opt.apply(tape.gradient(loss, model.trainable_variables), model.trainable_variables)
-        return loss
-
-    return _loop(lambda: (infer(x) if c.mode == "inference" else train(x, y)).numpy())
 
 
 def _loop(step) -> list[float]:
@@ -86,9 +31,12 @@ def _loop(step) -> list[float]:
 
 
 def baseline(config: RunConfig) -> float:
-    """Median images/s of the hand-written loop (run in this process)."""
-    times = (_torch_loop if config.framework == "torch" else _tf_loop)(config)
-    return config.batch_size / statistics.median(times)
+    """Median images/s of the framework's own hand-written loop (run in this process)."""
+    step = ADAPTERS.get(config.framework).hand_loop(config)
+    if step is None:
+        raise ConfigError(f"framework {config.framework!r} has no hand-written loop to compare with; valid: "
+                          + ", ".join(n for n in ADAPTERS.names() if ADAPTERS.get(n).has_hand_loop))
+    return config.batch_size / statistics.median(_loop(step))
 
 
 def _bench(args: list[str]) -> str:
@@ -98,6 +46,11 @@ def _bench(args: list[str]) -> str:
 
 def compare(config: RunConfig, rounds: int, results_dir: str) -> dict:
     """Alternate baseline and harness processes for `rounds` rounds; ratio of the medians of each arm."""
+    if not ADAPTERS.get(config.framework).has_hand_loop:
+        raise ConfigError(f"framework {config.framework!r} has no hand-written loop to compare with; valid: "
+                          + ", ".join(n for n in ADAPTERS.names() if ADAPTERS.get(n).has_hand_loop))
+    if not 1 <= rounds <= 100:
+        raise ConfigError(f"invalid --rounds {rounds}; it must be an integer from 1 to 100")
     flags = ["--framework", config.framework, "--model", config.model, "--mode", config.mode,
              "--batch-size", str(config.batch_size), "--threads", str(config.threads)]
     base, harness = [], []

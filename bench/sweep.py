@@ -19,6 +19,7 @@ from pathlib import Path
 from .config import RunConfig
 from .errors import ConfigError
 from .interference import cv_outlier_reason
+from .kernels import kernel_environment
 from .manifest import host_name
 from .paths import PROJECT_ROOT, default_results_dir
 from .peak import measure_peak, peak_key
@@ -70,13 +71,6 @@ def run_notebook(config: RunConfig, results_dir: Path, task: Task, sweep: dict) 
                                parameters=notebook_parameters(config, results_dir, task, sweep),
                                kernel_name="python3", cwd=str(PROJECT_ROOT), progress_bar=False,
                                request_save_on_cell_execute=True)  # an interrupted run keeps its notebook
-
-
-def _kernel_env() -> None:
-    """Kernels inherit our environment: make `bench` importable and quiet TensorFlow's C++ logging."""
-    paths = [str(PROJECT_ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
 def _failure_reason(exc: BaseException) -> str:
@@ -188,8 +182,7 @@ def run_sweep(profile: Profile, results_dir: Path | str | None = None, force: bo
     from tqdm.auto import tqdm
 
     results_dir = Path(results_dir or default_results_dir()).resolve()
-    _kernel_env()
-    with results_lock(results_dir):
+    with kernel_environment(), results_lock(results_dir):
         t0 = time.perf_counter()
         peaks = measure_peaks(profile)
         p = plan(profile, results_dir, force, repeats, peaks)
@@ -225,6 +218,8 @@ def run_sweep(profile: Profile, results_dir: Path | str | None = None, force: bo
                 try:
                     run_notebook(config, results_dir, task, info)
                 except Exception as exc:  # a failing config is recorded and the sweep goes on
+                    if getattr(exc, "ename", None) == "KeyboardInterrupt":
+                        raise KeyboardInterrupt from None  # Ctrl-C reached the kernel first: stop, record nothing
                     latest = _latest(host_records(results_dir), config.key).get(task.repeat)
                     if latest is None or latest.get("attempt") != task.attempt or \
                             (latest.get("sweep") or {}).get("id") != result.sweep_id:

@@ -100,3 +100,12 @@ class Adapter(ABC):
     @abstractmethod
     def prepare(self, config: RunConfig) -> Workload:
         """Build model, data and step for `config`; raise UnsupportedError for what it cannot run."""
+
+    has_hand_loop: ClassVar[bool] = False
+
+    def hand_loop(self, config: RunConfig):
+        """A minimal hand-written step for the fidelity check (None: this framework has none).
+
+        Written the way the framework's own tutorials do it, without the harness's code, so that
+        harness vs hand loop measures what the harness adds."""
+        return None

@@ -175,6 +175,31 @@ class TorchAdapter(Adapter):
             "build_config": [ln.strip() for ln in config.splitlines() if any(k in ln for k in keep)],
         }
 
+    has_hand_loop = True
+
+    def hand_loop(self, c: RunConfig):
+        import torch
+
+        from ..models.torch_defs import build_torch_model
+
+        torch.set_num_threads(c.threads)
+        model = build_torch_model(c.model).to(memory_format=torch.channels_last).train(c.mode == "training")
+        x = torch.randn(c.batch_size, 3, c.image_size, c.image_size).contiguous(memory_format=torch.channels_last)
+        y = torch.randint(0, get_model(c.model).num_classes, (c.batch_size,))
+        opt = torch.optim.SGD(model.parameters(), lr=LEARNING_RATE, momentum=MOMENTUM)
+        loss_fn = torch.nn.CrossEntropyLoss()
+
+        def step():
+            if c.mode == "inference":
+                with torch.inference_mode():
+                    model(x)
+            else:
+                opt.zero_grad(set_to_none=True)
+                loss_fn(model(x), y).backward()
+                opt.step()
+
+        return step
+
     def prepare(self, config: RunConfig) -> Workload:
         self.check_available()
         check_precision(self.name, config.device, config.precision)

@@ -187,6 +187,38 @@ class TensorFlowAdapter(Adapter):
             "onednn": "on (x86 Linux default)" if onednn is None else f"TF_ENABLE_ONEDNN_OPTS={onednn}",
         }
 
+    has_hand_loop = True
+
+    def hand_loop(self, c: RunConfig):
+        import os
+
+        os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+        import keras
+        import tensorflow as tf
+
+        from ..models.keras_defs import build_keras_model
+
+        tf.config.threading.set_intra_op_parallelism_threads(c.threads)
+        tf.config.threading.set_inter_op_parallelism_threads(c.threads)
+        model = build_keras_model(c.model, c.image_size)
+        x = tf.random.normal((c.batch_size, c.image_size, c.image_size, 3))
+        y = tf.random.uniform((c.batch_size,), 0, get_model(c.model).num_classes, dtype=tf.int32)
+        opt = keras.optimizers.SGD(learning_rate=LEARNING_RATE, momentum=MOMENTUM)
+        loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+        @tf.function
+        def infer(x):
+            return model(x, training=False)
+
+        @tf.function
+        def train(x, y):
+            with tf.GradientTape() as tape:
+                loss = loss_fn(y, model(x, training=True))
+            opt.apply(tape.gradient(loss, model.trainable_variables), model.trainable_variables)
+            return loss
+
+        return lambda: (infer(x) if c.mode == "inference" else train(x, y)).numpy()
+
     def prepare(self, config: RunConfig) -> Workload:
         self.check_available()
         check_precision(self.name, config.device, config.precision)

@@ -43,13 +43,14 @@ def chromium(*args: str, timeout: int = 180) -> None:
 def execute_report(results_dir: Path, out_dir: Path) -> Path:
     import papermill
 
-    from ..sweep import _kernel_env
+    from ..kernels import kernel_environment
 
-    _kernel_env()
     executed = out_dir / "report.ipynb"
-    papermill.execute_notebook(str(REPORT_NOTEBOOK), str(executed), kernel_name="python3", cwd=str(PROJECT_ROOT),
-                               parameters={"results_dir": str(results_dir), "figures_dir": str(out_dir / "figures")},
-                               progress_bar=False)
+    with kernel_environment():
+        papermill.execute_notebook(str(REPORT_NOTEBOOK), str(executed), kernel_name="python3",
+                                   cwd=str(PROJECT_ROOT), progress_bar=False,
+                                   parameters={"results_dir": str(results_dir),
+                                               "figures_dir": str(out_dir / "figures")})
     return executed
 
 
