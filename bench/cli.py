@@ -96,10 +96,16 @@ def _cmd_list(args: argparse.Namespace) -> int:
             print(f"{name:14s} {cost}")
     else:
         from .adapters import ADAPTERS
+        from .frameworks import status_rows
 
         for name in ADAPTERS.names(args.pattern):
             a = ADAPTERS.get(name)
             print(f"{name:12s} engines: {', '.join(a.engines):22s} version: {a.version() or 'not installed'}")
+        print("\nsystems compared by the source studies and by users today:")
+        for row in status_rows():
+            why = f" - {row['reason']}" if row["reason"] else ""
+            succ = row["closest runnable successor"]
+            print(f"  {row['framework']:13s} {row['status']}{why}" + (f" (successor: {succ})" if succ != "-" else ""))
     return EXIT_OK
 
 

@@ -11,12 +11,14 @@ from bench.report.export import build_report, chromium
 
 from .conftest import TEST_HOST, bench_cli
 
-SECTIONS = ["Findings", "Per-hardware throughput", "Per-framework comparison across hardware", "Framework ratios",
+SECTIONS = ["Summary", "Findings", "Per-hardware throughput", "Per-framework comparison across hardware",
+            "Framework ratios",
             "Latency at batch size 1", "Peak memory", "Utilisation", "Phase breakdown",
-            "Published reference figures", "Methodology", "Environment", "Fairness and parity",
-            "Failed and skipped runs"]
+            "Measurement quality", "Flagged numbers", "Not run: over budget",
+            "Published reference figures", "Methodology", "Environment", "Frameworks: measured and not",
+            "Fairness and parity", "Failed and skipped runs", "Appendix: published figures"]
 # What the tiny profile can show (its tiny CNN has no published or 2019 figures to overlay).
-TINY_FIGURES = {"per_hardware", "per_framework", "latency_batch1", "memory", "utilisation", "phases"}
+TINY_FIGURES = {"per_hardware", "per_framework", "latency_batch1", "memory", "utilisation", "phases", "drift"}
 
 
 @pytest.fixture(scope="module")
@@ -65,10 +67,16 @@ def test_findings_are_computed_from_the_data(report):
     from bench.report import tables as T
 
     d = load(results)
-    lines = T.findings(d.runs, d.ratios)
-    assert any("tiny_cnn inference" in line and ("faster" in line or "within noise" in line) for line in lines)
-    assert any(line.startswith("8 runs succeeded") for line in lines)
-    assert set(d.ratios["verdict"]) <= {"within noise", "torch faster", "tensorflow faster"}
+    lines = T.findings(d.configs, d.summary)
+    assert any("tiny_cnn inference" in line and ("faster" in line or "within noise" in line
+                                                 or "not measured reliably" in line) for line in lines)
+    assert len(d.configs) == 8 and set(d.configs["processes"]) == {2}  # 2 fresh processes per config
+    verdicts = set(d.ratios["verdict"])
+    assert all(v in {"within noise", "torch faster", "tensorflow faster"} or v.startswith("not measured reliably")
+               for v in verdicts)
+    assert "Built " in T.header(d) and "tiny" in T.header(d)
+    method = T.methodology(d)
+    assert "order seed 0" in method and "2 repetitions per config" in method  # generated from what ran
 
 
 def test_results_from_another_host_appear_as_more_hardware(tiny_sweep, tmp_path):
@@ -79,8 +87,8 @@ def test_results_from_another_host_appear_as_more_hardware(tiny_sweep, tmp_path)
     for path in (merged / "other-machine" / "records").glob("*.json"):
         path.write_text(path.read_text().replace(f'"host": "{TEST_HOST}"', '"host": "other-machine"'))
     d = load(merged)
-    assert d.runs["platform"].nunique() == 2
-    assert len(F.per_hardware(d.runs)) == 2
+    assert d.configs["platform"].nunique() == 2
+    assert len(F.per_hardware(d.configs)) == 2
 
 
 def test_missing_chromium_keeps_html_and_exits_nonzero(tiny_sweep, tmp_path):

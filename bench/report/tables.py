@@ -301,3 +301,10 @@ precision, measured at the start and at the end of the sweep.
 **Memory.** CPU: the run process's peak resident set size. GPU: the framework allocator's peak.
 """
 
+
+
+def frameworks_table() -> pd.DataFrame:
+    """Every system the source studies compared (and today's choices): measured here, or why not."""
+    from ..frameworks import status_rows
+
+    return pd.DataFrame(status_rows())
