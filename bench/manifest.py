@@ -14,23 +14,62 @@ import psutil
 
 from . import devices
 from .adapters.base import dist_version
+from .errors import ConfigError
 from .paths import PROJECT_ROOT
 
-# Only variables with these prefixes (or these exact names) are ever recorded...
-ENV_PREFIXES = ("OMP_", "MKL_", "KMP_", "CUDA_", "NCCL_", "TF_", "XLA_", "JAX_", "ONEDNN_", "DNNL_",
-                "OPENBLAS_", "GOMP_", "PYTORCH_", "TORCH_", "TORCHINDUCTOR_", "MXNET_", "ORT_")
-ENV_NAMES = ("KERAS_BACKEND", "CUBLAS_WORKSPACE_CONFIG", "LD_PRELOAD")
-# ...and never one whose name suggests a credential, even under an allowed prefix.
-_SECRET = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION", re.IGNORECASE)
-LIBRARIES = ("torch", "torchvision", "tensorflow-cpu", "tensorflow", "keras", "jax", "jaxlib",
-             "onnxruntime", "numpy", "scipy", "pandas")
+# The exact environment variables a record keeps: those the frameworks and their runtimes document as
+# changing performance. Nothing else is ever recorded (a prefix or a deny-list let TF_CLI_CONFIG_FILE,
+# a Terraform setting, and names such as TF_PASSPHRASE through).
+RECORDED_ENV_VARS = (
+    # OpenMP / MKL / OpenBLAS thread pools and affinity
+    "OMP_NUM_THREADS", "OMP_PROC_BIND", "OMP_PLACES", "OMP_DYNAMIC", "OMP_WAIT_POLICY", "OMP_SCHEDULE",
+    "MKL_NUM_THREADS", "MKL_DYNAMIC", "MKL_ENABLE_INSTRUCTIONS", "MKL_CBWR", "KMP_AFFINITY", "KMP_BLOCKTIME",
+    "KMP_HW_SUBSET", "OPENBLAS_NUM_THREADS", "GOMP_CPU_AFFINITY",
+    # oneDNN
+    "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "ONEDNN_DEFAULT_FPMATH_MODE", "ONEDNN_VERBOSE",
+    # TensorFlow / Keras
+    "TF_ENABLE_ONEDNN_OPTS", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "TF_XLA_FLAGS",
+    "TF_CPP_MIN_LOG_LEVEL", "TF_GPU_ALLOCATOR", "TF_FORCE_GPU_ALLOW_GROWTH", "TF_DETERMINISTIC_OPS",
+    "TF_CUDNN_DETERMINISTIC", "TF_GPU_THREAD_MODE", "TF_USE_LEGACY_KERAS", "KERAS_BACKEND",
+    # XLA / JAX
+    "XLA_FLAGS", "XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_MEM_FRACTION", "XLA_PYTHON_CLIENT_ALLOCATOR",
+    "JAX_PLATFORMS", "JAX_ENABLE_X64", "JAX_DEFAULT_MATMUL_PRECISION",
+    # CUDA / NCCL / Gloo
+    "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_LAUNCH_BLOCKING", "CUDA_MODULE_LOADING",
+    "CUBLAS_WORKSPACE_CONFIG", "NCCL_DEBUG", "NCCL_SOCKET_IFNAME", "NCCL_IB_DISABLE", "NCCL_P2P_DISABLE",
+    "NCCL_ALGO", "NCCL_PROTO", "NCCL_BUFFSIZE", "NCCL_NTHREADS", "GLOO_SOCKET_IFNAME",
+    # PyTorch
+    "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_NO_CUDA_MEMORY_CACHING", "TORCHINDUCTOR_FREEZING",
+    "TORCHINDUCTOR_MAX_AUTOTUNE",
+    # MXNet
+    "MXNET_ENGINE_TYPE", "MXNET_CPU_WORKER_NTHREADS", "MXNET_SUBGRAPH_BACKEND",
+    # allocator preloads (jemalloc, tcmalloc) change allocation speed: kept as library names only
+    "LD_PRELOAD",
+)
+MAX_VALUE_CHARS = 512
+_PATH = re.compile(r"(?<![\w.-])/[^\s,;:=\"']+")
+_URL_WITH_USER = re.compile(r"[a-z][a-z0-9+.-]*://[^\s/@]+@", re.IGNORECASE)
 
+
+def _safe_value(name: str, value: str) -> str:
+    """No local path and no URL credentials in a recorded value (a report may be shared)."""
+    if name == "LD_PRELOAD":
+        return " ".join(os.path.basename(p) for p in re.split(r"[\s:]+", value) if p)
+    if _URL_WITH_USER.search(value):
+        return "<url with credentials removed>"
+    value = _PATH.sub("<path>", value)
+    return value if len(value) <= MAX_VALUE_CHARS else value[:MAX_VALUE_CHARS] + "<truncated>"
 
 
 def recorded_environment(environ=None) -> dict[str, str]:
+    """The allow-listed variables that are set, with paths and credentials masked."""
     env = os.environ if environ is None else environ
-    return {k: v for k, v in sorted(env.items())
-            if (k in ENV_NAMES or k.startswith(ENV_PREFIXES)) and not _SECRET.search(k)}
+    return {k: _safe_value(k, env[k]) for k in sorted(RECORDED_ENV_VARS) if k in env}
+
+
+LIBRARIES = ("torch", "torchvision", "tensorflow-cpu", "tensorflow", "keras", "jax", "jaxlib",
+             "onnxruntime", "numpy", "scipy", "pandas")
+
 
 
 @functools.lru_cache(maxsize=1)
@@ -42,6 +81,20 @@ def _cpuinfo() -> dict:
 
 def cpu_brand() -> str:
     return _cpuinfo().get("brand_raw") or platform.processor() or "unknown CPU"
+
+
+def _advertised_mhz() -> float | None:
+    """The CPU's nominal clock: py-cpuinfo's advertised figure, else /proc/cpuinfo's current one."""
+    hz = _cpuinfo().get("hz_advertised")
+    if hz and hz[0]:
+        return round(hz[0] / 1e6, 1)
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("cpu MHz"):
+                return round(float(line.split(":")[1]), 1)
+    except (OSError, ValueError):
+        pass
+    return None
 
 
 def cpu_flags() -> list[str]:
@@ -61,15 +114,20 @@ def _git() -> dict:
 
 
 def host_name() -> str:
-    """Folder-safe host name; BENCH_HOST overrides it (e.g. to label a machine in merged results)."""
-    name = os.environ.get("BENCH_HOST") or socket.gethostname() or "unknown-host"
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+    """One safe folder name for this host; BENCH_HOST overrides it (e.g. to label a machine in merged results)."""
+    explicit = os.environ.get("BENCH_HOST")
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", explicit or socket.gethostname() or "unknown-host")
+    if name in (".", "..") or not 1 <= len(name) <= 64:
+        raise ConfigError(f"invalid {'BENCH_HOST' if explicit else 'host name'} {name[:80]!r}: a host name must be "
+                          "1-64 characters of letters, digits, '_', '-', '.', and not '.' or '..'")
+    return name
 
 
 @functools.lru_cache(maxsize=1)
 def _static_manifest() -> dict:
     flags = cpu_flags()
-    interesting = sorted(f for f in flags if re.match(r"(avx|fma|amx|sse4|f16c|vnni)", f))
+    interesting = sorted(f for f in flags if re.match(r"(avx|fma|amx|sse4|f16c|vnni|hypervisor)", f))
+    physical, logical = psutil.cpu_count(logical=False), psutil.cpu_count(logical=True)
     mem = psutil.virtual_memory()
     return {
         "python": sys.version.split()[0],
@@ -78,8 +136,12 @@ def _static_manifest() -> dict:
             "model": cpu_brand(),
             "arch": _cpuinfo().get("arch"),
             "flags": interesting,
-            "physical_cores": psutil.cpu_count(logical=False),
-            "logical_cpus": psutil.cpu_count(logical=True),
+            "physical_cores": physical,
+            "logical_cpus": logical,
+            "mhz_advertised": _advertised_mhz(),
+            "smt": bool(physical and logical and logical > physical),
+            "threads_per_core": logical // physical if physical and logical else None,
+            "virtual_machine": ("hypervisor" in flags) if flags else None,
             "affinity_cpus": len(os.sched_getaffinity(0)),
         },
         "memory_bytes": mem.total,

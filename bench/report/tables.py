@@ -99,15 +99,25 @@ def ratios_for_display(ratios: pd.DataFrame) -> pd.DataFrame:
         "verdict": ratios["verdict"]})
 
 
-def flagged_table(configs: pd.DataFrame) -> pd.DataFrame:
-    """Every config a guard flagged, with the reasons (its number is shown, never used for a finding)."""
-    if configs.empty:
-        return configs
-    f = configs[configs["flags"] != ""]
-    return pd.DataFrame({"platform": f["platform"], "config": f["series"] + " " + f["model"] + " " + f["mode"] +
-                         " bs" + f["batch_size"].astype(str), "processes (clean)":
-                         f["processes"].astype(str) + " (" + f["clean_processes"].astype(str) + ")",
-                         "flags": f["flag_reasons"]}).reset_index(drop=True)
+def flagged_table(configs: pd.DataFrame, processes: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Every flag: configs a guard flagged (shown, never a finding) and single process runs left out of
+    their config's number (disturbed, or far jitterier than their repetitions)."""
+    rows = []
+    if configs is not None and not configs.empty:
+        for _, f in configs[configs["flags"] != ""].iterrows():
+            rows.append({"platform": f["platform"], "what": f"config: {_config_name(f)}",
+                         "processes (clean)": f"{f['processes']} ({f['clean_processes']})",
+                         "flags": f["flag_reasons"]})
+    if processes is not None and not processes.empty:
+        for _, p in processes[~processes["clean"]].iterrows():
+            reasons = "; ".join(f"{x['name']}: {x['reason']}" for x in p["process_flags"])
+            rows.append({"platform": p["platform"], "what": f"process run {p['repeat']} of {_config_name(p)} "
+                         "(left out of the config's number)", "processes (clean)": "", "flags": reasons})
+    return pd.DataFrame(rows)
+
+
+def _config_name(r) -> str:
+    return f"{r['series']} {r['model']} {r['mode']} bs{r['batch_size']}"
 
 
 def over_budget_table(sweeps: list[dict], runs: pd.DataFrame) -> pd.DataFrame:
