@@ -63,7 +63,13 @@ _PRINT_CSS = """<style>
 .jp-RenderedHTMLCommon table { font-size: 9px; table-layout: auto; }
 .jp-RenderedHTMLCommon td, .jp-RenderedHTMLCommon th { white-space: normal; word-break: break-word; }
 img { max-width: 100%; height: auto; }
-@media print { .jp-OutputArea-output img { break-inside: avoid; } h2 { break-after: avoid; } }
+/* Keep a section's heading and text with the figure or table that follows across page breaks. */
+@media print {
+  h1, h2, h3 { break-after: avoid; page-break-after: avoid; }
+  .jp-MarkdownCell { break-after: avoid; page-break-after: avoid; }
+  .jp-Cell:has(h2) { break-after: avoid; page-break-after: avoid; }
+  img, tr { break-inside: avoid; page-break-inside: avoid; }
+}
 </style>
 """
 
