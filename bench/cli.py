@@ -57,6 +57,10 @@ def _parser() -> argparse.ArgumentParser:
     fid.add_argument("--rounds", type=int, default=2)
     fid.add_argument("--results-dir", default=None)
     fid.add_argument("--baseline-only", action="store_true", help="run only the hand-written loop, here")
+    cmp = sub.add_parser("compare", help="two result folders side by side: B/A per config with a verdict")
+    cmp.add_argument("a", help="results folder A (the baseline)")
+    cmp.add_argument("b", help="results folder B")
+    cmp.add_argument("--csv", default=None, help="also write the table to this CSV file")
     flops = sub.add_parser("flops", help="count a model's forward FLOPs per image (prints JSON)")
     flops.add_argument("--model", required=True)
     flops.add_argument("--image-size", type=int, required=True)
@@ -175,14 +179,35 @@ def _cmd_fidelity(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from collections import Counter
+
+    from .compare import compare_results, for_display
+
+    table = compare_results(args.a, args.b)
+    if args.csv:
+        table.to_csv(args.csv, index=False)
+    print(for_display(table).to_string(index=False))
+    counts = Counter("B faster" if v.startswith("B faster") else "B slower" if v.startswith("B slower")
+                     else "not measured reliably" if v.startswith("not measured") else v for v in table["verdict"])
+    print("; ".join(f"{n} {v}" for v, n in counts.most_common()))
+    return EXIT_OK
+
+
 def _check_inputs(args: argparse.Namespace) -> None:
     """Folders and the internal subcommands' values, checked before any work (ConfigError: exit 2)."""
+    from pathlib import Path
+
     from .manifest import host_name
     from .paths import PROJECT_ROOT, checked_dir
 
     host_name()  # BENCH_HOST must name one safe folder
     if hasattr(args, "results_dir"):
         args.results_dir = str(checked_dir(args.results_dir))
+    if getattr(args, "csv", None) is not None:
+        if Path(args.csv).is_dir():
+            raise ConfigError(f"--csv {args.csv!r} is a folder; give a file name")
+        checked_dir(Path(args.csv).parent, "folder of --csv")
     if getattr(args, "out", None) is not None or args.command == "report":
         args.out = str(checked_dir(args.out, "output folder", PROJECT_ROOT / "report"))
     if args.command in ("peak", "flops"):
@@ -227,6 +252,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _cmd_report(args)
     if args.command == "fidelity":
         return _cmd_fidelity(args)
+    if args.command == "compare":
+        return _cmd_compare(args)
     if args.command == "flops":
         from .flops import count_forward_flops
 

@@ -159,7 +159,7 @@ def _cross_run_flags(configs: pd.DataFrame) -> None:
                 configs.at[k, "flag_list"] = configs.at[k, "flag_list"] + [flag("training_cheaper_than_inference", why)]
 
 
-def _unsound_reason(r) -> str:
+def unsound_reason(r) -> str:
     return _join(f"{f['name']}: {f['reason']}" for f in r["flag_list"]
                  if FLAG_SCOPE.get(f["name"], "throughput") == "throughput")
 
@@ -175,7 +175,7 @@ def compare_pair(a, b) -> dict:
         lo, hi = (None, None) if lo is None else (1 / hi, 1 / lo)
     out.update(faster=faster["series"], slower=slower["series"], speedup=ratio, speedup_ci_low=lo,
                speedup_ci_high=hi)
-    bad = [f"{x['series']}: {_unsound_reason(x)}" for x in (a, b) if not x["sound"]]
+    bad = [f"{x['series']}: {unsound_reason(x)}" for x in (a, b) if not x["sound"]]
     if bad:
         out["verdict"] = "not measured reliably (" + "; ".join(bad) + ")"
     elif r["within_noise"] is None:
