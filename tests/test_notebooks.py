@@ -20,6 +20,8 @@ def test_every_notebook_runs_under_nbval(tiny_sweep, tmp_path):
     for name in AGGREGATES:
         papermill.execute_notebook(str(ROOT / "notebooks" / f"{name}.ipynb"), str(tmp_path / f"{name}.ipynb"),
                                    parameters={"results_dir": str(results)}, prepare_only=True)
+    papermill.execute_notebook(str(ROOT / "notebooks" / "compare.ipynb"), str(tmp_path / "compare.ipynb"),
+                               parameters={"a": str(results), "b": str(results)}, prepare_only=True)
     proc = subprocess.run([sys.executable, "-m", "pytest", "--nbval-lax", "-q", "-p", "no:cacheprovider",
                            *sorted(str(p) for p in tmp_path.glob("*.ipynb"))],
                           cwd=tmp_path, capture_output=True, text=True, timeout=900)
