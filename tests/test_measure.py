@@ -35,3 +35,9 @@ def test_adaptive_warmup_cap():
     growing = itertools.count(1.0, 1.0)
     s = measure(lambda: next(growing), _cfg(warmup=4, iterations=10, time_budget_s=0, ci_target=10))
     assert len(s.warmup_s) == 4 and s.warmup_stop == "warm-up cap"
+
+
+def test_adaptive_warms_up_at_least_twice_even_past_the_budget():
+    clock = itertools.count(0.0, 100.0)  # every clock read is 100 s later: the budget is gone at once
+    s = measure(lambda: 1.0, _cfg(time_budget_s=10.0, iterations=3), clock=lambda: next(clock))
+    assert len(s.warmup_s) >= 2 and len(s.timed_s) == 3

@@ -37,6 +37,10 @@ def test_tiny_run_writes_valid_ok_record(tiny_records, fw, mode):
     assert s["images_per_sec_ci_low"] <= s["images_per_sec_median"] <= s["images_per_sec_ci_high"]
     assert r["manifest"]["framework"]["version"]
     assert r["peak"]["flops_per_sec"] > 0 and 0 < r["utilisation"] < 1
+    assert r["schema_version"] == 2 and (r["repeat"], r["attempt"], r["sweep"]) == (0, 0, None)
+    i = r["interference"]
+    assert {"other_cpu_share", "steal_share", "loadavg_1m_start", "own_cpu_s", "judged", "iteration_cv"} <= set(i)
+    assert isinstance(r["flags"], list) and "cv" in r["summary"]
     f = r["fairness"]
     assert f["threads_match"] is True and f["threads_effective"] == r["config"]["threads"]
     expected_phases = {"forward"} if mode == "inference" else {"forward", "backward", "update"}
