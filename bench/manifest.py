@@ -9,6 +9,7 @@ import re
 import socket
 import subprocess
 import sys
+from collections.abc import Mapping
 
 import psutil
 
@@ -40,28 +41,34 @@ RECORDED_ENV_VARS = (
     "NCCL_ALGO", "NCCL_PROTO", "NCCL_BUFFSIZE", "NCCL_NTHREADS", "GLOO_SOCKET_IFNAME",
     # PyTorch
     "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_NO_CUDA_MEMORY_CACHING", "TORCHINDUCTOR_FREEZING",
-    "TORCHINDUCTOR_MAX_AUTOTUNE",
-    # MXNet
+    "TORCHINDUCTOR_MAX_AUTOTUNE", "TORCH_CUDNN_V8_API_DISABLED",
+    # MXNet (ONNX Runtime and OpenVINO are tuned through session options, not documented env vars)
     "MXNET_ENGINE_TYPE", "MXNET_CPU_WORKER_NTHREADS", "MXNET_SUBGRAPH_BACKEND",
     # allocator preloads (jemalloc, tcmalloc) change allocation speed: kept as library names only
     "LD_PRELOAD",
 )
 MAX_VALUE_CHARS = 512
-_PATH = re.compile(r"(?<![\w.-])/[^\s,;:=\"']+")
+# Absolute paths inside a value (e.g. XLA_FLAGS=--xla_dump_to=/home/user/x) name local users and folders.
+# A quoted path may hold spaces, so it is masked whole; the lookbehinds keep "a/b" and "x:/y" intact.
+_PATH = re.compile(r"""(["'])(?:/|~/|[A-Za-z]:[\\/])[^"']*\1"""
+                   r"""|(?<![\w.-])(?:/|~/)[^\s,;:=\"']+"""
+                   r"""|(?<![\w])[A-Za-z]:[\\/][^\s,;\"']*""")
 _URL_WITH_USER = re.compile(r"[a-z][a-z0-9+.-]*://[^\s/@]+@", re.IGNORECASE)
 
 
 def _safe_value(name: str, value: str) -> str:
     """No local path and no URL credentials in a recorded value (a report may be shared)."""
-    if name == "LD_PRELOAD":
-        return " ".join(os.path.basename(p) for p in re.split(r"[\s:]+", value) if p)
     if _URL_WITH_USER.search(value):
         return "<url with credentials removed>"
-    value = _PATH.sub("<path>", value)
+    if name == "LD_PRELOAD":
+        # Which allocator is preloaded matters, where it lives does not.
+        value = " ".join(os.path.basename(p) for p in re.split(r"[\s:]+", value) if p)
+    else:
+        value = _PATH.sub("<path>", value)
     return value if len(value) <= MAX_VALUE_CHARS else value[:MAX_VALUE_CHARS] + "<truncated>"
 
 
-def recorded_environment(environ=None) -> dict[str, str]:
+def recorded_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The allow-listed variables that are set, with paths and credentials masked."""
     env = os.environ if environ is None else environ
     return {k: _safe_value(k, env[k]) for k in sorted(RECORDED_ENV_VARS) if k in env}
@@ -83,18 +90,27 @@ def cpu_brand() -> str:
     return _cpuinfo().get("brand_raw") or platform.processor() or "unknown CPU"
 
 
+_UNIT_MHZ = {"hz": 1e-6, "khz": 1e-3, "mhz": 1.0, "ghz": 1e3}
+
+
 def _advertised_mhz() -> float | None:
     """The CPU's nominal clock: py-cpuinfo's advertised figure, else /proc/cpuinfo's current one."""
-    hz = _cpuinfo().get("hz_advertised")
+    info = _cpuinfo()
+    friendly = re.fullmatch(r"\s*([\d.]+)\s*([kmg]?hz)\s*", str(info.get("hz_advertised_friendly") or ""), re.I)
+    if friendly:
+        mhz = float(friendly[1]) * _UNIT_MHZ[friendly[2].lower()]
+        if mhz > 0:
+            return round(mhz, 1)
+    hz = info.get("hz_advertised")
     if hz and hz[0]:
         return round(hz[0] / 1e6, 1)
     try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("cpu MHz"):
-                return round(float(line.split(":")[1]), 1)
-    except (OSError, ValueError):
-        pass
-    return None
+        with open("/proc/cpuinfo") as f:
+            # The first CPU's line: a VM or a governor may report different clocks per CPU.
+            line = next((ln for ln in f if ln.startswith("cpu MHz")), None)
+        return round(float(line.split(":")[1]), 1) if line else None
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def cpu_flags() -> list[str]:
