@@ -33,7 +33,7 @@ def test_adaptive_stops_at_time_budget_when_noise_never_settles():
 
 def test_adaptive_warmup_cap():
     growing = itertools.count(1.0, 1.0)
-    s = measure(lambda: next(growing), _cfg(warmup=4, iterations=10, time_budget_s=0, ci_target=10))
+    s = measure(lambda: next(growing), _cfg(warmup=4, iterations=10, time_budget_s=0, ci_target=1.0))
     assert len(s.warmup_s) == 4 and s.warmup_stop == "warm-up cap"
 
 
