@@ -58,17 +58,24 @@ _REMOTE = re.compile(r"<script[^>]*\bsrc=\"https?://[^\"]*\"[^>]*>\s*</script>|<
                      re.IGNORECASE)
 
 
-# Narrow enough for A4/Letter: small table text that wraps, figures scaled to the page, no split cells.
+# Narrow enough for A4/Letter: small table text that wraps, figures scaled to the page. In print, a
+# section's heading cell stays with the figure or table cell after it: Chromium's print-to-PDF honours
+# break-after/break-before: avoid between the sibling cell divs of nbconvert's 'lab' template, and the
+# legacy page-break-* names cover older builds. Not every markdown cell avoids a break after it: when
+# all the break points on a page are 'avoid' (a run of text cells), Chromium breaks at the last one,
+# which is just before the figure. Tables keep their index column: report tables are written
+# without one, and hiding tbody th would also hide real row labels.
 _PRINT_CSS = """<style>
-.jp-RenderedHTMLCommon table { font-size: 9px; table-layout: auto; }
+.jp-RenderedHTMLCommon table { font-size: 9px; table-layout: auto; max-width: 100%; }
 .jp-RenderedHTMLCommon td, .jp-RenderedHTMLCommon th { white-space: normal; word-break: break-word; }
 img { max-width: 100%; height: auto; }
-/* Keep a section's heading and text with the figure or table that follows across page breaks. */
 @media print {
-  h1, h2, h3 { break-after: avoid; page-break-after: avoid; }
-  .jp-MarkdownCell { break-after: avoid; page-break-after: avoid; }
-  .jp-Cell:has(h2) { break-after: avoid; page-break-after: avoid; }
-  img, tr { break-inside: avoid; page-break-inside: avoid; }
+  h1, h2, h3, h4 { break-after: avoid; page-break-after: avoid; }
+  .jp-Cell:has(h2), .jp-Cell:has(h3), .jp-MarkdownCell:has(+ .jp-CodeCell) {
+    break-after: avoid; page-break-after: avoid; }
+  .jp-Cell:has(h2) + .jp-Cell, .jp-MarkdownCell + .jp-CodeCell { break-before: avoid; page-break-before: avoid; }
+  .jp-MarkdownCell, img, table, tr, .jp-OutputArea-output { break-inside: avoid; page-break-inside: avoid; }
+  thead { display: table-header-group; }
 }
 </style>
 """

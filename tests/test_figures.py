@@ -1,0 +1,262 @@
+"""Figure conventions: one colour per framework, flagged numbers visible, legends off the data, no paths."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+from matplotlib.colors import to_hex  # noqa: E402
+from matplotlib.container import BarContainer  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.patches import Rectangle  # noqa: E402
+from matplotlib.text import Text  # noqa: E402
+
+from bench.report import figures as F  # noqa: E402
+
+PLATFORM = "Test CPU /home/someone/results/host1 [test-host]"
+
+
+def configs() -> pd.DataFrame:
+    """2 frameworks x 2 batch sizes (+ batch 1), one model and mode; tensorflow at batch 32 is flagged."""
+    rows = []
+    for series, framework, scale in (("torch", "torch", 1.0), ("tensorflow", "tensorflow", 0.8)):
+        for bs in (1, 8, 32):
+            ips = scale * 10 * bs ** 0.5
+            flags = "disturbed, batch_jump" if (framework, bs) == ("tensorflow", 32) else ""
+            rows.append({"platform": PLATFORM, "model": "resnet50", "mode": "inference", "precision": "fp32",
+                         "batch_size": bs, "series": series, "framework": framework, "status": "ok",
+                         "images_per_sec_median": ips, "images_per_sec_ci_low": 0.9 * ips,
+                         "images_per_sec_ci_high": 1.1 * ips, "latency_ms_p50": 1e3 * bs / ips,
+                         "latency_ms_p90": 1.2e3 * bs / ips, "latency_ms_p99": 1.5e3 * bs / ips,
+                         "peak_memory_bytes": 2.0**28 * bs, "utilisation": 0.01 * bs,
+                         "phase_forward_ms": 2.0 * bs, "phase_h2d_ms": 0.5 * bs, "phase_backward_ms": np.nan,
+                         "flags": flags, "sound": not flags})
+    return pd.DataFrame(rows)
+
+
+PUBLISHED = pd.DataFrame([
+    {"model": "resnet50", "mode": "training", "framework": "tensorflow", "hardware": "Tesla V100 16GB",
+     "accelerators": "8", "precision": "fp16", "batch_per_device": "256", "images_per_sec": 6000.0, "source": "a"},
+    {"model": "resnet50", "mode": "training", "framework": "tensorflow", "hardware": "Tesla V100 16GB",
+     "accelerators": "8", "precision": "fp16", "batch_per_device": "128", "images_per_sec": 5500.0, "source": "b"},
+    {"model": "resnet50", "mode": "training", "framework": "pytorch", "hardware": "Tesla V100 16GB",
+     "accelerators": "1", "precision": "fp16", "batch_per_device": "256", "images_per_sec": 900.0, "source": "c"},
+    {"model": "resnet50", "mode": "training", "framework": "tensorflow", "hardware": "Tesla V100 16GB",
+     "accelerators": "1", "precision": "fp16", "batch_per_device": "256", "images_per_sec": 1000.0, "source": "d"},
+    {"model": "resnet50", "mode": "inference", "framework": "tensorflow", "hardware": "Tesla V100 16GB",
+     "accelerators": "1", "precision": "fp32", "batch_per_device": "64", "images_per_sec": 1200.0, "source": "e"},
+    {"model": "resnet50", "mode": "inference", "framework": "tensorflow", "hardware": "Tesla V100 16GB",
+     "accelerators": "1", "precision": "fp16", "batch_per_device": "64", "images_per_sec": 2400.0, "source": "f"},
+])
+
+SEED = pd.DataFrame([{"hardware": "Tesla P100", "framework": fw, "model": "resnet50", "mode": "inference",
+                      "batch_size": bs, "images_per_sec": ips}
+                     for fw, ips in (("tensorflow", 100.0), ("pytorch", 120.0), ("caffe2", 90.0)) for bs in (8, 32)])
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+def _figs(result) -> list:
+    return [f for f in (result if isinstance(result, list) else [result]) if f is not None]
+
+
+def _all_figures(df: pd.DataFrame) -> dict[str, list]:
+    return {"per_hardware": F.per_hardware(df), "per_framework": F.per_framework(df, common_batch=32),
+            "latency": _figs(F.latency_batch1(df)), "memory": F.memory_vs_batch(df),
+            "utilisation": _figs(F.utilisation(df)), "phases": _figs(F.phase_breakdown(df)),
+            "published": _figs(F.published_overlay(df, PUBLISHED)), "then_and_now": _figs(F.then_and_now(df, SEED))}
+
+
+def _texts(fig) -> list[str]:
+    fig.canvas.draw()  # tick labels exist only once drawn
+    return [t.get_text() for t in fig.findobj(Text) if t.get_text()]
+
+
+def _colour_by_label(fig) -> dict[str, set[str]]:
+    """Legend label -> the colours of the artists drawn under it (lines and bars) on every axes."""
+    out: dict[str, set[str]] = {}
+    for ax in fig.axes:
+        for artist in ax.lines:
+            out.setdefault(artist.get_label(), set()).add(to_hex(artist.get_color()))
+        for label, bar in _bars(ax):
+            out.setdefault(label, set()).add(to_hex(bar.get_facecolor()))
+    return out
+
+
+def _bars(ax) -> list[tuple[str, Rectangle]]:
+    """(legend label, bar) for every bar: ax.bar labels the container, not its patches."""
+    return [(c.get_label(), bar) for c in ax.containers if isinstance(c, BarContainer) for bar in c.patches]
+
+
+def test_every_artist_of_a_framework_has_its_colour_in_every_figure():
+    df = configs()
+    figs = _all_figures(df)
+    assert all(figs.values()), [k for k, v in figs.items() if not v]
+    expected = {"torch": F.FRAMEWORK_COLOURS["torch"], "tensorflow": F.FRAMEWORK_COLOURS["tensorflow"]}
+    for name in ("per_hardware", "latency", "memory", "utilisation"):
+        for fig in figs[name]:
+            seen = _colour_by_label(fig)
+            for series, colour in expected.items():
+                assert seen.get(series) == {colour}, (name, series, seen.get(series))
+    for fig in figs["then_and_now"]:
+        seen = _colour_by_label(fig)
+        for label, colours in seen.items():
+            for fw in ("torch", "tensorflow", "caffe2"):
+                if f": {fw}," in label:
+                    assert colours == {F.FRAMEWORK_COLOURS[fw]}, (label, colours)
+        assert any("2019 published: torch" in lab for lab in seen)  # 'pytorch' is torch's colour and name
+        dashed = {lab for ax in fig.axes for lab in [ln.get_label() for ln in ax.lines if ln.get_linestyle() == "--"]}
+        assert dashed and all(lab.startswith("2019 published") for lab in dashed)
+    fig = figs["published"][0]
+    bars = [p for ax in fig.axes for p in ax.patches if isinstance(p, Rectangle)]
+    assert {to_hex(p.get_edgecolor()) for p in bars} <= {F.FRAMEWORK_COLOURS["torch"],
+                                                         F.FRAMEWORK_COLOURS["tensorflow"]}
+
+
+def test_framework_variants_share_the_colour_and_differ_in_style():
+    styles = [F.series_style(s, "torch") for s in ("torch", "torch bf16", "torch/compile", "torch/compile bf16")]
+    assert {s["color"] for s in styles} == {F.FRAMEWORK_COLOURS["torch"]}
+    assert len({(s["ls"], s["marker"]) for s in styles}) == 4
+    assert len({s["hatch"] for s in styles}) == 4 and styles[0]["hatch"] is None
+    # tensorflow's eager engine is named only when it is not the default (graph), so it is a variant too.
+    assert F.series_style("tensorflow/eager", "tensorflow")["ls"] != F.series_style("tensorflow", "tensorflow")["ls"]
+    assert F.series_style("mystery", "mystery")["color"] == F.FALLBACK_COLOUR
+    assert F.series_style("x", "pytorch")["color"] == F.FRAMEWORK_COLOURS["torch"]
+    assert F.series_style("caffe2")["color"] == F.FRAMEWORK_COLOURS["caffe2"]
+    assert F.series_style("tensorflow bf16", "tensorflow") == F.series_style("tensorflow bf16", "tensorflow")
+    framework_colours = [c for k, c in F.FRAMEWORK_COLOURS.items() if k != "other"]
+    assert len(set(framework_colours)) == len(framework_colours)
+
+
+def test_phase_colours_share_nothing_with_frameworks():
+    assert set(F.PHASE_ORDER) <= set(F.PHASE_COLOURS)
+    framework = {to_hex(c) for c in F.FRAMEWORK_COLOURS.values()}
+    assert not framework & {to_hex(c) for c in F.PHASE_COLOURS.values()}
+    fig = F.phase_breakdown(configs())
+    drawn = {to_hex(p.get_facecolor()) for ax in fig.axes for p in ax.patches}
+    assert drawn and not drawn & framework
+
+
+def test_flagged_points_are_hollow_with_a_note():
+    for fig in F.per_hardware(configs()) + F.memory_vs_batch(configs()):
+        hollow = [ln for ax in fig.axes for ln in ax.lines
+                  if ln.get_markerfacecolor() == "none" and len(ln.get_xdata())]
+        assert len(hollow) == 1 and list(hollow[0].get_xdata()) == [32]
+        assert to_hex(hollow[0].get_markeredgecolor()) == F.FRAMEWORK_COLOURS["tensorflow"]
+        # Only the flagged point is hollow: the tensorflow line marks its clean points filled.
+        tf = next(ln for ax in fig.axes for ln in ax.lines if ln.get_label() == "tensorflow")
+        assert list(tf.get_markevery()) == [True, True, False]
+        assert F.FLAGGED_NOTE in _texts(fig)
+    clean = configs().assign(flags="", sound=True)
+    for fig in F.per_hardware(clean):
+        assert F.FLAGGED_NOTE not in _texts(fig)
+        assert not [ln for ax in fig.axes for ln in ax.lines if ln.get_markerfacecolor() == "none"]
+
+
+def test_flagged_bars_are_hatched_and_marked():
+    df = configs()
+    df.loc[(df["framework"] == "torch") & (df["batch_size"] == 1), "flags"] = "cv_outlier"
+    fig = F.latency_batch1(df)
+    bars = {label: p for ax in fig.axes for label, p in _bars(ax)}
+    assert F.FLAGGED_HATCH in (bars["torch"].get_hatch() or "")
+    assert not bars["tensorflow"].get_hatch()
+    assert "!" in _texts(fig) and F.FLAGGED_BAR_NOTE in _texts(fig)
+
+
+def test_per_framework_bars_in_the_framework_colour_hatched_for_best_batch():
+    figs = F.per_framework(configs(), common_batch=32)
+    assert len(figs) == 2
+    for fig in figs:
+        fw = "torch" if fig._suptitle.get_text().startswith("torch") else "tensorflow"
+        bars = [lp for ax in fig.axes for lp in _bars(ax)]
+        assert {to_hex(p.get_facecolor()) for _, p in bars} == {F.FRAMEWORK_COLOURS[fw]}
+        common = [p for label, p in bars if label == "batch 32"]
+        best = [p for label, p in bars if label.startswith("best batch")]
+        assert common and best and all(F.BEST_BATCH_HATCH in p.get_hatch() for p in best)
+        texts = _texts(fig)
+        if fw == "tensorflow":
+            # Its batch-32 number is flagged: hatched with '!', and the best batch is the clean batch 8.
+            assert F.FLAGGED_HATCH in common[0].get_hatch() and "!" in texts
+            assert "bs=8" in texts
+        else:
+            assert common[0].get_hatch() is None and "bs=32" in texts
+
+
+def test_latency_axis_is_log():
+    fig = F.latency_batch1(configs())
+    assert all(ax.get_yscale() == "log" for ax in fig.axes)
+
+
+def test_legends_sit_outside_the_axes_and_are_deduplicated():
+    for fig in F.per_hardware(configs()) + F.per_framework(configs()) + _figs(F.latency_batch1(configs())):
+        assert not [ax for ax in fig.axes if ax.get_legend()]
+        assert len(fig.legends) == 1
+        labels = [t.get_text() for t in fig.legends[0].get_texts()]
+        assert len(labels) == len(set(labels))
+        # Swatches show the series' own style, not a flagged bar's cross-hatch.
+        for text, handle in zip(fig.legends[0].get_texts(), fig.legends[0].legend_handles):
+            if isinstance(handle, Rectangle):
+                assert F.FLAGGED_HATCH not in (handle.get_hatch() or ""), text.get_text()
+        fig.canvas.draw()
+        legend_box = fig.legends[0].get_window_extent()
+        for ax in fig.axes:
+            assert not legend_box.overlaps(ax.get_window_extent())
+
+
+def test_published_condensed_keeps_the_fastest_row_per_device():
+    out = F.published_condensed(PUBLISHED)
+    keys = ["model", "mode", "hardware", "accelerators", "precision"]
+    assert not out.duplicated(keys).any()
+    assert len(out) == len(PUBLISHED.drop_duplicates(keys))
+    expected = PUBLISHED.groupby(keys)["images_per_sec"].max()
+    assert out.set_index(keys)["images_per_sec"].sort_index().equals(expected.sort_index())
+    assert set(out["source"]) == {"a", "d", "e", "f"}  # b: slower on the same 8 GPUs; c: torch slower than d
+    assert F.published_condensed(PUBLISHED.iloc[:0]).empty
+
+
+def test_published_labels_carry_gpu_count_precision_and_batch():
+    fig = F.published_overlay(configs(), PUBLISHED)
+    texts = _texts(fig)
+    assert any(t.startswith("published: tensorflow") and "1x Tesla V100" in t and "fp16" in t and "bs64" in t
+               for t in texts)
+    df = configs().assign(model="resnet50", mode="training")
+    texts = _texts(F.published_overlay(df, PUBLISHED))
+    assert any("8x Tesla V100 16GB, fp16, bs256" in t for t in texts)
+    assert not any("bs128" in t for t in texts)  # the slower 8-GPU row is condensed away
+
+
+def test_no_paths_in_figure_text():
+    for figs in _all_figures(configs()).values():
+        for fig in figs:
+            for text in _texts(fig):
+                assert "/home" not in text and "someone" not in text, text
+    assert F._plain("torch/compile on /opt/x/y [h]") == "torch/compile on [h]"
+    assert F._plain(r"see C:\Users\me\r.json and ~/r") == "see and"
+
+
+def test_empty_input_gives_nothing():
+    empty = configs().iloc[:0]
+    assert F.per_hardware(empty) == []
+    assert F.per_framework(empty) == []
+    assert F.memory_vs_batch(empty) == []
+    assert F.latency_batch1(empty) is None
+    assert F.utilisation(empty) is None
+    assert F.phase_breakdown(empty) is None
+    assert F.published_overlay(empty, PUBLISHED) is None
+    assert F.then_and_now(empty, SEED) is None
+    failed = configs().assign(status="failed")
+    assert F.per_hardware(failed) == [] and F.latency_batch1(failed) is None
+
+
+def test_legend_handles_use_the_series_style():
+    fig = F.per_hardware(configs())[0]
+    handles = {t.get_text(): h for t, h in zip(fig.legends[0].get_texts(), fig.legends[0].legend_handles)}
+    assert isinstance(handles["torch"], Line2D)
+    assert to_hex(handles["torch"].get_color()) == F.FRAMEWORK_COLOURS["torch"]
