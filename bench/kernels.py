@@ -2,14 +2,18 @@
 
 Kernels inherit our environment: `bench` must be importable and TensorFlow's C++ logging quiet. Each
 kernel's connection file holds its HMAC key, so they live in a private folder that is removed when
-the sweep ends, and a folder left by a killed sweep is removed by the next one.
+the sweep ends, and a folder left by a killed sweep is removed by the next one. The folder also holds a
+private `python3` kernelspec (found first through JUPYTER_PATH) that starts the kernel through
+bench/kernel_launcher.py, so a kernel's own log goes to `log_path` instead of the user's terminal.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -30,21 +34,37 @@ def _remove_stale() -> None:
             shutil.rmtree(folder, ignore_errors=True)
 
 
+def _private_kernelspec(folder: str) -> None:
+    spec = Path(folder) / "kernels" / "python3"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "bench.kernel_launcher", "-f", "{connection_file}"],
+        "display_name": "Python 3 (bench)", "language": "python"}))
+
+
 @contextlib.contextmanager
-def kernel_environment():
-    """Set PYTHONPATH, quiet TensorFlow and a private JUPYTER_RUNTIME_DIR for kernels; clean up after."""
+def kernel_environment(log_path: Path | str | None = None):
+    """Set PYTHONPATH, quiet TensorFlow, a private runtime folder and kernelspec for kernels whose own
+    log goes to `log_path` (default: discarded with the folder); clean up after."""
     paths = [str(PROJECT_ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     _remove_stale()
     runtime = tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-")  # mode 0700
-    previous = os.environ.get("JUPYTER_RUNTIME_DIR")
-    os.environ["JUPYTER_RUNTIME_DIR"] = runtime
+    _private_kernelspec(runtime)
+    if log_path is not None:
+        Path(log_path).parent.mkdir(parents=True, exist_ok=True)
+    settings = {"JUPYTER_RUNTIME_DIR": runtime,
+                "JUPYTER_PATH": os.pathsep.join(filter(None, [runtime, os.environ.get("JUPYTER_PATH")])),
+                "BENCH_KERNEL_LOG": str(log_path) if log_path is not None else os.path.join(runtime, "kernel.log")}
+    previous = {k: os.environ.get(k) for k in settings}
+    os.environ.update(settings)
     try:
         yield runtime
     finally:
         shutil.rmtree(runtime, ignore_errors=True)
-        if previous is None:
-            os.environ.pop("JUPYTER_RUNTIME_DIR", None)
-        else:
-            os.environ["JUPYTER_RUNTIME_DIR"] = previous
+        for k, v in previous.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v

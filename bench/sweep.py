@@ -182,7 +182,7 @@ def run_sweep(profile: Profile, results_dir: Path | str | None = None, force: bo
     from tqdm.auto import tqdm
 
     results_dir = Path(results_dir or default_results_dir()).resolve()
-    with kernel_environment(), results_lock(results_dir):
+    with kernel_environment(host_dir(results_dir) / NOTEBOOKS / "kernels.log"), results_lock(results_dir):
         t0 = time.perf_counter()
         peaks = measure_peaks(profile)
         p = plan(profile, results_dir, force, repeats, peaks)

@@ -46,7 +46,7 @@ def execute_report(results_dir: Path, out_dir: Path) -> Path:
     from ..kernels import kernel_environment
 
     executed = out_dir / "report.ipynb"
-    with kernel_environment():
+    with kernel_environment(out_dir / "kernels.log"):
         papermill.execute_notebook(str(REPORT_NOTEBOOK), str(executed), kernel_name="python3",
                                    cwd=str(PROJECT_ROOT), progress_bar=False,
                                    parameters={"results_dir": str(results_dir),
