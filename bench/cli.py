@@ -180,17 +180,15 @@ def _cmd_fidelity(args: argparse.Namespace) -> int:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from collections import Counter
-
-    from .compare import compare_results, for_display
+    from .compare import compare_results, to_text, verdict_counts
 
     table = compare_results(args.a, args.b)
     if args.csv:
         table.to_csv(args.csv, index=False)
-    print(for_display(table).to_string(index=False))
-    counts = Counter("B faster" if v.startswith("B faster") else "B slower" if v.startswith("B slower")
-                     else "not measured reliably" if v.startswith("not measured") else v for v in table["verdict"])
-    print("; ".join(f"{n} {v}" for v, n in counts.most_common()))
+    print(to_text(table))
+    print(verdict_counts(table))
+    if args.csv:
+        print(f"wrote {args.csv}")
     return EXIT_OK
 
 

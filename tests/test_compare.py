@@ -1,25 +1,34 @@
-"""`bench compare A B` on synthetic result sets with known answers."""
+"""`bench compare A B` on synthetic result sets with known answers (no framework runs)."""
 
 import re
 
+import matplotlib.pyplot as plt
 import papermill
 import pytest
 
-from bench.compare import compare_results, plot_comparison
+from bench import make_config
+from bench.compare import COLUMNS, compare_results, plot_comparison
+from bench.errors import ConfigError
 
 from .conftest import ROOT, bench_cli
 from .synthetic import record, write
 
-DISTURBED = {"name": "disturbed", "reason": "other processes used 40% of the CPUs during the timed loop"}
+DISTURBED = {"name": "disturbed", "reason": "other processes used 40% of the CPUs"}
+A_IPS = [10.0, 10.2, 9.9]
 
 
-def _side(folder, configs):
+def _side(folder, configs, host="test-host", threads=None):
+    """Write (model, per-process medians, how many of them flagged disturbed) configs under `folder`."""
     records = []
-    for (model, values, flagged) in configs:
+    for model, values, flagged in configs:
         for i, v in enumerate(values):
-            r = record(model=model, repeat=i, ips=v, seed=i)
-            if i < flagged:
-                r["flags"] = [DISTURBED]
+            r = record(model=model, repeat=i, ips=v, seed=i, host=host)
+            r["interference"] = None
+            r["flags"] = [DISTURBED] if i < flagged else []
+            if threads is not None:  # another machine: its default thread count, so another config key
+                config = make_config(**{**{k: v for k, v in r["config"].items() if k != "extra"},
+                                        "threads": threads})
+                r.update(config=config.to_dict(), config_key=config.key)
             records.append(r)
     return write(records, folder)
 
@@ -27,31 +36,76 @@ def _side(folder, configs):
 @pytest.fixture(scope="module")
 def sets(tmp_path_factory):
     root = tmp_path_factory.mktemp("cmp")
-    a = _side(root / "a", [("resnet50", [10.0, 10.2, 9.9], 0), ("resnet18", [10.0, 10.2, 9.9], 0),
-                           ("vgg16", [10.0, 10.2, 9.9], 0), ("alexnet", [10.0, 10.2, 9.9], 0),
-                           ("googlenet", [20.0, 20.4, 19.8], 0)])
+    a = _side(root / "a", [("resnet50", A_IPS, 0), ("resnet18", A_IPS, 0), ("vgg16", A_IPS, 0),
+                           ("alexnet", A_IPS, 0), ("googlenet", [20.0, 20.4, 19.8], 0)])
     b = _side(root / "b", [("resnet50", [13.0, 13.1, 12.9], 0), ("resnet18", [10.1, 9.8, 10.0], 0),
-                           ("vgg16", [13.0, 13.1, 12.9], 2), ("googlenet", [10.0, 10.1, 9.9], 0)])
+                           ("vgg16", [13.0, 13.1, 12.9], 2), ("googlenet", [10.0, 10.1, 9.9], 0),
+                           ("mobilenet_v2", A_IPS, 0)])
     return a, b
 
 
 def test_known_verdicts(sets):
-    t = compare_results(*sets).set_index("model")
+    table = compare_results(*sets)
+    assert list(table.columns) == COLUMNS
+    t = table.set_index("model")
     assert t.loc["resnet50", "verdict"] == "B faster (1.30x)"
+    assert t.loc["resnet50", "ci_low"] < 1.3 < t.loc["resnet50", "ci_high"]
+    assert t.loc["resnet50", "processes_a"] == 3 and t.loc["resnet50", "processes_b"] == 3
     assert t.loc["resnet18", "verdict"] == "within noise"
     assert t.loc["vgg16", "verdict"].startswith("not measured reliably (B: disturbed")
-    assert t.loc["alexnet", "verdict"] == "only in A"
-    assert re.fullmatch(r"B slower \((1\.9\d|2\.0\d)x\)", t.loc["googlenet", "verdict"])  # a factor >= 1, never 0.5x
-    assert t.loc["resnet50", "ci_low"] < 1.3 < t.loc["resnet50", "ci_high"]
-    assert plot_comparison(compare_results(*sets)) is not None
+    assert "40% of the CPUs" in t.loc["vgg16", "verdict"]
+    assert t.loc["alexnet", "verdict"] == "only in A" and t.loc["alexnet", "platform_b"] == ""
+    assert t.loc["mobilenet_v2", "verdict"] == "only in B" and t.loc["mobilenet_v2", "processes_a"] == 0
+    # B is half as fast: said as a factor >= 1, never "0.5x"
+    assert re.fullmatch(r"B slower \((1\.9\d|2\.0\d)x\)", t.loc["googlenet", "verdict"])
+    assert (t["note"] == "").all()  # same machine, same keys: nothing to explain
+
+
+def test_other_machine_and_several_platforms(sets, tmp_path):
+    # B: another machine with another default thread count (keys differ), and the same config on two hosts.
+    b = _side(tmp_path / "b", [("resnet50", [13.0, 13.1, 12.9], 0)], threads=97)
+    _side(b, [("resnet50", [20.0, 20.2, 19.9], 0)], host="other-host", threads=97)
+    t = compare_results(sets[0], b)
+    pairs = t[t["model"] == "resnet50"]
+    assert len(pairs) == 2 and set(pairs["platform_b"].str.extract(r"\[(.*)\]")[0]) == {"test-host", "other-host"}
+    assert sorted(pairs["verdict"]) == ["B faster (1.30x)", "B faster (2.00x)"]
+    for note in pairs["note"]:
+        assert "threads" in note and "vs 97" in note and "B has it on 2 platforms" in note
+    assert (t[t["model"] != "resnet50"]["verdict"] == "only in A").all()
+
+
+def test_missing_or_empty_folders_are_config_errors(sets, tmp_path):
+    with pytest.raises(ConfigError, match="nope"):
+        compare_results(sets[0], tmp_path / "nope")
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ConfigError, match="not a folder"):
+        compare_results(tmp_path / "file", sets[1])
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ConfigError, match="no results in .*empty.*: run a sweep first"):
+        compare_results(sets[0], tmp_path / "empty")
+
+
+def test_plot(sets):
+    table = compare_results(*sets)
+    fig = plot_comparison(table)
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log"
+    # one point per compared pair (not for configs on one side only), labelled model mode bs series
+    assert [t.get_text() for t in ax.get_yticklabels()][0] == "googlenet inference bs=8 torch"
+    assert len(ax.get_yticklabels()) == table["ratio_b_over_a"].notna().sum()
+    plt.close(fig)
+    assert plot_comparison(table.iloc[0:0]) is None
 
 
 def test_cli_prints_the_table_and_refuses_a_missing_folder(sets, tmp_path):
     proc = bench_cli("compare", str(sets[0]), str(sets[1]), "--csv", str(tmp_path / "c.csv"))
     assert proc.returncode == 0, proc.stderr
     assert "B faster (1.30x)" in proc.stdout and "within noise" in proc.stdout and (tmp_path / "c.csv").exists()
+    assert "1 B faster; " in proc.stdout or "; 1 B faster" in proc.stdout
+    assert "1 only in A" in proc.stdout and "1 only in B" in proc.stdout
     missing = bench_cli("compare", str(sets[0]), str(tmp_path / "nope"))
     assert missing.returncode == 2 and "nope" in missing.stderr and "Traceback" not in missing.stderr
+    assert len(missing.stderr.strip().splitlines()) == 1
     empty = tmp_path / "empty"
     empty.mkdir()
     none = bench_cli("compare", str(empty), str(sets[1]))
@@ -63,4 +117,5 @@ def test_the_notebook_runs_under_papermill(sets, tmp_path, monkeypatch):
     out = tmp_path / "compare.ipynb"
     papermill.execute_notebook(str(ROOT / "notebooks" / "compare.ipynb"), str(out), kernel_name="python3",
                                parameters={"a": str(sets[0]), "b": str(sets[1])}, cwd=str(ROOT), progress_bar=False)
-    assert "B faster (1.30x)" in out.read_text()
+    text = out.read_text()
+    assert "B faster (1.30x)" in text and "image/png" in text
