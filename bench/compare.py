@@ -17,7 +17,7 @@ import pandas as pd
 
 from .errors import ConfigError
 from .report.data import config_tables
-from .report.soundness import unsound_reason
+from .report.soundness import UNRELIABLE, no_winner
 from .stats import process_ratio
 from .store import load_records, record_files
 from .sweeps import load_sweeps
@@ -29,7 +29,6 @@ MEASURED = ["series", "model", "mode", "precision", "batch_size", "image_size", 
 # Settings that may differ between matched configs; named in `note` so a reader sees what else changed.
 SETTINGS = ["device", "threads", "protocol", "warmup", "iterations", "time_budget_s", "ci_target", "seed",
             "phase_iterations"]
-UNRELIABLE = "not measured reliably"
 
 
 def _configs(folder: str | Path, side: str) -> pd.DataFrame:
@@ -51,13 +50,9 @@ def _configs(folder: str | Path, side: str) -> pd.DataFrame:
 
 def verdict(a, b, ratio: dict) -> str:
     """The reader's answer for one pair: reliability first, then the factor (always >= 1)."""
-    bad = [f"{side}: {unsound_reason(r)}" for side, r in (("A", a), ("B", b)) if not r["sound"]]
-    if bad:
-        return f"{UNRELIABLE} (" + " / ".join(bad) + ")"
-    if ratio["ci_low"] is None:
-        return f"{UNRELIABLE} (fewer than two processes)"
-    if ratio["within_noise"]:
-        return "within noise"
+    unclear = no_winner(a, b, ratio, ("A", "B"), " / ")
+    if unclear:
+        return unclear
     r = ratio["ratio"]
     return f"B faster ({r:.2f}x)" if r > 1 else f"B slower ({1 / r:.2f}x)"
 

@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import psutil
 
@@ -58,3 +59,18 @@ def device_label(device: str) -> str:
     from .manifest import cpu_brand
 
     return cpu_brand()
+
+
+def current_cpu_mhz() -> float | None:
+    """The current clock of CPU 0 where the kernel exposes it (cpufreq, else /proc/cpuinfo; often neither in a VM)."""
+    try:
+        return int(Path("/sys/devices/system/cpu/cpu0/cpufreq/scaling_cur_freq").read_text()) / 1000
+    except (OSError, ValueError):
+        pass
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("cpu MHz"):  # the first CPU's line
+                return float(line.split(":")[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None

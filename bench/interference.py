@@ -12,6 +12,8 @@ import resource
 import time
 from pathlib import Path
 
+from .devices import current_cpu_mhz
+
 # A run is `disturbed` when, over its timed loop, other processes used more than this share of the
 # machine's CPU capacity (cores x wall time). A quiet 2-core VM measured 0.3-2% here (the sweep's own
 # papermill parent and the kernel's heartbeat threads); a single busy loop takes about 50%.
@@ -48,29 +50,13 @@ def _own_cpu_s() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def _cpu_mhz() -> float | None:
-    """Current clock of CPU 0 where the kernel exposes it (often not in VMs)."""
-    for path in ("/sys/devices/system/cpu/cpu0/cpufreq/scaling_cur_freq",):
-        try:
-            return int(Path(path).read_text()) / 1000
-        except (OSError, ValueError):
-            pass
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("cpu MHz"):
-                return float(line.split(":")[1])
-    except (OSError, ValueError):
-        pass
-    return None
-
-
 class InterferenceMonitor:
     """Context manager around a timed loop; `result()` says what else the machine was doing."""
 
     def __enter__(self) -> InterferenceMonitor:
         self._cpus = os.cpu_count() or 1
         self._load0 = os.getloadavg()[0]
-        self._mhz0 = _cpu_mhz()
+        self._mhz0 = current_cpu_mhz()
         self._own0 = _own_cpu_s()
         self._sys0 = _cpu_ticks()
         self._t0 = time.perf_counter()
@@ -81,7 +67,7 @@ class InterferenceMonitor:
         self._sys1 = _cpu_ticks()
         self._own1 = _own_cpu_s()
         self._load1 = os.getloadavg()[0]
-        self._mhz1 = _cpu_mhz()
+        self._mhz1 = current_cpu_mhz()
 
     def result(self) -> dict:
         out = {"wall_s": self._wall, "cpus": self._cpus, "own_cpu_s": self._own1 - self._own0,

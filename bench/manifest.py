@@ -94,7 +94,7 @@ _UNIT_MHZ = {"hz": 1e-6, "khz": 1e-3, "mhz": 1.0, "ghz": 1e3}
 
 
 def _advertised_mhz() -> float | None:
-    """The CPU's nominal clock: py-cpuinfo's advertised figure, else /proc/cpuinfo's current one."""
+    """The CPU's nominal clock: py-cpuinfo's advertised figure, else the current one."""
     info = _cpuinfo()
     friendly = re.fullmatch(r"\s*([\d.]+)\s*([kmg]?hz)\s*", str(info.get("hz_advertised_friendly") or ""), re.I)
     if friendly:
@@ -104,13 +104,8 @@ def _advertised_mhz() -> float | None:
     hz = info.get("hz_advertised")
     if hz and hz[0]:
         return round(hz[0] / 1e6, 1)
-    try:
-        with open("/proc/cpuinfo") as f:
-            # The first CPU's line: a VM or a governor may report different clocks per CPU.
-            line = next((ln for ln in f if ln.startswith("cpu MHz")), None)
-        return round(float(line.split(":")[1]), 1) if line else None
-    except (OSError, ValueError, IndexError):
-        return None
+    now = devices.current_cpu_mhz()
+    return round(now, 1) if now else None
 
 
 def cpu_flags() -> list[str]:

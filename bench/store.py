@@ -87,12 +87,14 @@ def load_records(results_dir: Path | str, latest: bool = True) -> list[dict]:
     return records
 
 
-def host_records(results_dir: Path | str, host: str | None = None, quarantine: bool = True) -> list[dict]:
-    """This host's valid records (every attempt). Unreadable files are moved to records/quarantine/
-    with a warning, so a resume never counts a truncated or foreign file as a finished run."""
+def host_records(results_dir: Path | str, host: str | None = None, quarantine: bool = True,
+                 config_key: str | None = None) -> list[dict]:
+    """This host's valid records (every attempt), or only one config's (its key ends the file name).
+    Unreadable files are moved to records/quarantine/ with a warning, so a resume never counts a
+    truncated or foreign file as a finished run."""
     folder = host_dir(results_dir, host) / RECORDS
     out = []
-    for path in sorted(folder.glob("[!.]*.json")):
+    for path in sorted(folder.glob(f"[!.]*_{config_key}.json" if config_key else "[!.]*.json")):
         try:
             out.append(read_record(path))
         except (OSError, ValueError) as exc:

@@ -220,7 +220,7 @@ def run_sweep(profile: Profile, results_dir: Path | str | None = None, force: bo
                 except Exception as exc:  # a failing config is recorded and the sweep goes on
                     if getattr(exc, "ename", None) == "KeyboardInterrupt":
                         raise KeyboardInterrupt from None  # Ctrl-C reached the kernel first: stop, record nothing
-                    latest = _latest(host_records(results_dir), config.key).get(task.repeat)
+                    latest = _latest(host_records(results_dir, config_key=config.key), config.key).get(task.repeat)
                     if latest is None or latest.get("attempt") != task.attempt or \
                             (latest.get("sweep") or {}).get("id") != result.sweep_id:
                         write_record(failure_record(config, _failure_reason(exc), repr(exc), task.repeat,
@@ -229,7 +229,7 @@ def run_sweep(profile: Profile, results_dir: Path | str | None = None, force: bo
                 result.ran.append(f"{config.label} r{task.repeat}")
                 index += 1
                 bar.update(1)
-                runs = _latest(host_records(results_dir), config.key)
+                runs = _latest(host_records(results_dir, config_key=config.key), config.key)
                 record = runs.get(task.repeat)
                 if record is None:
                     continue

@@ -164,6 +164,23 @@ def unsound_reason(r) -> str:
                  if FLAG_SCOPE.get(f["name"], "throughput") == "throughput")
 
 
+UNRELIABLE = "not measured reliably"
+
+
+def no_winner(a, b, ratio: dict, names: tuple[str, str] | None = None, sep: str = "; ") -> str | None:
+    """The verdict when no winner may be stated (a side unsound, no interval, or within noise); None
+    when the interval names one. `names` label the sides in the reasons (default: their series)."""
+    names = names or (a["series"], b["series"])
+    bad = [f"{n}: {unsound_reason(x)}" for n, x in zip(names, (a, b)) if not x["sound"]]
+    if bad:
+        return f"{UNRELIABLE} (" + sep.join(bad) + ")"
+    if ratio["ci_low"] is None:
+        return f"{UNRELIABLE} (fewer than two processes)"
+    if ratio["within_noise"]:
+        return "within noise"
+    return None
+
+
 def compare_pair(a, b) -> dict:
     """Verdict on two configs' rows: which is faster, by how much (always >= 1x), with the CI."""
     r = process_ratio(a["process_ips"], b["process_ips"])
@@ -175,15 +192,7 @@ def compare_pair(a, b) -> dict:
         lo, hi = (None, None) if lo is None else (1 / hi, 1 / lo)
     out.update(faster=faster["series"], slower=slower["series"], speedup=ratio, speedup_ci_low=lo,
                speedup_ci_high=hi)
-    bad = [f"{x['series']}: {unsound_reason(x)}" for x in (a, b) if not x["sound"]]
-    if bad:
-        out["verdict"] = "not measured reliably (" + "; ".join(bad) + ")"
-    elif r["within_noise"] is None:
-        out["verdict"] = "not measured reliably (fewer than two processes)"
-    elif r["within_noise"]:
-        out["verdict"] = "within noise"
-    else:
-        out["verdict"] = f"{faster['series']} faster"
+    out["verdict"] = no_winner(a, b, r) or f"{faster['series']} faster"
     out["winner"] = out["verdict"].endswith(" faster")
     return out
 
