@@ -23,6 +23,10 @@ FLAG_SCOPE = {
     "too_few_processes": "throughput",
     "utilisation_over_peak": "utilisation",
     "phase_sum_mismatch": "phases",
+    # distributed runs (bench/distributed/record.py)
+    "no_emulated_link": "throughput",
+    "ranks_disagree": "throughput",
+    "weights_unchanged": "throughput",
 }
 
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 
 from .config import FIELDS, make_config
 from .errors import ConfigError
+from .paths import default_results_dir
 
 EXIT_OK, EXIT_RUN_ERROR, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -18,6 +20,9 @@ _RUN_FLAGS = {
     "batch_size": int, "image_size": int, "threads": int, "protocol": str, "warmup": int,
     "iterations": int, "time_budget_s": float, "ci_target": float, "data": str, "seed": int,
     "phase_iterations": int,
+    # distributed data-parallel training (bench/distributed/)
+    "strategy": str, "workers": int, "nodes": int, "link_gbit": float, "link_delay_ms": float,
+    "bucket_mb": float, "scaling": str,
 }
 assert set(_RUN_FLAGS) <= set(FIELDS)
 
@@ -31,6 +36,10 @@ def _parser() -> argparse.ArgumentParser:
                          required=name in ("framework", "model"))
     run.add_argument("--results-dir", default=None, help="default: results/ in the project (BENCH_RESULTS)")
     run.add_argument("--json", action="store_true", help="print the whole record")
+    real = run.add_argument_group("real cluster (PyTorch): run this machine's ranks; node 0 writes the record")
+    real.add_argument("--master-addr", default=None, help="node 0's address, reachable from every machine")
+    real.add_argument("--master-port", type=int, default=29500)
+    real.add_argument("--node-rank", type=int, default=None, help="this machine's index, 0..nodes-1")
     ls = sub.add_parser("list", help="list models or frameworks")
     ls.add_argument("what", choices=["models", "frameworks"])
     ls.add_argument("pattern", nargs="?", default="*")
@@ -67,11 +76,41 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _cluster(args: argparse.Namespace, config) -> dict | None:
+    """The real-cluster rendezvous from --master-addr/--node-rank, checked before any work."""
+    if args.master_addr is None and args.node_rank is None:
+        return None
+    if not config.distributed or config.framework != "torch":
+        raise ConfigError("--master-addr/--node-rank start this machine's ranks of a PyTorch distributed run: "
+                          "give --framework torch and --strategy (independent, allreduce, allreduce_nosync, ps_sync)")
+    if args.master_addr is None or args.node_rank is None or not 0 <= args.node_rank < config.nodes:
+        raise ConfigError(f"a real cluster needs --master-addr and --node-rank in 0..{config.nodes - 1} "
+                          f"(--nodes {config.nodes} machines); got {args.master_addr!r}, {args.node_rank!r}")
+    if config.link_gbit or config.link_delay_ms:
+        raise ConfigError("--link-gbit/--link-delay-ms shape emulated links; a real cluster's network is what it is: "
+                          "leave them out with --master-addr")
+    if not 0 < args.master_port < 65536:
+        raise ConfigError(f"invalid --master-port {args.master_port}; it must be 1..65535")
+    return {"master_addr": args.master_addr, "master_port": args.master_port, "node_rank": args.node_rank}
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     from .runner import run
 
     config = make_config(**{k: getattr(args, k) for k in _RUN_FLAGS})
-    record, path = run(config, args.results_dir)
+    cluster = _cluster(args, config)
+    if cluster:
+        from .distributed.run import execute
+        from .store import write_record
+
+        config = dataclasses.replace(config, extra={**config.extra, "real_cluster": True})
+        record = execute(config, args.results_dir, cluster=cluster)
+        if record["status"] == "skipped":
+            print(record["reason"])
+            return EXIT_OK
+        path = write_record(record, args.results_dir or default_results_dir())
+    else:
+        record, path = run(config, args.results_dir)
     if args.json:
         print(json.dumps(record, indent=1))
     s = record["summary"]
@@ -105,6 +144,9 @@ def _cmd_list(args: argparse.Namespace) -> int:
         for name in ADAPTERS.names(args.pattern):
             a = ADAPTERS.get(name)
             print(f"{name:12s} engines: {', '.join(a.engines):22s} version: {a.version() or 'not installed'}")
+            if a.distributed_strategies:
+                strategies = ", ".join(a.distributed_strategies)
+                print(f"{'':12s} distributed: {strategies} (started by {a.distributed_launch})")
         print("\nsystems compared by the source studies and by users today:")
         for row in status_rows():
             why = f" - {row['reason']}" if row["reason"] else ""
@@ -224,9 +266,9 @@ def _check_inputs(args: argparse.Namespace) -> None:
                 raise ConfigError(f"invalid --threads {args.threads}; it must be an integer from 1 to 1024")
         else:
             spec = get_model(args.model)
-            if not spec.min_image_size <= args.image_size <= 4096:
+            if not spec.min_image_size <= args.image_size <= spec.max_image_size:
                 raise ConfigError(f"invalid --image-size {args.image_size} for {args.model}; it must be from "
-                                  f"{spec.min_image_size} to 4096")
+                                  f"{spec.min_image_size} to {spec.max_image_size}")
 
 
 def _dispatch(args: argparse.Namespace) -> int:

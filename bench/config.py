@@ -16,6 +16,10 @@ MODES = ("inference", "training")
 PRECISIONS = ("fp32", "bf16", "fp16")
 PROTOCOLS = ("adaptive", "seed")
 DATA_PLACEMENTS = ("device", "host")
+# Distributed data-parallel training (bench/distributed/): "none" is a single process. Which
+# strategies a framework implements is declared by its adapter (`distributed_strategies`).
+STRATEGIES = ("none", "independent", "allreduce", "allreduce_nosync", "ps_sync", "ps_async")
+SCALINGS = ("weak", "strong")  # weak: batch_size per worker (as SINGA); strong: batch_size is global
 
 # Per-protocol defaults. seed = the 2019 study exactly; adaptive = steady-state + CI target.
 PROTOCOL_DEFAULTS = {
@@ -66,6 +70,14 @@ class RunConfig:
     data: str = "device"
     seed: int = 0
     phase_iterations: int = 5  # instrumented pass after the timed loop; 0 skips it
+    # Distributed data-parallel training (defaults = one process; keys of older records unchanged)
+    strategy: str = "none"
+    workers: int = 1
+    nodes: int = 1  # > 1: emulated nodes (network namespaces joined by a veth link) on this machine
+    link_gbit: float = 0.0  # shape the emulated link to this rate (0 = unshaped)
+    link_delay_ms: float = 0.0  # one-way delay added on the emulated link
+    bucket_mb: float = 25.0  # DDP gradient bucket size (allreduce)
+    scaling: str = "weak"
     extra: dict = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:
@@ -97,10 +109,12 @@ class RunConfig:
         _positive("seed", self.seed, allow_zero=True, upper=2**31 - 1)
         image_size = spec.default_image_size if self.image_size is None else self.image_size
         _positive("image_size", image_size)
-        if image_size < spec.min_image_size:
-            raise ConfigError(f"image_size {image_size} is too small for {self.model}; "
-                              f"the smallest it accepts is {spec.min_image_size}")
-        threads = devices.default_threads() if self.threads is None else self.threads
+        if not spec.min_image_size <= image_size <= spec.max_image_size:
+            raise ConfigError(f"image_size {image_size} does not suit {self.model}; "
+                              f"it accepts {spec.min_image_size} to {spec.max_image_size}")
+        self._check_distributed(adapter)
+        # Workers share this machine's cores: each gets cores / workers threads unless told otherwise.
+        threads = max(1, devices.default_threads() // self.workers) if self.threads is None else self.threads
         _positive("threads", threads)
         proto = PROTOCOL_DEFAULTS[self.protocol]
         warmup = proto["warmup"] if self.warmup is None else self.warmup
@@ -115,6 +129,58 @@ class RunConfig:
                                 threads=threads, warmup=warmup, iterations=iterations,
                                 time_budget_s=float(budget)).items():
             object.__setattr__(self, name, value)
+
+    def _check_distributed(self, adapter) -> None:
+        _choice("strategy", self.strategy, STRATEGIES)
+        _choice("scaling", self.scaling, SCALINGS)
+        for name in ("workers", "nodes"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise ConfigError(f"invalid {name} {value!r}; it must be an integer")
+            _positive(name, value, upper=1024)
+        for name in ("link_gbit", "link_delay_ms"):
+            _positive(name, getattr(self, name), allow_zero=True, upper=1000)
+        _positive("bucket_mb", self.bucket_mb, upper=10_000)
+        if self.strategy == "none":
+            if self.workers != 1 or self.nodes != 1:
+                raise ConfigError(f"workers={self.workers}, nodes={self.nodes} need a distributed strategy; "
+                                  f"valid choices: {', '.join(STRATEGIES[1:])}")
+            return
+        supported = getattr(adapter, "distributed_strategies", ())
+        if self.strategy not in supported:
+            raise ConfigError(f"invalid strategy {self.strategy!r} for {self.framework}; valid choices: "
+                              f"{', '.join(supported) or 'none (this framework has no distributed runs)'}")
+        if self.mode != "training":
+            raise ConfigError(f"strategy {self.strategy!r} needs mode 'training' (got {self.mode!r})")
+        if self.workers % self.nodes:
+            raise ConfigError(f"workers={self.workers} do not divide evenly over nodes={self.nodes}")
+        if self.nodes == 1 and (self.link_gbit or self.link_delay_ms):
+            raise ConfigError("link_gbit / link_delay_ms shape the link between emulated nodes: set nodes >= 2")
+        if self.scaling == "strong" and self.batch_size % self.workers:
+            raise ConfigError(f"strong scaling splits batch_size={self.batch_size} over workers={self.workers}: "
+                              "it must divide evenly")
+
+    @property
+    def distributed(self) -> bool:
+        return self.strategy != "none"
+
+    @property
+    def worker_batch(self) -> int:
+        """Images per worker per step (weak scaling: batch_size; strong: batch_size / workers)."""
+        return self.batch_size // self.workers if self.scaling == "strong" else self.batch_size
+
+    @property
+    def global_batch(self) -> int:
+        return self.worker_batch * self.workers
+
+    @property
+    def link(self) -> str:
+        if self.nodes == 1:
+            return "loopback"
+        if self.extra.get("real_cluster"):
+            return f"{self.nodes} machines"
+        rate = f"{self.link_gbit:g} Gbit/s" if self.link_gbit else "unshaped"
+        return f"{self.nodes} emulated nodes, {rate}" + (f", +{self.link_delay_ms:g} ms" if self.link_delay_ms else "")
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -133,11 +199,15 @@ class RunConfig:
 
     @property
     def label(self) -> str:
-        return (f"{self.framework}/{self.engine} {self.model} {self.mode} {self.precision} "
-                f"bs={self.batch_size} {self.device}")
+        label = (f"{self.framework}/{self.engine} {self.model} {self.mode} {self.precision} "
+                 f"bs={self.batch_size} {self.device}")
+        if self.distributed:  # strategy and workers in every label: never mixed with single-process rows
+            label += f" {self.strategy} x{self.workers} ({self.scaling}, {self.link})"
+        return label
 
 
 FIELDS = tuple(f.name for f in dataclasses.fields(RunConfig) if f.name != "extra")
+DISTRIBUTED_FIELDS = ("strategy", "workers", "nodes", "link_gbit", "link_delay_ms", "bucket_mb", "scaling")
 
 
 

@@ -116,3 +116,70 @@ def cv_outlier_reason(run_cv: float, sibling_cvs) -> str | None:
         return (f"iteration-time CV {run_cv:.0%} is more than {CV_OUTLIER_FACTOR:g}x its other "
                 f"repetitions' median CV ({typical:.0%})")
     return None
+
+
+class TreeSampler:
+    """Samples the system's CPU time and this process tree's own every `interval` seconds.
+
+    A distributed run has many processes (ranks, launchers, servers), so rusage of one process
+    cannot tell them apart from others; this background sampler reads /proc/stat and the CPU
+    time of this process and all its descendants at the same instants, and `result(start, end)`
+    judges the samples inside the ranks' timed window like `InterferenceMonitor` does.
+    """
+
+    def __init__(self, interval: float = 0.1) -> None:
+        import threading
+
+        self.interval, self.samples = interval, []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _tree_cpu_s(self) -> float:
+        import psutil
+
+        me = psutil.Process()
+        total = 0.0
+        for p in [me, *me.children(recursive=True)]:
+            try:
+                t = p.cpu_times()
+                total += t.user + t.system
+            except psutil.Error:  # exited between listing and reading
+                pass
+        return total
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            ticks = _cpu_ticks()
+            if ticks is not None:
+                self.samples.append((time.perf_counter(), ticks, self._tree_cpu_s(), os.getloadavg()[0]))
+            self._stop.wait(self.interval)
+
+    def __enter__(self) -> TreeSampler:
+        self._mhz0 = current_cpu_mhz()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._mhz1 = current_cpu_mhz()
+
+    def result(self, start: float, end: float) -> dict:
+        inside = [s for s in self.samples if start <= s[0] <= end]
+        out = {"cpus": os.cpu_count() or 1, "cpu_mhz_start": self._mhz0, "cpu_mhz_end": self._mhz1,
+               "method": f"/proc/stat busy time minus the run's own process tree (ranks, launchers), "
+                         f"sampled every {self.interval:g} s inside the ranks' timed window"}
+        if len(inside) < 2:
+            return {**out, "wall_s": end - start, "other_cpu_share": None, "steal_share": None, "judged": False,
+                    "note": "too few samples inside the timed window to judge"}
+        (t0, sys0, own0, load0), (t1, sys1, own1, load1) = inside[0], inside[-1]
+        busy = sys1["busy"] - sys0["busy"]
+        capacity = sys1["total"] - sys0["total"] or (t1 - t0) * out["cpus"]
+        other = max(0.0, busy - (own1 - own0))
+        out.update(wall_s=t1 - t0, own_cpu_s=own1 - own0, system_busy_s=busy, other_cpu_s=other,
+                   other_cpu_share=other / capacity if capacity > 0 else None,
+                   steal_share=(sys1["steal"] - sys0["steal"]) / capacity if capacity > 0 else None,
+                   loadavg_1m_start=load0, loadavg_1m_end=load1, judged=t1 - t0 >= MIN_WINDOW_S)
+        if not out["judged"]:
+            out["note"] = f"timed window shorter than {MIN_WINDOW_S} s: too short to judge with 10 ms ticks"
+        return out

@@ -52,11 +52,18 @@ def interleaved_order(configs: Iterable[RunConfig], repeats: int, seed: int,
     return tasks
 
 
+DISTRIBUTED_START_S = 10.0  # launcher, torchrun / TF servers, every rank importing its framework
+
+
 def estimate_run_s(config: RunConfig, repeat: int, history_s: list[float], flops_per_image: float | None,
                    peak_flops: float | None) -> float:
     """Seconds one process of `config` will take: from its earlier runs here, else from FLOPs and peak."""
     if history_s:
         return statistics.median(history_s) + PROCESS_OVERHEAD_S
+    if config.distributed:  # fixed step counts; every rank's process starts its framework
+        step = flops_per_image * config.global_batch / (peak_flops * ASSUMED_EFFICIENCY["training"]) \
+            if flops_per_image and peak_flops else 0.5
+        return PROCESS_OVERHEAD_S + DISTRIBUTED_START_S + step * (config.warmup + config.iterations)
     if not flops_per_image or not peak_flops:
         return PROCESS_OVERHEAD_S + (config.time_budget_s or 10.0)
     iteration = flops_per_image * config.batch_size / (peak_flops * ASSUMED_EFFICIENCY[config.mode])

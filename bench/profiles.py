@@ -6,7 +6,10 @@ per round with `order_seed`, `retries` for a disturbed run, and `budget_minutes`
 (the planner drops the lowest-priority configs to fit). Priority is the order the profile lists
 models, modes and batch sizes in: earlier is more important. `also` lists further blocks, each a
 mapping of axes that replace the top-level ones, expanded after the main block (lower priority):
-e.g. a few VGG16 inference batch sizes beside a full ResNet-50 grid.
+e.g. a few VGG16 inference batch sizes beside a full ResNet-50 grid. `distributed` lists blocks of
+data-parallel training runs (frameworks x models x batch sizes x strategies x workers x bucket sizes,
+with their own `settings` over the top-level ones), expanded last; a strategy a framework does not
+implement is left out and listed in `not_applicable`.
 """
 
 from __future__ import annotations
@@ -31,7 +34,10 @@ DEFAULT_AXES = {"frameworks": ["torch"], "modes": ["inference"], "batch_sizes": 
 # name -> (type, lower bound, upper bound, default)
 REPETITION = {"repeats": (int, 1, 100, 3), "retries": (int, 0, 10, 1), "order_seed": (int, 0, 2**31 - 1, 0),
               "budget_minutes": ((int, float), 0, 10_000, 0)}
-KEYS = {"description", "engines", "settings", "also", *AXES, *REPETITION}
+KEYS = {"description", "engines", "settings", "also", "distributed", *AXES, *REPETITION}
+DIST_AXES = {"frameworks": str, "models": str, "batch_sizes": int, "strategies": str, "workers": int,
+             "bucket_mbs": (int, float)}
+DIST_KEYS = {*DIST_AXES, "settings"}
 
 
 @dataclass(frozen=True)
@@ -43,6 +49,7 @@ class Profile:
     retries: int = 1
     order_seed: int = 0
     budget_minutes: float = 0.0  # 0: no budget
+    not_applicable: tuple[str, ...] = ()  # "framework strategy" pairs a distributed block left out
 
 
 def available_profiles() -> list[str]:
@@ -92,10 +99,20 @@ def _check_structure(name: str, spec: dict) -> None:
         _check_axes(name, block)
     _check_axes(name, spec)
     _check_settings(name, spec)
+    dist = spec.get("distributed", [])
+    if not isinstance(dist, list) or not all(isinstance(b, dict) for b in dist):
+        raise ConfigError(f"profile {name}: 'distributed' must be a list of mappings, got {dist!r}")
+    for block in dist:
+        extra = sorted(set(map(str, block)) - DIST_KEYS)
+        if extra:
+            raise ConfigError(f"profile {name}: a 'distributed' block may set only {', '.join(sorted(DIST_KEYS))}; "
+                              f"got {', '.join(extra)}")
+        _check_axes(name, block, DIST_AXES)
+        _check_settings(name, {"settings": block.get("settings", {})})
 
 
-def _check_axes(name: str, spec: dict) -> None:
-    for key, typ in AXES.items():
+def _check_axes(name: str, spec: dict, axes: dict = AXES) -> None:
+    for key, typ in axes.items():
         if key not in spec:
             continue
         value = spec[key]
@@ -106,7 +123,8 @@ def _check_axes(name: str, spec: dict) -> None:
             if key == "frameworks" and item is None:
                 continue
             if not isinstance(item, typ) or isinstance(item, bool):
-                raise ConfigError(f"profile {name}: every item of '{key}' must be a {typ.__name__}, got {item!r}")
+                kind = typ.__name__ if isinstance(typ, type) else "number"
+                raise ConfigError(f"profile {name}: every item of '{key}' must be a {kind}, got {item!r}")
 
 
 def _check_settings(name: str, spec: dict) -> None:
@@ -164,6 +182,24 @@ def _expand(name: str, axes: dict, engines, settings: dict) -> list[RunConfig]:
     return configs
 
 
+def _expand_distributed(name: str, block: dict, settings: dict) -> tuple[list[RunConfig], list[str]]:
+    """A distributed block's training configs; (framework, strategy) pairs not implemented are left out."""
+    configs, skipped = [], []
+    merged = {**settings, **(block.get("settings") or {})}
+    for model, bs, strategy, workers, bucket, fw in itertools.product(
+            block.get("models", ["resnet18"]), block.get("batch_sizes", [16]), block.get("strategies", ["allreduce"]),
+            block.get("workers", [2]), block.get("bucket_mbs", [None]), block.get("frameworks", ["torch"])):
+        if strategy not in ("none", *ADAPTERS.get(fw).distributed_strategies):
+            skipped.append(f"{fw} {strategy}")
+            continue
+        try:
+            configs.append(make_config(framework=fw, model=model, mode="training", batch_size=bs, strategy=strategy,
+                                       workers=workers, bucket_mb=bucket, **merged))
+        except ConfigError as exc:
+            raise ConfigError(f"profile {name}: distributed block: {exc}") from None
+    return configs, skipped
+
+
 def load_profile(name_or_path: str) -> Profile:
     """Read and expand a profile; every config is validated here, so a bad one fails before any run."""
     path = _path(name_or_path)
@@ -173,7 +209,13 @@ def load_profile(name_or_path: str) -> Profile:
     configs = []
     for block in [main] + [{**main, **b} for b in spec.get("also", [])]:
         configs += _expand(path.name, block, spec.get("engines", "default"), spec.get("settings") or {})
+    skipped: list[str] = []
+    for block in spec.get("distributed", []):
+        more, left_out = _expand_distributed(path.name, block, spec.get("settings") or {})
+        configs += more
+        skipped += left_out
     if not configs:
         raise ConfigError(f"profile {path.name} expands to no runs (is 'models' empty?)")
     repetition = {k: spec.get(k, default) for k, (_, _, _, default) in REPETITION.items()}
-    return Profile(path.stem, str(spec.get("description", "")), tuple(dict.fromkeys(configs)), **repetition)
+    return Profile(path.stem, str(spec.get("description", "")), tuple(dict.fromkeys(configs)), **repetition,
+                   not_applicable=tuple(dict.fromkeys(skipped)))

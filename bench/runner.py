@@ -67,7 +67,7 @@ def base_record(config: RunConfig, repeat: int = 0, attempt: int = 0, sweep: dic
         "settings": {}, "model": {}, "samples": {"warmup_s": [], "timed_s": []},
         "summary": None, "phases": None, "memory": None, "peak": None, "utilisation": None,
         "energy": {"available": False, "reason": "run did not reach the timed loop"},
-        "fairness": None, "traceback": None,
+        "fairness": None, "traceback": None, "distributed": None,
     }
 
 
@@ -83,6 +83,10 @@ def failure_record(config: RunConfig, reason: str, detail: str | None = None, re
 def execute(config: RunConfig, results_dir: Path | str | None = None, repeat: int = 0, attempt: int = 0,
             sweep: dict | None = None) -> dict:
     """Measure `config` and return its record (status ok, skipped or error); never raises for run failures."""
+    if config.distributed:  # ranks are plain processes started by the distributed launcher
+        from .distributed.run import execute as execute_distributed
+
+        return execute_distributed(config, results_dir, repeat, attempt, sweep)
     results_dir = Path(results_dir or default_results_dir())
     adapter = ADAPTERS.get(config.framework)
     started = time.perf_counter()

@@ -8,8 +8,9 @@ from .errors import SchemaError
 
 # 2: repetitions (repeat, attempt), the sweep a run belongs to, interference and sanity flags.
 # Version 1 records (one process per config) still load: `upgrade_record` fills the new fields.
-SCHEMA_VERSION = 2
-READABLE_VERSIONS = (1, 2)
+# 3: a `distributed` section (strategy, workers, link, one entry per rank); null for one process.
+SCHEMA_VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)
 STATUSES = ("ok", "skipped", "error")
 
 _num_list = {"type": "array", "items": {"type": "number", "minimum": 0}}
@@ -79,8 +80,25 @@ RECORD_SCHEMA_V2 = {
     },
 }
 
+_RANK = {"type": "object", "required": ["rank", "role", "node", "samples", "phases_median_ms", "peak_rss_bytes"],
+         "properties": {"rank": {"type": "integer", "minimum": 0}, "samples": {"type": "integer", "minimum": 0}}}
+RECORD_SCHEMA_V3 = {
+    **RECORD_SCHEMA_V2,
+    "required": RECORD_SCHEMA_V2["required"] + ["distributed"],
+    "properties": {
+        **RECORD_SCHEMA_V2["properties"],
+        "schema_version": {"const": 3},
+        "distributed": {"oneOf": [{"type": "null"}, {
+            "type": "object",
+            "required": ["strategy", "workers", "nodes", "scaling", "worker_batch", "global_batch", "link", "ranks"],
+            "properties": {"workers": {"type": "integer", "minimum": 1},
+                           "ranks": {"type": "array", "items": _RANK}}}]},
+    },
+}
+
 # fastjsonschema compiles the schema to Python once (jsonschema's import alone costs ~1.4 s per run process).
-_VALIDATE = {1: fastjsonschema.compile(RECORD_SCHEMA), 2: fastjsonschema.compile(RECORD_SCHEMA_V2)}
+_VALIDATE = {1: fastjsonschema.compile(RECORD_SCHEMA), 2: fastjsonschema.compile(RECORD_SCHEMA_V2),
+             3: fastjsonschema.compile(RECORD_SCHEMA_V3)}
 
 
 def validate_record(record: dict) -> None:
@@ -98,4 +116,6 @@ def upgrade_record(record: dict) -> dict:
     """The record in the current format (a version 1 record was one process, not judged for interference)."""
     if record["schema_version"] == 1:
         record = {**record, "repeat": 0, "attempt": 0, "sweep": None, "interference": None, "flags": []}
+    if record["schema_version"] in (1, 2):
+        record = {**record, "distributed": None}
     return record

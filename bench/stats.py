@@ -98,7 +98,7 @@ def cv(samples) -> float:
     return float(x.std(ddof=1) / x.mean()) if x.size > 1 and x.mean() > 0 else 0.0
 
 
-def _t_quantile(confidence: float, df: float) -> float:
+def t_quantile(confidence: float, df: float) -> float:
     from scipy import stats as st  # lazily: a run process never needs scipy
 
     return float(st.t.ppf(0.5 + confidence / 2, df))
@@ -120,9 +120,25 @@ def process_interval(values, confidence: float = 0.95) -> dict:
     if n < 2:
         return {"estimate": math.exp(mean), "ci_low": None, "ci_high": None, "n": n, "sd_log": None}
     sd = float(x.std(ddof=1))
-    half = _t_quantile(confidence, n - 1) * sd / math.sqrt(n)
+    half = t_quantile(confidence, n - 1) * sd / math.sqrt(n)
     return {"estimate": math.exp(mean), "ci_low": math.exp(mean - half), "ci_high": math.exp(mean + half),
             "n": n, "sd_log": sd}
+
+
+def welch_interval(a, b, confidence: float = 0.95) -> tuple[float, float | None, float | None]:
+    """mean(a) - mean(b) with a Welch t-interval (None, None with fewer than two values on a side)."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    d = float(a.mean() - b.mean())
+    if a.size < 2 or b.size < 2:
+        return d, None, None
+    va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
+    se = math.sqrt(va + vb)
+    if se == 0:
+        return d, d, d
+    # Welch-Satterthwaite degrees of freedom
+    df = (va + vb) ** 2 / ((va**2 / (a.size - 1) if va else 0) + (vb**2 / (b.size - 1) if vb else 0))
+    half = t_quantile(confidence, max(df, 1.0)) * se
+    return d, d - half, d + half
 
 
 def process_ratio(a, b, confidence: float = 0.95) -> dict:
@@ -131,19 +147,11 @@ def process_ratio(a, b, confidence: float = 0.95) -> dict:
     Each side contributes one value per process, so a ratio's interval is never narrower than the
     between-process spread allows. Needs at least two processes on each side for an interval.
     """
-    a = np.log(np.asarray(a, dtype=float))
-    b = np.log(np.asarray(b, dtype=float))
-    ratio = float(np.exp(a.mean() - b.mean()))
-    if a.size < 2 or b.size < 2:
+    d, lo, hi = welch_interval(np.log(np.asarray(a, dtype=float)), np.log(np.asarray(b, dtype=float)), confidence)
+    ratio = math.exp(d)
+    if lo is None:
         return {"ratio": ratio, "ci_low": None, "ci_high": None, "within_noise": None}
-    va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
-    se = math.sqrt(va + vb)
-    if se == 0:
-        lo = hi = ratio
-    else:  # Welch-Satterthwaite degrees of freedom
-        df = (va + vb) ** 2 / ((va**2 / (a.size - 1) if va else 0) + (vb**2 / (b.size - 1) if vb else 0))
-        half = _t_quantile(confidence, max(df, 1.0)) * se
-        lo, hi = float(np.exp(a.mean() - b.mean() - half)), float(np.exp(a.mean() - b.mean() + half))
+    lo, hi = math.exp(lo), math.exp(hi)
     return {"ratio": ratio, "ci_low": lo, "ci_high": hi, "within_noise": bool(lo <= 1.0 <= hi)}
 
 

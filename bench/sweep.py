@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .config import RunConfig
+from .config import DISTRIBUTED_FIELDS, RunConfig
 from .errors import ConfigError
 from .interference import cv_outlier_reason
 from .kernels import kernel_environment
@@ -30,6 +30,7 @@ from .store import finished_runs, host_dir, host_records, write_record
 from .sweeps import new_sweep_id, write_sweep
 
 BENCHMARK_NOTEBOOK = PROJECT_ROOT / "notebooks" / "benchmark.ipynb"
+DISTRIBUTED_NOTEBOOK = PROJECT_ROOT / "notebooks" / "distributed.ipynb"  # its ranks are plain processes
 NOTEBOOKS = "notebooks"
 LOCK_FILE = ".sweep.lock"
 
@@ -49,15 +50,18 @@ class SweepResult:
 
 
 def notebook_parameters(config: RunConfig, results_dir: Path, task: Task, sweep: dict) -> dict:
-    params = {k: v for k, v in config.to_dict().items() if k != "extra"}
+    # the single-process notebook has no distributed parameters (they are at their defaults there)
+    skip = {"extra"} if config.distributed else {"extra", *DISTRIBUTED_FIELDS}
+    params = {k: v for k, v in config.to_dict().items() if k not in skip}
     return {**params, "results_dir": str(results_dir), "repeat": task.repeat, "attempt": task.attempt,
             "sweep": sweep}
 
 
 def executed_notebook_path(config: RunConfig, results_dir: Path, repeat: int = 0, attempt: int = 0) -> Path:
     c = config
+    dist = f"_{c.strategy}x{c.workers}" if c.distributed else ""
     name = (f"{c.framework}_{c.model}_{c.mode}_{c.precision}_bs{c.batch_size}_{c.device.replace(':', '')}"
-            f"_r{repeat}a{attempt}_{c.key}.ipynb")
+            f"{dist}_r{repeat}a{attempt}_{c.key}.ipynb")
     return host_dir(results_dir) / NOTEBOOKS / name
 
 
@@ -67,7 +71,8 @@ def run_notebook(config: RunConfig, results_dir: Path, task: Task, sweep: dict) 
 
     out = executed_notebook_path(config, results_dir, task.repeat, task.attempt)
     out.parent.mkdir(parents=True, exist_ok=True)
-    papermill.execute_notebook(str(BENCHMARK_NOTEBOOK), str(out),
+    notebook = DISTRIBUTED_NOTEBOOK if config.distributed else BENCHMARK_NOTEBOOK
+    papermill.execute_notebook(str(notebook), str(out),
                                parameters=notebook_parameters(config, results_dir, task, sweep),
                                kernel_name="python3", cwd=str(PROJECT_ROOT), progress_bar=False,
                                request_save_on_cell_execute=True)  # an interrupted run keeps its notebook
@@ -124,7 +129,7 @@ class _Estimator:
         from .flops import flops_per_image
 
         c = task.config
-        peak = self.peaks.get(peak_key(c.device, c.precision, c.threads)) or {}
+        peak = self.peaks.get(peak_key(c.device, c.precision, c.threads * c.workers)) or {}
         flops = None
         if c.framework != "null" and not self.history.get(c.key):
             with contextlib.suppress(Exception):  # an estimate never stops a sweep
@@ -151,8 +156,26 @@ def _sweep_info(manifest: dict, order_index: int, task: Task) -> dict:
 
 
 def measure_peaks(profile: Profile) -> dict[str, dict]:
-    keys = {(c.device, c.precision, c.threads) for c in profile.configs if c.framework != "null"}
+    # a distributed run is judged against the machine's peak with all its workers' threads
+    keys = {(c.device, c.precision, c.threads * c.workers) for c in profile.configs if c.framework != "null"}
     return {peak_key(*k): measure_peak(*k) for k in sorted(keys)}
+
+
+def measure_networks(profile: Profile, results_dir: Path, force: bool, announce) -> list[str]:
+    """Fit alpha-beta for every link the profile's distributed configs use (cached per host)."""
+    from .distributed import network
+    from .distributed.launcher import LaunchError
+
+    links = sorted({(c.workers, c.nodes, c.link_gbit, c.link_delay_ms) for c in profile.configs
+                    if c.distributed and c.workers > 1})
+    done = []
+    for workers, nodes, gbit, delay in links:
+        try:
+            entry = network.measure(results_dir, workers, nodes, gbit, delay, force=force)
+            done.append(entry["key"])
+        except (LaunchError, ConfigError, OSError) as exc:  # the model is extra: say so, go on
+            announce(f"network micro-benchmark for {network.link_key(workers, nodes, gbit, delay)} failed: {exc}")
+    return done
 
 
 def _needs_retry(record: dict, siblings: list[dict]) -> str | None:
@@ -185,6 +208,7 @@ def run_sweep(profile: Profile, results_dir: Path | str | None = None, force: bo
     with kernel_environment(host_dir(results_dir) / NOTEBOOKS / "kernels.log"), results_lock(results_dir):
         t0 = time.perf_counter()
         peaks = measure_peaks(profile)
+        networks = measure_networks(profile, results_dir, force, announce)
         p = plan(profile, results_dir, force, repeats, peaks)
         result = SweepResult(sweep_id=new_sweep_id(), estimate_s=p["estimate_s"],
                              already_done=[f"{k}/{r}" for k, r in p["done"]],
@@ -200,6 +224,7 @@ def run_sweep(profile: Profile, results_dir: Path | str | None = None, force: bo
             "dropped": [{"config_key": c.key, "label": c.label, "reason": "not run: over the profile's budget of "
                          f"{profile.budget_minutes:g} min"} for c in p["dropped"]],
             "peaks": {k: {"start": v, "end": None} for k, v in peaks.items()}, "retried": [],
+            "networks": networks, "not_applicable": list(profile.not_applicable),
         }
         write_sweep(results_dir, manifest)
         announce(f"sweep {profile.name}: {len(p['tasks'])} runs to do ({p['repeats']} repetitions per config, "

@@ -53,3 +53,54 @@ def plot_latency_trace(record: dict):
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
+
+
+RANK_PHASES = ("forward", "backward", "forward_backward", "update", "exposed_comm", "other")
+
+
+def rank_table(record: dict):
+    """One row per rank of a distributed run: role, node, samples, phases (median ms), peak memory."""
+    from IPython.display import HTML
+
+    d = record.get("distributed") or {}
+    ranks = d.get("ranks") or []
+    if not ranks:
+        return HTML(f"<p>no per-rank results ({html.escape(str(record['status']))}: "
+                    f"{html.escape(str(record['reason']))})</p>")
+    cols = [p for p in RANK_PHASES if any((r["phases_median_ms"] or {}).get(p) is not None for r in ranks)]
+    head = "".join(f"<th>{h}</th>" for h in ["rank", "role", "node", "samples", *[f"{c} ms" for c in cols],
+                                              "comm MB/step", "peak RSS MiB"])
+    rows = []
+    for r in ranks:
+        ph = r["phases_median_ms"] or {}
+        mb = r.get("comm_bytes_per_step")
+        cells = [r["rank"], r["role"], r["node"], r["samples"], *[f"{ph[c]:.2f}" if c in ph else "" for c in cols],
+                 f"{mb / 1e6:.1f}" if mb else "", f"{r['peak_rss_bytes'] / 2**20:.0f}" if r["peak_rss_bytes"] else ""]
+        rows.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
+    share = d.get("overlap_share")
+    note = f"<p>overlap of communication with computation: {share:.0%}</p>" if share is not None else ""
+    return HTML(f"<table><tr>{head}</tr>{''.join(rows)}</table>{note}")
+
+
+def plot_rank_phases(record: dict):
+    """Stacked median phase times per rank: where each rank's step went."""
+    ranks = [r for r in ((record.get("distributed") or {}).get("ranks") or []) if r["phases_median_ms"]]
+    fig, ax = plt.subplots(figsize=(8, 1.2 + 0.5 * max(1, len(ranks))))
+    if not ranks:
+        ax.text(0.5, 0.5, "no per-step phases (asynchronous steps run remotely, or the run failed)",
+                ha="center", va="center", transform=ax.transAxes)
+        ax.set_axis_off()
+        return fig
+    for i, r in enumerate(ranks):
+        left = 0.0
+        for j, p in enumerate(RANK_PHASES):
+            v = r["phases_median_ms"].get(p)
+            if v:
+                ax.barh(i, v, left=left, color=plt.cm.tab10(j), label=p if i == 0 else None)
+                left += v
+    ax.set_yticks(range(len(ranks)), [f"rank {r['rank']} ({r['role']}, node {r['node']})" for r in ranks])
+    ax.set_xlabel("median ms per step")
+    ax.set_title(record["label"], fontsize=9)
+    ax.legend(fontsize=8, ncol=6, loc="upper center", bbox_to_anchor=(0.5, -0.35))
+    fig.tight_layout()
+    return fig

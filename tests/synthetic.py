@@ -58,3 +58,29 @@ def write(records: list[dict], results: Path) -> Path:
     for r in records:
         write_record(r, results)
     return results
+
+
+def dist_record(strategy: str, workers: int, step_ms: float, repeat: int = 0, framework: str = "torch",
+                worker_batch: int = 16, comm_ms: float = 0.0, overlap: float | None = None,
+                flags: list[dict] | None = None, accuracy: list[dict] | None = None) -> dict:
+    """A valid distributed `ok` record whose global step takes about `step_ms` (tiny jitter per repeat)."""
+    r = record(framework=framework, model="resnet18", mode="training", batch_size=worker_batch, repeat=repeat,
+               ips=worker_batch * workers / (step_ms / 1e3), seed=repeat, flags=flags)
+    config = make_config(framework=framework, model="resnet18", mode="training", batch_size=worker_batch,
+                         image_size=32, strategy=strategy, workers=workers, warmup=3, iterations=12)
+    step = step_ms * (1 + 0.01 * (repeat - 1))
+    r.update(config_key=config.key, config=config.to_dict(), label=config.label)
+    r["summary"]["images_per_sec_median"] = worker_batch * workers / (step / 1e3)
+    r["summary"]["latency_ms_median"] = step
+    phases = {"forward": step * 0.3, "backward": step * 0.5, "update": step * 0.1, "exposed_comm": comm_ms,
+              "other": 0.0}
+    r["phases"] = {"iterations": 12, "method": "synthetic", "median_ms": phases}
+    rank = {"rank": 0, "role": "worker", "node": 0, "samples": worker_batch * 12, "phases_median_ms": phases,
+            "peak_rss_bytes": 1 << 28}
+    r["distributed"] = {"strategy": strategy, "workers": workers, "nodes": 1, "scaling": "weak",
+                        "worker_batch": worker_batch, "global_batch": worker_batch * workers,
+                        "link": {"kind": "loopback", "fallback": None}, "ranks": [dict(rank, rank=i)
+                                                                                for i in range(workers)],
+                        "overlap_share": overlap, "grad_bytes": 44_700_000, "params": 11_170_000,
+                        "accuracy": accuracy, "servers": []}
+    return r

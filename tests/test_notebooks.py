@@ -1,5 +1,6 @@
 """nbval over every notebook with tiny parameters (papermill --prepare-only, then pytest --nbval-lax)."""
 
+import json
 import subprocess
 import sys
 
@@ -20,10 +21,16 @@ def test_every_notebook_runs_under_nbval(tiny_sweep, tmp_path):
     for name in AGGREGATES:
         papermill.execute_notebook(str(ROOT / "notebooks" / f"{name}.ipynb"), str(tmp_path / f"{name}.ipynb"),
                                    parameters={"results_dir": str(results)}, prepare_only=True)
+    papermill.execute_notebook(str(ROOT / "notebooks" / "distributed.ipynb"), str(tmp_path / "distributed.ipynb"),
+                               parameters={**params, "image_size": 16, "iterations": 3, "warmup": 1,
+                                           "mode": "training", "strategy": "allreduce", "workers": 2},
+                               prepare_only=True)
     papermill.execute_notebook(str(ROOT / "notebooks" / "compare.ipynb"), str(tmp_path / "compare.ipynb"),
                                parameters={"a": str(results), "b": str(results)}, prepare_only=True)
     proc = subprocess.run([sys.executable, "-m", "pytest", "--nbval-lax", "-q", "-p", "no:cacheprovider",
                            *sorted(str(p) for p in tmp_path.glob("*.ipynb"))],
                           cwd=tmp_path, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-4000:]
-    assert list((tmp_path / "nb-results").rglob("records/*.json")), "the benchmark notebook wrote its record"
+    written = [json.loads(p.read_text()) for p in (tmp_path / "nb-results").rglob("records/*.json")]
+    assert {r["config"].get("strategy", "none") for r in written} == {"none", "allreduce"}, \
+        "the benchmark and distributed notebooks each wrote their record"

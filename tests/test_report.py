@@ -14,11 +14,13 @@ from .conftest import TEST_HOST, bench_cli
 SECTIONS = ["Summary", "Findings", "Per-hardware throughput", "Per-framework comparison across hardware",
             "Framework ratios",
             "Latency at batch size 1", "Peak memory", "Utilisation", "Phase breakdown",
-            "Measurement quality", "Flagged numbers", "Not run: over budget",
+            "Distributed data-parallel training", "Measurement quality", "Flagged numbers", "Not run: over budget",
             "Published reference figures", "Methodology", "Environment", "Frameworks: measured and not",
             "Fairness and parity", "Failed and skipped runs", "Appendix: published figures"]
 # What the tiny profile can show (its tiny CNN has no published or 2019 figures to overlay).
-TINY_FIGURES = {"per_hardware", "per_framework", "latency_batch1", "memory", "utilisation", "phases", "drift"}
+TINY_FIGURES = {"per_hardware", "per_framework", "latency_batch1", "memory", "utilisation", "phases", "drift",
+                "scaling_throughput", "scaling_efficiency", "scaling_phases", "network_fit", "predicted_vs_measured",
+                "scaling_extrapolation"}
 
 
 @pytest.fixture(scope="module")

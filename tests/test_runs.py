@@ -37,7 +37,7 @@ def test_tiny_run_writes_valid_ok_record(tiny_records, fw, mode):
     assert s["images_per_sec_ci_low"] <= s["images_per_sec_median"] <= s["images_per_sec_ci_high"]
     assert r["manifest"]["framework"]["version"]
     assert r["peak"]["flops_per_sec"] > 0 and 0 < r["utilisation"] < 1
-    assert r["schema_version"] == 2 and (r["repeat"], r["attempt"], r["sweep"]) == (0, 0, None)
+    assert r["schema_version"] == 3 and (r["repeat"], r["attempt"], r["sweep"]) == (0, 0, None)
     i = r["interference"]
     assert {"other_cpu_share", "steal_share", "loadavg_1m_start", "own_cpu_s", "judged", "iteration_cv"} <= set(i)
     assert isinstance(r["flags"], list) and "cv" in r["summary"]
@@ -62,13 +62,13 @@ def test_same_optimizer_and_parameter_count_across_frameworks(tiny_records, shar
 def test_all_catalogue_models_have_the_same_parameter_count_in_both_frameworks():
     import numpy as np
 
-    from bench.models import list_models
+    from bench.models import get_model, list_models
     from bench.models.keras_defs import build_keras_model
     from bench.models.torch_defs import build_torch_model
 
     for name in list_models():
         torch_params = sum(p.numel() for p in build_torch_model(name).parameters())
-        keras_model = build_keras_model(name, 224 if name != "tiny_cnn" else 32)
+        keras_model = build_keras_model(name, get_model(name).default_image_size)
         keras_params = int(sum(np.prod(v.shape) for v in keras_model.trainable_weights))
         assert keras_params == torch_params, name
 

@@ -107,7 +107,7 @@ def test_a_failing_config_is_recorded_and_the_sweep_goes_on(tmp_path, monkeypatc
     assert len(kept) == 1 and "planted failure" in kept[0].read_text()
 
 
-RUNS = 16  # the tiny profile: 8 configs x 2 repetitions
+RUNS = 22  # the tiny profile: 8 single-process + 3 distributed configs x 2 repetitions
 
 
 def _run_id(path):

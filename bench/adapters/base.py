@@ -85,6 +85,12 @@ class Adapter(ABC):
     engines: ClassVar[tuple[str, ...]]
     module: ClassVar[str | None] = None
     distribution: ClassVar[str | None] = None
+    # Distributed data-parallel training: the strategies this framework implements (see
+    # bench.config.STRATEGIES), the module run as each rank, and how ranks are started:
+    # "torchrun" (one torchrun agent per node) or "tf_config" (one process per TF_CONFIG task).
+    distributed_strategies: ClassVar[tuple[str, ...]] = ()
+    distributed_worker: ClassVar[str | None] = None
+    distributed_launch: ClassVar[str | None] = None
 
     def version(self) -> str | None:
         return dist_version(self.distribution) if self.distribution else None

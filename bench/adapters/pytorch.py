@@ -159,6 +159,9 @@ class TorchAdapter(Adapter):
     engines = ("eager", "compile")
     module = "torch"
     distribution = "torch"
+    distributed_strategies = ("independent", "allreduce", "allreduce_nosync", "ps_sync")
+    distributed_worker = "bench.distributed.torch_worker"
+    distributed_launch = "torchrun"
 
     def info(self) -> dict:
         import torch

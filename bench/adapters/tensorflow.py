@@ -168,6 +168,9 @@ class TFWorkload(Workload):
 class TensorFlowAdapter(Adapter):
     name = "tensorflow"
     engines = ("graph", "xla", "eager")
+    distributed_strategies = ("independent", "allreduce", "ps_async")
+    distributed_worker = "bench.distributed.tf_worker"
+    distributed_launch = "tf_config"
     module = "tensorflow"
     distribution = "tensorflow-cpu"
 

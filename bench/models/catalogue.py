@@ -17,6 +17,7 @@ class ModelSpec:
     num_classes: int = 1000
     default_image_size: int = 224
     min_image_size: int = 32
+    max_image_size: int = 4096
     published_gmacs_224: float | None = None
     published_params_millions: float | None = None
     source: str = ""
@@ -66,6 +67,19 @@ def _register_catalogue() -> None:
             min_image_size=8,
             tiny=True,
             note="two conv+BN+ReLU blocks, global pool, linear: for tests",
+        ),
+    )
+    MODELS.add(
+        "digits_mlp",
+        ModelSpec(
+            name="digits_mlp",
+            num_classes=10,
+            default_image_size=8,
+            min_image_size=8,
+            max_image_size=8,
+            tiny=True,
+            note="MLP 192-64-10 on scikit-learn's 8x8 digits (grey replicated to 3 channels): "
+                 "accuracy over time in distributed runs",
         ),
     )
 

@@ -57,6 +57,11 @@ def _tiny_cnn(x, num_classes):
     return L.Dense(num_classes)(x)
 
 
+def _digits_mlp(x, num_classes):
+    L = _layers()
+    return L.Dense(num_classes)(L.Dense(64, activation="relu")(L.Flatten()(x)))
+
+
 def _alexnet(x, num_classes):
     L = _layers()
     x = L.ZeroPadding2D(2)(x)
@@ -159,6 +164,7 @@ def _googlenet(x, num_classes):
 
 _BUILDERS = {
     "tiny_cnn": _tiny_cnn,
+    "digits_mlp": _digits_mlp,
     "alexnet": _alexnet,
     "vgg16": _vgg16,
     "googlenet": _googlenet,

@@ -21,11 +21,20 @@ def _tiny_cnn(num_classes: int):
     )
 
 
+def _digits_mlp(num_classes: int, image_size: int = 8):
+    from torch import nn
+
+    return nn.Sequential(nn.Flatten(), nn.Linear(3 * image_size * image_size, 64), nn.ReLU(),
+                         nn.Linear(64, num_classes))
+
+
 def build_torch_model(name: str):
     """Return an untrained torch.nn.Module for catalogue model `name` (random init, no download)."""
     spec = get_model(name)
     if name == "tiny_cnn":
         return _tiny_cnn(spec.num_classes)
+    if name == "digits_mlp":
+        return _digits_mlp(spec.num_classes)
     import torchvision.models as tvm
 
     kwargs = {"weights": None, "num_classes": spec.num_classes}

@@ -27,17 +27,47 @@ class ReportData:
     summary: pd.DataFrame
     published: pd.DataFrame
     seed: pd.DataFrame
+    scaling: ScalingData | None = None  # distributed runs: their own tables, never mixed with the above
+
+
+@dataclass
+class ScalingData:
+    records: list[dict]  # every distributed record (any status)
+    processes: pd.DataFrame
+    table: pd.DataFrame  # per config: throughput, communication cost, efficiency
+    networks: dict  # host -> link key -> alpha-beta fit (results/<host>/network.json)
+    predictions: pd.DataFrame
+    curves: pd.DataFrame  # accuracy over time (digits runs)
+    accuracy: pd.DataFrame  # accuracy at equal wall time
+    published: pd.DataFrame  # published scaling points as efficiency
+
+
+def load_scaling(records: list[dict], results_dir: Path) -> ScalingData:
+    from ..distributed.network import fitted
+    from . import scaling
+
+    dist = [r for r in records if scaling.is_distributed(r)]
+    procs = scaling.processes(dist)
+    table = scaling.scaling_table(scaling.configs(procs))
+    networks = {host: fitted(results_dir, host) for host in sorted({r["host"] for r in dist})}
+    curves = scaling.accuracy_curves(procs)
+    return ScalingData(dist, procs, table, networks, scaling.predictions(table, networks), curves,
+                       scaling.accuracy_at_equal_time(curves),
+                       scaling.published_efficiency(scaling.published_scaling()))
 
 
 def load(results_dir=None) -> ReportData:
     """Read every record and sweep manifest under results/ (all hosts) into the report's tables."""
     results_dir = Path(results_dir or default_results_dir())
-    records = load_records(results_dir)  # read once; every table below derives from these
+    from .scaling import is_distributed
+
+    everything = load_records(results_dir)  # read once; every table below derives from these
+    records = [r for r in everything if not is_distributed(r)]
     sweeps = load_sweeps(results_dir)
     runs, processes, configs = config_tables(records, sweeps)
     seed = seed_2019().replace({"framework": {"pytorch": "torch"}})
     return ReportData(results_dir, records, sweeps, runs, processes, configs, ratio_table(configs),
-                      summary_table(configs), published_throughput(), seed)
+                      summary_table(configs), published_throughput(), seed, load_scaling(everything, results_dir))
 
 
 def show(figs, name: str, figures_dir=None) -> None:

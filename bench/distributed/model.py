@@ -1,0 +1,84 @@
+"""The alpha-beta communication model and the step-time prediction built on it.
+
+A message of M bytes costs alpha + M / B point to point (alpha: latency, B: bandwidth in bytes/s).
+Ring all-reduce over N workers: 2(N-1) alpha + 2(N-1)/N x M/B. A parameter server with k servers
+(gradients up, parameters down, every worker through the servers' links): max(2M/B, 2NM/(kB)) plus
+2 alpha (BytePS, OSDI 2020, writes the same forms). Step time = compute + communication - overlap.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Link:
+    alpha_s: float
+    bandwidth_Bps: float
+    r2: float | None = None
+    source: str = ""
+
+    def p2p_s(self, nbytes: float) -> float:
+        return self.alpha_s + nbytes / self.bandwidth_Bps
+
+
+def ring_allreduce_s(link: Link, workers: int, nbytes: float) -> float:
+    if workers <= 1:
+        return 0.0
+    return 2 * (workers - 1) * link.alpha_s + 2 * (workers - 1) / workers * nbytes / link.bandwidth_Bps
+
+
+def ps_s(link: Link, workers: int, nbytes: float, servers: int = 1) -> float:
+    if workers <= 1:
+        return 0.0
+    return 2 * link.alpha_s + max(2 * nbytes, 2 * workers * nbytes / servers) / link.bandwidth_Bps
+
+
+SMALL_BYTES = 1 << 20  # messages up to this size fix the latency term
+
+
+def _line(x, t) -> tuple[float, float, float]:
+    """t = a + b x the way MPI benchmarks read a link: the slope b from least squares over all sizes (the
+    large messages dominate it), the latency a as the median excess over b x among small messages
+    (robust to one disturbed size; a token-bucket shaper lets small messages through faster than its
+    rate, so never below 0). Returns (a, b, r2 of the fitted line)."""
+    x, t = np.asarray(x, float), np.asarray(t, float)
+    b = max(float(np.polyfit(x, t, 1)[0]), 1e-15)
+    small = x <= SMALL_BYTES
+    a = max(0.0, float(np.median((t - b * x)[small]))) if small.any() else 0.0
+    pred = a + b * x
+    ss = float(((t - t.mean()) ** 2).sum())
+    return a, b, 1 - float(((t - pred) ** 2).sum()) / ss if ss > 0 else None
+
+
+def fit_p2p(sizes, times, source: str = "") -> Link:
+    """alpha and B from point-to-point one-way times t = alpha + M/B."""
+    a, b, r2 = _line(sizes, times)
+    return Link(a, 1 / b, r2, source)
+
+
+def fit_allreduce(sizes, times, workers: int, source: str = "") -> Link:
+    """alpha and B from ring all-reduce times of `workers` ranks: t = 2(N-1) alpha + 2(N-1)/N M/B."""
+    a, b, r2 = _line(sizes, times)
+    return Link(a / (2 * (workers - 1)), 2 * (workers - 1) / workers / b, r2, source)
+
+
+def predict_step_s(strategy: str, compute_s: float, link: Link, workers: int, grad_bytes: float,
+                   overlap_share: float = 0.0) -> float | None:
+    """compute + communication - overlap for `strategy` (None where the model has no form)."""
+    if strategy == "independent":
+        return compute_s
+    if strategy in ("allreduce", "allreduce_nosync"):
+        comm = ring_allreduce_s(link, workers, grad_bytes)
+    elif strategy in ("ps_sync", "ps_async"):
+        comm = ps_s(link, workers, grad_bytes)
+    else:
+        return None
+    return compute_s + comm * (1 - overlap_share)
+
+
+def efficiency(compute_s: float, comm_s: float, overlap_share: float = 0.0) -> float:
+    """Scaling efficiency of synchronous data parallelism: compute / (compute + exposed communication)."""
+    return compute_s / (compute_s + comm_s * (1 - overlap_share))

@@ -1,0 +1,410 @@
+"""The report's scaling section: distributed runs as processes and configs, communication cost
+(strategy minus the independent baseline), scaling efficiency with a CI, the alpha-beta model's
+prediction beside the measurement, its extrapolation to published set-ups, and accuracy over time.
+
+Distributed records never enter the single-process tables (their labels carry strategy and workers).
+"""
+
+from __future__ import annotations
+
+import csv
+import statistics
+from importlib import resources
+
+import numpy as np
+import pandas as pd
+
+from ..checks import FLAG_SCOPE
+from ..distributed import model as netmodel
+from ..distributed.network import link_key
+from ..stats import process_interval, process_ratio, welch_interval
+
+PHASES = ("forward", "backward", "forward_backward", "update", "exposed_comm", "other")
+ID = ["platform", "framework", "model", "worker_batch", "image_size", "scaling"]
+
+
+def is_distributed(record: dict) -> bool:
+    return record["config"].get("strategy", "none") != "none"
+
+
+def link_label(config: dict, link: dict | None) -> str:
+    if config.get("nodes", 1) == 1:
+        return "loopback"
+    if link and link.get("fallback"):
+        return "loopback (emulation unavailable)"
+    rate = f"{config['link_gbit']:g} Gbit/s" if config.get("link_gbit") else "unshaped"
+    delay = f", +{config['link_delay_ms']:g} ms" if config.get("link_delay_ms") else ""
+    return f"{config['nodes']} nodes, {rate}{delay}"
+
+
+def _server_update_ms(d: dict) -> float | None:
+    """The synchronous parameter server's aggregation + update: every worker waits for it."""
+    server = [r for r in d["ranks"] if r["role"] == "server+worker" and r.get("phases_median_ms")]
+    return server[0]["phases_median_ms"].get("update") if server else None
+
+
+def processes(records: list[dict]) -> pd.DataFrame:
+    """One row per successful distributed process."""
+    rows = []
+    for r in records:
+        if r["status"] != "ok" or not is_distributed(r) or not r.get("distributed"):
+            continue
+        c, d = r["config"], r["distributed"]
+        phases = (r.get("phases") or {}).get("median_ms") or {}
+        flags = r.get("flags") or []
+        rows.append({
+            "config_key": r["config_key"], "platform": f"{r['hardware']} [{r['host']}]", "host": r["host"],
+            "framework": c["framework"], "model": c["model"], "strategy": c["strategy"], "workers": c["workers"],
+            "nodes": c["nodes"], "link": link_label(c, d.get("link")), "bucket_mb": c.get("bucket_mb", 25.0),
+            "scaling": c["scaling"], "worker_batch": d["worker_batch"], "global_batch": d["global_batch"],
+            "image_size": c["image_size"], "threads": c["threads"], "repeat": r["repeat"],
+            "images_per_sec": r["summary"]["images_per_sec_median"], "step_ms": r["summary"]["latency_ms_median"],
+            **{f"{p}_ms": phases.get(p) for p in PHASES}, "overlap_share": d.get("overlap_share"),
+            "grad_bytes": d.get("grad_bytes"), "accuracy": d.get("accuracy"),
+            "flags": [f for f in flags if FLAG_SCOPE.get(f["name"], "throughput") == "throughput"],
+            "link_gbit": c.get("link_gbit", 0.0), "link_delay_ms": c.get("link_delay_ms", 0.0),
+            "server_update_ms": _server_update_ms(d),
+        })
+    df = pd.DataFrame(rows)
+    if not df.empty:
+        df["clean"] = df["flags"].map(lambda f: not f)
+    return df
+
+
+def configs(procs: pd.DataFrame) -> pd.DataFrame:
+    """One row per distributed config: geometric mean over clean processes with a t-interval."""
+    if procs.empty:
+        return procs
+    rows = []
+    for _, g in procs.groupby("config_key", sort=False):
+        clean = g[g["clean"]]
+        used = clean if len(clean) else g
+        est = process_interval(used["images_per_sec"])
+        first = g.iloc[0]
+        row = {k: first[k] for k in ["config_key", "host", *ID, "strategy", "workers", "nodes", "link", "bucket_mb",
+                                       "global_batch", "threads", "grad_bytes", "link_gbit", "link_delay_ms"]}
+        server = used["server_update_ms"].dropna()
+        row["server_update_ms"] = float(server.mean()) if len(server) else None
+        row.update(processes=len(used), flagged=len(g) - len(clean), sound=len(clean) >= 2,
+                   images_per_sec=est["estimate"], ci_low=est["ci_low"], ci_high=est["ci_high"],
+                   step_ms=first["global_batch"] / est["estimate"] * 1e3,
+                   overlap_share=used["overlap_share"].mean() if used["overlap_share"].notna().any() else None,
+                   values=list(used["images_per_sec"]), step_values=list(used["step_ms"]),
+                   flag_reasons="; ".join(dict.fromkeys(f["reason"] for fl in g["flags"] for f in fl)))
+        for p in PHASES:
+            col = used[f"{p}_ms"].dropna()
+            row[f"{p}_ms"] = float(col.mean()) if len(col) else None
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _baseline(cfgs: pd.DataFrame, row, workers: int) -> pd.Series | None:
+    """The independent (no communication) config with the same model, data and `workers`, on loopback."""
+    m = cfgs[(cfgs["strategy"] == "independent") & (cfgs["workers"] == workers) & (cfgs["link"] == "loopback")]
+    # weak scaling keeps the batch per worker; strong scaling keeps the global batch
+    same = ID if row["scaling"] == "weak" else [c if c != "worker_batch" else "global_batch" for c in ID]
+    for col in same:
+        m = m[m[col] == row[col]]
+    return m.iloc[0] if len(m) else None
+
+
+def scaling_table(cfgs: pd.DataFrame) -> pd.DataFrame:
+    """Per config: throughput, communication cost (vs independent at the same N) and efficiency (vs 1 worker)."""
+    if cfgs.empty:
+        return cfgs
+    out = []
+    for _, row in cfgs.iterrows():
+        same_n, one = _baseline(cfgs, row, row["workers"]), _baseline(cfgs, row, 1)
+        comm = (None, None, None)
+        if same_n is not None and row["strategy"] != "independent":
+            comm = welch_interval(row["step_values"], same_n["step_values"])
+        eff = {"ratio": None, "ci_low": None, "ci_high": None}
+        if one is not None:
+            eff = process_ratio(row["values"], one["values"])
+        n = row["workers"]
+        out.append({**row.to_dict(), "comm_cost_ms": comm[0], "comm_ci_low": comm[1], "comm_ci_high": comm[2],
+                    "efficiency": eff["ratio"] / n if eff["ratio"] else None,
+                    "eff_ci_low": eff["ci_low"] / n if eff["ci_low"] else None,
+                    "eff_ci_high": eff["ci_high"] / n if eff["ci_high"] else None})
+    return pd.DataFrame(out)
+
+
+def _link_for(networks: dict, row, kind: str) -> netmodel.Link | None:
+    key = link_key(row["workers"], row["nodes"], row["link_gbit"], row["link_delay_ms"])
+    entry = networks.get(row["host"], {}).get(key)
+    if not entry:
+        return None
+    fit = entry["fit_allreduce" if kind == "ring" else "fit_p2p"]
+    return netmodel.Link(fit["alpha_s"], fit["bandwidth_Bps"], fit.get("r2"), entry["key"])
+
+
+def predictions(table: pd.DataFrame, networks: dict) -> pd.DataFrame:
+    """The alpha-beta model's step time beside the measured one, for synchronous multi-worker configs.
+
+    compute = the independent baseline's step at the same N (for the synchronous parameter server plus
+    the server's aggregation and update beyond a worker's own update, measured on the server rank: the
+    workers wait for it); communication from the link's fit (ring all-reduce for DDP, point-to-point for
+    the parameter server); overlap = the share measured in the run (DDP's bucket hooks), 0 where
+    communication waits for the whole backward.
+    """
+    rows = []
+    if table.empty:
+        return pd.DataFrame()
+    for _, row in table.iterrows():
+        if row["workers"] < 2 or row["strategy"] not in ("allreduce", "allreduce_nosync", "ps_sync"):
+            continue
+        base = _baseline(table, row, row["workers"])
+        link = _link_for(networks, row, "ps" if row["strategy"] == "ps_sync" else "ring")
+        if base is None or link is None or not row["grad_bytes"]:
+            continue
+        overlap = row["overlap_share"] if row["strategy"] == "allreduce" and row["overlap_share"] else 0.0
+        compute = base["step_ms"]
+        if row["strategy"] == "ps_sync" and row["server_update_ms"] and base["update_ms"]:
+            compute += max(0.0, row["server_update_ms"] - base["update_ms"])
+        pred = netmodel.predict_step_s(row["strategy"], compute / 1e3, link, row["workers"],
+                                       row["grad_bytes"], overlap) * 1e3
+        rows.append({"framework": row["framework"], "model": row["model"], "strategy": row["strategy"],
+                     "workers": row["workers"], "link": row["link"], "bucket_mb": row["bucket_mb"],
+                     "compute_ms": compute, "comm_model_ms": pred - compute,
+                     "overlap_share": overlap, "predicted_ms": pred, "measured_ms": row["step_ms"],
+                     "exposed_comm_ms": row["exposed_comm_ms"],
+                     "error": pred / row["step_ms"] - 1,
+                     "alpha_us": link.alpha_s * 1e6, "bandwidth_gbit": link.bandwidth_Bps * 8 / 1e9})
+    return pd.DataFrame(rows)
+
+
+def network_table(networks: dict) -> pd.DataFrame:
+    """One row per host, link and operation: the fitted latency and bandwidth."""
+    rows = []
+    for host, key, e in ((h, k, e) for h, links in networks.items() for k, e in links.items()):
+        for kind in ("allreduce", "p2p"):
+            fit = e[f"fit_{kind}"]
+            operation = "ring all-reduce" if kind == "allreduce" else "point to point"
+            rows.append({"host": host, "link": key, "operation": operation,
+                         "alpha (us)": round(fit["alpha_s"] * 1e6, 1),
+                         "bandwidth (Gbit/s)": round(fit["bandwidth_Bps"] * 8 / 1e9, 2),
+                         "R2": round(fit["r2"], 3) if fit.get("r2") is not None else None,
+                         "sizes": f"{min(p['bytes'] for p in e[kind]) / 1e3:g} kB - "
+                                  f"{max(p['bytes'] for p in e[kind]) / 1e6:g} MB", "measured": e["measured"]})
+    return pd.DataFrame(rows)
+
+
+def accuracy_curves(procs: pd.DataFrame) -> pd.DataFrame:
+    """One row per accuracy point of every process that recorded one (digits runs)."""
+    rows = []
+    if procs.empty:
+        return pd.DataFrame()
+    for _, p in procs[procs["accuracy"].notna()].iterrows():
+        for point in p["accuracy"]:
+            rows.append({"framework": p["framework"], "strategy": p["strategy"], "workers": p["workers"],
+                         "repeat": p["repeat"], **point})
+    return pd.DataFrame(rows)
+
+
+def accuracy_at_equal_time(curves: pd.DataFrame) -> pd.DataFrame:
+    """Test accuracy each strategy reached at the same training seconds (the shortest run's end),
+    interpolated per process, then mean and range over processes."""
+    if curves.empty:
+        return curves
+    t_common = curves.groupby(["strategy", "repeat"])["train_s"].max().min()
+    rows = []
+    for (fw, strategy, workers), g in curves.groupby(["framework", "strategy", "workers"]):
+        per = [float(np.interp(t_common, c["train_s"], c["accuracy"])) for _, c in g.groupby("repeat")]
+        final = [float(c.sort_values("train_s")["accuracy"].iloc[-1]) for _, c in g.groupby("repeat")]
+        steps = [int(c["steps"].max()) for _, c in g.groupby("repeat")]
+        rows.append({"framework": fw, "strategy": strategy, "workers": workers, "processes": len(per),
+                     "at_s": t_common, "accuracy": statistics.mean(per), "min": min(per), "max": max(per),
+                     "final_accuracy": statistics.mean(final), "steps_per_worker": statistics.mean(steps)})
+    return pd.DataFrame(rows)
+
+
+def published_scaling() -> pd.DataFrame:
+    text = resources.files("bench.data").joinpath("published_scaling.csv").read_text()
+    df = pd.DataFrame(list(csv.DictReader(text.splitlines())))
+    df["workers"] = df["workers"].astype(int)
+    df["images_per_sec"] = pd.to_numeric(df["images_per_sec"], errors="coerce")
+    return df
+
+
+# Published set-ups the model is extrapolated to: compute per step from the set-up's own 1-GPU number.
+EXTRAPOLATED = [
+    {"label": "SINGA set-up: K80, ResNet-50, 32/GPU, 10 Gbit/s", "system": ("SINGA allreduce",
+                                                                              "parameter-server baseline"),
+     "gbit": 10.0, "grad_bytes": 25.56e6 * 4, "compute_s": 32 / 45,
+     "compute_source": "SINGA's own 1-GPU point (45 img/s at batch 32)"},
+    {"label": "Goyal et al. set-up: P100, ResNet-50, 32/GPU, 50 Gbit/s", "system": ("Caffe2 allreduce",),
+     "gbit": 50.0, "grad_bytes": 25.56e6 * 4, "compute_s": 32 / 219,
+     "compute_source": "tf_cnn_benchmarks P100 ResNet-50 training, 219 img/s"},
+]
+EXTRAPOLATION_WORKERS = (1, 2, 4, 8, 16, 32, 64, 128)
+
+
+def extrapolation(alpha_s: float, overlap_share: float) -> pd.DataFrame:
+    """Efficiency vs workers on published set-ups: ring all-reduce with no overlap and with the measured
+    overlap share, and a one-server parameter server; alpha is this machine's measured latency."""
+    rows = []
+    for s in EXTRAPOLATED:
+        link = netmodel.Link(alpha_s, s["gbit"] * 1e9 / 8)
+        for n in EXTRAPOLATION_WORKERS:
+            ring = netmodel.ring_allreduce_s(link, n, s["grad_bytes"])
+            rows += [{"setup": s["label"], "system": s["system"], "workers": n, "model": "ring all-reduce, no overlap",
+                      "efficiency": netmodel.efficiency(s["compute_s"], ring)},
+                     {"setup": s["label"], "system": s["system"], "workers": n, "model": "parameter server (1 server)",
+                      "efficiency": netmodel.efficiency(s["compute_s"], netmodel.ps_s(link, n, s["grad_bytes"]))}]
+            if overlap_share > 0:
+                rows.append({"setup": s["label"], "system": s["system"], "workers": n,
+                             "model": f"ring all-reduce, {overlap_share:.0%} overlapped",
+                             "efficiency": netmodel.efficiency(s["compute_s"], ring, overlap_share)})
+    return pd.DataFrame(rows)
+
+
+def published_efficiency(published: pd.DataFrame) -> pd.DataFrame:
+    """Published points as efficiency: SINGA's from its throughput bars, others from their stated %."""
+    rows = []
+    for system, g in published[published["images_per_sec"].notna()].groupby("system"):
+        one = g[g["workers"] == 1]["images_per_sec"]
+        if len(one):
+            for _, r in g.iterrows():
+                rows.append({"system": system, "model": r["model"], "workers": r["workers"], "network": r["network"],
+                             "efficiency": r["images_per_sec"] / (r["workers"] * float(one.iloc[0])),
+                             "source": r["source"]})
+    for _, r in published[published["images_per_sec"].isna()].iterrows():
+        note = r["note"]
+        if "% scaling efficiency" in note:
+            eff = float(note.split("%")[0].split()[-1]) / 100
+        elif "x speed-up" in note:
+            eff = float(note.split("x speed-up")[0].split()[-1]) / r["workers"]
+        else:
+            continue
+        rows.append({"system": r["system"], "model": r["model"], "workers": r["workers"], "network": r["network"],
+                     "efficiency": eff, "source": r["source"]})
+    return pd.DataFrame(rows)
+
+
+def _ci(est, lo, hi, fmt: str) -> str:
+    if est is None or pd.isna(est):
+        return ""
+    if lo is None or pd.isna(lo):
+        return f"{est:{fmt}} (no CI: < 2 processes)"
+    return f"{est:{fmt}} [{lo:{fmt}}-{hi:{fmt}}]"
+
+
+def scaling_for_display(table: pd.DataFrame) -> pd.DataFrame:
+    if table.empty:
+        return table
+    t = table.sort_values(["platform", "framework", "model", "workers", "nodes", "strategy", "bucket_mb"])
+    return pd.DataFrame({
+        "run": [f"{r.framework} {r.model} {r.image_size}px, {r.strategy} x{r.workers}"
+                + (f" (strong, global bs {r.global_batch})" if r.scaling == "strong" else "") for r in t.itertuples()],
+        "link; buckets": [link + (f"; {b:g} MB" if s in ("allreduce", "allreduce_nosync") else "")
+                          for link, b, s in zip(t["link"], t["bucket_mb"], t["strategy"])],
+        "batch, threads per worker": [f"{b}, {n}" for b, n in zip(t["worker_batch"], t["threads"])],
+        "images/s [95% CI]": [_ci(r.images_per_sec, r.ci_low, r.ci_high, ".1f") for r in t.itertuples()],
+        "step ms": t["step_ms"].round(1),
+        "comm. cost ms/step [CI]": [_ci(r.comm_cost_ms, r.comm_ci_low, r.comm_ci_high, ".1f") for r in t.itertuples()],
+        "efficiency [CI]": [_ci(r.efficiency, r.eff_ci_low, r.eff_ci_high, ".0%") if r.workers > 1 else ""
+                            for r in t.itertuples()],
+        "overlap": [f"{v:.0%}" if v is not None and not pd.isna(v) else "" for v in t["overlap_share"]],
+        "processes": t["processes"],
+        "flags": [f"{n} flagged: {why}" if n else "" for n, why in zip(t["flagged"], t["flag_reasons"])],
+    })
+
+
+def predictions_for_display(pred: pd.DataFrame) -> pd.DataFrame:
+    if pred.empty:
+        return pred
+    return pd.DataFrame({
+        "framework": pred["framework"], "strategy": pred["strategy"], "workers": pred["workers"],
+        "link": pred["link"], "compute ms (independent)": pred["compute_ms"].round(1),
+        "model comm. ms": pred["comm_model_ms"].round(1), "overlap used": pred["overlap_share"].map("{:.0%}".format),
+        "predicted ms": pred["predicted_ms"].round(1), "measured ms": pred["measured_ms"].round(1),
+        "error": pred["error"].map("{:+.0%}".format),
+        "link fit": [f"{a:.0f} us, {b:.2f} Gbit/s" for a, b in zip(pred["alpha_us"], pred["bandwidth_gbit"])],
+    })
+
+
+def accuracy_for_display(acc: pd.DataFrame) -> pd.DataFrame:
+    if acc.empty:
+        return acc
+    return pd.DataFrame({
+        "framework": acc["framework"], "strategy": acc["strategy"], "workers": acc["workers"],
+        "processes": acc["processes"], "at training seconds": acc["at_s"].round(2),
+        "test accuracy then (mean, range)": [f"{a:.1%} ({lo:.1%}-{hi:.1%})" for a, lo, hi in
+                                             zip(acc["accuracy"], acc["min"], acc["max"])],
+        "final accuracy": acc["final_accuracy"].map("{:.1%}".format),
+        "steps per worker": acc["steps_per_worker"].round(0).astype(int),
+    })
+
+
+def extrapolation_inputs(networks: dict, table: pd.DataFrame) -> tuple[float, float, str]:
+    """(alpha, overlap share, note): this machine's loopback latency and DDP's measured overlap."""
+    alphas = [e["fit_allreduce"]["alpha_s"] for links in networks.values() for k, e in links.items()
+              if k.startswith("loopback")]
+    alpha = statistics.median(alphas) if alphas else 50e-6
+    ddp = table[(table["strategy"] == "allreduce") & table["overlap_share"].notna()] if not table.empty else table
+    overlap = float(ddp["overlap_share"].median()) if len(ddp) else 0.0
+    note = (f"alpha = {alpha * 1e6:.0f} us ({'this machine’s loopback fit' if alphas else 'assumed: no fit yet'}); "
+            f"overlap = {overlap:.0%} ({'DDP’s measured share here' if len(ddp) else 'none measured'})")
+    return alpha, overlap, note
+
+
+def failures(records: list[dict]) -> pd.DataFrame:
+    bad = [r for r in records if r["status"] != "ok"]
+    return pd.DataFrame([{"run": r["label"], "repeat": r["repeat"], "status": r["status"], "reason": r["reason"]}
+                         for r in bad])
+
+
+def findings(data) -> list[str]:
+    """Sentences from the distributed tables; a number without two clean processes is not a finding."""
+    out = []
+    t = data.table
+    if t.empty:
+        return ["No distributed run has finished yet."]
+    for _, r in t[(t["workers"] > 1) & t["efficiency"].notna()].sort_values(["framework", "strategy"]).iterrows():
+        what = f"{r['framework']} {r['model']} {r['strategy']} x{r['workers']} ({r['link']})"
+        if not r["sound"] or r["eff_ci_low"] is None or pd.isna(r["eff_ci_low"]):
+            out.append(f"{what}: not measured reliably ({r['flag_reasons'] or 'fewer than 2 clean processes'}).")
+            continue
+        comm = "" if pd.isna(r["comm_cost_ms"]) or r["comm_cost_ms"] is None else \
+            f"; communication costs {r['comm_cost_ms']:.0f} ms per step over the independent baseline"
+        if r["strategy"] == "independent":
+            comm = (f" with no communication at all: on {r['threads']} thread(s) per worker instead of "
+                    f"{r['threads'] * r['workers']}, what is lost is the shared cores, not the network")
+        out.append(f"{what}: scaling efficiency {r['efficiency']:.0%} [{r['eff_ci_low']:.0%}-{r['eff_ci_high']:.0%}]"
+                   f"{comm}.")
+    for _, p in data.predictions.iterrows():
+        out.append(f"Model vs measurement, {p['framework']} {p['model']} {p['strategy']} x{p['workers']} "
+                   f"on {p['link']}: "
+                   f"predicted {p['predicted_ms']:.0f} ms, measured {p['measured_ms']:.0f} ms ({p['error']:+.0%})"
+                   + (f"; the fit is gloo's, and TensorFlow's own collectives (a ring over gRPC) spent "
+                      f"{p['exposed_comm_ms']:.0f} ms per step where the model allows {p['comm_model_ms']:.0f}"
+                      if p["framework"] == "tensorflow" and p["exposed_comm_ms"] else "") + ".")
+    for _, a in data.accuracy.iterrows():
+        out.append(f"After {a['at_s']:.2f} s of training, {a['framework']} {a['strategy']} x{a['workers']} reached "
+                   f"{a['accuracy']:.1%} test accuracy on digits (range over {a['processes']} processes "
+                   f"{a['min']:.1%}-{a['max']:.1%}).")
+    return out
+
+
+def methodology(data) -> str:
+    procs = data.processes
+    if procs.empty:
+        return "No distributed runs in this report."
+    return (
+        "**Distributed runs.** Each configuration runs as fresh processes like the rest: a launcher starts every "
+        "rank (torchrun for PyTorch, one process per TF_CONFIG task for TensorFlow), each in its own process group, "
+        "and stops all of them when one fails. Every rank runs the same fixed number of warm-up and timed steps "
+        "between barriers (no rank decides alone when to stop). The global step time is the slowest rank's per "
+        "step; images/s = global batch / that time. PyTorch phases come from timestamps around forward, backward "
+        "and the optimizer step, and DDP communication hooks timestamping each gradient bucket's all-reduce; "
+        "overlap = compute + communication - their union. TensorFlow's all-reduce (MultiWorkerMirroredStrategy, "
+        "ring) is a separate timed step between the local gradient and the update (no overlap by construction). "
+        "The asynchronous parameter server (TensorFlow ParameterServerStrategy) is timed by its chief over chunks "
+        "of scheduled steps. Communication cost = step(strategy, N) - step(independent, N), with a Welch interval "
+        "over processes; scaling efficiency = throughput(N) / (N x throughput(1)), with a Welch interval on logs. "
+        "Threads per worker = cores / workers, so one worker uses the whole machine and N workers share it. "
+        "Emulated nodes are network namespaces behind a bridge; each node's egress is shaped with tc's token "
+        "bucket (tbf); they are removed after every run. The alpha-beta model is fitted to gloo all-reduce and "
+        "ping-pong times from 4 kB to 48 MB (least squares on relative error). Other processes' CPU use is read "
+        "from /proc/stat minus the run's own process tree, sampled every 0.1 s inside the ranks' timed window."
+    )

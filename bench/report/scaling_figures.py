@@ -1,0 +1,233 @@
+"""Figures of the report's scaling section (tables in bench/report/scaling.py)."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from .figures import PHASE_COLOURS, _footnote, _legend_below, _plain_numbers, framework_colour
+
+STRATEGY_NAMES = {"independent": "independent (no communication)", "allreduce": "all-reduce (DDP / MWMS)",
+                  "allreduce_nosync": "all-reduce after backward (no overlap)",
+                  "ps_sync": "parameter server, synchronous", "ps_async": "parameter server, asynchronous"}
+STRATEGY_HATCH = {"independent": "", "allreduce": "//", "allreduce_nosync": "xx", "ps_sync": "..", "ps_async": "oo"}
+DIST_PHASE_COLOURS = {"forward": PHASE_COLOURS["forward"], "backward": PHASE_COLOURS["backward"],
+                      "forward_backward": "#d2a35c", "update": PHASE_COLOURS["update"],
+                      "exposed_comm": PHASE_COLOURS["communication"], "other": "#bbbbbb"}
+WHICH = "weak scaling (batch per worker fixed) unless marked strong; threads per worker = cores / workers"
+
+
+def _finish(fig, ax, title: str):
+    """Title, one legend under the axes, tight layout: the end of every one-panel figure here."""
+    ax.set_title(title, fontsize=9)
+    _legend_below(fig, np.array([ax]))
+    fig.tight_layout()
+    return fig
+
+
+def _grid(panels: int, width: float, height: float, columns: int = 2):
+    """Panels two to a row (a page is narrow: wider grids shrink every label), spare axes hidden."""
+    cols = min(columns, panels)
+    rows = -(-panels // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False)
+    for ax in axes.ravel()[panels:]:
+        ax.set_visible(False)
+    return fig, axes.ravel()[:panels]
+
+
+def _bar_label(row) -> str:
+    label = f"{row['strategy']} x{row['workers']}"
+    if row["link"] != "loopback":
+        label += f"\n{row['link']}"
+    if row["strategy"] == "allreduce" and row["bucket_mb"] != 25.0:
+        label += f"\nbucket {row['bucket_mb']:g} MB"
+    if row["scaling"] == "strong":
+        label += f"\nstrong: global bs {row['global_batch']}"
+    return label
+
+
+def throughput_and_comm(table: pd.DataFrame):
+    """SINGA-style: throughput bars per strategy and worker count, communication cost as a line."""
+    if table.empty:
+        return None
+    groups = list(table.groupby(["platform", "framework", "model", "scaling"]))
+    fig, axes = _grid(len(groups), 5.6, 4.4)
+    for ax, ((_, fw, model, scaling), g) in zip(axes, groups):
+        g = g.sort_values(["workers", "nodes", "strategy", "bucket_mb"]).reset_index(drop=True)
+        x = np.arange(len(g))
+        for i, r in g.iterrows():
+            err = None
+            if r["ci_low"] is not None and not pd.isna(r["ci_low"]):
+                err = [[r["images_per_sec"] - r["ci_low"]], [r["ci_high"] - r["images_per_sec"]]]
+            ax.bar(i, r["images_per_sec"], color=framework_colour(fw), hatch=STRATEGY_HATCH.get(r["strategy"], ""),
+                   edgecolor="white" if r["sound"] else "black", alpha=1.0 if r["sound"] else 0.45,
+                   yerr=err, capsize=3, label=STRATEGY_NAMES.get(r["strategy"], r["strategy"]))
+        ax.set_xticks(x, [_bar_label(r) for _, r in g.iterrows()], fontsize=6.5, rotation=30, ha="right")
+        ax.set_ylabel("images/s (all workers)")
+        batch = f"bs {g['worker_batch'].iloc[0]}/worker" if scaling == "weak" else \
+            f"strong scaling, global bs {g['global_batch'].iloc[0]}"
+        ax.set_title(f"{fw}: {model} {batch}, {g['image_size'].iloc[0]}px", fontsize=9)
+        comm = g["comm_cost_ms"]
+        if comm.notna().any():
+            ax2 = ax.twinx()
+            ax2.plot(x[comm.notna()], comm[comm.notna()], "k-o", ms=4, lw=1.2,
+                     label="communication cost (ms/step vs independent)")
+            lo, hi = g["comm_ci_low"], g["comm_ci_high"]
+            ok = comm.notna() & lo.notna()
+            ax2.vlines(x[ok], lo[ok], hi[ok], color="k", lw=0.8)
+            ax2.set_ylabel("communication cost (ms per step)")
+            ax2.set_ylim(bottom=min(0, float(np.nanmin(lo.fillna(0)))))
+            handles, labels = ax2.get_legend_handles_labels()
+            ax.plot([], [], "k-o", ms=4, label=labels[0])
+        _footnote(ax, "bars: geometric mean over processes, 95% CI; faded: fewer than 2 clean processes")
+    fig.suptitle(f"Distributed training throughput and communication cost ({WHICH})", fontsize=10)
+    _legend_below(fig, axes)
+    fig.tight_layout()
+    return fig
+
+
+def efficiency(table: pd.DataFrame):
+    """Scaling efficiency throughput(N) / (N x throughput(1)) per strategy, with 95% CIs."""
+    t = table[(table["workers"] > 1) & table["efficiency"].notna()] if not table.empty else table
+    if t.empty:
+        return None
+    t = t.sort_values(["framework", "strategy", "link"]).reset_index(drop=True)
+    fig, ax = plt.subplots(figsize=(8, 0.9 + 0.32 * len(t)))
+    for i, r in t.iterrows():
+        lo = r["eff_ci_low"] if r["eff_ci_low"] is not None and not pd.isna(r["eff_ci_low"]) else r["efficiency"]
+        hi = r["eff_ci_high"] if r["eff_ci_high"] is not None and not pd.isna(r["eff_ci_high"]) else r["efficiency"]
+        ax.barh(i, r["efficiency"], color=framework_colour(r["framework"]),
+                hatch=STRATEGY_HATCH.get(r["strategy"], ""), edgecolor="white",
+                xerr=[[r["efficiency"] - lo], [hi - r["efficiency"]]], capsize=3)
+        ax.text(max(hi, r["efficiency"]) + 0.01, i, f"{r['efficiency']:.0%}", va="center", fontsize=7)
+    ax.set_yticks(range(len(t)), [f"{r['framework']} {_bar_label(r)}".replace("\n", ", ") for _, r in t.iterrows()],
+                  fontsize=7)
+    ax.axvline(1.0, color="#444444", lw=0.8, ls="--")
+    ax.set_xlabel("scaling efficiency = throughput(N) / (N x throughput(1 worker)), 95% CI")
+    ax.set_xlim(0, max(1.1, float(t["eff_ci_high"].fillna(t["efficiency"]).max()) + 0.15))
+    ax.invert_yaxis()
+    ax.set_title(f"Scaling efficiency ({WHICH})", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def phases(table: pd.DataFrame):
+    """Where a worker's step goes per strategy: compute phases, exposed communication, the rest."""
+    t = table[table["workers"] > 1] if not table.empty else table
+    if t.empty:
+        return None
+    t = t.sort_values(["framework", "strategy", "link", "bucket_mb"]).reset_index(drop=True)
+    fig, ax = plt.subplots(figsize=(8, 0.9 + 0.32 * len(t)))
+    for i, r in t.iterrows():
+        left = 0.0
+        for p, colour in DIST_PHASE_COLOURS.items():
+            v = r.get(f"{p}_ms")
+            if v is not None and not pd.isna(v) and v > 0:
+                ax.barh(i, v, left=left, color=colour, label=p.replace("_", " "))
+                left += v
+        if r["overlap_share"] is not None and not pd.isna(r["overlap_share"]):
+            ax.text(left + 1, i, f"{r['overlap_share']:.0%} of comm. overlapped", va="center", fontsize=6.5)
+        elif r["strategy"] == "ps_async":
+            ax.text(1, i, "asynchronous: steps run on the servers' workers, no per-step phases", va="center",
+                    fontsize=6.5)
+    ax.set_yticks(range(len(t)), [f"{r['framework']} {_bar_label(r)}".replace("\n", ", ") for _, r in t.iterrows()],
+                  fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("median ms per step (median over ranks; communication: the part not hidden behind compute)")
+    return _finish(fig, ax, "Step breakdown per strategy")
+
+
+def accuracy_over_time(curves: pd.DataFrame):
+    """Test accuracy against training seconds, every process a line: the price of stale gradients."""
+    if curves.empty:
+        return None
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    styles = {"allreduce": "-", "ps_async": "--", "independent": ":"}
+    for (fw, strategy, workers, _rep), g in curves.groupby(["framework", "strategy", "workers", "repeat"]):
+        g = g.sort_values("train_s")
+        ax.plot(g["train_s"], g["accuracy"], styles.get(strategy, "-."), color=framework_colour(fw), lw=1.2,
+                alpha=0.8, label=f"{fw} {STRATEGY_NAMES.get(strategy, strategy)} x{workers}")
+    ax.set_xlabel("training seconds (evaluation time excluded)")
+    ax.set_ylabel("test accuracy (digits, 450 images)")
+    ax.set_ylim(0, 1)
+    return _finish(fig, ax, "Asynchronous vs synchronous data parallelism: accuracy over wall-clock time")
+
+
+def predicted_vs_measured(pred: pd.DataFrame):
+    if pred.empty:
+        return None
+    fig, ax = plt.subplots(figsize=(5.2, 4.2))
+    for _, r in pred.iterrows():
+        ax.scatter(r["measured_ms"], r["predicted_ms"], color=framework_colour(r["framework"]),
+                   marker="o" if r["link"] == "loopback" else "s", s=36, zorder=3)
+        ax.annotate(f"{r['framework']} {r['strategy']} x{r['workers']}\n{r['link']} ({r['error']:+.0%})",
+                    (r["measured_ms"], r["predicted_ms"]), fontsize=6, xytext=(4, 3), textcoords="offset points")
+    hi = float(max(pred["measured_ms"].max(), pred["predicted_ms"].max())) * 1.15
+    ax.plot([0, hi], [0, hi], color="#444444", lw=0.8, ls="--", label="prediction = measurement")
+    ax.fill_between([0, hi], [0, hi * 0.85], [0, hi * 1.15], color="#dddddd", alpha=0.5, label="within 15%")
+    ax.set_xlim(0, hi)
+    ax.set_ylim(0, hi)
+    ax.set_xlabel("measured step (ms)")
+    ax.set_ylabel("predicted: compute + comm - overlap (ms)")
+    return _finish(fig, ax, "Alpha-beta model vs measurement")
+
+
+def network_fit(networks: dict):
+    """Measured all-reduce and point-to-point times vs message size with the fitted alpha + M/B lines."""
+    several = len(networks) > 1
+    networks = {(f"{k} [{h}]" if several else k): e for h, links in networks.items() for k, e in links.items()}
+    if not networks:
+        return None
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4), squeeze=False)
+    for ax, kind in zip(axes[0], ("allreduce", "p2p")):
+        for j, (key, e) in enumerate(sorted(networks.items())):
+            size = np.array([p["bytes"] for p in e[kind]], float)
+            t = np.array([p["median_s"] for p in e[kind]], float) * 1e3
+            fit = e[f"fit_{kind}"]
+            colour = plt.cm.Dark2(j)
+            ax.loglog(size, t, "o", color=colour, ms=4, label=f"{key}: measured")
+            grid = np.geomspace(size.min(), size.max(), 50)
+            if kind == "allreduce":
+                n = e["workers"]
+                model = 2 * (n - 1) * fit["alpha_s"] + 2 * (n - 1) / n * grid / fit["bandwidth_Bps"]
+            else:
+                model = fit["alpha_s"] + grid / fit["bandwidth_Bps"]
+            ax.loglog(grid, model * 1e3, "-", color=colour, lw=1,
+                      label=f"{key}: fit ({fit['bandwidth_Bps'] * 8 / 1e9:.2f} Gbit/s, {fit['alpha_s'] * 1e6:.0f} us)")
+        ax.set_xlabel("message (bytes)")
+        ax.set_ylabel("ms")
+        _plain_numbers(ax.yaxis)
+        ax.set_title("ring all-reduce (gloo)" if kind == "allreduce" else "point to point (one way)", fontsize=9)
+    _legend_below(fig, axes)
+    fig.tight_layout()
+    return fig
+
+
+def extrapolation(model_rows: pd.DataFrame, published: pd.DataFrame):
+    """The model's efficiency on published set-ups (8..128 workers), with published points overlaid."""
+    if model_rows.empty:
+        return None
+    setups = list(dict.fromkeys(model_rows["setup"]))
+    modelled = {sys for systems in model_rows["system"] for sys in systems}
+    others = published[~published["system"].isin(modelled)]
+    panels = setups + (["other published points (no 1-GPU time published: not modelled)"] if len(others) else [])
+    fig, axes = _grid(len(panels), 4.8, 3.9)
+    markers = iter("o^sDv<>P*X")
+    for ax, title in zip(axes, panels):
+        g = model_rows[model_rows["setup"] == title]
+        for (name, m), ls in zip(g.groupby("model", sort=False), ("-", ":", "--")):
+            ax.plot(m["workers"], m["efficiency"], ls, color="#333333", lw=1.2, label=f"model: {name}")
+        points = published[published["system"].isin(g["system"].iloc[0])] if len(g) else others
+        for (system, model), p in points.groupby(["system", "model"]):
+            ax.scatter(p["workers"], p["efficiency"], marker=next(markers, "o"), s=22, zorder=3,
+                       label=f"published: {system}, {model} ({p['network'].iloc[0]})")
+        ax.set_xscale("log", base=2)
+        _plain_numbers(ax.xaxis)
+        ax.set_ylim(0, 1.1)
+        ax.set_xlabel("workers (GPUs)")
+        ax.set_ylabel("scaling efficiency")
+        ax.set_title(title, fontsize=8)
+    _legend_below(fig, axes)
+    fig.tight_layout()
+    return fig
