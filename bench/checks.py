@@ -27,6 +27,8 @@ FLAG_SCOPE = {
     "no_emulated_link": "throughput",
     "ranks_disagree": "throughput",
     "weights_unchanged": "throughput",
+    # the run's fairness certificate (bench/fairness.py) has a failed check
+    "certificate_failed": "throughput",
 }
 
 
@@ -62,4 +64,17 @@ def run_flags(record: dict) -> list[dict]:
     phases = (record.get("phases") or {}).get("median_ms")
     step = (record.get("summary") or {}).get("latency_ms_median")
     out += [f for f in (utilisation_flag(record.get("utilisation")), phase_sum_flag(phases, step)) if f]
+    return out + certificate_flags(record.get("fairness"))
+
+
+def certificate_flags(fairness: dict | None) -> list[dict]:
+    """A failed fairness check makes the run's number unusable: the work measured was not the same."""
+    failed = (fairness or {}).get("failed") or []
+    out = []
+    if "weights_changed" in failed:
+        out.append(flag("weights_unchanged", "the trainable weights were identical before and after the timed "
+                                             "training loop: the step did not update the model"))
+    rest = [c for c in failed if c != "weights_changed"]
+    if rest:
+        out.append(flag("certificate_failed", "fairness check(s) failed: " + ", ".join(rest)))
     return out

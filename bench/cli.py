@@ -271,6 +271,17 @@ def _check_inputs(args: argparse.Namespace) -> None:
                                   f"{spec.min_image_size} to {spec.max_image_size}")
 
 
+def _framework_interpreter(args: argparse.Namespace):
+    """For `run` and `fidelity` of a framework with an environment of its own (MXNet), that environment's
+    interpreter when this process is not it; else None."""
+    if args.command not in ("run", "fidelity"):
+        return None
+    from .adapters import ADAPTERS
+
+    adapter = ADAPTERS.get(args.framework or "torch")
+    return adapter.interpreter() if adapter.environment and not adapter.runs_here() else None
+
+
 def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "run":
         return _cmd_run(args)
@@ -306,6 +317,14 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         _check_inputs(args)
+        python = _framework_interpreter(args)
+        if python:  # the framework lives in an environment of its own: the same command, run there
+            import subprocess
+
+            from .isolated import bench_environ
+
+            return subprocess.call([str(python), "-m", "bench", *(sys.argv[1:] if argv is None else argv)],
+                                   env=bench_environ())
         return _dispatch(args)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -15,6 +15,7 @@ import time
 from .adapters import ADAPTERS
 from .config import RunConfig
 from .errors import ConfigError
+from .isolated import bench_environ
 
 BASELINE_WARMUP, BASELINE_ITERATIONS = 5, 20
 
@@ -41,7 +42,7 @@ def baseline(config: RunConfig) -> float:
 
 def _bench(args: list[str]) -> str:
     return subprocess.run([sys.executable, "-m", "bench", *args], capture_output=True, text=True,
-                          check=True).stdout
+                          check=True, env=bench_environ()).stdout
 
 
 def compare(config: RunConfig, rounds: int, results_dir: str) -> dict:

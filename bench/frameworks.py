@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .adapters import ADAPTERS
+from .errors import FrameworkUnavailableError
 
 
 @dataclass(frozen=True)
@@ -24,29 +25,43 @@ class SourceSystem:
 SYSTEMS = (
     SourceSystem("TensorFlow", "tensorflow", "", "-"),
     SourceSystem("PyTorch", "torch", "", "-"),
+    SourceSystem("JAX", "jax", "", "-"),
+    SourceSystem("ONNX Runtime", "onnxruntime", "", "-"),
+    SourceSystem("OpenVINO", "openvino", "", "-"),
     SourceSystem("Caffe2", None, "merged into PyTorch in 2018 and removed from its builds; no installable package "
-                 "for Python 3.11", "PyTorch, and ONNX Runtime for its deployment role"),
-    SourceSystem("MXNet", None, "no adapter yet; MXNet 1.9.1 (retired) needs numpy 1.23.5 and so a second "
-                 "environment", "-"),
-    SourceSystem("CNTK", None, "wheels stop at Python 3.6; the project is retired", "ONNX Runtime"),
-    SourceSystem("Caffe-MPI", None, "a C++/CUDA/MPI source build, no Python package", "PyTorch DDP / Horovod"),
-    SourceSystem("Apache SINGA", None, "no installable distribution on the package registry", "PyTorch DDP"),
-    SourceSystem("JAX", None, "no adapter yet", "-"),
-    SourceSystem("ONNX Runtime", None, "no adapter yet", "-"),
-    SourceSystem("OpenVINO", None, "no adapter yet", "-"),
+                 "for Python 3.11", "ONNX Runtime (its deployment role: PyTorch's ONNX path), PyTorch"),
+    SourceSystem("MXNet", "mxnet", "", "-"),
+    SourceSystem("CNTK", None, "retired; wheels stop at Python 3.6", "ONNX Runtime (CNTK's successor at Microsoft)"),
+    SourceSystem("Caffe-MPI", None, "a C++/CUDA/MPI source build, no Python package", "PyTorch DDP (all-reduce)"),
+    SourceSystem("Apache SINGA", None, "no installable distribution for Python 3.11 on the package registry",
+                 "PyTorch DDP; its parameter-server comparison: bench's ps_sync / ps_async strategies"),
 )
 
 
-def status_rows() -> list[dict]:
-    """One row per source system: measured here (with version) or not, and why."""
+def _unavailable(adapter) -> str | None:
+    try:
+        adapter.check_available()
+    except FrameworkUnavailableError as exc:
+        return str(exc)
+    return None
+
+
+def status_rows(results: dict[str, int] | None = None) -> list[dict]:
+    """One row per source system: runnable here (with version) or not, and why. `results`: successful runs
+    per adapter in the results at hand, so a runnable framework the results lack says so."""
     rows = []
     for s in SYSTEMS:
         adapter = ADAPTERS.get(s.adapter) if s.adapter and s.adapter in ADAPTERS else None
-        version = adapter.version() if adapter else None
+        missing = _unavailable(adapter) if adapter else None
+        version = adapter.version() if adapter and not missing else None
         if adapter and version:
-            status, reason = f"measured ({s.adapter} {version})", ""
+            status, reason = f"runnable ({s.adapter} {version})", ""
+            if results is not None:
+                n = results.get(s.adapter, 0)
+                status = f"measured ({s.adapter} {version}, {n} runs)" if n else status
+                reason = "" if n else "runnable, but no successful run in these results"
         elif adapter:
-            status, reason = "not installed", f"the {s.adapter} package is not installed in this environment"
+            status, reason = "not installed", missing or f"the {s.adapter} package is not installed"
         else:
             status, reason = "not measured", s.reason
         rows.append({"framework": s.name, "status": status, "reason": reason, "closest runnable successor":

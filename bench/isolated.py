@@ -16,11 +16,22 @@ from .paths import PROJECT_ROOT
 from .store import atomic_write_json, host_dir
 
 
+def main_python() -> str:
+    """The main environment's interpreter (a framework's own environment knows it from BENCH_MAIN_PYTHON)."""
+    return os.environ.get("BENCH_MAIN_PYTHON", sys.executable)
+
+
+def bench_environ() -> dict[str, str]:
+    """The environment for a `python -m bench` child in any of the project's environments."""
+    pythonpath = os.pathsep.join(dict.fromkeys(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")])))
+    return {**os.environ, "PYTHONPATH": pythonpath, "BENCH_MAIN_PYTHON": main_python()}
+
+
 def in_fresh_process(argv: list[str]) -> dict:
-    """Run `python -m bench *argv` in a fresh process and return the JSON it prints."""
-    pythonpath = os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))
-    proc = subprocess.run([sys.executable, "-m", "bench", *argv], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": pythonpath})
+    """Run `python -m bench *argv` in a fresh process of the main environment and return the JSON it prints
+    (from a framework's own environment too: per-host facts are measured the same way for every kernel)."""
+    proc = subprocess.run([main_python(), "-m", "bench", *argv], capture_output=True, text=True,
+                          env=bench_environ())
     if proc.returncode != 0:
         tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         raise RuntimeError(f"'python -m bench {' '.join(argv)}' failed: {tail}")

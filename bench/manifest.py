@@ -74,8 +74,15 @@ def recorded_environment(environ: Mapping[str, str] | None = None) -> dict[str, 
     return {k: _safe_value(k, env[k]) for k in sorted(RECORDED_ENV_VARS) if k in env}
 
 
-LIBRARIES = ("torch", "torchvision", "tensorflow-cpu", "tensorflow", "keras", "jax", "jaxlib",
-             "onnxruntime", "numpy", "scipy", "pandas")
+COMMON_LIBRARIES = ("numpy", "scipy", "pandas")
+
+
+def libraries() -> tuple[str, ...]:
+    """The distributions a manifest lists: each adapter's own and those it declares, and the common ones."""
+    from .adapters import ADAPTERS  # late: the adapters import this module's helpers
+
+    names = [n for fw in ADAPTERS for n in (ADAPTERS.get(fw).distribution, *ADAPTERS.get(fw).libraries) if n]
+    return tuple(dict.fromkeys(names + list(COMMON_LIBRARIES)))
 
 
 
@@ -142,6 +149,7 @@ def _static_manifest() -> dict:
     mem = psutil.virtual_memory()
     return {
         "python": sys.version.split()[0],
+        "interpreter": sys.prefix,  # which environment ran it (the main one, or a framework's own: MXNet's)
         "platform": platform.platform(),
         "cpu": {
             "model": cpu_brand(),
@@ -157,7 +165,7 @@ def _static_manifest() -> dict:
         },
         "memory_bytes": mem.total,
         "gpus": [dict(g) for g in devices.gpus()],
-        "libraries": {name: v for name in LIBRARIES if (v := dist_version(name))},
+        "libraries": {name: v for name in libraries() if (v := dist_version(name))},
         "git": _git(),
     }
 

@@ -49,7 +49,7 @@ class Profile:
     retries: int = 1
     order_seed: int = 0
     budget_minutes: float = 0.0  # 0: no budget
-    not_applicable: tuple[str, ...] = ()  # "framework strategy" pairs a distributed block left out
+    not_applicable: tuple[str, ...] = ()  # what the profile asked for that a framework cannot run, and why
 
 
 def available_profiles() -> list[str]:
@@ -93,10 +93,12 @@ def _check_structure(name: str, spec: dict) -> None:
     if not isinstance(also, list) or not all(isinstance(b, dict) for b in also):
         raise ConfigError(f"profile {name}: 'also' must be a list of mappings of axes, got {also!r}")
     for block in also:
-        extra = sorted(set(map(str, block)) - set(AXES))
+        extra = sorted(set(map(str, block)) - {*AXES, "engines"})
         if extra:
-            raise ConfigError(f"profile {name}: an 'also' block may set only {', '.join(AXES)}; got {', '.join(extra)}")
+            raise ConfigError(f"profile {name}: an 'also' block may set only {', '.join(AXES)}, engines; "
+                              f"got {', '.join(extra)}")
         _check_axes(name, block)
+        _check_engines(name, block.get("engines", "default"))
     _check_axes(name, spec)
     _check_settings(name, spec)
     dist = spec.get("distributed", [])
@@ -127,12 +129,19 @@ def _check_axes(name: str, spec: dict, axes: dict = AXES) -> None:
                 raise ConfigError(f"profile {name}: every item of '{key}' must be a {kind}, got {item!r}")
 
 
-def _check_settings(name: str, spec: dict) -> None:
-    engines = spec.get("engines", "default")
+def _check_engines(name: str, engines) -> None:
     if not (engines in ("default", "all") or (isinstance(engines, list) and engines
                                                and all(isinstance(e, str) for e in engines))):
         raise ConfigError(f"profile {name}: 'engines' must be 'default', 'all' or a list of engine names, "
                           f"got {engines!r}")
+    known = {e for fw in ADAPTERS for e in ADAPTERS.get(fw).engines}
+    unknown = [e for e in engines if e not in known] if isinstance(engines, list) else []
+    if unknown:
+        raise ConfigError(f"profile {name}: unknown engine(s) {', '.join(unknown)}; valid: {', '.join(sorted(known))}")
+
+
+def _check_settings(name: str, spec: dict) -> None:
+    _check_engines(name, spec.get("engines", "default"))
     settings = spec.get("settings", {}) or {}
     if not isinstance(settings, dict):
         raise ConfigError(f"profile {name}: 'settings' must be a mapping, got {settings!r}")
@@ -164,22 +173,31 @@ def _devices(listed: list[str]) -> list[str]:
     return out
 
 
-def _expand(name: str, axes: dict, engines, settings: dict) -> list[RunConfig]:
+def _expand(name: str, axes: dict, engines, settings: dict) -> tuple[list[RunConfig], list[str]]:
     """One block's configs in priority order: model, mode, batch size as listed; frameworks innermost,
-    so a comparison group (the same config in every framework) sits together and is kept or dropped whole."""
+    so a comparison group (the same config in every framework) sits together and is kept or dropped whole.
+    Combinations a framework declares it cannot run here are left out, each with the reason."""
     frameworks = ["null" if fw is None else fw for fw in axes["frameworks"]]
-    configs = []
+    configs, left_out = [], []
     for model, mode, bs, precision, device, fw in itertools.product(
             axes["models"], axes["modes"], axes["batch_sizes"], axes["precisions"], _devices(axes["devices"]),
             frameworks):
         try:
-            names = ADAPTERS.get(fw).engines if engines == "all" else [None] if engines == "default" else engines
+            adapter = ADAPTERS.get(fw)
+            reason = adapter.not_applicable(mode, precision, device)
+            if reason:
+                left_out.append(f"{fw} {mode} {precision} {device}: {reason}")
+                continue
+            if isinstance(engines, list):  # a listed engine applies to the frameworks that have it
+                names = [e for e in engines if e in adapter.engines] or [None]
+            else:
+                names = adapter.engines if engines == "all" else [None]
             for engine in names:
                 configs.append(make_config(framework=fw, model=model, mode=mode, batch_size=bs,
                                            precision=precision, device=device, engine=engine, **settings))
         except ConfigError as exc:
             raise ConfigError(f"profile {name}: {exc}") from None
-    return configs
+    return configs, left_out
 
 
 def _expand_distributed(name: str, block: dict, settings: dict) -> tuple[list[RunConfig], list[str]]:
@@ -190,7 +208,8 @@ def _expand_distributed(name: str, block: dict, settings: dict) -> tuple[list[Ru
             block.get("models", ["resnet18"]), block.get("batch_sizes", [16]), block.get("strategies", ["allreduce"]),
             block.get("workers", [2]), block.get("bucket_mbs", [None]), block.get("frameworks", ["torch"])):
         if strategy not in ("none", *ADAPTERS.get(fw).distributed_strategies):
-            skipped.append(f"{fw} {strategy}")
+            skipped.append(f"{fw} {strategy}: {fw} does not implement {strategy} (it has: "
+                           f"{', '.join(ADAPTERS.get(fw).distributed_strategies) or 'no distributed runs'})")
             continue
         try:
             configs.append(make_config(framework=fw, model=model, mode="training", batch_size=bs, strategy=strategy,
@@ -207,9 +226,12 @@ def load_profile(name_or_path: str) -> Profile:
     _check_structure(path.name, spec)
     main = {k: spec.get(k, DEFAULT_AXES.get(k, [])) for k in AXES}
     configs = []
-    for block in [main] + [{**main, **b} for b in spec.get("also", [])]:
-        configs += _expand(path.name, block, spec.get("engines", "default"), spec.get("settings") or {})
     skipped: list[str] = []
+    for block in [main] + [{**main, **b} for b in spec.get("also", [])]:
+        more, left_out = _expand(path.name, block, block.get("engines", spec.get("engines", "default")),
+                                 spec.get("settings") or {})
+        configs += more
+        skipped += left_out
     for block in spec.get("distributed", []):
         more, left_out = _expand_distributed(path.name, block, spec.get("settings") or {})
         configs += more

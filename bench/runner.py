@@ -67,15 +67,16 @@ def base_record(config: RunConfig, repeat: int = 0, attempt: int = 0, sweep: dic
         "settings": {}, "model": {}, "samples": {"warmup_s": [], "timed_s": []},
         "summary": None, "phases": None, "memory": None, "peak": None, "utilisation": None,
         "energy": {"available": False, "reason": "run did not reach the timed loop"},
-        "fairness": None, "traceback": None, "distributed": None,
+        "fairness": None, "traceback": None, "distributed": None, "startup": None,
     }
 
 
 def failure_record(config: RunConfig, reason: str, detail: str | None = None, repeat: int = 0,
-                   attempt: int = 0, sweep: dict | None = None) -> dict:
-    """An `error` record for a run that died outside the harness (e.g. its notebook kernel)."""
+                   attempt: int = 0, sweep: dict | None = None, status: str = "error") -> dict:
+    """An `error` record for a run that died outside the harness (e.g. its notebook kernel), or a `skipped`
+    one for a run that could not start (its framework's environment is not built)."""
     record = base_record(config, repeat, attempt, sweep)
-    record.update(status="error", reason=reason, traceback=detail, duration_s=0.0,
+    record.update(status=status, reason=reason, traceback=detail, duration_s=0.0,
                   manifest=collect_manifest({"version": ADAPTERS.get(config.framework).version()}))
     return record
 
@@ -104,11 +105,22 @@ def execute(config: RunConfig, results_dir: Path | str | None = None, repeat: in
 
 
 def _measure_into(record: dict, adapter, config: RunConfig, results_dir: Path) -> None:
+    reason = adapter.not_applicable(config.mode, config.precision, config.device)
+    if reason:
+        raise UnsupportedError(reason)
+    t0 = time.perf_counter()
     workload = adapter.prepare(config)
+    prepare_s = time.perf_counter() - t0
     record["settings"] = dict(workload.settings)
     workload.reset_memory()
+    weights_before = workload.weights_checksum()
     with EnergyMeter() as meter, InterferenceMonitor() as monitor:
         samples = measure(workload.timed_iteration, config)
+    weights_after = workload.weights_checksum()
+    # Start-up cost, kept apart from steady-state throughput: building (exporting, compiling) the model,
+    # and the first iteration (tracing, jit compilation, allocation).
+    record["startup"] = {"prepare_s": prepare_s,
+                         "first_iteration_s": samples.warmup_s[0] if samples.warmup_s else samples.timed_s[0]}
     record["memory"] = workload.memory()  # read before anything else allocates
     record["interference"] = {**monitor.result(), "iteration_cv": cv(samples.timed_s)}
     record["energy"] = meter.result(config.batch_size * len(samples.timed_s))
@@ -131,7 +143,7 @@ def _measure_into(record: dict, adapter, config: RunConfig, results_dir: Path) -
             }
     spec = get_model(config.model)
     params = workload.params or None
-    if config.framework != "null":
+    if adapter.measures_a_framework:
         flops, how = flops_per_image(results_dir, config.model, config.image_size, config.mode)
         record["model"] = {"params": params, "params_published_millions": spec.published_params_millions,
                            "flops_per_image": flops, "flops_method": how, "note": spec.note}
@@ -139,7 +151,8 @@ def _measure_into(record: dict, adapter, config: RunConfig, results_dir: Path) -
         record["peak"] = peak
         if flops:
             record["utilisation"] = flops * summary["images_per_sec_median"] / peak["flops_per_sec"]
-        record["fairness"] = run_checks(config, record["settings"], params)
+        record["fairness"] = run_checks(config, record["settings"], params, flops,
+                                        (weights_before, weights_after))
     record["flags"] = run_flags(record)
 
 

@@ -88,6 +88,7 @@ RECORD_SCHEMA_V3 = {
     "properties": {
         **RECORD_SCHEMA_V2["properties"],
         "schema_version": {"const": 3},
+        "startup": _obj_or_null,  # optional (added within version 3): prepare_s, first_iteration_s
         "distributed": {"oneOf": [{"type": "null"}, {
             "type": "object",
             "required": ["strategy", "workers", "nodes", "scaling", "worker_batch", "global_batch", "link", "ranks"],

@@ -111,6 +111,15 @@ def finished_runs(results_dir: Path | str, host: str | None = None) -> set[tuple
     return {(r["config_key"], r["repeat"]) for r in host_records(results_dir, host)}
 
 
+def _certificate_columns(fairness: dict | None) -> dict:
+    """The fairness certificate in two columns: checks that applied, and those that failed."""
+    from .fairness import CERTIFICATE_CHECKS
+
+    f = fairness or {}
+    return {"certificate_checked": sum(f.get(c) is not None for c in CERTIFICATE_CHECKS),
+            "certificate_failed": [c for c in CERTIFICATE_CHECKS if f.get(c) is False]}
+
+
 def _run_row(r: dict) -> dict:
     s = r.get("summary") or {}
     m = r.get("model") or {}
@@ -132,7 +141,10 @@ def _run_row(r: dict) -> dict:
            "peak_flops": (r.get("peak") or {}).get("flops_per_sec"),
            "utilisation": r["utilisation"],
            "peak_memory_bytes": (r.get("memory") or {}).get("peak_bytes"),
-           "duration_s": r["duration_s"]}
+           "duration_s": r["duration_s"],
+           **_certificate_columns(r.get("fairness")),
+           "prepare_s": (r.get("startup") or {}).get("prepare_s"),
+           "first_iteration_s": (r.get("startup") or {}).get("first_iteration_s")}
     row.pop("extra", None)
     row.update(s)
     row.update({f"phase_{k}_ms": v for k, v in phases.items()})

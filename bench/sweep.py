@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from .adapters import ADAPTERS, measures_a_framework
 from .config import DISTRIBUTED_FIELDS, RunConfig
-from .errors import ConfigError
+from .errors import ConfigError, UnsupportedError
 from .interference import cv_outlier_reason
 from .kernels import kernel_environment
 from .manifest import host_name
@@ -74,7 +75,8 @@ def run_notebook(config: RunConfig, results_dir: Path, task: Task, sweep: dict) 
     notebook = DISTRIBUTED_NOTEBOOK if config.distributed else BENCHMARK_NOTEBOOK
     papermill.execute_notebook(str(notebook), str(out),
                                parameters=notebook_parameters(config, results_dir, task, sweep),
-                               kernel_name="python3", cwd=str(PROJECT_ROOT), progress_bar=False,
+                               kernel_name=ADAPTERS.get(config.framework).kernel, cwd=str(PROJECT_ROOT),
+                               progress_bar=False,
                                request_save_on_cell_execute=True)  # an interrupted run keeps its notebook
 
 
@@ -131,7 +133,7 @@ class _Estimator:
         c = task.config
         peak = self.peaks.get(peak_key(c.device, c.precision, c.threads * c.workers)) or {}
         flops = None
-        if c.framework != "null" and not self.history.get(c.key):
+        if measures_a_framework(c.framework) and not self.history.get(c.key):
             with contextlib.suppress(Exception):  # an estimate never stops a sweep
                 flops, _ = flops_per_image(self.results_dir, c.model, c.image_size, c.mode)
         return estimate_run_s(c, task.repeat, self.history.get(c.key, []), flops, peak.get("flops_per_sec"))
@@ -157,7 +159,8 @@ def _sweep_info(manifest: dict, order_index: int, task: Task) -> dict:
 
 def measure_peaks(profile: Profile) -> dict[str, dict]:
     # a distributed run is judged against the machine's peak with all its workers' threads
-    keys = {(c.device, c.precision, c.threads * c.workers) for c in profile.configs if c.framework != "null"}
+    keys = {(c.device, c.precision, c.threads * c.workers)
+            for c in profile.configs if measures_a_framework(c.framework)}
     return {peak_key(*k): measure_peak(*k) for k in sorted(keys)}
 
 
@@ -241,7 +244,11 @@ def run_sweep(profile: Profile, results_dir: Path | str | None = None, force: bo
                 info = _sweep_info(manifest, index, task)
                 t1 = time.perf_counter()
                 try:
+                    ADAPTERS.get(config.framework).check_available()  # before starting a kernel that cannot run it
                     run_notebook(config, results_dir, task, info)
+                except UnsupportedError as exc:
+                    write_record(failure_record(config, str(exc), None, task.repeat, task.attempt, info,
+                                                status="skipped"), results_dir)
                 except Exception as exc:  # a failing config is recorded and the sweep goes on
                     if getattr(exc, "ename", None) == "KeyboardInterrupt":
                         raise KeyboardInterrupt from None  # Ctrl-C reached the kernel first: stop, record nothing

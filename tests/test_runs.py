@@ -13,7 +13,8 @@ from bench.store import load_records, load_runs
 
 from .conftest import TINY_RUN, bench_cli
 
-FRAMEWORK_MODES = [(f, m) for f in ("torch", "tensorflow") for m in ("inference", "training")]
+FRAMEWORK_MODES = [(f, m) for f in ("torch", "tensorflow", "jax") for m in ("inference", "training")] + [
+    ("onnxruntime", "inference"), ("openvino", "inference")]
 
 
 @pytest.fixture(scope="module")
@@ -49,14 +50,19 @@ def test_tiny_run_writes_valid_ok_record(tiny_records, fw, mode):
         assert f["no_autograd_in_inference"] is True
     else:
         assert "SGD" in f["optimizer"] and f["loss"]
+        assert f["recipe_match"] is True and f["weights_changed"] is True
+        assert f["weights_checksum_before"] != f["weights_checksum_after"]
+    assert f["failed"] == [] and not any(fl["name"] == "certificate_failed" for fl in r["flags"])
+    assert r["startup"]["prepare_s"] > 0 and r["startup"]["first_iteration_s"] > 0
 
 
 def test_same_optimizer_and_parameter_count_across_frameworks(tiny_records, shared_results):
-    training = [tiny_records[fw, "training"] for fw in ("torch", "tensorflow")]
-    assert training[0]["fairness"]["optimizer"] == training[1]["fairness"]["optimizer"]
+    training = [tiny_records[fw, "training"] for fw in ("torch", "tensorflow", "jax")]
+    assert len({t["fairness"]["optimizer"] for t in training}) == 1
     table = parity_table(load_runs(shared_results))
     row = table[table["model"] == "tiny_cnn"].iloc[0]
-    assert row["frameworks"] == "tensorflow, torch" and bool(row["parity"])
+    assert row["frameworks"] == "jax, onnxruntime, openvino, tensorflow, torch" and bool(row["parity"])
+    assert row["min_params"] == row["max_params"]
 
 
 def test_all_catalogue_models_have_the_same_parameter_count_in_both_frameworks():

@@ -7,12 +7,16 @@ import importlib.util
 import resource
 import time
 from abc import ABC, abstractmethod
+from pathlib import Path
 from typing import ClassVar
 
 import psutil
 
 from ..config import RunConfig
 from ..errors import FrameworkUnavailableError
+from ..kernels import MAIN_KERNEL
+from ..paths import PROJECT_ROOT
+from .precision import precision_unsupported
 
 # The training recipe every framework uses (the fairness rules: same loss, same optimizer).
 LEARNING_RATE = 0.01
@@ -45,6 +49,11 @@ class Workload(ABC):
         """Per-phase seconds from a separate instrumented pass ({} when not applicable)."""
         return {}
 
+    def weights_checksum(self) -> float | None:
+        """A sum over the trainable weights (None: this workload does not train), read before and
+        after the timed loop: a training step that updates nothing is caught by the certificate."""
+        return None
+
     def reset_memory(self) -> None:
         """Reset device peak-memory counters before the timed loop."""
 
@@ -70,6 +79,27 @@ def timed_phases(names: list[str], sync, fns, iterations: int) -> dict[str, list
     return out
 
 
+def subtractive_phases(sync, iterations: int, forward, forward_backward=None, step=None,
+                       prefix: tuple = ()) -> dict[str, list[float]]:
+    """Phases of a compiled step that cannot be cut apart: time forward (+loss), forward+backward
+    (gradients) and the whole fused step, each as its own compiled function; backward = (forward+backward)
+    - forward, update = step - (forward+backward). `prefix`: (name, fn) pairs timed first (e.g. h2d).
+    Inference: forward only."""
+    names, fns = [n for n, _ in prefix], [f for _, f in prefix]
+    if forward_backward is None:
+        return timed_phases(names + ["forward"], sync, fns + [forward], iterations)
+    # Run each function once first: a function the timed loop never called would be timed tracing.
+    for fn in (forward, forward_backward, step):
+        fn()
+    sync()
+    raw = timed_phases(names + ["forward", "forward+backward", "step"], sync,
+                       fns + [forward, forward_backward, step], iterations)
+    fb, whole = raw.pop("forward+backward"), raw.pop("step")
+    raw["backward"] = [max(0.0, t - f) for t, f in zip(fb, raw["forward"])]
+    raw["update"] = [max(0.0, s - t) for s, t in zip(whole, fb)]
+    return raw
+
+
 def dist_version(distribution: str) -> str | None:
     """Installed version of a distribution, without importing it."""
     try:
@@ -79,12 +109,27 @@ def dist_version(distribution: str) -> str | None:
 
 
 class Adapter(ABC):
-    """A framework: its name, engines (first = default), import name, and how to prepare a run."""
+    """A framework: its name, engines (first = default), import name, and how to prepare a run.
+
+    Everything the rest of the package needs to know about a framework is declared here, so that a
+    new framework is one file: what it can run (modes, precisions), the Jupyter kernel its runs
+    execute in, the libraries the manifest lists for it, and its own hand-written loop."""
 
     name: ClassVar[str]
     engines: ClassVar[tuple[str, ...]]
     module: ClassVar[str | None] = None
     distribution: ClassVar[str | None] = None
+    modes: ClassVar[tuple[str, ...]] = ("inference", "training")
+    precisions: ClassVar[tuple[str, ...]] = ("fp32", "bf16", "fp16")
+    # The Jupyter kernel a sweep runs this framework's notebooks in (MAIN_KERNEL: the main environment),
+    # and for another kernel the virtual environment it runs in (a folder under the project root, built
+    # by `make setup-<name>`): a framework whose pins conflict with the main environment's (MXNet).
+    kernel: ClassVar[str] = MAIN_KERNEL
+    environment: ClassVar[str | None] = None
+    # Distributions the manifest records for this framework (besides the framework's own).
+    libraries: ClassVar[tuple[str, ...]] = ()
+    # False for the harness-overhead adapter: its rows are not a framework's numbers.
+    measures_a_framework: ClassVar[bool] = True
     # Distributed data-parallel training: the strategies this framework implements (see
     # bench.config.STRATEGIES), the module run as each rank, and how ranks are started:
     # "torchrun" (one torchrun agent per node) or "tf_config" (one process per TF_CONFIG task).
@@ -92,12 +137,47 @@ class Adapter(ABC):
     distributed_worker: ClassVar[str | None] = None
     distributed_launch: ClassVar[str | None] = None
 
+    def interpreter(self) -> Path | None:
+        """The Python of this framework's own environment (None: the main one, or not built)."""
+        if self.environment is None:
+            return None
+        python = PROJECT_ROOT / self.environment / "bin" / "python"
+        return python if python.exists() else None
+
+    def runs_here(self) -> bool:
+        """Whether this process's environment can import the framework."""
+        return not self.module or importlib.util.find_spec(self.module) is not None
+
     def version(self) -> str | None:
-        return dist_version(self.distribution) if self.distribution else None
+        if not self.distribution:
+            return None
+        if self.environment is None or self.runs_here():
+            return dist_version(self.distribution)
+        python = self.interpreter()  # read the other environment's metadata without starting it
+        paths = [str(p) for p in python.parent.parent.glob("lib/python*/site-packages")] if python else []
+        found = [d.version for d in importlib.metadata.distributions(name=self.distribution, path=paths)]
+        return found[0] if found else None
 
     def check_available(self) -> None:
-        if self.module and importlib.util.find_spec(self.module) is None:
+        """Raise FrameworkUnavailableError with the reason when this framework cannot run here. A framework
+        with its own environment is available to the main one when that environment is built."""
+        if self.runs_here():
+            return
+        if self.environment is None:
             raise FrameworkUnavailableError(f"{self.name} is not installed (no module {self.module!r})")
+        if self.interpreter() is None or self.version() is None:
+            raise FrameworkUnavailableError(
+                f"{self.name} runs in an environment of its own ({self.environment}, kernel {self.kernel!r}), "
+                f"which is not built here: `make setup-{self.name}` builds it (see its log for why it failed)")
+
+    def not_applicable(self, mode: str, precision: str, device: str) -> str | None:
+        """Why this framework cannot run (mode, precision, device) here, or None. A profile expands such
+        combinations away (listed as not applicable) instead of starting a kernel only to skip."""
+        if mode not in self.modes:
+            return f"{self.name} has no {mode} (it runs {', '.join(self.modes)})"
+        if precision not in self.precisions:
+            return f"{self.name} does not run {precision} (it runs {', '.join(self.precisions)})"
+        return precision_unsupported(self.name, device, precision)
 
     def info(self) -> dict:
         """Library details for the manifest (versions, BLAS/oneDNN, CUDA); called after prepare."""

@@ -17,6 +17,7 @@ class NullWorkload(Workload):
 class NullAdapter(Adapter):
     name = "null"
     engines = ("none",)
+    measures_a_framework = False
 
     def version(self) -> str:
         from .. import __version__

@@ -6,11 +6,9 @@ import contextlib
 
 from ..config import RunConfig
 from ..devices import is_gpu
-from ..errors import UnsupportedError
 from ..models import get_model
 from ..models.torch_defs import build_torch_model
 from .base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, dist_version, timed_phases
-from .precision import check_precision
 
 
 def set_torch_threads(torch, threads: int) -> dict:
@@ -34,7 +32,9 @@ class TorchWorkload(Workload):
         self.gpu = is_gpu(config.device)
         threads = set_torch_threads(torch, config.threads)
         torch.manual_seed(config.seed)
-        fmt = torch.channels_last
+        # "eager" (the default, the faster layout for CNNs on oneDNN and tensor cores) keeps activations
+        # channels_last; "eager_nchw" keeps PyTorch's contiguous NCHW (the best layout can differ per mode).
+        fmt = self.fmt = torch.contiguous_format if config.engine == "eager_nchw" else torch.channels_last
         model = build_torch_model(config.model).to(self.device, memory_format=fmt)
         self.params = sum(p.numel() for p in model.parameters())
         self.training = config.mode == "training"
@@ -55,7 +55,8 @@ class TorchWorkload(Workload):
         self.opt = torch.optim.SGD(model.parameters(), lr=LEARNING_RATE, momentum=MOMENTUM)
         self.settings = {
             **threads,
-            "layout": "NCHW logical, channels_last memory format",
+            "layout": "NCHW logical, " + ("contiguous NCHW memory format" if fmt == torch.contiguous_format
+                                          else "channels_last memory format"),
             "engine": config.engine,
             "data_placement": config.data,
             "inside_timer": self._inside_timer(),
@@ -79,7 +80,7 @@ class TorchWorkload(Workload):
         if self.config.data == "device":
             return self.x
         # host-fed: a fresh copy of the NumPy batch into a device tensor, every iteration
-        return self.torch.tensor(self.host_x).to(self.device).contiguous(memory_format=self.torch.channels_last)
+        return self.torch.tensor(self.host_x).to(self.device).contiguous(memory_format=self.fmt)
 
     def _forward(self, x):
         with self.autocast():
@@ -143,6 +144,12 @@ class TorchWorkload(Workload):
         fns += [fwd, lambda: self._backward(state["loss"]), self._update]
         return timed_phases(names, self.sync, fns, iterations)
 
+    def weights_checksum(self) -> float | None:
+        if not self.training:
+            return None
+        with self.torch.no_grad():
+            return float(sum(p.double().abs().sum() for p in self.model.parameters()))
+
     def reset_memory(self) -> None:
         if self.gpu:
             self.torch.cuda.reset_peak_memory_stats(self.device)
@@ -156,9 +163,10 @@ class TorchWorkload(Workload):
 
 class TorchAdapter(Adapter):
     name = "torch"
-    engines = ("eager", "compile")
+    engines = ("eager", "compile", "eager_nchw")
     module = "torch"
     distribution = "torch"
+    libraries = ("torchvision",)
     distributed_strategies = ("independent", "allreduce", "allreduce_nosync", "ps_sync")
     distributed_worker = "bench.distributed.torch_worker"
     distributed_launch = "torchrun"
@@ -203,9 +211,11 @@ class TorchAdapter(Adapter):
 
         return step
 
+    def not_applicable(self, mode: str, precision: str, device: str) -> str | None:
+        if precision == "fp16" and mode == "training" and not is_gpu(device):
+            return "torch: fp16 training with a gradient scaler needs a GPU"
+        return super().not_applicable(mode, precision, device)
+
     def prepare(self, config: RunConfig) -> Workload:
         self.check_available()
-        check_precision(self.name, config.device, config.precision)
-        if config.precision == "fp16" and config.mode == "training" and not is_gpu(config.device):
-            raise UnsupportedError("torch: fp16 training with a gradient scaler needs a GPU")
         return TorchWorkload(config)

@@ -10,8 +10,7 @@ from ..devices import is_gpu
 from ..errors import UnsupportedError
 from ..models import get_model
 from ..models.keras_defs import build_keras_model
-from .base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, dist_version, timed_phases
-from .precision import check_precision
+from .base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, dist_version, subtractive_phases
 
 _POLICIES = {"fp32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
 
@@ -131,28 +130,20 @@ class TFWorkload(Workload):
             self.tf.test.experimental.sync_devices()
 
     def phases(self, iterations: int) -> dict[str, list[float]]:
-        """Subtractive split, each part timed as the compiled function the timed loop runs:
-        forward (+loss), forward+backward (gradients), and the whole fused training step; backward =
-        (forward+backward) - forward, update = step - (forward+backward). Timing the update as its own
-        function (as before) ran it outside the fused step and cost 60x more than torch's."""
-        names, fns = [], []
-        if self.config.data == "host":
-            names.append("h2d")
-            fns.append(self._input)
+        """Subtractive split, each part timed as the compiled function the timed loop runs (timing the
+        update as its own function ran it outside the fused step and cost 60x more than torch's)."""
+        prefix = (("h2d", self._input),) if self.config.data == "host" else ()
         if not self.training:
-            return timed_phases(names + ["forward"], self.sync, fns + [lambda: self._infer(self.x)], iterations)
-        # The timed loop never called the forward-only and gradient-only functions: trace them first,
-        # or the pass times TensorFlow's tracing (seen: 4.4 s of "phases" against a 0.34 s step).
-        self._fwd_loss(self.x)
-        self._grads(self.x)
-        self.sync()
-        raw = timed_phases(names + ["forward", "forward+backward", "step"], self.sync,
-                           fns + [lambda: self._fwd_loss(self.x), lambda: self._grads(self.x),
-                                  lambda: self._train(self.x)], iterations)
-        fb, step = raw.pop("forward+backward"), raw.pop("step")
-        raw["backward"] = [max(0.0, t - f) for t, f in zip(fb, raw["forward"])]
-        raw["update"] = [max(0.0, s - t) for s, t in zip(step, fb)]
-        return raw
+            return subtractive_phases(self.sync, iterations, lambda: self._infer(self.x), prefix=prefix)
+        return subtractive_phases(self.sync, iterations, lambda: self._fwd_loss(self.x), lambda: self._grads(self.x),
+                                  lambda: self._train(self.x), prefix=prefix)
+
+    def weights_checksum(self) -> float | None:
+        if not self.training:
+            return None
+        import numpy as np
+
+        return float(sum(np.abs(v.numpy().astype(np.float64)).sum() for v in self.model.trainable_variables))
 
     def reset_memory(self) -> None:
         if self.tf_device.startswith("/GPU"):
@@ -173,6 +164,7 @@ class TensorFlowAdapter(Adapter):
     distributed_launch = "tf_config"
     module = "tensorflow"
     distribution = "tensorflow-cpu"
+    libraries = ("tensorflow", "keras")
 
     def version(self) -> str | None:
         return dist_version("tensorflow-cpu") or dist_version("tensorflow")
@@ -224,5 +216,4 @@ class TensorFlowAdapter(Adapter):
 
     def prepare(self, config: RunConfig) -> Workload:
         self.check_available()
-        check_precision(self.name, config.device, config.precision)
         return TFWorkload(config)

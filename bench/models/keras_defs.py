@@ -7,6 +7,9 @@ do, which is what the cross-framework parity check requires.
 
 from __future__ import annotations
 
+import functools
+
+from .architecture import RESNETS, mobilenet_v2_units, resnet_units
 from .catalogue import get_model
 
 _BN = dict(epsilon=1e-5, momentum=0.9)  # torch BatchNorm2d defaults (momentum 0.1 = keras 0.9)
@@ -91,24 +94,16 @@ def _resnet(x, num_classes, blocks, bottleneck):
     L = _layers()
     x = _conv_bn(x, 64, 7, stride=2)
     x = L.MaxPooling2D(3, strides=2, padding="same")(x)
-    expansion = 4 if bottleneck else 1
-    in_ch = 64
-    for stage, n in enumerate(blocks):
-        width = 64 * 2**stage
-        for i in range(n):
-            stride = 2 if (i == 0 and stage > 0) else 1
-            shortcut = x
-            if stride != 1 or in_ch != width * expansion:
-                shortcut = _conv_bn(x, width * expansion, 1, stride=stride, act=None)
-            if bottleneck:  # v1.5: the stride sits in the 3x3 conv
-                y = _conv_bn(x, width, 1)
-                y = _conv_bn(y, width, 3, stride=stride)
-                y = _conv_bn(y, width * 4, 1, act=None)
-            else:
-                y = _conv_bn(x, width, 3, stride=stride)
-                y = _conv_bn(y, width, 3, act=None)
-            x = L.ReLU()(L.Add()([y, shortcut]))
-            in_ch = width * expansion
+    for width, stride, projection in resnet_units(blocks, bottleneck):
+        shortcut = _conv_bn(x, width * (4 if bottleneck else 1), 1, stride=stride, act=None) if projection else x
+        if bottleneck:  # v1.5: the stride sits in the 3x3 conv
+            y = _conv_bn(x, width, 1)
+            y = _conv_bn(y, width, 3, stride=stride)
+            y = _conv_bn(y, width * 4, 1, act=None)
+        else:
+            y = _conv_bn(x, width, 3, stride=stride)
+            y = _conv_bn(y, width, 3, act=None)
+        x = L.ReLU()(L.Add()([y, shortcut]))
     x = L.GlobalAveragePooling2D()(x)
     return L.Dense(num_classes)(x)
 
@@ -116,18 +111,13 @@ def _resnet(x, num_classes, blocks, bottleneck):
 def _mobilenet_v2(x, num_classes):
     L = _layers()
     x = _conv_bn(x, 32, 3, stride=2, act="relu6")
-    in_ch = 32
-    for t, c, n, s in ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2),
-                       (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1)):
-        for i in range(n):
-            stride = s if i == 0 else 1
-            y = x
-            if t != 1:
-                y = _conv_bn(y, in_ch * t, 1, act="relu6")
-            y = _conv_bn(y, in_ch * t, 3, stride=stride, act="relu6", groups=in_ch * t)
-            y = _conv_bn(y, c, 1, act=None)
-            x = L.Add()([x, y]) if (stride == 1 and in_ch == c) else y
-            in_ch = c
+    for in_ch, t, c, stride in mobilenet_v2_units():
+        y = x
+        if t != 1:
+            y = _conv_bn(y, in_ch * t, 1, act="relu6")
+        y = _conv_bn(y, in_ch * t, 3, stride=stride, act="relu6", groups=in_ch * t)
+        y = _conv_bn(y, c, 1, act=None)
+        x = L.Add()([x, y]) if (stride == 1 and in_ch == c) else y
     x = _conv_bn(x, 1280, 1, act="relu6")
     x = L.GlobalAveragePooling2D()(x)
     x = L.Dropout(0.2)(x)
@@ -168,9 +158,7 @@ _BUILDERS = {
     "alexnet": _alexnet,
     "vgg16": _vgg16,
     "googlenet": _googlenet,
-    "resnet18": lambda x, k: _resnet(x, k, (2, 2, 2, 2), bottleneck=False),
-    "resnet50": lambda x, k: _resnet(x, k, (3, 4, 6, 3), bottleneck=True),
-    "resnet152": lambda x, k: _resnet(x, k, (3, 8, 36, 3), bottleneck=True),
+    **{name: functools.partial(lambda x, k, spec: _resnet(x, k, *spec), spec=spec) for name, spec in RESNETS.items()},
     "mobilenet_v2": _mobilenet_v2,
 }
 

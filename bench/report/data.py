@@ -7,6 +7,7 @@ from importlib import resources
 
 import pandas as pd
 
+from ..adapters import measures_a_framework
 from ..store import runs_frame
 from .soundness import aggregate, process_table
 
@@ -30,7 +31,7 @@ def runs_table(records: list[dict]) -> pd.DataFrame:
     runs = runs_frame(records)
     if runs.empty:
         return runs
-    runs = runs[runs["framework"] != "null"].copy()
+    runs = runs[runs["framework"].map(measures_a_framework)].copy()
     runs["platform"] = runs["hardware"] + " [" + runs["host"] + "]"
     runs["series"] = runs.apply(series_label, axis=1)
     return runs.sort_values(["platform", "model", "mode", "series", "batch_size"]).reset_index(drop=True)

@@ -9,6 +9,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from ..kernels import MAIN_KERNEL
 from ..paths import PROJECT_ROOT
 
 REPORT_NOTEBOOK = PROJECT_ROOT / "notebooks" / "report.ipynb"
@@ -47,7 +48,7 @@ def execute_report(results_dir: Path, out_dir: Path) -> Path:
 
     executed = out_dir / "report.ipynb"
     with kernel_environment(out_dir / "kernels.log"):
-        papermill.execute_notebook(str(REPORT_NOTEBOOK), str(executed), kernel_name="python3",
+        papermill.execute_notebook(str(REPORT_NOTEBOOK), str(executed), kernel_name=MAIN_KERNEL,
                                    cwd=str(PROJECT_ROOT), progress_bar=False,
                                    parameters={"results_dir": str(results_dir),
                                                "figures_dir": str(out_dir / "figures")})

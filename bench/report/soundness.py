@@ -108,6 +108,8 @@ def aggregate(processes: pd.DataFrame, runs: pd.DataFrame, peaks: dict[str, floa
             "cv_median": float(used["cv"].median()),
             "between_share": vc["between_share"], "within_var": vc["within_var"], "between_var": vc["between_var"],
             "duration_s": float(g["duration_s"].median()),
+            "certificate": certificate_text(used),
+            "prepare_s": _median(used, "prepare_s"), "first_iteration_s": _median(used, "first_iteration_s"),
             "flag_list": flags,
         })
         for c in [c for c in g.columns if c.startswith("phase_") and c.endswith("_ms")]:
@@ -197,6 +199,22 @@ def compare_pair(a, b) -> dict:
     return out
 
 
+def _median(frame: pd.DataFrame, column: str) -> float | None:
+    values = frame[column].dropna() if column in frame else []
+    return float(values.median()) if len(values) else None
+
+
+def certificate_text(processes: pd.DataFrame) -> str:
+    """A config's fairness certificate over its processes: 'passed n/n' or the checks that failed."""
+    if "certificate_failed" not in processes:
+        return "none"
+    failed = sorted({c for fl in processes["certificate_failed"] for c in (fl or [])})
+    checked = int(processes["certificate_checked"].min())
+    if failed:
+        return "FAILED: " + ", ".join(failed)
+    return f"passed {checked}/{checked}" if checked else "none"
+
+
 def ratio_table(configs: pd.DataFrame) -> pd.DataFrame:
     """Every pair of series on the same platform/model/mode/precision/batch, with a process-level CI."""
     rows = []
@@ -221,10 +239,11 @@ def summary_table(configs: pd.DataFrame) -> pd.DataFrame:
             top = g.iloc[0]
             rows.append({**base, "fastest": top["series"], "images_per_sec": top["images_per_sec_median"],
                          "runner_up": None, "speedup": None, "ci_low": None, "ci_high": None,
-                         "verdict": f"only {top['series']} measured"})
+                         "verdict": f"only {top['series']} measured", "certificates": top.get("certificate")})
             continue
         c = compare_pair(g.iloc[0], g.iloc[1])
         rows.append({**base, "fastest": c["faster"], "images_per_sec": g.iloc[0]["images_per_sec_median"],
                      "runner_up": c["slower"], "speedup": c["speedup"], "ci_low": c["speedup_ci_low"],
-                     "ci_high": c["speedup_ci_high"], "verdict": c["verdict"], "winner": c["winner"]})
+                     "ci_high": c["speedup_ci_high"], "verdict": c["verdict"], "winner": c["winner"],
+                     "certificates": f"{g.iloc[0].get('certificate')} / {g.iloc[1].get('certificate')}"})
     return pd.DataFrame(rows)

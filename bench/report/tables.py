@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import UTC, datetime
 
 import pandas as pd
 
 from .. import checks, interference
+from ..adapters import measures_a_framework
 from ..adapters.base import OPTIMIZER
-from ..fairness import parity_table
+from ..fairness import CERTIFICATE_CHECKS, parity_table
 from ..measure import WARMUP_TOLERANCE
 from ..peak import PEAK_TRIALS
 from . import soundness
@@ -18,7 +20,7 @@ def environment_table(records: list[dict]) -> pd.DataFrame:
     """One column per host: the machine and software its newest record was measured with."""
     newest: dict[str, dict] = {}
     for r in sorted(records, key=lambda r: r["created"]):
-        if r["config"]["framework"] != "null":
+        if measures_a_framework(r["config"]["framework"]):
             newest[r["host"]] = r
     cols = {}
     for host, r in sorted(newest.items()):
@@ -43,11 +45,11 @@ def environment_table(records: list[dict]) -> pd.DataFrame:
 
 def fairness_summary(records: list[dict]) -> pd.DataFrame:
     """Per-run certificate checks aggregated: how many runs passed, failed, or had no such check."""
-    checks = ["threads_match", "no_autograd_in_inference", "params_match_published"]
+    checks = list(CERTIFICATE_CHECKS)
     counts = {c: {"passed": 0, "failed": 0, "not applicable": 0} for c in checks}
     for r in records:
         f = r.get("fairness") or {}
-        if r["status"] != "ok" or r["config"]["framework"] == "null":
+        if r["status"] != "ok" or not measures_a_framework(r["config"]["framework"]):
             continue
         for c in checks:
             v = f.get(c)
@@ -83,7 +85,23 @@ def summary_for_display(summary: pd.DataFrame) -> pd.DataFrame:
         "platform": s["platform"], "model": s["model"], "mode": s["mode"], "precision": s["precision"],
         "batch": s["batch_size"], "fastest": s["fastest"], "img/s": s["images_per_sec"].map("{:.3g}".format),
         "vs": s["runner_up"].fillna(""), "speed-up": s["speedup"].map(_x),
-        "95% CI": [_ci(lo, hi) for lo, hi in zip(s["ci_low"], s["ci_high"])], "verdict": s["verdict"]})
+        "95% CI": [_ci(lo, hi) for lo, hi in zip(s["ci_low"], s["ci_high"])], "verdict": s["verdict"],
+        "fairness certificate (fastest / vs)": s.get("certificates", "")})
+
+
+def startup_for_display(configs: pd.DataFrame) -> pd.DataFrame:
+    """Start-up cost per series, apart from steady-state throughput: building the model (for ONNX Runtime
+    and OpenVINO: the ONNX export and session compile) and the first iteration (tracing, jit compile)."""
+    if configs.empty or "prepare_s" not in configs:
+        return pd.DataFrame()
+    c = configs[configs["prepare_s"].notna()].sort_values(["platform", "model", "mode", "batch_size", "series"])
+    c = c[c["batch_size"] == c.groupby(["platform", "model", "mode"])["batch_size"].transform("max")]
+    return pd.DataFrame({
+        "platform": c["platform"], "model": c["model"], "mode": c["mode"], "batch": c["batch_size"],
+        "series": c["series"], "build / export + compile (s)": c["prepare_s"].map("{:.2f}".format),
+        "first iteration (s)": c["first_iteration_s"].map("{:.2f}".format),
+        "steady step (ms)": c["latency_ms_median"].map("{:.1f}".format),
+        "first / steady": (c["first_iteration_s"] * 1e3 / c["latency_ms_median"]).map("{:.1f}x".format)})
 
 
 def ratios_for_display(ratios: pd.DataFrame) -> pd.DataFrame:
@@ -129,6 +147,18 @@ def over_budget_table(sweeps: list[dict], runs: pd.DataFrame) -> pd.DataFrame:
     rows = [{"host": host, "profile": profile, "config": d["label"], "status": d["reason"]}
             for (host, profile), m in sorted(newest.items()) for d in m.get("dropped", [])
             if d["config_key"] not in measured]
+    return pd.DataFrame(rows)
+
+
+def not_applicable_table(sweeps: list[dict]) -> pd.DataFrame:
+    """What the newest sweep of each host and profile asked for that a framework cannot run there, and why
+    (expanded away before any kernel started)."""
+    newest: dict[tuple[str, str], dict] = {}
+    for m in sweeps:
+        newest[m["host"], m["profile"]] = m
+    rows = [{"host": host, "profile": profile, "left out": item.split(": ", 1)[0],
+             "reason": item.split(": ", 1)[1] if ": " in item else "not implemented by this framework"}
+            for (host, profile), m in sorted(newest.items()) for item in m.get("not_applicable", [])]
     return pd.DataFrame(rows)
 
 
@@ -226,7 +256,7 @@ def _counts(values) -> str:
 
 def methodology(d) -> str:
     """Markdown describing what was measured and how, generated from the records and sweep manifests."""
-    ok = [r for r in d.records if r["status"] == "ok" and r["config"]["framework"] != "null"]
+    ok = [r for r in d.records if r["status"] == "ok" and measures_a_framework(r["config"]["framework"])]
     if not ok:
         return "*No successful runs: nothing to describe.*"
     cfg = [r["config"] for r in ok]
@@ -313,8 +343,11 @@ precision, measured at the start and at the end of the sweep.
 
 
 
-def frameworks_table() -> pd.DataFrame:
+def frameworks_table(records: list[dict] | None = None) -> pd.DataFrame:
     """Every system the source studies compared (and today's choices): measured here, or why not."""
     from ..frameworks import status_rows
 
-    return pd.DataFrame(status_rows())
+    counts = None
+    if records is not None:
+        counts = Counter(r["config"]["framework"] for r in records if r["status"] == "ok")
+    return pd.DataFrame(status_rows(counts))

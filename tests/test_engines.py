@@ -1,0 +1,107 @@
+"""Every framework's engines on the CPU, ONNX Runtime / OpenVINO agreement with PyTorch, what a framework
+cannot run declared up front, and the fairness certificate catching each violation."""
+
+import json
+
+import numpy as np
+import pytest
+
+from bench import make_config
+from bench.adapters import ADAPTERS
+from bench.checks import certificate_flags
+from bench.fairness import run_checks
+from bench.models.onnx_export import input_batch, seeded_torch_model
+from bench.profiles import load_profile
+from bench.runner import execute
+
+from .conftest import TINY_RUN, bench_cli
+
+# The default engine of each framework is run by test_runs.py; here every other engine.
+OTHER_ENGINES = [(fw, e, m) for fw in ADAPTERS.names() if ADAPTERS.get(fw).measures_a_framework
+                 for e in ADAPTERS.get(fw).engines[1:] for m in ADAPTERS.get(fw).modes]
+
+
+@pytest.mark.parametrize("fw,engine,mode", OTHER_ENGINES)
+def test_every_engine_gives_a_valid_record_or_a_reason(fw, engine, mode, shared_results):
+    proc = bench_cli("run", "--framework", fw, "--engine", engine, "--mode", mode, *TINY_RUN, results=shared_results)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    r = json.loads(open(proc.stdout.strip().splitlines()[-1].removeprefix("record: ")).read())
+    assert r["config"]["engine"] == engine
+    assert r["status"] == "ok" or (r["status"] == "skipped" and r["reason"]), r["reason"]
+    if r["status"] == "ok":
+        assert r["fairness"]["failed"] == [] and r["summary"]["images_per_sec_median"] > 0
+
+
+@pytest.mark.parametrize("fw", ["onnxruntime", "openvino"])
+def test_exported_engines_agree_with_pytorch(fw):
+    """The same seeded weights and batch: logits within a stated tolerance of PyTorch's."""
+    config = make_config(framework=fw, model="resnet18", batch_size=2, image_size=64, threads=2)
+    workload = ADAPTERS.get(fw).prepare(config)
+    import torch
+
+    with torch.inference_mode():
+        ref = seeded_torch_model("resnet18", config.seed, 2)(torch.from_numpy(input_batch(2, 64, config.seed))).numpy()
+    out = workload.output()
+    assert out.shape == ref.shape == (2, 1000)
+    np.testing.assert_allclose(out, ref, rtol=1e-3, atol=1e-4)
+    assert workload.params == 11_689_512
+
+
+def test_inference_only_runtimes_expand_training_away(tmp_path):
+    (tmp_path / "p.yaml").write_text("frameworks: [torch, onnxruntime, openvino]\nmodels: [tiny_cnn]\n"
+                                     "modes: [inference, training]\nbatch_sizes: [4]\nprecisions: [fp32, fp16]\n")
+    profile = load_profile(str(tmp_path / "p.yaml"))
+    assert {(c.framework, c.mode) for c in profile.configs} >= {("onnxruntime", "inference"), ("torch", "training")}
+    assert not [c for c in profile.configs if c.framework in ("onnxruntime", "openvino") and c.mode == "training"]
+    left = "\n".join(profile.not_applicable)
+    assert "onnxruntime training fp32 cpu: onnxruntime has no training (it runs inference)" in left
+    assert "openvino inference fp16 cpu: openvino does not run fp16" in left
+
+
+def test_a_direct_run_of_what_a_framework_cannot_do_is_a_skipped_record(tmp_path):
+    r = execute(make_config(framework="onnxruntime", model="tiny_cnn", mode="training", batch_size=2), tmp_path)
+    assert r["status"] == "skipped" and "onnxruntime has no training" in r["reason"]
+
+
+def test_a_training_step_that_updates_nothing_is_caught(tmp_path, monkeypatch):
+    from bench.adapters.pytorch import TorchWorkload
+
+    monkeypatch.setattr(TorchWorkload, "_update", lambda self: None)  # gradients computed, never applied
+    config = make_config(framework="torch", model="tiny_cnn", mode="training", batch_size=2, image_size=32,
+                         protocol="seed", warmup=1, iterations=3, phase_iterations=0)
+    r = execute(config, tmp_path)
+    assert r["status"] == "ok" and r["fairness"]["weights_changed"] is False
+    assert "weights_unchanged" in [f["name"] for f in r["flags"]]
+
+
+@pytest.mark.parametrize("settings,check", [
+    ({"intra_op_threads": 1}, "threads_match"),  # asked for 2 threads, ran on 1
+    ({"intra_op_threads": 2, "autograd_in_inference": True}, "no_autograd_in_inference"),
+])
+def test_each_inference_check_fails_when_violated(settings, check):
+    config = make_config(framework="torch", model="resnet18", threads=2)
+    fairness = run_checks(config, settings, 11_689_512)
+    assert fairness[check] is False and fairness["failed"] == [check]
+    assert [f["name"] for f in certificate_flags(fairness)] == ["certificate_failed"]
+
+
+@pytest.mark.parametrize("settings,params,check", [
+    ({"optimizer": "Adam(lr=0.001)", "loss": "CrossEntropyLoss"}, 25_557_032, "recipe_match"),
+    ({"optimizer": None, "loss": "MSELoss"}, 25_557_032, "recipe_match"),
+    (None, 24_000_000, "params_match_published"),  # a different model than the published ResNet-50 (25.56 M)
+])
+def test_each_training_check_fails_when_violated(settings, params, check):
+    from bench.adapters.base import OPTIMIZER
+
+    config = make_config(framework="torch", model="resnet50", mode="training", threads=2)
+    settings = settings or {"optimizer": OPTIMIZER, "loss": "CrossEntropyLoss"}
+    fairness = run_checks(config, {"intra_op_threads": 2, **settings}, params, weights=(1.0, 2.0))
+    assert fairness["failed"] == [check]
+
+
+def test_every_framework_has_its_own_hand_loop():
+    """The fidelity check compares each framework's harness with a loop written in that framework."""
+    for fw in ADAPTERS.names():
+        adapter = ADAPTERS.get(fw)
+        if adapter.measures_a_framework:
+            assert adapter.has_hand_loop and "hand_loop" in type(adapter).__dict__, fw
