@@ -37,6 +37,6 @@ def test_catalogue_and_adapters():
     assert {"alexnet", "googlenet", "vgg16", "resnet50", "resnet152", "mobilenet_v2", "tiny_cnn"} <= set(MODELS)
     assert "tiny_cnn" not in list_models(include_tiny=False)
     assert MODELS.get("resnet50").published_params_millions == 25.56
-    assert set(ADAPTERS) == {"torch", "tensorflow", "null"}
+    assert set(ADAPTERS) == {"torch", "tensorflow", "jax", "onnxruntime", "openvino", "mxnet", "null"}
     for name in ADAPTERS:
         assert ADAPTERS.get(name).engines, name

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from bench import make_config
+from bench.adapters import ADAPTERS
 from bench.devices import gpus
 from bench.errors import UnsupportedError
 from bench.fairness import parity_table
@@ -13,8 +14,11 @@ from bench.store import load_records, load_runs
 
 from .conftest import TINY_RUN, bench_cli
 
-FRAMEWORK_MODES = [(f, m) for f in ("torch", "tensorflow", "jax") for m in ("inference", "training")] + [
-    ("onnxruntime", "inference"), ("openvino", "inference")]
+MXNET_BUILT = ADAPTERS.get("mxnet").interpreter() is not None
+
+# MXNet when its own environment is built (tests/test_mxnet.py says so when it is not)
+FRAMEWORK_MODES = [(f, m) for f in ("torch", "tensorflow", "jax") + ("mxnet",) * MXNET_BUILT
+                   for m in ("inference", "training")] + [("onnxruntime", "inference"), ("openvino", "inference")]
 
 
 @pytest.fixture(scope="module")
@@ -57,11 +61,11 @@ def test_tiny_run_writes_valid_ok_record(tiny_records, fw, mode):
 
 
 def test_same_optimizer_and_parameter_count_across_frameworks(tiny_records, shared_results):
-    training = [tiny_records[fw, "training"] for fw in ("torch", "tensorflow", "jax")]
+    training = [tiny_records[fw, m] for fw, m in FRAMEWORK_MODES if m == "training"]
     assert len({t["fairness"]["optimizer"] for t in training}) == 1
     table = parity_table(load_runs(shared_results))
     row = table[table["model"] == "tiny_cnn"].iloc[0]
-    assert row["frameworks"] == "jax, onnxruntime, openvino, tensorflow, torch" and bool(row["parity"])
+    assert row["frameworks"] == ", ".join(sorted({fw for fw, _ in FRAMEWORK_MODES})) and bool(row["parity"])
     assert row["min_params"] == row["max_params"]
 
 

@@ -66,6 +66,13 @@ class Workload(ABC):
         }
 
 
+class InferenceRuntimeWorkload(Workload):
+    """An inference-only runtime (ONNX Runtime, OpenVINO): one step is one forward, its only phase."""
+
+    def phases(self, iterations: int) -> dict[str, list[float]]:
+        return timed_phases(["forward"], self.sync, [self.step], iterations)
+
+
 def timed_phases(names: list[str], sync, fns, iterations: int) -> dict[str, list[float]]:
     """Time each callable in `fns` in order, syncing around each, for `iterations` rounds."""
     out: dict[str, list[float]] = {n: [] for n in names}

@@ -7,7 +7,7 @@ from __future__ import annotations
 from ..config import RunConfig
 from ..devices import is_gpu
 from ..models.onnx_export import INPUT, export_onnx
-from .base import Adapter, Workload
+from .base import Adapter, InferenceRuntimeWorkload, Workload
 
 LEVELS = {"all": "ORT_ENABLE_ALL", "extended": "ORT_ENABLE_EXTENDED", "basic": "ORT_ENABLE_BASIC",
           "disabled": "ORT_DISABLE_ALL"}
@@ -22,7 +22,7 @@ def session_options(ort, engine: str, threads: int):
     return so
 
 
-class ORTWorkload(Workload):
+class ORTWorkload(InferenceRuntimeWorkload):
     def __init__(self, config: RunConfig) -> None:
         import onnxruntime as ort
 

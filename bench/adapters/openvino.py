@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..config import RunConfig
 from ..models.onnx_export import export_onnx
-from .base import Adapter, Workload
+from .base import Adapter, InferenceRuntimeWorkload, Workload
 
 HINTS = {"latency": "LATENCY", "throughput": "THROUGHPUT"}
 _PRECISION = {"fp32": "f32", "bf16": "bf16"}
@@ -20,7 +20,7 @@ def compile_exported(path: str, engine: str, precision: str, threads: int):
         "INFERENCE_PRECISION_HINT": _PRECISION[precision]})
 
 
-class OpenVINOWorkload(Workload):
+class OpenVINOWorkload(InferenceRuntimeWorkload):
     def __init__(self, config: RunConfig) -> None:
         exported = export_onnx(config.model, config.batch_size, config.image_size, config.seed, config.threads)
         self.params = exported.params
