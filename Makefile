@@ -58,7 +58,7 @@ setup-mxnet: setup ## build MXNet 1.9.1's own environment and Jupyter kernel (be
 	fi
 	@if [ -e "$(MXNET_DIR)/.complete" ]; then \
 	  ln -sfn "$(MXNET_DIR)" "$(MXNET_VENV)"; \
-	  "$(MXNET_VENV)/bin/python" -m ipykernel install --prefix "$$(readlink -f $(VENV))" --name bench-mxnet \
+	  "$(MXNET_DIR)/bin/python" -m ipykernel install --prefix "$$(readlink -f $(VENV))" --name bench-mxnet \
 	    --display-name "Python 3 (MXNet 1.9.1)" > /dev/null 2>&1; \
 	else rm -f "$(MXNET_VENV)"; fi
 
@@ -77,7 +77,7 @@ system-deps: ## install Chromium and poppler-utils with apt when missing
 
 test: setup setup-mxnet system-deps ## run lint, unit/integration tests and notebook tests (CPU, tiny models)
 	$(BIN)/ruff check bench tests
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q --durations=15 tests
 
 report: setup setup-mxnet system-deps sweep render ## run the PROFILE sweep (default quick) and export report/report.html + .pdf
 

@@ -17,8 +17,10 @@ from .store import atomic_write_json, host_dir
 
 
 def main_python() -> str:
-    """The main environment's interpreter (a framework's own environment knows it from BENCH_MAIN_PYTHON)."""
-    return os.environ.get("BENCH_MAIN_PYTHON", sys.executable)
+    """The main environment's interpreter: BENCH_MAIN_PYTHON (set for the kernels a sweep starts), else the
+    project's .venv (a framework's own kernel opened in JupyterLab), else this one."""
+    venv = PROJECT_ROOT / ".venv" / "bin" / "python"
+    return os.environ.get("BENCH_MAIN_PYTHON") or (str(venv) if venv.exists() else sys.executable)
 
 
 def bench_environ() -> dict[str, str]:
