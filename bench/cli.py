@@ -66,6 +66,15 @@ def _parser() -> argparse.ArgumentParser:
     fid.add_argument("--rounds", type=int, default=2)
     fid.add_argument("--results-dir", default=None)
     fid.add_argument("--baseline-only", action="store_true", help="run only the hand-written loop, here")
+    mb = sub.add_parser("maxbatch", help="the largest batch that fits (within a memory cap on a CPU), and peak "
+                                         "memory against batch size: one fresh-process probe per batch size")
+    for name in ("framework", "model", "mode", "engine", "device", "precision", "image_size", "threads"):
+        mb.add_argument("--" + name.replace("_", "-"), dest=name, type=_RUN_FLAGS[name],
+                        required=name in ("framework", "model"))
+    mb.add_argument("--memory-cap-gb", type=float, default=None, help="CPU: stop a probe whose resident memory "
+                    "passes this (default: half of this machine's memory)")
+    mb.add_argument("--max-batch", type=int, default=256)
+    mb.add_argument("--results-dir", default=None)
     cmp = sub.add_parser("compare", help="two result folders side by side: B/A per config with a verdict")
     cmp.add_argument("a", help="results folder A (the baseline)")
     cmp.add_argument("b", help="results folder B")
@@ -193,6 +202,32 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_maxbatch(args: argparse.Namespace) -> int:
+    import psutil
+
+    from . import maxbatch
+
+    config = make_config(**{k: getattr(args, k) for k in ("framework", "model", "mode", "engine", "device",
+                                                           "precision", "image_size", "threads")
+                            if getattr(args, k) is not None}, batch_size=1)
+    total = psutil.virtual_memory().total
+    if args.memory_cap_gb is not None and not 0.1 <= args.memory_cap_gb <= total / 2**30:
+        raise ConfigError(f"invalid --memory-cap-gb {args.memory_cap_gb}; it must be from 0.1 to this machine's "
+                          f"{total / 2**30:.1f} GiB")
+    if not 1 <= args.max_batch <= 65_536:
+        raise ConfigError(f"invalid --max-batch {args.max_batch}; it must be an integer from 1 to 65536")
+    cap = int(args.memory_cap_gb * 2**30) if args.memory_cap_gb else maxbatch.default_cap_bytes()
+    found = maxbatch.run_search(config, args.results_dir or default_results_dir(), cap, args.max_batch)
+    for p in found["probes"]:
+        mem = f"{p['peak_bytes'] / 2**30:.2f} GiB" if p["peak_bytes"] else "-"
+        state = {True: "fits", False: "does not fit", None: "error"}[p["fits"]]
+        print(f"  batch {p['batch_size']:6d}: {state:12s} peak {mem:>10s}  {p['reason']}")
+    print(f"{config.framework} {config.model} {config.mode} {config.precision} {config.device}: largest batch "
+          f"{found['largest_batch'] or 'none'} (limited by {found['limited_by']}; cap {cap / 2**30:.1f} GiB, at most "
+          f"{args.max_batch})")
+    return EXIT_OK if found["limited_by"] != "error" else EXIT_RUN_ERROR
+
+
 def _cmd_report(args: argparse.Namespace) -> int:
     from .report.export import ExportError, build_report
     from .store import record_files
@@ -305,6 +340,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _cmd_fidelity(args)
     if args.command == "compare":
         return _cmd_compare(args)
+    if args.command == "maxbatch":
+        return _cmd_maxbatch(args)
     if args.command == "flops":
         from .flops import count_forward_flops
 

@@ -9,7 +9,9 @@ mapping of axes that replace the top-level ones, expanded after the main block (
 e.g. a few VGG16 inference batch sizes beside a full ResNet-50 grid. `distributed` lists blocks of
 data-parallel training runs (frameworks x models x batch sizes x strategies x workers x bucket sizes,
 with their own `settings` over the top-level ones), expanded last; a strategy a framework does not
-implement is left out and listed in `not_applicable`.
+implement is left out and listed in `not_applicable`. `memory` lists blocks of largest-batch searches
+(frameworks x models x modes x precisions x devices, with `memory_cap_gb` and `max_batch`; bench/maxbatch.py),
+run after the timed runs.
 """
 
 from __future__ import annotations
@@ -34,10 +36,12 @@ DEFAULT_AXES = {"frameworks": ["torch"], "modes": ["inference"], "batch_sizes": 
 # name -> (type, lower bound, upper bound, default)
 REPETITION = {"repeats": (int, 1, 100, 3), "retries": (int, 0, 10, 1), "order_seed": (int, 0, 2**31 - 1, 0),
               "budget_minutes": ((int, float), 0, 10_000, 0)}
-KEYS = {"description", "engines", "settings", "also", "distributed", *AXES, *REPETITION}
+KEYS = {"description", "engines", "settings", "also", "distributed", "memory", *AXES, *REPETITION}
 DIST_AXES = {"frameworks": str, "models": str, "batch_sizes": int, "strategies": str, "workers": int,
              "bucket_mbs": (int, float)}
 DIST_KEYS = {*DIST_AXES, "settings"}
+MEMORY_AXES = {k: v for k, v in AXES.items() if k != "batch_sizes"}
+MEMORY_LIMITS = {"memory_cap_gb": ((int, float), 0.1, 100_000), "max_batch": (int, 1, 65_536)}
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,8 @@ class Profile:
     order_seed: int = 0
     budget_minutes: float = 0.0  # 0: no budget
     not_applicable: tuple[str, ...] = ()  # what the profile asked for that a framework cannot run, and why
+    # largest-batch searches: (config at batch 1, memory cap in bytes or None for the default, max batch)
+    memory_searches: tuple[tuple[RunConfig, int | None, int], ...] = ()
 
 
 def available_profiles() -> list[str]:
@@ -111,6 +117,21 @@ def _check_structure(name: str, spec: dict) -> None:
                               f"got {', '.join(extra)}")
         _check_axes(name, block, DIST_AXES)
         _check_settings(name, {"settings": block.get("settings", {})})
+    memory = spec.get("memory", [])
+    if not isinstance(memory, list) or not all(isinstance(b, dict) for b in memory):
+        raise ConfigError(f"profile {name}: 'memory' must be a list of mappings, got {memory!r}")
+    for block in memory:
+        extra = sorted(set(map(str, block)) - {*MEMORY_AXES, *MEMORY_LIMITS, "engines"})
+        if extra:
+            raise ConfigError(f"profile {name}: a 'memory' block may set only "
+                              f"{', '.join(sorted({*MEMORY_AXES, *MEMORY_LIMITS, 'engines'}))}; got {', '.join(extra)}")
+        _check_axes(name, block, MEMORY_AXES)
+        _check_engines(name, block.get("engines", "default"))
+        for key, (typ, low, high) in MEMORY_LIMITS.items():
+            value = block.get(key, low)
+            if not isinstance(value, typ) or isinstance(value, bool) or not low <= value <= high:
+                raise ConfigError(f"profile {name}: memory block: '{key}' must be a number from {low} to {high}, "
+                                  f"got {value!r}")
 
 
 def _check_axes(name: str, spec: dict, axes: dict = AXES) -> None:
@@ -236,8 +257,15 @@ def load_profile(name_or_path: str) -> Profile:
         more, left_out = _expand_distributed(path.name, block, spec.get("settings") or {})
         configs += more
         skipped += left_out
+    searches = []
+    for block in spec.get("memory", []):
+        axes = {**main, **{k: block[k] for k in MEMORY_AXES if k in block}, "batch_sizes": [1]}
+        more, left_out = _expand(path.name, axes, block.get("engines", "default"), spec.get("settings") or {})
+        cap = block.get("memory_cap_gb")
+        searches += [(c, int(cap * 2**30) if cap else None, block.get("max_batch", 256)) for c in more]
+        skipped += left_out
     if not configs:
         raise ConfigError(f"profile {path.name} expands to no runs (is 'models' empty?)")
     repetition = {k: spec.get(k, default) for k, (_, _, _, default) in REPETITION.items()}
     return Profile(path.stem, str(spec.get("description", "")), tuple(dict.fromkeys(configs)), **repetition,
-                   not_applicable=tuple(dict.fromkeys(skipped)))
+                   not_applicable=tuple(dict.fromkeys(skipped)), memory_searches=tuple(dict.fromkeys(searches)))

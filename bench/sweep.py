@@ -181,6 +181,31 @@ def measure_networks(profile: Profile, results_dir: Path, force: bool, announce)
     return done
 
 
+def measure_memory(profile: Profile, results_dir: Path, announce) -> list[str]:
+    """The profile's largest-batch searches (bench/maxbatch.py), each stored once per host and reused."""
+    from . import maxbatch
+
+    done = []
+    for config, cap, max_batch in profile.memory_searches:
+        cap = cap or maxbatch.default_cap_bytes()
+        what = f"{config.framework}/{config.engine} {config.model} {config.mode} {config.precision} {config.device}"
+        try:
+            ADAPTERS.get(config.framework).check_available()
+        except UnsupportedError as exc:
+            announce(f"largest batch for {what}: skipped ({exc})")
+            continue
+        announce(f"largest batch for {what} (cap {cap / 2**30:.1f} GiB, at most {max_batch})")
+        try:
+            found = maxbatch.run_search(config, results_dir, cap, max_batch)
+        except (OSError, ValueError) as exc:  # an extra section: say so and go on; the report lists it as missing
+            announce(f"  largest batch for {what} failed: {exc}")
+            continue
+        announce(f"  largest batch {found['largest_batch']} (limited by {found['limited_by']}), "
+                 f"{len(found['probes'])} probes in {found['seconds']:.0f} s")
+        done.append(what)
+    return done
+
+
 def _needs_retry(record: dict, siblings: list[dict]) -> str | None:
     """Why a finished run should be repeated: other programs disturbed it, or it jittered far more than
     its config's other repetitions."""
@@ -278,6 +303,8 @@ def run_sweep(profile: Profile, results_dir: Path | str | None = None, force: bo
                     result.still_disturbed.append(f"{config.label} (repeat {task.repeat}): {why}")
                 if record["status"] != "ok" and record["attempt"] == task.attempt:
                     result.failures.append((record["label"], record["status"], record["reason"]))
+            bar.close()
+            manifest["memory_searches"] = measure_memory(profile, results_dir, announce)
             manifest["status"] = "finished"
         except BaseException:
             manifest["status"] = "interrupted"

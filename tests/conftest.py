@@ -16,6 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 TEST_HOST = "test-host"
 os.environ["BENCH_HOST"] = TEST_HOST  # every record written by the tests lands in results/test-host/
+os.environ["BENCH_PEAK_N"] = "1024"  # the tests' runs are not benchmarks: a quick device peak is enough
 
 
 def bench_cli(*args: str, results: Path | None = None, env: dict | None = None, timeout: int = 600):

@@ -172,15 +172,18 @@ def test_flagged_bars_are_hatched_and_marked():
 
 def test_per_framework_bars_in_the_framework_colour_hatched_for_best_batch():
     figs = F.per_framework(configs(), common_batch=32)
-    assert len(figs) == 2
-    for fig in figs:
-        fw = "torch" if fig._suptitle.get_text().startswith("torch") else "tensorflow"
-        bars = [lp for ax in fig.axes for lp in _bars(ax)]
-        assert {to_hex(p.get_facecolor()) for _, p in bars} == {F.FRAMEWORK_COLOURS[fw]}
-        common = [p for label, p in bars if label == "batch 32"]
-        best = [p for label, p in bars if label.startswith("best batch")]
+    assert len(figs) == 1  # one figure, a bar pair per framework/engine
+    fig = figs[0]
+    bars = [(c.get_label(), bar.get_gid(), bar) for ax in fig.axes for c in ax.containers
+            if isinstance(c, BarContainer) for bar in c.patches]
+    assert {gid for _, gid, _ in bars} == {"torch", "tensorflow"}
+    texts = _texts(fig)
+    for fw in ("torch", "tensorflow"):
+        mine = [(label, p) for label, gid, p in bars if gid == fw]
+        assert {to_hex(p.get_facecolor()) for _, p in mine} == {F.FRAMEWORK_COLOURS[fw]}
+        common = [p for label, p in mine if label == "batch 32"]
+        best = [p for label, p in mine if label.startswith("best batch")]
         assert common and best and all(F.BEST_BATCH_HATCH in p.get_hatch() for p in best)
-        texts = _texts(fig)
         if fw == "tensorflow":
             # Its batch-32 number is flagged: hatched with '!', and the best batch is the clean batch 8.
             assert F.FLAGGED_HATCH in common[0].get_hatch() and "!" in texts

@@ -50,7 +50,9 @@ def test_a_sweep_runs_mxnet_in_its_own_kernel(tmp_path):
     assert records["training"]["fairness"]["weights_changed"] is True
     assert {r["fairness"]["params"] for r in records.values()} == {5466}  # torch's tiny_cnn
     notebooks = list((results / TEST_HOST / "notebooks").glob("mxnet_*.ipynb"))
-    assert len(notebooks) == 2 and all(nbformat.read(p, 4).metadata.papermill.exception is None for p in notebooks)
+    # one notebook per config, and one more per retry of a run a busy machine disturbed (a0, a1, ...)
+    assert {"inference", "training"} == {m for p in notebooks for m in ("inference", "training") if m in p.name}
+    assert all(nbformat.read(p, 4).metadata.papermill.exception is None for p in notebooks)
 
 
 @needs_env

@@ -28,6 +28,7 @@ class ReportData:
     published: pd.DataFrame
     seed: pd.DataFrame
     scaling: ScalingData | None = None  # distributed runs: their own tables, never mixed with the above
+    memory: pd.DataFrame | None = None  # largest-batch searches (bench/maxbatch.py), one row per search
 
 
 @dataclass
@@ -66,8 +67,12 @@ def load(results_dir=None) -> ReportData:
     sweeps = load_sweeps(results_dir)
     runs, processes, configs = config_tables(records, sweeps)
     seed = seed_2019().replace({"framework": {"pytorch": "torch"}})
+    from ..maxbatch import load_searches
+    from .memory import searches_table
+
     return ReportData(results_dir, records, sweeps, runs, processes, configs, ratio_table(configs),
-                      summary_table(configs), published_throughput(), seed, load_scaling(everything, results_dir))
+                      summary_table(configs), published_throughput(), seed, load_scaling(everything, results_dir),
+                      searches_table(load_searches(results_dir)))
 
 
 def show(figs, name: str, figures_dir=None) -> None:

@@ -293,53 +293,61 @@ def per_hardware(runs: pd.DataFrame) -> list:
 
 
 def per_framework(runs: pd.DataFrame, common_batch: int = 32) -> list:
-    """2019 Figures 9-11: each framework's images/s on every device, at batch 32 (plain bars in the
-    framework's colour) and at each device's best batch (the same colour, hatched)."""
+    """2019 Figures 9-11 in one figure: a panel per model x mode, a bar pair per framework/engine (and per
+    device when there are several): batch 32 (plain, the framework's colour) and the device's best batch
+    (hatched, its batch size written above). A series not run at batch 32 says so instead of a bar."""
     ok = ok_runs(runs)
-    figs = []
     if ok.empty:
-        return figs
+        return []
     best = _best_batch(ok)
     styles = _styles(ok)
-    for series, g in ok.groupby("series"):
-        colour = styles[series]["color"]
+    several = ok["platform"].nunique() > 1
 
-        def draw(ax, model, mode, g=g, series=series, colour=colour):
-            b = best[(best["series"] == series) & (best["model"] == model) & (best["mode"] == mode)]
-            c = g[(g["model"] == model) & (g["mode"] == mode) & (g["batch_size"] == common_batch)]
-            platforms = sorted(set(b["platform"]) | set(c["platform"]))
-            x = np.arange(len(platforms))
-            any_flagged = False
-            _legend_patch(ax, f"batch {common_batch}", colour, None)
-            _legend_patch(ax, "best batch (hatched)", colour, BEST_BATCH_HATCH)
-            for offset, (df, label, hatch, is_best) in zip(
-                    (-0.2, 0.2), ((c, f"batch {common_batch}", None, False),
-                                  (b, "best batch (hatched)", BEST_BATCH_HATCH, True))):
-                rows = [df[df["platform"] == p] for p in platforms]
-                for xi, r in zip(x, rows):
-                    if r.empty:
-                        ax.annotate("not run", (xi + offset, 0), ha="center", va="bottom", fontsize=7, rotation=90)
-                        continue
-                    r = r.iloc[0]
-                    flagged = _flagged(r)
-                    any_flagged |= flagged
-                    h = (hatch or "") + (FLAGGED_HATCH if flagged else "") or None
-                    bars = ax.bar(xi + offset, r["images_per_sec_median"], width=0.4, label=label, color=colour,
-                                  hatch=h, edgecolor="white" if h else colour, linewidth=0.5)
-                    _flag_bar(ax, bars[0], flagged)
-                    if is_best:
-                        ax.annotate(f"bs={int(r['batch_size'])}", (xi + offset, r["images_per_sec_median"]),
-                                    xytext=(0, 9 if flagged else 0), textcoords="offset points", ha="center",
-                                    va="bottom", fontsize=7)
-            if any_flagged:
-                _footnote(ax, FLAGGED_BAR_NOTE)
-            ax.set_xticks(x, labels=[_plain(p)[:38] for p in platforms], fontsize=7, rotation=10)
-            ax.set_title(f"{model} - {mode}", fontsize=10)
-            ax.set_ylabel("images/s")
-            ax.margins(y=0.12)  # room for the bs= and '!' notes above the tallest bar
+    def pick(df, series, platform, model, mode):
+        return df[(df["series"] == series) & (df["platform"] == platform) & (df["model"] == model)
+                  & (df["mode"] == mode)]
 
-        figs.append(_model_mode_grid(g, draw, f"{series}: throughput on each device", w=5.0))
-    return figs
+    def draw(ax, model, mode):
+        sub = ok[(ok["model"] == model) & (ok["mode"] == mode)]
+        slots = sorted(set(zip(sub["series"], sub["platform"])))
+        any_flagged = False
+        _legend_patch(ax, f"batch {common_batch}", "#888888", None)
+        _legend_patch(ax, "best batch (hatched)", "#888888", BEST_BATCH_HATCH)
+        for xi, (series, platform) in enumerate(slots):
+            colour = styles[series]["color"]
+            c = pick(sub, series, platform, model, mode)
+            c = c[c["batch_size"] == common_batch]
+            b = pick(best, series, platform, model, mode)
+            for offset, df, hatch, is_best in ((-0.2, c, None, False), (0.2, b, BEST_BATCH_HATCH, True)):
+                label = "best batch (hatched)" if is_best else f"batch {common_batch}"
+                if df.empty:
+                    ax.annotate(f"bs {common_batch} not run", (xi + offset, 0), ha="center", va="bottom",
+                                fontsize=6, rotation=90)
+                    continue
+                r = df.iloc[0]
+                flagged = _flagged(r)
+                any_flagged |= flagged
+                h = (hatch or "") + (FLAGGED_HATCH if flagged else "") or None
+                bars = ax.bar(xi + offset, r["images_per_sec_median"], width=0.4, color=colour, hatch=h,
+                              edgecolor="white" if h else colour, linewidth=0.5, label=label, gid=series)
+                _flag_bar(ax, bars[0], flagged)
+                if is_best:
+                    ax.annotate(f"bs={int(r['batch_size'])}", (xi + offset, r["images_per_sec_median"]),
+                                xytext=(0, 9 if flagged else 0), textcoords="offset points", ha="center",
+                                va="bottom", fontsize=6)
+        if any_flagged:
+            _footnote(ax, FLAGGED_BAR_NOTE)
+        labels = [f"{s}\n{_plain(p)[:24]}" if several else s for s, p in slots]
+        ax.set_xticks(range(len(slots)), labels=labels, fontsize=7, rotation=40, ha="right")
+        ax.set_title(f"{model} - {mode}", fontsize=10)
+        ax.set_ylabel("images/s")
+        ax.margins(y=0.12)  # room for the batch-size and '!' notes above the tallest bar
+
+    width = max(4.2, 0.7 * ok.groupby(["model", "mode"]).apply(
+        lambda g: len(set(zip(g["series"], g["platform"]))), include_groups=False).max())
+    title = f"Each framework and engine on {'each device' if several else ok['platform'].iloc[0]}: " \
+            f"batch {common_batch} and best batch"
+    return [_model_mode_grid(ok, draw, title, n_cols=1 if width > 5 else 2, w=min(width, 11.0), h=3.2)]
 
 
 def latency_batch1(runs: pd.DataFrame):

@@ -12,7 +12,7 @@ from ..adapters import measures_a_framework
 from ..adapters.base import OPTIMIZER
 from ..fairness import CERTIFICATE_CHECKS, parity_table
 from ..measure import WARMUP_TOLERANCE
-from ..peak import PEAK_TRIALS
+from ..peak import PEAK_N, PEAK_TRIALS
 from . import soundness
 
 
@@ -275,7 +275,11 @@ def methodology(d) -> str:
             if start:
                 tail = (f", end {end['flops_per_sec'] / 1e9:.0f} GFLOP/s (spread {end['spread']:.0%})" if end
                         else ", no end measurement")
-                peaks.append(f"{key}: start {start['flops_per_sec'] / 1e9:.0f} GFLOP/s "
+                others = [f"{lib} {v['flops_per_sec'] / 1e9:.0f}" for lib, v in (start.get("libraries") or {}).items()
+                          if lib != start.get("library") and "flops_per_sec" in v]
+                by = (f" by {start['library']}" + (f" (others: {', '.join(others)} GFLOP/s)" if others else "")
+                      if start.get("library") else "")
+                peaks.append(f"{key}: start {start['flops_per_sec'] / 1e9:.0f} GFLOP/s{by} "
                              f"(trial spread {start['spread']:.0%}){tail}")
         sweep_lines.append(
             f"- sweep `{m['sweep_id']}` on {m['host']}: profile `{m['profile']}`, {m['repeats']} repetitions "
@@ -335,8 +339,11 @@ and listed under "Flagged numbers".
 slows the headline number.
 
 **Utilisation** = model FLOPs per image (PyTorch's FLOP counter; training = 3x forward) x images/s / the peak of
-the run's own sweep: the best of {PEAK_TRIALS} timings of a 4096x4096 matrix product at the run's threads and
-precision, measured at the start and at the end of the sweep.
+the run's own sweep: the best of {PEAK_TRIALS} timings of an n x n matrix product (n = {PEAK_N['cpu']} on a CPU,
+{PEAK_N['gpu']} on a GPU) at the run's threads and precision, measured at the start and at the end of the sweep,
+in every matrix-product library the main environment has (on a CPU PyTorch's BLAS, NumPy's OpenBLAS and
+OpenVINO's oneDNN, which differ by vendor), the fastest being the peak: an engine cannot look better than
+100% merely because one library is slow here.
 
 **Memory.** CPU: the run process's peak resident set size. GPU: the framework allocator's peak.
 """

@@ -1,0 +1,81 @@
+"""Largest batch and peak memory against batch size, from the searches of bench/maxbatch.py."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from .figures import _model_mode_grid, _plain_numbers, framework_colour
+
+LIMITED_BY = {"memory": "memory (the next probe did not fit)", "max_batch": "the search's max batch (all fit)",
+              "error": "an error (see reason)"}
+
+
+def searches_table(searches: list[dict]) -> pd.DataFrame:
+    """One row per search."""
+    rows = []
+    for s in searches:
+        c = s["config"]
+        rows.append({"host": s["host"], "framework": c["framework"], "engine": c["engine"], "model": c["model"],
+                     "mode": c["mode"], "precision": c["precision"], "device": c["device"],
+                     "cap_gib": s["cap_bytes"] / 2**30 if s.get("cap_bytes") else None, "max_batch": s["max_batch"],
+                     "largest": s["largest_batch"], "limited_by": s["limited_by"], "error": s.get("error") or "",
+                     "probes": s["probes"], "seconds": s["seconds"]})
+    return pd.DataFrame(rows)
+
+
+def probes_table(searches: pd.DataFrame) -> pd.DataFrame:
+    """One row per probe (batch size tried) of every search."""
+    rows = [{**{k: r[k] for k in ("host", "framework", "engine", "model", "mode", "precision", "device", "cap_gib")},
+             **p} for _, r in searches.iterrows() for p in r["probes"]]
+    return pd.DataFrame(rows)
+
+
+def largest_for_display(searches: pd.DataFrame) -> pd.DataFrame:
+    if searches.empty:
+        return searches
+    out = []
+    for _, r in searches.sort_values(["host", "model", "mode", "framework"]).iterrows():
+        fits = [p for p in r["probes"] if p["fits"]]
+        at_largest = max(fits, key=lambda p: p["batch_size"]) if fits else None
+        misses = sorted(p["batch_size"] for p in r["probes"] if p["fits"] is False)
+        out.append({"host": r["host"], "model": r["model"], "mode": r["mode"], "precision": r["precision"],
+                    "device": r["device"], "framework": f"{r['framework']}/{r['engine']}",
+                    "largest batch": int(r["largest"]) if pd.notna(r["largest"]) and r["largest"] else "none fits",
+                    "peak memory there (GiB)": f"{at_largest['peak_bytes'] / 2**30:.2f}"
+                    if at_largest and at_largest["peak_bytes"] else "",
+                    "smallest miss": misses[0] if misses else "",
+                    "limited by": LIMITED_BY.get(r["limited_by"], r["limited_by"]) + (f": {r['error'][:80]}"
+                                                                                     if r["error"] else ""),
+                    "memory cap (GiB)": f"{r['cap_gib']:.1f}" if r["cap_gib"] else "device",
+                    "probes": len(r["probes"])})
+    return pd.DataFrame(out)
+
+
+def memory_probes_figure(searches: pd.DataFrame):
+    """Peak memory against batch size from every probe that fitted (a line per framework/engine), each miss
+    as an x at the cap, the cap as a dashed line: the largest batch is the last point before the x."""
+    probes = probes_table(searches) if not searches.empty else pd.DataFrame()
+    if probes.empty:
+        return None
+
+    def draw(ax, model, mode):
+        sub = probes[(probes["model"] == model) & (probes["mode"] == mode)]
+        for (fw, engine, host), g in sub.groupby(["framework", "engine", "host"]):
+            colour = framework_colour(fw)
+            fit = g[g["fits"] == True].sort_values("batch_size")  # noqa: E712 - fits is True/False/None
+            label = f"{fw}/{engine}" + (f" ({host})" if sub["host"].nunique() > 1 else "")
+            ax.plot(fit["batch_size"], fit["peak_bytes"] / 2**30, marker="o", color=colour, label=label)
+            cap = g["cap_gib"].iloc[0]
+            miss = g[g["fits"] == False]  # noqa: E712
+            if cap and not miss.empty:
+                ax.scatter(miss["batch_size"], [cap] * len(miss), marker="x", color=colour, s=40)
+        for cap in sorted(set(sub["cap_gib"].dropna())):
+            ax.axhline(cap, ls="--", color="#444444", lw=0.8, label=f"memory cap {cap:.1f} GiB")
+        ax.set_xscale("log", base=2)
+        _plain_numbers(ax.xaxis)
+        ax.set_xlabel("batch size (x: did not fit)")
+        ax.set_ylabel("peak memory (GiB)")
+        ax.set_ylim(bottom=0)
+        ax.set_title(f"{model} - {mode}", fontsize=9)
+
+    return _model_mode_grid(probes, draw, "Peak memory against batch size, up to the largest batch that fits")
