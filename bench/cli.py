@@ -216,14 +216,14 @@ def _cmd_maxbatch(args: argparse.Namespace) -> int:
                           f"{total / 2**30:.1f} GiB")
     if not 1 <= args.max_batch <= 65_536:
         raise ConfigError(f"invalid --max-batch {args.max_batch}; it must be an integer from 1 to 65536")
-    cap = int(args.memory_cap_gb * 2**30) if args.memory_cap_gb else maxbatch.default_cap_bytes()
+    cap = int(args.memory_cap_gb * 2**30) if args.memory_cap_gb else maxbatch.default_cap_bytes(config.device)
     found = maxbatch.run_search(config, args.results_dir or default_results_dir(), cap, args.max_batch)
     for p in found["probes"]:
         mem = f"{p['peak_bytes'] / 2**30:.2f} GiB" if p["peak_bytes"] else "-"
         state = {True: "fits", False: "does not fit", None: "error"}[p["fits"]]
         print(f"  batch {p['batch_size']:6d}: {state:12s} peak {mem:>10s}  {p['reason']}")
     print(f"{config.framework} {config.model} {config.mode} {config.precision} {config.device}: largest batch "
-          f"{found['largest_batch'] or 'none'} (limited by {found['limited_by']}; cap {cap / 2**30:.1f} GiB, at most "
+          f"{found['largest_batch'] or 'none'} (limited by {found['limited_by']}; {maxbatch.cap_text(cap)}, at most "
           f"{args.max_batch})")
     return EXIT_OK if found["limited_by"] != "error" else EXIT_RUN_ERROR
 

@@ -13,7 +13,7 @@ from .errors import ConfigError
 from .models import get_model
 
 MODES = ("inference", "training")
-PRECISIONS = ("fp32", "bf16", "fp16")
+PRECISIONS = ("fp32", "tf32", "bf16", "fp16")  # fp32 is strict: TF32 tensor cores only as "tf32"
 PROTOCOLS = ("adaptive", "seed")
 DATA_PLACEMENTS = ("device", "host")
 # Distributed data-parallel training (bench/distributed/): "none" is a single process. Which
@@ -152,6 +152,9 @@ class RunConfig:
                               f"{', '.join(supported) or 'none (this framework has no distributed runs)'}")
         if self.mode != "training":
             raise ConfigError(f"strategy {self.strategy!r} needs mode 'training' (got {self.mode!r})")
+        if self.device != "cpu":  # a GPU run on CPU workers would be a fake: refuse it up front
+            raise ConfigError(f"distributed runs use CPU worker processes (gloo / gRPC); device {self.device!r} "
+                              "workers (NCCL) are not implemented yet: valid choice: cpu")
         if self.workers % self.nodes:
             raise ConfigError(f"workers={self.workers} do not divide evenly over nodes={self.nodes}")
         if self.nodes == 1 and (self.link_gbit or self.link_delay_ms):

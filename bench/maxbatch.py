@@ -195,7 +195,14 @@ def load_searches(results_dir: Path | str) -> list[dict]:
     return [json.loads(p.read_text()) for p in sorted(Path(results_dir).glob(f"*/{MEMORY_DIR}/*.json"))]
 
 
-def default_cap_bytes() -> int:
+def default_cap_bytes(device: str) -> int | None:
+    """On a CPU half of this machine's memory; on a GPU none (the device's own memory is the limit)."""
     import psutil
 
-    return psutil.virtual_memory().total // 2
+    from .devices import is_gpu
+
+    return None if is_gpu(device) else psutil.virtual_memory().total // 2
+
+
+def cap_text(cap_bytes: int | None) -> str:
+    return f"cap {cap_bytes / 2**30:.1f} GiB" if cap_bytes else "the device's memory"

@@ -47,7 +47,9 @@ def _torch_mm(device: str, precision: str, threads: int, n: int):
     import torch
 
     torch.set_num_threads(threads)
-    dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
+    dtype = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
+    if is_gpu(device):  # the same rule as the runs: fp32 strict, TF32 tensor cores only for "tf32"
+        torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
     a = torch.randn(n, n, device=device, dtype=dtype)
     b = torch.randn(n, n, device=device, dtype=dtype)
 

@@ -187,14 +187,14 @@ def measure_memory(profile: Profile, results_dir: Path, announce) -> list[str]:
 
     done = []
     for config, cap, max_batch in profile.memory_searches:
-        cap = cap or maxbatch.default_cap_bytes()
+        cap = cap or maxbatch.default_cap_bytes(config.device)
         what = f"{config.framework}/{config.engine} {config.model} {config.mode} {config.precision} {config.device}"
         try:
             ADAPTERS.get(config.framework).check_available()
         except UnsupportedError as exc:
             announce(f"largest batch for {what}: skipped ({exc})")
             continue
-        announce(f"largest batch for {what} (cap {cap / 2**30:.1f} GiB, at most {max_batch})")
+        announce(f"largest batch for {what} ({maxbatch.cap_text(cap)}, at most {max_batch})")
         try:
             found = maxbatch.run_search(config, results_dir, cap, max_batch)
         except (OSError, ValueError) as exc:  # an extra section: say so and go on; the report lists it as missing

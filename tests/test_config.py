@@ -84,3 +84,13 @@ def test_cli_bad_input_exits_2_and_writes_nothing(tmp_path, args):
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.startswith("error: ") and "Traceback" not in proc.stderr
     assert not any(tmp_path.rglob("*")), "nothing may be written for bad input"
+
+
+def test_distributed_runs_on_a_gpu_are_refused_not_faked(monkeypatch):
+    # The workers are CPU processes (gloo / gRPC): a GPU distributed config must not run there silently.
+    from bench import devices
+
+    monkeypatch.setattr(devices, "gpus", lambda: [{"index": 0, "name": "a GPU"}])
+    with pytest.raises(ConfigError, match="distributed runs use CPU worker processes.*valid choice: cpu"):
+        make_config(framework="torch", model="tiny_cnn", mode="training", device="cuda", strategy="allreduce",
+                    workers=2)

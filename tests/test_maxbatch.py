@@ -113,9 +113,10 @@ def test_report_table_and_figure_from_stored_searches(tmp_path):
     shown = M.largest_for_display(table)
     assert list(shown["largest batch"]) == [found["largest_batch"]] * 2
     assert shown["limited by"].str.startswith("memory").all()
-    fig = M.memory_probes_figure(table)
-    assert fig is not None and any("memory cap 4.0 GiB" in t.get_text() for t in fig.legends[0].get_texts())
-    assert M.memory_probes_figure(M.searches_table([])) is None
+    figs = M.memory_probes_figure(table)
+    assert len(figs) == 2  # one per host and device
+    assert all(any("memory cap 4.0 GiB" in t.get_text() for t in f.legends[0].get_texts()) for f in figs)
+    assert M.memory_probes_figure(M.searches_table([])) == []
 
 
 @pytest.mark.parametrize("argv, named", [

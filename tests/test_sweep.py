@@ -46,8 +46,8 @@ def test_full_profile_covers_engines_and_precisions():
     full = load_profile("full")
     assert {c.engine for c in full.configs} >= {"eager", "compile", "graph", "xla"}
     # a precision this machine cannot run natively is expanded away and listed with the reason
-    listed = {p for p in ("bf16", "fp16") if any(f" {p} " in line for line in full.not_applicable)}
-    assert {c.precision for c in full.configs} | listed == {"fp32", "bf16", "fp16"}
+    listed = {p for p in ("tf32", "bf16", "fp16") if any(f" {p} " in line for line in full.not_applicable)}
+    assert {c.precision for c in full.configs} | listed == {"fp32", "tf32", "bf16", "fp16"}
 
 
 @pytest.mark.parametrize("text,needle", [

@@ -127,7 +127,7 @@ class Adapter(ABC):
     module: ClassVar[str | None] = None
     distribution: ClassVar[str | None] = None
     modes: ClassVar[tuple[str, ...]] = ("inference", "training")
-    precisions: ClassVar[tuple[str, ...]] = ("fp32", "bf16", "fp16")
+    precisions: ClassVar[tuple[str, ...]] = ("fp32", "tf32", "bf16", "fp16")
     # The Jupyter kernel a sweep runs this framework's notebooks in (MAIN_KERNEL: the main environment),
     # and for another kernel the virtual environment it runs in (a folder under the project root, built
     # by `make setup-<name>`): a framework whose pins conflict with the main environment's (MXNet).

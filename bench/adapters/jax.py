@@ -13,7 +13,7 @@ from ..models import get_model
 from ..models.keras_defs import build_keras_model
 from .base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, subtractive_phases
 
-_POLICIES = {"fp32": "float32", "bf16": "mixed_bfloat16"}
+_POLICIES = {"fp32": "float32", "tf32": "float32", "bf16": "mixed_bfloat16"}
 
 
 def _import_jax(threads: int):
@@ -49,6 +49,8 @@ class JaxWorkload(Workload):
 
         jax, keras = _import_jax(config.threads)
         self.jax, self.config = jax, config
+        # fp32 means fp32 ("highest"); XLA's GPU default would use TF32 tensor cores for float32 dots
+        jax.config.update("jax_default_matmul_precision", "tensorfloat32" if config.precision == "tf32" else "highest")
         self.training = config.mode == "training"
         keras.utils.set_random_seed(config.seed)
         previous = keras.config.dtype_policy()
@@ -152,7 +154,7 @@ class JaxAdapter(Adapter):
     engines = ("jit",)
     module = "jax"
     distribution = "jax"
-    precisions = ("fp32", "bf16")
+    precisions = ("fp32", "tf32", "bf16")
     libraries = ("jaxlib", "keras")
 
     def info(self) -> dict:

@@ -10,6 +10,8 @@ NATIVE_CPU_FLAGS = {"fp16": ("avx512_fp16", "amx_fp16"), "bf16": ("avx512_bf16",
 
 def precision_unsupported(framework: str, device: str, precision: str) -> str | None:
     """Why `precision` has no native arithmetic on `device` (None when it has)."""
+    if precision == "tf32" and not is_gpu(device):
+        return f"{framework}: tf32 is a GPU tensor-core mode (NVIDIA Ampere or newer); valid on a CPU: fp32"
     if precision not in NATIVE_CPU_FLAGS or is_gpu(device):
         return None
     from ..manifest import cpu_flags
@@ -18,5 +20,13 @@ def precision_unsupported(framework: str, device: str, precision: str) -> str | 
     if not set(flags) & set(cpu_flags()):
         return (f"{framework}: {precision} on this CPU would be emulated (no {'/'.join(flags)}); "
                 f"valid here: fp32")
+    return None
+
+
+def tf32_unavailable(capability: tuple[int, int]) -> str | None:
+    """tf32 needs tensor cores with TF32 (compute capability 8.0, Ampere, or newer)."""
+    if tuple(capability) < (8, 0):
+        major, minor = capability
+        return f"tf32 needs an NVIDIA GPU of compute capability 8.0 or newer; this one is {major}.{minor}"
     return None
 

@@ -6,9 +6,11 @@ import contextlib
 
 from ..config import RunConfig
 from ..devices import is_gpu
+from ..errors import UnsupportedError
 from ..models import get_model
 from ..models.torch_defs import build_torch_model
 from .base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, dist_version, timed_phases
+from .precision import tf32_unavailable
 
 
 def set_torch_threads(torch, threads: int) -> dict:
@@ -32,6 +34,12 @@ class TorchWorkload(Workload):
         self.gpu = is_gpu(config.device)
         threads = set_torch_threads(torch, config.threads)
         torch.manual_seed(config.seed)
+        if self.gpu:  # fp32 means fp32: PyTorch's default lets cuDNN convolutions use TF32 tensor cores
+            if config.precision == "tf32":
+                reason = tf32_unavailable(torch.cuda.get_device_capability(self.device))
+                if reason:
+                    raise UnsupportedError(reason)
+            torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = config.precision == "tf32"
         # "eager" (the default, the faster layout for CNNs on oneDNN and tensor cores) keeps activations
         # channels_last; "eager_nchw" keeps PyTorch's contiguous NCHW (the best layout can differ per mode).
         fmt = self.fmt = torch.contiguous_format if config.engine == "eager_nchw" else torch.channels_last
@@ -61,6 +69,7 @@ class TorchWorkload(Workload):
             "data_placement": config.data,
             "inside_timer": self._inside_timer(),
             "autocast_dtype": str(dtype) if dtype else None,
+            "tf32_tensor_cores": bool(self.gpu and torch.backends.cudnn.allow_tf32),
             "optimizer": OPTIMIZER if self.training else None,
             "loss": "CrossEntropyLoss" if self.training else None,
             "timer": "CUDA events" if self.gpu else "time.perf_counter",

@@ -12,7 +12,7 @@ from ..models import get_model
 from ..models.keras_defs import build_keras_model
 from .base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, dist_version, subtractive_phases
 
-_POLICIES = {"fp32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
+_POLICIES = {"fp32": "float32", "tf32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
 
 
 def set_tf_threads(tf, threads: int) -> dict:
@@ -55,6 +55,8 @@ class TFWorkload(Workload):
         self.needs_sync = is_gpu(config.device) or not tf.config.experimental.get_synchronous_execution()
         tf.random.set_seed(config.seed)
         keras.utils.set_random_seed(config.seed)
+        # fp32 means fp32: TensorFlow's default runs float32 matmuls and convolutions on TF32 tensor cores
+        tf.config.experimental.enable_tensor_float_32_execution(config.precision == "tf32")
         previous = keras.mixed_precision.dtype_policy()
         with tf.device(self.tf_device):
             keras.mixed_precision.set_dtype_policy(_POLICIES[config.precision])

@@ -2,7 +2,7 @@
 
 Strategies
 - independent: no communication (each rank trains alone): the baseline for communication cost.
-- allreduce: DistributedDataParallel over gloo (NCCL on a GPU), gradient buckets of `bucket_mb`;
+- allreduce: DistributedDataParallel over gloo (CPU workers), gradient buckets of `bucket_mb`;
   a communication hook timestamps each bucket's all-reduce, so overlap with backward is measured.
 - allreduce_nosync: DDP's `no_sync()` for the whole backward, then one explicit all-reduce of the
   flattened gradients: what overlap buys, by its absence.

@@ -51,31 +51,38 @@ def largest_for_display(searches: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def memory_probes_figure(searches: pd.DataFrame):
-    """Peak memory against batch size from every probe that fitted (a line per framework/engine), each miss
-    as an x at the cap, the cap as a dashed line: the largest batch is the last point before the x."""
+def memory_probes_figure(searches: pd.DataFrame) -> list:
+    """Per host and device: peak memory against batch size from every probe that fitted (a line per
+    framework/engine), each miss as an x, and on a CPU the cap (host memory) as a dashed line; the largest
+    batch is the last point before the x. CPU: process resident memory; GPU: the framework allocator's peak."""
     probes = probes_table(searches) if not searches.empty else pd.DataFrame()
+    figs = []
     if probes.empty:
-        return None
+        return figs
+    for (host, device), on in probes.groupby(["host", "device"]):
+        def draw(ax, model, mode, on=on, device=device):
+            sub = on[(on["model"] == model) & (on["mode"] == mode)]
+            top = 0.0
+            for (fw, engine, precision), g in sub.groupby(["framework", "engine", "precision"]):
+                colour = framework_colour(fw)
+                fit = g[g["fits"] == True].sort_values("batch_size")  # noqa: E712 - fits is True/False/None
+                gib = fit["peak_bytes"] / 2**30
+                top = max(top, float(gib.max()) if not gib.empty else 0.0)
+                ax.plot(fit["batch_size"], gib, marker="o", color=colour, label=f"{fw}/{engine} {precision}")
+                miss = g[g["fits"] == False]  # noqa: E712
+                if not miss.empty:
+                    cap = g["cap_gib"].iloc[0] if device == "cpu" and pd.notna(g["cap_gib"].iloc[0]) else top
+                    ax.scatter(miss["batch_size"], [cap] * len(miss), marker="x", color=colour, s=40)
+            if device == "cpu":
+                for cap in sorted(set(sub["cap_gib"].dropna())):
+                    ax.axhline(cap, ls="--", color="#444444", lw=0.8, label=f"memory cap {cap:.1f} GiB")
+            ax.set_xscale("log", base=2)
+            _plain_numbers(ax.xaxis)
+            ax.set_xlabel("batch size (x: did not fit)")
+            ax.set_ylabel("peak memory (GiB)" + (" (process RSS)" if device == "cpu" else " (allocator)"))
+            ax.set_ylim(bottom=0)
+            ax.set_title(f"{model} - {mode}", fontsize=9)
 
-    def draw(ax, model, mode):
-        sub = probes[(probes["model"] == model) & (probes["mode"] == mode)]
-        for (fw, engine, host), g in sub.groupby(["framework", "engine", "host"]):
-            colour = framework_colour(fw)
-            fit = g[g["fits"] == True].sort_values("batch_size")  # noqa: E712 - fits is True/False/None
-            label = f"{fw}/{engine}" + (f" ({host})" if sub["host"].nunique() > 1 else "")
-            ax.plot(fit["batch_size"], fit["peak_bytes"] / 2**30, marker="o", color=colour, label=label)
-            cap = g["cap_gib"].iloc[0]
-            miss = g[g["fits"] == False]  # noqa: E712
-            if cap and not miss.empty:
-                ax.scatter(miss["batch_size"], [cap] * len(miss), marker="x", color=colour, s=40)
-        for cap in sorted(set(sub["cap_gib"].dropna())):
-            ax.axhline(cap, ls="--", color="#444444", lw=0.8, label=f"memory cap {cap:.1f} GiB")
-        ax.set_xscale("log", base=2)
-        _plain_numbers(ax.xaxis)
-        ax.set_xlabel("batch size (x: did not fit)")
-        ax.set_ylabel("peak memory (GiB)")
-        ax.set_ylim(bottom=0)
-        ax.set_title(f"{model} - {mode}", fontsize=9)
-
-    return _model_mode_grid(probes, draw, "Peak memory against batch size, up to the largest batch that fits")
+        figs.append(_model_mode_grid(on, draw, f"Peak memory against batch size on {host} ({device}), up to "
+                                               "the largest batch that fits"))
+    return figs
