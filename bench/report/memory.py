@@ -46,7 +46,8 @@ def largest_for_display(searches: pd.DataFrame) -> pd.DataFrame:
                     "smallest miss": misses[0] if misses else "",
                     "limited by": LIMITED_BY.get(r["limited_by"], r["limited_by"]) + (f": {r['error'][:80]}"
                                                                                      if r["error"] else ""),
-                    "memory cap (GiB)": f"{r['cap_gib']:.1f}" if r["cap_gib"] else "device",
+                    "memory cap (GiB)": f"{r['cap_gib']:.1f}" if r["device"] == "cpu" and r["cap_gib"]
+                    else "the GPU's memory",
                     "probes": len(r["probes"])})
     return pd.DataFrame(out)
 

@@ -76,6 +76,11 @@ def _ci(lo, hi, digits: int = 2) -> str:
     return "" if lo is None or lo != lo else f"{lo:.{digits}f}-{hi:.{digits}f}"
 
 
+def _rate(v: float) -> str:
+    """Three significant digits without an exponent: 6.96, 42.1, 789, 11619."""
+    return f"{v:.0f}" if abs(v) >= 100 else f"{v:.3g}"
+
+
 def summary_for_display(summary: pd.DataFrame) -> pd.DataFrame:
     """Model x mode x batch -> fastest framework, speed-up over the runner-up, 95% CI, verdict."""
     if summary.empty:
@@ -83,7 +88,7 @@ def summary_for_display(summary: pd.DataFrame) -> pd.DataFrame:
     s = summary.sort_values(["platform", "model", "mode", "precision", "batch_size"])
     return pd.DataFrame({
         "platform": s["platform"], "model": s["model"], "mode": s["mode"], "precision": s["precision"],
-        "batch": s["batch_size"], "fastest": s["fastest"], "img/s": s["images_per_sec"].map("{:.3g}".format),
+        "batch": s["batch_size"], "fastest": s["fastest"], "img/s": s["images_per_sec"].map(_rate),
         "vs": s["runner_up"].fillna(""), "speed-up": s["speedup"].map(_x),
         "95% CI": [_ci(lo, hi) for lo, hi in zip(s["ci_low"], s["ci_high"])], "verdict": s["verdict"],
         "fairness certificate (fastest / vs)": s.get("certificates", "")})
