@@ -315,7 +315,9 @@ def predictions_for_display(pred: pd.DataFrame) -> pd.DataFrame:
         return pred
     return pd.DataFrame({
         "framework": pred["framework"], "strategy": pred["strategy"], "workers": pred["workers"],
-        "link": pred["link"], "compute ms (independent)": pred["compute_ms"].round(1),
+        "link": pred["link"], "DDP buckets (MB)": [f"{b:g}" if s == "allreduce" and f == "torch" else "" for b, s, f in
+                                                    zip(pred["bucket_mb"], pred["strategy"], pred["framework"])],
+        "compute ms (independent)": pred["compute_ms"].round(1),
         "model comm. ms": pred["comm_model_ms"].round(1), "overlap used": pred["overlap_share"].map("{:.0%}".format),
         "predicted ms": pred["predicted_ms"].round(1), "measured ms": pred["measured_ms"].round(1),
         "error": pred["error"].map("{:+.0%}".format),
@@ -354,6 +356,13 @@ def failures(records: list[dict]) -> pd.DataFrame:
                          for r in bad])
 
 
+def _buckets(r) -> str:
+    """'; 25 MB buckets' for DDP runs (PyTorch), so runs that differ only in bucket size read differently."""
+    b = r.get("bucket_mb")
+    ddp = r["strategy"] == "allreduce" and r["framework"] == "torch"
+    return f"; {b:g} MB buckets" if ddp and b is not None and not pd.isna(b) else ""
+
+
 def findings(data) -> list[str]:
     """Sentences from the distributed tables; a number without two clean processes is not a finding."""
     out = []
@@ -361,7 +370,7 @@ def findings(data) -> list[str]:
     if t.empty:
         return ["No distributed run has finished yet."]
     for _, r in t[(t["workers"] > 1) & t["efficiency"].notna()].sort_values(["framework", "strategy"]).iterrows():
-        what = f"{r['framework']} {r['model']} {r['strategy']} x{r['workers']} ({r['link']})"
+        what = f"{r['framework']} {r['model']} {r['strategy']} x{r['workers']} ({r['link']}{_buckets(r)})"
         if not r["sound"] or r["eff_ci_low"] is None or pd.isna(r["eff_ci_low"]):
             out.append(f"{what}: not measured reliably ({r['flag_reasons'] or 'fewer than 2 clean processes'}).")
             continue
@@ -374,7 +383,7 @@ def findings(data) -> list[str]:
                    f"{comm}.")
     for _, p in data.predictions.iterrows():
         out.append(f"Model vs measurement, {p['framework']} {p['model']} {p['strategy']} x{p['workers']} "
-                   f"on {p['link']}: "
+                   f"on {p['link']}{_buckets(p)}: "
                    f"predicted {p['predicted_ms']:.0f} ms, measured {p['measured_ms']:.0f} ms ({p['error']:+.0%})"
                    + (f"; the fit is gloo's, and TensorFlow's own collectives (a ring over gRPC) spent "
                       f"{p['exposed_comm_ms']:.0f} ms per step where the model allows {p['comm_model_ms']:.0f}"
