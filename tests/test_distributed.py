@@ -205,7 +205,7 @@ def test_scaling_tables_from_known_step_times(tmp_path):
     ps = t[t["strategy"] == "ps_sync"].iloc[0]
     assert not ps["sound"] and ps["flagged"] == 2  # two of three processes disturbed: not a finding
     text = " ".join(S.findings(d.scaling))
-    assert "allreduce x2 (loopback): scaling efficiency 50%" in text
+    assert "allreduce x2 (loopback; 25 MB buckets): scaling efficiency 50%" in text
     assert "ps_sync x2 (loopback): not measured reliably (busy)" in text
 
 
