@@ -263,3 +263,10 @@ def test_legend_handles_use_the_series_style():
     handles = {t.get_text(): h for t, h in zip(fig.legends[0].get_texts(), fig.legends[0].legend_handles)}
     assert isinstance(handles["torch"], Line2D)
     assert to_hex(handles["torch"].get_color()) == F.FRAMEWORK_COLOURS["torch"]
+
+
+def test_per_framework_draws_one_figure_per_device():
+    df = configs()
+    other = df.assign(platform="another device", images_per_sec_median=df["images_per_sec_median"] * 100)
+    figs = F.per_framework(pd.concat([df, other], ignore_index=True))
+    assert len(figs) == 2 and all(" on " in f._suptitle.get_text() for f in figs)

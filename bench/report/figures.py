@@ -293,12 +293,15 @@ def per_hardware(runs: pd.DataFrame) -> list:
 
 
 def per_framework(runs: pd.DataFrame, common_batch: int = 32) -> list:
-    """2019 Figures 9-11 in one figure: a panel per model x mode, a bar pair per framework/engine (and per
-    device when there are several): batch 32 (plain, the framework's colour) and the device's best batch
-    (hatched, its batch size written above). A series not run at batch 32 says so instead of a bar."""
+    """2019 Figures 9-11, one figure per device (a CPU's bars would vanish on a GPU's scale): a panel per
+    model x mode, a bar pair per framework/engine: batch 32 (plain, the framework's colour) and the device's
+    best batch (hatched, its batch size written above). A series not run at batch 32 says so instead of a bar."""
     ok = ok_runs(runs)
     if ok.empty:
         return []
+    if ok["platform"].nunique() > 1:
+        return [fig for p in sorted(ok["platform"].unique())
+                for fig in per_framework(ok[ok["platform"] == p], common_batch)]
     best = _best_batch(ok)
     styles = _styles(ok)
     several = ok["platform"].nunique() > 1
