@@ -29,6 +29,15 @@ def bench_cli(*args: str, results: Path | None = None, env: dict | None = None, 
                           env=full_env, timeout=timeout, cwd=ROOT)
 
 
+def assert_utilisation_sane(record: dict) -> None:
+    """A measured peak and a positive utilisation; above 100% only with the guard's flag. (The suite's peak
+    uses a small matrix, BENCH_PEAK_N, so an efficient runtime on a tiny model can pass it: then the record
+    must say so, never report it silently.)"""
+    assert record["peak"]["flops_per_sec"] > 0 and record["utilisation"] > 0
+    over = "utilisation_over_peak" in [f["name"] for f in record["flags"]]
+    assert over == (record["utilisation"] > 1), (record["utilisation"], record["flags"])
+
+
 # A tiny, quick run: small CNN, small images, few iterations.
 TINY_RUN = ("--model", "tiny_cnn", "--batch-size", "4", "--image-size", "32", "--protocol", "seed",
             "--warmup", "2", "--iterations", "5", "--phase-iterations", "2")
