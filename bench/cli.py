@@ -25,6 +25,8 @@ _RUN_FLAGS = {
     "bucket_mb": float, "scaling": str,
 }
 assert set(_RUN_FLAGS) <= set(FIELDS)
+# What a largest-batch search is over (the batch size is what it searches)
+_MAXBATCH_FLAGS = ("framework", "model", "mode", "engine", "device", "precision", "image_size", "threads")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -68,7 +70,7 @@ def _parser() -> argparse.ArgumentParser:
     fid.add_argument("--baseline-only", action="store_true", help="run only the hand-written loop, here")
     mb = sub.add_parser("maxbatch", help="the largest batch that fits (within a memory cap on a CPU), and peak "
                                          "memory against batch size: one fresh-process probe per batch size")
-    for name in ("framework", "model", "mode", "engine", "device", "precision", "image_size", "threads"):
+    for name in _MAXBATCH_FLAGS:
         mb.add_argument("--" + name.replace("_", "-"), dest=name, type=_RUN_FLAGS[name],
                         required=name in ("framework", "model"))
     mb.add_argument("--memory-cap-gb", type=float, default=None, help="CPU: stop a probe whose resident memory "
@@ -207,9 +209,8 @@ def _cmd_maxbatch(args: argparse.Namespace) -> int:
 
     from . import maxbatch
 
-    config = make_config(**{k: getattr(args, k) for k in ("framework", "model", "mode", "engine", "device",
-                                                           "precision", "image_size", "threads")
-                            if getattr(args, k) is not None}, batch_size=1)
+    config = make_config(**{k: getattr(args, k) for k in _MAXBATCH_FLAGS if getattr(args, k) is not None},
+                         batch_size=1)
     total = psutil.virtual_memory().total
     if args.memory_cap_gb is not None and not 0.1 <= args.memory_cap_gb <= total / 2**30:
         raise ConfigError(f"invalid --memory-cap-gb {args.memory_cap_gb}; it must be from 0.1 to this machine's "

@@ -129,9 +129,14 @@ def _check_structure(name: str, spec: dict) -> None:
         _check_engines(name, block.get("engines", "default"))
         for key, (typ, low, high) in MEMORY_LIMITS.items():
             value = block.get(key, low)
-            if not isinstance(value, typ) or isinstance(value, bool) or not low <= value <= high:
+            if not _number_in(value, typ, low, high):
                 raise ConfigError(f"profile {name}: memory block: '{key}' must be a number from {low} to {high}, "
                                   f"got {value!r}")
+
+
+def _number_in(value, typ, low, high) -> bool:
+    """A finite number of type `typ` (not a bool) from `low` to `high`."""
+    return isinstance(value, typ) and not isinstance(value, bool) and math.isfinite(value) and low <= value <= high
 
 
 def _check_axes(name: str, spec: dict, axes: dict = AXES) -> None:
@@ -182,8 +187,7 @@ def _check_settings(name: str, spec: dict) -> None:
         if key not in spec:
             continue
         value = spec[key]
-        ok = isinstance(value, typ) and not isinstance(value, bool) and math.isfinite(value)
-        if not ok or not low <= value <= high:
+        if not _number_in(value, typ, low, high):
             raise ConfigError(f"profile {name}: '{key}' must be a number from {low} to {high}, got {value!r}")
 
 

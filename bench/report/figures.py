@@ -304,23 +304,18 @@ def per_framework(runs: pd.DataFrame, common_batch: int = 32) -> list:
                 for fig in per_framework(ok[ok["platform"] == p], common_batch)]
     best = _best_batch(ok)
     styles = _styles(ok)
-    several = ok["platform"].nunique() > 1
-
-    def pick(df, series, platform, model, mode):
-        return df[(df["series"] == series) & (df["platform"] == platform) & (df["model"] == model)
-                  & (df["mode"] == mode)]
 
     def draw(ax, model, mode):
         sub = ok[(ok["model"] == model) & (ok["mode"] == mode)]
-        slots = sorted(set(zip(sub["series"], sub["platform"])))
+        top = best[(best["model"] == model) & (best["mode"] == mode)]
+        slots = sorted(sub["series"].unique())
         any_flagged = False
         _legend_patch(ax, f"batch {common_batch}", "#888888", None)
         _legend_patch(ax, "best batch (hatched)", "#888888", BEST_BATCH_HATCH)
-        for xi, (series, platform) in enumerate(slots):
+        for xi, series in enumerate(slots):
             colour = styles[series]["color"]
-            c = pick(sub, series, platform, model, mode)
-            c = c[c["batch_size"] == common_batch]
-            b = pick(best, series, platform, model, mode)
+            c = sub[(sub["series"] == series) & (sub["batch_size"] == common_batch)]
+            b = top[top["series"] == series]
             for offset, df, hatch, is_best in ((-0.2, c, None, False), (0.2, b, BEST_BATCH_HATCH, True)):
                 label = "best batch (hatched)" if is_best else f"batch {common_batch}"
                 if df.empty:
@@ -340,16 +335,13 @@ def per_framework(runs: pd.DataFrame, common_batch: int = 32) -> list:
                                 va="bottom", fontsize=6)
         if any_flagged:
             _footnote(ax, FLAGGED_BAR_NOTE)
-        labels = [f"{s}\n{_plain(p)[:24]}" if several else s for s, p in slots]
-        ax.set_xticks(range(len(slots)), labels=labels, fontsize=7, rotation=40, ha="right")
+        ax.set_xticks(range(len(slots)), labels=slots, fontsize=7, rotation=40, ha="right")
         ax.set_title(f"{model} - {mode}", fontsize=10)
         ax.set_ylabel("images/s")
         ax.margins(y=0.12)  # room for the batch-size and '!' notes above the tallest bar
 
-    width = max(4.2, 0.7 * ok.groupby(["model", "mode"]).apply(
-        lambda g: len(set(zip(g["series"], g["platform"]))), include_groups=False).max())
-    title = f"Each framework and engine on {'each device' if several else ok['platform'].iloc[0]}: " \
-            f"batch {common_batch} and best batch"
+    width = max(4.2, 0.7 * ok.groupby(["model", "mode"])["series"].nunique().max())
+    title = f"Each framework and engine on {ok['platform'].iloc[0]}: batch {common_batch} and best batch"
     return [_model_mode_grid(ok, draw, title, n_cols=1 if width > 5 else 2, w=min(width, 11.0), h=3.2)]
 
 
