@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import logging
 import os
 import time
 from collections.abc import Callable
@@ -88,6 +89,12 @@ def _failure_reason(exc: BaseException) -> str:
     if name == "DeadKernelError":
         return "the notebook's kernel died (killed for memory, or a crash in a framework)"
     return f"notebook failed: {name}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
+
+
+def _quiet_abandoned_kernel_tasks() -> None:
+    """Ctrl-C can kill a kernel while nbclient still awaits it: its asyncio task then ends with a DeadKernelError
+    nobody retrieves, and asyncio would print that traceback at exit. The interrupt is the message; drop the echo."""
+    logging.getLogger("asyncio").setLevel(logging.CRITICAL)
 
 
 @contextlib.contextmanager
@@ -306,8 +313,10 @@ def run_sweep(profile: Profile, results_dir: Path | str | None = None, force: bo
             bar.close()
             manifest["memory_searches"] = measure_memory(profile, results_dir, announce)
             manifest["status"] = "finished"
-        except BaseException:
+        except BaseException as exc:
             manifest["status"] = "interrupted"
+            if isinstance(exc, KeyboardInterrupt):
+                _quiet_abandoned_kernel_tasks()
             raise
         finally:
             bar.close()
