@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from .adapters import measures_a_framework
 from .adapters.base import OPTIMIZER
+from .devices import is_gpu
 from .models import get_model
 
 if TYPE_CHECKING:  # the run side imports this module in lean environments (MXNet's) without pandas
@@ -16,15 +17,27 @@ PARITY_TOLERANCE = 0.01  # same model, same parameter count within 1% in every f
 
 # The per-run checks that make up the certificate (True passed, False failed, None not applicable).
 CERTIFICATE_CHECKS = ("threads_match", "no_autograd_in_inference", "params_match_published", "recipe_match",
-                      "weights_changed")
+                      "weights_changed", "data_placement_match")
+
+
+def placement_matches(config, observed: dict | None) -> bool | None:
+    """Does the batch a step feeds live where the config says? `device`: one resident batch in the run device's
+    memory, reused every step; `host`: a fresh batch every step (the copy from host memory is inside the timer,
+    wherever the framework makes it). None when the workload could not be observed."""
+    if not observed:
+        return None
+    if config.data == "host":
+        return observed["fresh_per_step"]
+    return not observed["fresh_per_step"] and observed["location"] == ("gpu" if is_gpu(config.device) else "cpu")
 
 
 def run_checks(config, settings: dict, params: int | None, flops: float | None = None,
-               weights: tuple[float | None, float | None] = (None, None)) -> dict:
+               weights: tuple[float | None, float | None] = (None, None), placement: dict | None = None) -> dict:
     """The certificate one record carries: each check is True/False, or None where it does not apply.
 
     `weights`: a checksum of the trainable weights before and after the timed loop (training only):
-    a training step that updates nothing fails `weights_changed`."""
+    a training step that updates nothing fails `weights_changed`. `placement`: where the workload's batch was
+    observed to live (`Workload.input_placement`)."""
     spec = get_model(config.model)
     threads = settings.get("intra_op_threads")
     rel = None
@@ -51,6 +64,8 @@ def run_checks(config, settings: dict, params: int | None, flops: float | None =
         "weights_checksum_after": after,
         "weights_changed": None if not training or before is None or after is None else before != after,
         "data_placement": config.data,
+        "data_placement_observed": placement,
+        "data_placement_match": placement_matches(config, placement),
         "inside_timer": settings.get("inside_timer"),
     }
     checks["failed"] = [c for c in CERTIFICATE_CHECKS if checks[c] is False]

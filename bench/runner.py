@@ -152,7 +152,7 @@ def _measure_into(record: dict, adapter, config: RunConfig, results_dir: Path) -
         if flops:
             record["utilisation"] = flops * summary["images_per_sec_median"] / peak["flops_per_sec"]
         record["fairness"] = run_checks(config, record["settings"], params, flops,
-                                        (weights_before, weights_after))
+                                        (weights_before, weights_after), workload.input_placement())
     record["flags"] = run_flags(record)
 
 

@@ -1,6 +1,7 @@
 """Every framework's engines on the CPU, ONNX Runtime / OpenVINO agreement with PyTorch, what a framework
 cannot run declared up front, and the fairness certificate catching each violation."""
 
+import dataclasses
 import json
 
 import numpy as np
@@ -9,7 +10,7 @@ import pytest
 from bench import make_config
 from bench.adapters import ADAPTERS
 from bench.checks import certificate_flags
-from bench.fairness import run_checks
+from bench.fairness import placement_matches, run_checks
 from bench.models.onnx_export import input_batch, seeded_torch_model
 from bench.profiles import load_profile
 from bench.runner import execute
@@ -72,6 +73,51 @@ def test_a_training_step_that_updates_nothing_is_caught(tmp_path, monkeypatch):
     r = execute(config, tmp_path)
     assert r["status"] == "ok" and r["fairness"]["weights_changed"] is False
     assert "weights_unchanged" in [f["name"] for f in r["flags"]]
+
+
+# Frameworks this test process can import beside each other (JAX needs KERAS_BACKEND=jax, MXNet its own
+# environment: both are observed through the CLI, here and in test_runs.py)
+IN_PROCESS = ["torch", "tensorflow", "onnxruntime", "openvino"]
+
+
+@pytest.mark.parametrize("data", ["device", "host"])
+@pytest.mark.parametrize("fw", IN_PROCESS)
+def test_data_placement_is_observed_on_the_framework_batch(fw, data, monkeypatch):
+    monkeypatch.setenv("KERAS_BACKEND", "tensorflow")  # what importing TensorFlow's adapter sets: not for later CLIs
+    config = make_config(framework=fw, model="tiny_cnn", batch_size=2, image_size=32, threads=2, data=data)
+    observed = ADAPTERS.get(fw).prepare(config).input_placement()
+    assert observed == {"location": "cpu", "fresh_per_step": data == "host"}
+    assert run_checks(config, {"intra_op_threads": 2}, None, placement=observed)["data_placement_match"] is True
+
+
+def test_a_host_fed_jax_run_copies_the_batch_every_step(shared_results):
+    proc = bench_cli("run", "--framework", "jax", "--data", "host", *TINY_RUN, results=shared_results)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    r = json.loads(open(proc.stdout.strip().splitlines()[-1].removeprefix("record: ")).read())
+    assert r["status"] == "ok", r["reason"]
+    f = r["fairness"]
+    assert f["data_placement_observed"] == {"location": "cpu", "fresh_per_step": True}
+    assert f["data_placement_match"] is True
+
+
+def test_a_device_resident_run_that_copies_the_batch_every_step_is_caught(tmp_path, monkeypatch):
+    from bench.adapters.pytorch import TorchWorkload
+
+    monkeypatch.setattr(TorchWorkload, "_input", lambda self: self.x.clone())  # says device, copies each step
+    config = make_config(framework="torch", model="tiny_cnn", batch_size=2, image_size=32,
+                         protocol="seed", warmup=1, iterations=3, phase_iterations=0)
+    r = execute(config, tmp_path)
+    assert r["status"] == "ok" and r["fairness"]["data_placement_match"] is False
+    assert r["fairness"]["failed"] == ["data_placement_match"]
+    assert "certificate_failed" in [f["name"] for f in r["flags"]]
+
+
+def test_a_batch_left_in_host_memory_for_a_gpu_run_is_caught():
+    config = make_config(framework="torch", model="tiny_cnn", batch_size=2)
+    gpu_run = dataclasses.replace(config, device="cuda:0")  # the check alone: no GPU needed
+    assert placement_matches(gpu_run, {"location": "cpu", "fresh_per_step": False}) is False
+    assert placement_matches(gpu_run, {"location": "gpu", "fresh_per_step": False}) is True
+    assert placement_matches(config, None) is None  # not observed (an old record): not applicable
 
 
 @pytest.mark.parametrize("settings,check", [

@@ -56,6 +56,8 @@ def test_tiny_run_writes_valid_ok_record(tiny_records, fw, mode):
         assert "SGD" in f["optimizer"] and f["loss"]
         assert f["recipe_match"] is True and f["weights_changed"] is True
         assert f["weights_checksum_before"] != f["weights_checksum_after"]
+    assert f["data_placement_match"] is True and f["data_placement_observed"] == {"location": "cpu",
+                                                                                   "fresh_per_step": False}
     assert f["failed"] == [] and not any(fl["name"] == "certificate_failed" for fl in r["flags"])
     assert r["startup"]["prepare_s"] > 0 and r["startup"]["first_iteration_s"] > 0
 

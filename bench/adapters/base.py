@@ -34,6 +34,23 @@ class Workload(ABC):
     def step(self) -> None:
         """One iteration (inference or training step); may return before the device is done."""
 
+    def _input(self):
+        """The batch one step feeds the model, made exactly as `step` makes it (None: this workload has none)."""
+        return None
+
+    def _location(self, batch) -> str:
+        """Where the framework says `batch` lives: "cpu" or "gpu"."""
+        raise NotImplementedError
+
+    def input_placement(self) -> dict | None:
+        """Observed, not declared: where the batch a step feeds lives, and whether each step makes a fresh one
+        (host-fed: a copy every iteration, inside the timer) or reuses one resident batch (device-resident).
+        The certificate's data-placement check compares this with the run's config."""
+        first = self._input()
+        if first is None:
+            return None
+        return {"location": self._location(first), "fresh_per_step": self._input() is not first}
+
     def sync(self) -> None:
         """Block until all queued device work is finished (a no-op for synchronous runtimes)."""
 
@@ -67,7 +84,21 @@ class Workload(ABC):
 
 
 class InferenceRuntimeWorkload(Workload):
-    """An inference-only runtime (ONNX Runtime, OpenVINO): one step is one forward, its only phase."""
+    """An inference-only runtime (ONNX Runtime, OpenVINO): one step is one forward, its only phase, on a NumPy
+    batch in host memory (`host_x`)."""
+
+    config: RunConfig
+    host_x: object
+
+    def _input(self):
+        # host-fed: a fresh copy of the batch every step, as the other frameworks' host mode makes one
+        return self.host_x if self.config.data == "device" else self.host_x.copy()
+
+    def _location(self, batch) -> str:
+        return "cpu"  # a NumPy array lives in host memory
+
+    def _inside_timer(self, call: str) -> str:
+        return ("a fresh copy of the batch + " if self.config.data == "host" else "") + call
 
     def phases(self, iterations: int) -> dict[str, list[float]]:
         return timed_phases(["forward"], self.sync, [self.step], iterations)

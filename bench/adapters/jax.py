@@ -115,6 +115,9 @@ class JaxWorkload(Workload):
     def _input(self):
         return self.x if self.config.data == "device" else self.jax.device_put(self.host_x, self.device)
 
+    def _location(self, batch) -> str:
+        return "cpu" if next(iter(batch.devices())).platform == "cpu" else "gpu"
+
     def step(self) -> None:
         x = self._input()
         if not self.training:

@@ -93,6 +93,9 @@ class MXNetWorkload(Workload):
     def _input(self):
         return self.x if self.config.data == "device" else self.mx.nd.array(self.host_x, ctx=self.ctx)
 
+    def _location(self, batch) -> str:
+        return "cpu" if batch.context.device_type == "cpu" else "gpu"
+
     def _forward_loss(self, x):
         with self.mx.autograd.record():
             return self.loss_fn(self.net(x), self.y)

@@ -39,8 +39,8 @@ class ORTWorkload(InferenceRuntimeWorkload):
         self.binding = None
         if self.gpu and config.data == "device":  # the batch stays on the GPU: bind it once
             self.binding = self.session.io_binding()
-            self.binding.bind_ortvalue_input(INPUT, ort.OrtValue.ortvalue_from_numpy(self.host_x, "cuda",
-                                                                                   options["device_id"]))
+            self.bound_x = ort.OrtValue.ortvalue_from_numpy(self.host_x, "cuda", options["device_id"])
+            self.binding.bind_ortvalue_input(INPUT, self.bound_x)
             self.binding.bind_output(self.session.get_outputs()[0].name, "cuda", options["device_id"])
         self.settings = {
             "intra_op_threads": so.intra_op_num_threads,  # ORT has no read-back: the value it was given
@@ -50,16 +50,26 @@ class ORTWorkload(InferenceRuntimeWorkload):
             "providers": self.session.get_providers(),
             "export": exported.method,
             "data_placement": config.data,
-            "inside_timer": "InferenceSession.run on the batch" + (" (bound on the GPU)" if self.binding else ""),
+            "inside_timer": self._inside_timer("InferenceSession.run on the batch"
+                                               + (" (bound on the GPU)" if self.binding else "")),
             "autograd_in_inference": False,  # an inference-only runtime: no gradient graph exists
             "optimizer": None, "loss": None, "timer": "time.perf_counter",
         }
 
+    def _input(self):
+        return self.bound_x if self.binding is not None else super()._input()
+
+    def _location(self, batch) -> str:
+        if self.binding is None:
+            return super()._location(batch)
+        return "cpu" if batch.device_name().lower() == "cpu" else "gpu"  # the OrtValue bound on the device
+
     def step(self) -> None:
+        x = self._input()
         if self.binding is not None:
             self.session.run_with_iobinding(self.binding)
         else:
-            self.session.run(None, {INPUT: self.host_x})
+            self.session.run(None, {INPUT: x})
 
     def output(self):
         """The logits for the batch (for the agreement check against PyTorch)."""

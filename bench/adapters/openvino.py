@@ -22,6 +22,7 @@ def compile_exported(path: str, engine: str, precision: str, threads: int):
 
 class OpenVINOWorkload(InferenceRuntimeWorkload):
     def __init__(self, config: RunConfig) -> None:
+        self.config = config
         exported = export_onnx(config.model, config.batch_size, config.image_size, config.seed, config.threads)
         self.params = exported.params
         self.compiled = compile_exported(str(exported.path), config.engine, config.precision, config.threads)
@@ -37,13 +38,13 @@ class OpenVINOWorkload(InferenceRuntimeWorkload):
             "inference_precision": str(prop("INFERENCE_PRECISION_HINT")),
             "export": exported.method,
             "data_placement": config.data,
-            "inside_timer": "InferRequest.infer on the batch (synchronous)",
+            "inside_timer": self._inside_timer("InferRequest.infer on the batch (synchronous)"),
             "autograd_in_inference": False,  # an inference-only runtime: no gradient graph exists
             "optimizer": None, "loss": None, "timer": "time.perf_counter",
         }
 
     def step(self) -> None:
-        self.request.infer({0: self.host_x})
+        self.request.infer({0: self._input()})
 
     def output(self):
         """The logits for the batch (for the agreement check against PyTorch)."""

@@ -91,6 +91,9 @@ class TorchWorkload(Workload):
         # host-fed: a fresh copy of the NumPy batch into a device tensor, every iteration
         return self.torch.tensor(self.host_x).to(self.device).contiguous(memory_format=self.fmt)
 
+    def _location(self, batch) -> str:
+        return "cpu" if batch.device.type == "cpu" else "gpu"
+
     def _forward(self, x):
         with self.autocast():
             out = self.model(x)

@@ -123,6 +123,9 @@ class TFWorkload(Workload):
         with self.tf.device(self.tf_device):
             return self.tf.identity(self.tf.constant(self.host_x))
 
+    def _location(self, batch) -> str:
+        return "gpu" if ":GPU:" in batch.device.upper() else "cpu"
+
     def step(self) -> None:
         with self.tf.device(self.tf_device):
             (self._train if self.training else self._infer)(self._input())
