@@ -26,7 +26,7 @@ export TF_CPP_MIN_LOG_LEVEL ?= 2
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
-	@echo "  variables: PROFILE=quick|seed|full  GPU=1 (TensorFlow with CUDA)  VENV_CACHE=$(VENV_CACHE)"
+	@echo "  variables: PROFILE=quick|seed|full|training32  GPU=1 (TensorFlow with CUDA)  VENV_CACHE=$(VENV_CACHE)"
 
 setup: $(BIN)/python ## create the Python environment (does nothing when it is up to date)
 

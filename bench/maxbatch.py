@@ -33,8 +33,13 @@ POLL_S = 0.05
 PROBE_TIMEOUT_S = 900
 # What each framework's out-of-memory error says (torch.cuda.OutOfMemoryError, TF ResourceExhaustedError,
 # JAX RESOURCE_EXHAUSTED, MXNet/C++ std::bad_alloc, Python MemoryError, ONNX Runtime/OpenVINO allocation failures).
-OOM_MARKERS = ("out of memory", "outofmemory", "resourceexhausted", "resource_exhausted", "memoryerror",
-               "bad_alloc", "failed to allocate", "cannot allocate")
+# Lower case, without spaces or underscores (the reason is compared in the same form).
+OOM_MARKERS = ("outofmemory", "resourceexhausted", "memoryerror", "badalloc", "failedtoallocate", "cannotallocate")
+
+
+def _says_out_of_memory(reason: str) -> bool:
+    text = reason.lower().replace(" ", "").replace("_", "")
+    return any(m in text for m in OOM_MARKERS)
 
 
 def probe_config(config: RunConfig, batch_size: int) -> RunConfig:
@@ -132,8 +137,7 @@ def probe(config: RunConfig, batch_size: int, cap_bytes: int | None, facts: tupl
     if record["status"] == "ok":
         return {**out, "fits": True, "reason": ""}
     reason = str(record.get("reason") or "")
-    oom = any(m in reason.lower().replace(" ", "").replace("_", "") or m in reason.lower() for m in OOM_MARKERS)
-    return {**out, "fits": False if oom else None, "reason": reason[:300]}
+    return {**out, "fits": False if _says_out_of_memory(reason) else None, "reason": reason[:300]}
 
 
 def search(config: RunConfig, cap_bytes: int | None, max_batch: int, probe_fn=probe, facts=None) -> dict:

@@ -61,6 +61,19 @@ def test_an_error_ends_the_search_and_is_recorded():
     assert tried == [1, 2, 4, 8]
 
 
+@pytest.mark.parametrize("reason,oom", [
+    ("OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", True),  # PyTorch
+    ("ResourceExhaustedError: OOM when allocating tensor", True),  # TensorFlow
+    ("XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate", True),  # JAX
+    ("MXNetError: std::bad_alloc", True),
+    ("RuntimeException: Failed to allocate memory for requested buffer", True),  # ONNX Runtime
+    ("MemoryError: Unable to allocate array", True),
+    ("RuntimeError: shape mismatch in conv2d", False),  # any other error is not 'does not fit'
+])
+def test_only_a_framework_out_of_memory_error_means_the_batch_does_not_fit(reason, oom):
+    assert maxbatch._says_out_of_memory(reason) is oom
+
+
 def test_a_probe_over_the_cap_is_stopped_and_leaves_no_process(tmp_path, monkeypatch):
     # Importing torch alone needs more than 0.3 GiB: the watchdog stops the probe, the search says so.
     monkeypatch.setattr(maxbatch, "host_facts", lambda config, results_dir: None)  # stopped before it needs them
