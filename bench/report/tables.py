@@ -305,6 +305,13 @@ process: {', '.join(f'{b:g} s' for b in budgets) or 'none'}. Thread settings: {t
 backward + {OPTIMIZER} update. Synthetic data resident on the device; each record states exactly what was inside
 its timer. The device is synchronised before every clock read.
 
+**Fairness certificate**, per run (column "fairness certificate" beside each comparison): the thread count read
+back from the framework equals the one asked for; no autograd in inference; the parameter count matches the
+published one; training uses the shared recipe ({OPTIMIZER}, cross-entropy); the trainable weights change over the
+timed loop (a checksum before and after); the batch lives where the config says, observed on the framework's own
+tensor after the timed loop (one resident batch in the run device's memory, not a fresh copy each step). Records
+written before a check existed show it as not applicable.
+
 **Warm-up.** `seed` protocol: a fixed count. `adaptive`: until two consecutive iterations agree within
 {WARMUP_TOLERANCE:.0%} (or the profile's cap, or half the time budget); then at least the minimum number of timed
 iterations, continuing until the 95% CI of the median is within the CI target or the budget ends.
