@@ -1,8 +1,8 @@
 """Every framework's engines on the CPU, ONNX Runtime / OpenVINO agreement with PyTorch, what a framework
 cannot run declared up front, and the fairness certificate catching each violation."""
 
-import dataclasses
 import json
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -76,7 +76,7 @@ def test_a_training_step_that_updates_nothing_is_caught(tmp_path, monkeypatch):
 
 
 # Frameworks this test process can import beside each other (JAX needs KERAS_BACKEND=jax, MXNet its own
-# environment: both are observed through the CLI, here and in test_runs.py)
+# environment: both are observed through the CLI in test_runs.py)
 IN_PROCESS = ["torch", "tensorflow", "onnxruntime", "openvino"]
 
 
@@ -88,16 +88,6 @@ def test_data_placement_is_observed_on_the_framework_batch(fw, data, monkeypatch
     observed = ADAPTERS.get(fw).prepare(config).input_placement()
     assert observed == {"location": "cpu", "fresh_per_step": data == "host"}
     assert run_checks(config, {"intra_op_threads": 2}, None, placement=observed)["data_placement_match"] is True
-
-
-def test_a_host_fed_jax_run_copies_the_batch_every_step(shared_results):
-    proc = bench_cli("run", "--framework", "jax", "--data", "host", *TINY_RUN, results=shared_results)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    r = json.loads(open(proc.stdout.strip().splitlines()[-1].removeprefix("record: ")).read())
-    assert r["status"] == "ok", r["reason"]
-    f = r["fairness"]
-    assert f["data_placement_observed"] == {"location": "cpu", "fresh_per_step": True}
-    assert f["data_placement_match"] is True
 
 
 def test_a_device_resident_run_that_copies_the_batch_every_step_is_caught(tmp_path, monkeypatch):
@@ -114,7 +104,7 @@ def test_a_device_resident_run_that_copies_the_batch_every_step_is_caught(tmp_pa
 
 def test_a_batch_left_in_host_memory_for_a_gpu_run_is_caught():
     config = make_config(framework="torch", model="tiny_cnn", batch_size=2)
-    gpu_run = dataclasses.replace(config, device="cuda:0")  # the check alone: no GPU needed
+    gpu_run = SimpleNamespace(data="device", device="cuda:0")  # the check alone: no GPU needed
     assert placement_matches(gpu_run, {"location": "cpu", "fresh_per_step": False}) is False
     assert placement_matches(gpu_run, {"location": "gpu", "fresh_per_step": False}) is True
     assert placement_matches(config, None) is None  # not observed (an old record): not applicable
