@@ -46,9 +46,10 @@ def _unavailable(adapter) -> str | None:
     return None
 
 
-def status_rows(results: dict[str, int] | None = None) -> list[dict]:
-    """One row per source system: runnable here (with version) or not, and why. `results`: successful runs
-    per adapter in the results at hand, so a runnable framework the results lack says so."""
+def status_rows(results: dict[str, dict[str, int]] | None = None) -> list[dict]:
+    """One row per source system: runnable here (with version) or not, and why. `results`: per adapter, the
+    successful runs in the results at hand per "version on host" (the version each record's manifest
+    names), so a runnable framework the results lack says so."""
     rows = []
     for s in SYSTEMS:
         adapter = ADAPTERS.get(s.adapter) if s.adapter and s.adapter in ADAPTERS else None
@@ -57,8 +58,10 @@ def status_rows(results: dict[str, int] | None = None) -> list[dict]:
         if adapter and version:
             status, reason = f"runnable ({s.adapter} {version})", ""
             if results is not None:
-                n = results.get(s.adapter, 0)
-                status = f"measured ({s.adapter} {version}, {n} runs)" if n else status
+                runs = results.get(s.adapter) or {}
+                n = sum(runs.values())
+                measured = "; ".join(f"{v}: {k} runs" for v, k in sorted(runs.items()))
+                status = f"measured ({s.adapter} {measured})" if n else status
                 reason = "" if n else "runnable, but no successful run in these results"
         elif adapter:
             status, reason = "not installed", missing or f"the {s.adapter} package is not installed"

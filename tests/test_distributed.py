@@ -144,6 +144,17 @@ def test_alpha_beta_fit_recovers_known_parameters():
     assert netmodel.predict_step_s("allreduce", 0.1, link, 2, 1e6, overlap_share=1.0) == pytest.approx(0.1)
 
 
+def test_latency_is_read_from_latency_dominated_messages_not_a_shapers_burst():
+    # one-way times measured through a 1 Gbit/s token-bucket shaper (emulated nodes on this VM): the
+    # bucket's burst lets 64 KiB - 1 MiB through faster than the rate, below the line through the large
+    # messages; the latency must still come from the small messages (~0.18 ms), not collapse to 0
+    sizes = [1_024, 4_096, 65_536, 262_144, 1_048_576, 4_194_304, 16_777_216, 50_331_648]
+    ms = [0.191, 0.199, 0.220, 0.985, 6.887, 33.650, 139.450, 421.349]
+    link = netmodel.fit_p2p(sizes, [m / 1e3 for m in ms])
+    assert 150e-6 < link.alpha_s < 210e-6
+    assert link.bandwidth_Bps * 8 / 1e9 == pytest.approx(0.95, rel=0.05)
+
+
 def test_overlap_is_compute_plus_comm_minus_their_union():
     assert union_length([(0, 2), (1, 3), (5, 6)]) == 4
     p = step_phases(forward=(0, 1), backward_compute=(1, 3), update=(4, 4.5), comm=[(2, 4)], step=(0, 4.5))

@@ -124,7 +124,7 @@ def test_report_table_and_figure_from_stored_searches(tmp_path):
               "cap_bytes": 4 * GIB, "max_batch": 256, "seconds": 1.0, **found}
     table = M.searches_table([search, json.loads(json.dumps(search)) | {"host": "g"}])
     shown = M.largest_for_display(table)
-    assert list(shown["largest batch"]) == [found["largest_batch"]] * 2
+    assert list(shown["largest batch (within the cap)"]) == [found["largest_batch"]] * 2
     assert shown["limited by"].str.startswith("memory").all()
     figs = M.memory_probes_figure(table)
     assert len(figs) == 2  # one per host and device

@@ -36,18 +36,21 @@ def ps_s(link: Link, workers: int, nbytes: float, servers: int = 1) -> float:
     return 2 * link.alpha_s + max(2 * nbytes, 2 * workers * nbytes / servers) / link.bandwidth_Bps
 
 
-SMALL_BYTES = 1 << 20  # messages up to this size fix the latency term
+SMALL_BYTES = 1 << 20  # the micro-benchmark repeats messages up to this size more often (cheap, noisy)
 
 
 def _line(x, t) -> tuple[float, float, float]:
     """t = a + b x the way MPI benchmarks read a link: the slope b from least squares over all sizes (the
-    large messages dominate it), the latency a as the median excess over b x among small messages
-    (robust to one disturbed size; a token-bucket shaper lets small messages through faster than its
-    rate, so never below 0). Returns (a, b, r2 of the fitted line)."""
+    large messages dominate it), the latency a as the median excess over b x among latency-dominated
+    messages, those whose bandwidth term b x is at most half their time (robust to one disturbed size; a
+    token-bucket shaper lets mid-size messages through faster than its rate, and they would pull the
+    latency to zero); the smallest message when none is. Never below 0. Returns (a, b, r2 of the line)."""
     x, t = np.asarray(x, float), np.asarray(t, float)
     b = max(float(np.polyfit(x, t, 1)[0]), 1e-15)
-    small = x <= SMALL_BYTES
-    a = max(0.0, float(np.median((t - b * x)[small]))) if small.any() else 0.0
+    latency_bound = b * x <= 0.5 * t
+    if not latency_bound.any():
+        latency_bound = x == x.min()
+    a = max(0.0, float(np.median((t - b * x)[latency_bound])))
     pred = a + b * x
     ss = float(((t - t.mean()) ** 2).sum())
     return a, b, 1 - float(((t - pred) ** 2).sum()) / ss if ss > 0 else None

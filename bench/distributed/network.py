@@ -78,8 +78,8 @@ def with_fits(entry: dict) -> dict:
     p2p = model.fit_p2p([p["bytes"] for p in entry["p2p"]], [p["median_s"] for p in entry["p2p"]])
     return {**entry, "fit_allreduce": {"alpha_s": ar.alpha_s, "bandwidth_Bps": ar.bandwidth_Bps, "r2": ar.r2},
             "fit_p2p": {"alpha_s": p2p.alpha_s, "bandwidth_Bps": p2p.bandwidth_Bps, "r2": p2p.r2},
-            "fit_method": "slope: least squares over all sizes; latency: smallest excess over the slope among "
-                          f"messages <= {model.SMALL_BYTES >> 20} MiB"}
+            "fit_method": "slope: least squares over all sizes; latency: median excess over the slope among "
+                          "latency-dominated messages (bandwidth term at most half their time)"}
 
 
 def fitted(results_dir: Path | str, host: str | None = None) -> dict[str, dict]:

@@ -77,6 +77,8 @@ img { max-width: 100%; height: auto; }
   .jp-Cell:has(h2) + .jp-Cell, .jp-MarkdownCell + .jp-CodeCell { break-before: avoid; page-break-before: avoid; }
   .jp-MarkdownCell, img, table, tr, .jp-OutputArea-output { break-inside: avoid; page-break-inside: avoid; }
   thead { display: table-header-group; }
+  /* a figure taller than a page would leave its heading alone on a page and then be cut: scale it to fit */
+  img { max-height: 200mm; width: auto; }
 }
 </style>
 """

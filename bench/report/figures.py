@@ -142,8 +142,10 @@ def _legend_below(fig, axes, extra: list | None = None) -> None:
             handles[h.get_label()] = h
             labels.append(h.get_label())
     if labels:
+        # as many columns as the figure's width holds at this font size (long labels get fewer columns)
+        fits = int(fig.get_figwidth() * 13 // (max(len(lab) for lab in labels) + 4))
         fig.legend([handles[lab] for lab in labels], labels, loc="upper center", bbox_to_anchor=(0.5, 0.0),
-                   ncol=min(4, len(labels)), fontsize=8, frameon=False)
+                   ncol=max(1, min(4, len(labels), fits)), fontsize=8, frameon=False)
 
 
 def _footnote(ax, text: str) -> None:
@@ -354,14 +356,18 @@ def latency_batch1(runs: pd.DataFrame):
 
     def draw(ax, g):
         _grouped_bars(ax, g, "latency_ms_p50", markers={"latency_ms_p90": "k^", "latency_ms_p99": "kv"})
+        low = pd.to_numeric(g["latency_ms_p50"], errors="coerce")
+        low = low[low > 0].min()
+        high = pd.to_numeric(g["latency_ms_p99"], errors="coerce").max()
+        if pd.isna(low) or pd.isna(high) or high / low < 10:  # within a decade a log axis has no labels to read
+            ax.set_ylim(bottom=0)
+            ax.set_ylabel("latency at batch 1 (ms)")
+            return
         # Frameworks' batch-1 latencies differ by orders of magnitude; a linear axis hides the small ones.
         ax.set_yscale("log")
         # Bars on a log axis start at its bottom: a decade boundary below the smallest value keeps them long
         # enough to compare instead of stubs on the autoscaled limit.
-        low = pd.to_numeric(g["latency_ms_p50"], errors="coerce")
-        low = low[low > 0].min()
-        if pd.notna(low):
-            ax.set_ylim(bottom=10 ** math.floor(math.log10(low * 0.99)))
+        ax.set_ylim(bottom=10 ** math.floor(math.log10(low * 0.99)))
         _plain_numbers(ax.yaxis)
         ax.set_ylabel("latency at batch 1 (ms, log scale)")
 

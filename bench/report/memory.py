@@ -40,7 +40,8 @@ def largest_for_display(searches: pd.DataFrame) -> pd.DataFrame:
         misses = sorted(p["batch_size"] for p in r["probes"] if p["fits"] is False)
         out.append({"host": r["host"], "model": r["model"], "mode": r["mode"], "precision": r["precision"],
                     "device": r["device"], "framework": f"{r['framework']}/{r['engine']}",
-                    "largest batch": int(r["largest"]) if pd.notna(r["largest"]) and r["largest"] else "none fits",
+                    "largest batch (within the cap)":
+                        int(r["largest"]) if pd.notna(r["largest"]) and r["largest"] else "none fits",
                     "peak memory there (GiB)": f"{at_largest['peak_bytes'] / 2**30:.2f}"
                     if at_largest and at_largest["peak_bytes"] else "",
                     "smallest miss": misses[0] if misses else "",

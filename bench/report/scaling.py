@@ -16,7 +16,7 @@ import pandas as pd
 
 from ..checks import FLAG_SCOPE
 from ..distributed import model as netmodel
-from ..distributed.network import link_key
+from ..distributed.network import SIZES, link_key
 from ..stats import process_interval, process_ratio, welch_interval
 
 PHASES = ("forward", "backward", "forward_backward", "update", "exposed_comm", "other")
@@ -58,6 +58,7 @@ def processes(records: list[dict]) -> pd.DataFrame:
             "nodes": c["nodes"], "link": link_label(c, d.get("link")), "bucket_mb": c.get("bucket_mb", 25.0),
             "scaling": c["scaling"], "worker_batch": d["worker_batch"], "global_batch": d["global_batch"],
             "image_size": c["image_size"], "threads": c["threads"], "repeat": r["repeat"],
+            "device": c.get("device", "cpu"),
             "images_per_sec": r["summary"]["images_per_sec_median"], "step_ms": r["summary"]["latency_ms_median"],
             **{f"{p}_ms": phases.get(p) for p in PHASES}, "overlap_share": d.get("overlap_share"),
             "grad_bytes": d.get("grad_bytes"), "accuracy": d.get("accuracy"),
@@ -82,7 +83,7 @@ def configs(procs: pd.DataFrame) -> pd.DataFrame:
         est = process_interval(used["images_per_sec"])
         first = g.iloc[0]
         row = {k: first[k] for k in ["config_key", "host", *ID, "strategy", "workers", "nodes", "link", "bucket_mb",
-                                       "global_batch", "threads", "grad_bytes", "link_gbit", "link_delay_ms"]}
+                                       "global_batch", "threads", "grad_bytes", "link_gbit", "link_delay_ms", "device"]}
         server = used["server_update_ms"].dropna()
         row["server_update_ms"] = float(server.mean()) if len(server) else None
         row.update(processes=len(used), flagged=len(g) - len(clean), sound=len(clean) >= 2,
@@ -126,7 +127,14 @@ def scaling_table(cfgs: pd.DataFrame) -> pd.DataFrame:
                     "efficiency": eff["ratio"] / n if eff["ratio"] else None,
                     "eff_ci_low": eff["ci_low"] / n if eff["ci_low"] else None,
                     "eff_ci_high": eff["ci_high"] / n if eff["ci_high"] else None})
-    return pd.DataFrame(out)
+    table = pd.DataFrame(out)
+    # the no-communication ceiling: the independent run's efficiency at the same N (workers share the cores)
+    ceilings = []
+    for _, row in table.iterrows():
+        base = _baseline(table, row, row["workers"])
+        ceilings.append(base["efficiency"] if base is not None and row["workers"] > 1 else None)
+    table["ceiling"] = ceilings
+    return table
 
 
 def _link_for(networks: dict, row, kind: str) -> netmodel.Link | None:
@@ -173,19 +181,23 @@ def predictions(table: pd.DataFrame, networks: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _size(nbytes: int) -> str:
+    return f"{nbytes / 2**20:g} MiB" if nbytes >= 2**20 else f"{nbytes / 2**10:g} KiB"
+
+
 def network_table(networks: dict) -> pd.DataFrame:
     """One row per host, link and operation: the fitted latency and bandwidth."""
     rows = []
     for host, key, e in ((h, k, e) for h, links in networks.items() for k, e in links.items()):
         for kind in ("allreduce", "p2p"):
-            fit = e[f"fit_{kind}"]
+            fit, sizes = e[f"fit_{kind}"], [p["bytes"] for p in e[kind]]
             operation = "ring all-reduce" if kind == "allreduce" else "point to point"
             rows.append({"host": host, "link": key, "operation": operation,
                          "alpha (us)": round(fit["alpha_s"] * 1e6, 1),
                          "bandwidth (Gbit/s)": round(fit["bandwidth_Bps"] * 8 / 1e9, 2),
                          "R2": round(fit["r2"], 3) if fit.get("r2") is not None else None,
-                         "sizes": f"{min(p['bytes'] for p in e[kind]) / 1e3:g} kB - "
-                                  f"{max(p['bytes'] for p in e[kind]) / 1e6:g} MB", "measured": e["measured"]})
+                         "sizes": f"{_size(min(sizes))} - {_size(max(sizes))}",
+                         "measured": e["measured"]})
     return pd.DataFrame(rows)
 
 
@@ -212,9 +224,11 @@ def accuracy_at_equal_time(curves: pd.DataFrame) -> pd.DataFrame:
         per = [float(np.interp(t_common, c["train_s"], c["accuracy"])) for _, c in g.groupby("repeat")]
         final = [float(c.sort_values("train_s")["accuracy"].iloc[-1]) for _, c in g.groupby("repeat")]
         steps = [int(c["steps"].max()) for _, c in g.groupby("repeat")]
+        ends = [float(c["train_s"].max()) for _, c in g.groupby("repeat")]
         rows.append({"framework": fw, "strategy": strategy, "workers": workers, "processes": len(per),
                      "at_s": t_common, "accuracy": statistics.mean(per), "min": min(per), "max": max(per),
-                     "final_accuracy": statistics.mean(final), "steps_per_worker": statistics.mean(steps)})
+                     "final_accuracy": statistics.mean(final), "end_s": statistics.mean(ends),
+                     "steps_per_worker": statistics.mean(steps)})
     return pd.DataFrame(rows)
 
 
@@ -236,7 +250,7 @@ EXTRAPOLATED = [
      "gbit": 50.0, "grad_bytes": 25.56e6 * 4, "compute_s": 32 / 219,
      "compute_source": "tf_cnn_benchmarks P100 ResNet-50 training, 219 img/s"},
 ]
-EXTRAPOLATION_WORKERS = (1, 2, 4, 8, 16, 32, 64, 128)
+EXTRAPOLATION_WORKERS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 
 
 def extrapolation(alpha_s: float, overlap_share: float) -> pd.DataFrame:
@@ -333,20 +347,26 @@ def accuracy_for_display(acc: pd.DataFrame) -> pd.DataFrame:
         "processes": acc["processes"], "at training seconds": acc["at_s"].round(2),
         "test accuracy then (mean, range)": [f"{a:.1%} ({lo:.1%}-{hi:.1%})" for a, lo, hi in
                                              zip(acc["accuracy"], acc["min"], acc["max"])],
-        "final accuracy": acc["final_accuracy"].map("{:.1%}".format),
+        "final accuracy (after training seconds)": [f"{a:.1%} ({e:.2f} s)" for a, e in
+                                                     zip(acc["final_accuracy"], acc["end_s"])],
         "steps per worker": acc["steps_per_worker"].round(0).astype(int),
     })
 
 
 def extrapolation_inputs(networks: dict, table: pd.DataFrame) -> tuple[float, float, str]:
-    """(alpha, overlap share, note): this machine's loopback latency and DDP's measured overlap."""
+    """(alpha, overlap share, note): this machine's loopback latency, and the overlap DDP measured with its
+    default 25 MB buckets on loopback (median over such configs)."""
     alphas = [e["fit_allreduce"]["alpha_s"] for links in networks.values() for k, e in links.items()
               if k.startswith("loopback")]
     alpha = statistics.median(alphas) if alphas else 50e-6
-    ddp = table[(table["strategy"] == "allreduce") & table["overlap_share"].notna()] if not table.empty else table
+    ddp = table[(table["framework"] == "torch") & (table["strategy"] == "allreduce") & (table["link"] == "loopback")
+                & (table["bucket_mb"] == 25.0) & table["overlap_share"].notna()] if not table.empty else table
     overlap = float(ddp["overlap_share"].median()) if len(ddp) else 0.0
     note = (f"alpha = {alpha * 1e6:.0f} us ({'this machine’s loopback fit' if alphas else 'assumed: no fit yet'}); "
-            f"overlap = {overlap:.0%} ({'DDP’s measured share here' if len(ddp) else 'none measured'})")
+            f"overlap = {overlap:.0%} ("
+            + ("the share of communication PyTorch DDP hid behind backward here, 25 MB buckets on loopback; "
+               "whether hiding it also shortened the step is in *Where the step goes*" if len(ddp)
+               else "none measured") + ")")
     return alpha, overlap, note
 
 
@@ -363,6 +383,47 @@ def _buckets(r) -> str:
     return f"; {b:g} MB buckets" if ddp and b is not None and not pd.isna(b) else ""
 
 
+def _comm_clause(t: pd.DataFrame, r) -> str:
+    """The part of a finding that says what communication cost, against the no-communication ceiling."""
+    if r["strategy"] == "independent":
+        return (f" with no communication at all: on {r['threads']} thread(s) per worker instead of "
+                f"{r['threads'] * r['workers']}, what is lost is the shared cores, not the network; this is the "
+                f"ceiling for every strategy at {r['workers']} workers here")
+    if r["comm_cost_ms"] is None or pd.isna(r["comm_cost_ms"]):
+        return ""
+    ceiling = (f" (ceiling without communication: {r['ceiling']:.0%})"
+               if r["ceiling"] is not None and not pd.isna(r["ceiling"]) else "")
+    lo, hi = r["comm_ci_low"], r["comm_ci_high"]
+    if lo is None or pd.isna(lo):
+        return f"{ceiling}; communication costs {r['comm_cost_ms']:.0f} ms per step (no CI)"
+    if lo <= 0 <= hi:
+        return (f"{ceiling}; communication cost {r['comm_cost_ms']:.0f} ms per step [{lo:.0f} to {hi:.0f}]: "
+                f"not distinguishable from zero")
+    return f"{ceiling}; communication costs {r['comm_cost_ms']:.0f} ms per step [{lo:.0f}-{hi:.0f}]"
+
+
+def _overlap_findings(t: pd.DataFrame) -> list[str]:
+    """What DDP's overlap bought: each bucketed DDP config against all-reduce after backward, same link and N."""
+    out = []
+    nosync = t[t["strategy"] == "allreduce_nosync"]
+    for _, n in nosync.iterrows():
+        same = t[(t["strategy"] == "allreduce") & (t["framework"] == n["framework"]) & (t["model"] == n["model"])
+                 & (t["workers"] == n["workers"]) & (t["link"] == n["link"]) & t["overlap_share"].notna()]
+        for _, r in same.sort_values("bucket_mb").iterrows():
+            diff, lo, hi = welch_interval(r["step_values"], n["step_values"])
+            if lo is None or pd.isna(lo):
+                continue
+            verdict = ("overlap shortened the step" if hi < 0 else "overlap made the step longer" if lo > 0
+                       else "no measurable difference")
+            out.append(f"What overlap buys, {r['framework']} {r['model']} x{r['workers']} ({r['link']}): with "
+                       f"{r['bucket_mb']:g} MB buckets DDP hid {r['overlap_share']:.0%} of its communication behind "
+                       f"backward, yet the step took {diff:+.0f} ms [{lo:+.0f} to {hi:+.0f}] against all-reduce after "
+                       f"backward ({verdict})"
+                       + (". On a CPU, gloo's communication runs on the same cores backward needs, so communication "
+                          "hidden behind backward is not free time." if hi >= 0 and r["device"] == "cpu" else "."))
+    return out
+
+
 def findings(data) -> list[str]:
     """Sentences from the distributed tables; a number without two clean processes is not a finding."""
     out = []
@@ -374,13 +435,9 @@ def findings(data) -> list[str]:
         if not r["sound"] or r["eff_ci_low"] is None or pd.isna(r["eff_ci_low"]):
             out.append(f"{what}: not measured reliably ({r['flag_reasons'] or 'fewer than 2 clean processes'}).")
             continue
-        comm = "" if pd.isna(r["comm_cost_ms"]) or r["comm_cost_ms"] is None else \
-            f"; communication costs {r['comm_cost_ms']:.0f} ms per step over the independent baseline"
-        if r["strategy"] == "independent":
-            comm = (f" with no communication at all: on {r['threads']} thread(s) per worker instead of "
-                    f"{r['threads'] * r['workers']}, what is lost is the shared cores, not the network")
         out.append(f"{what}: scaling efficiency {r['efficiency']:.0%} [{r['eff_ci_low']:.0%}-{r['eff_ci_high']:.0%}]"
-                   f"{comm}.")
+                   f"{_comm_clause(t, r)}.")
+    out += _overlap_findings(t)
     for _, p in data.predictions.iterrows():
         out.append(f"Model vs measurement, {p['framework']} {p['model']} {p['strategy']} x{p['workers']} "
                    f"on {p['link']}{_buckets(p)}: "
@@ -414,6 +471,8 @@ def methodology(data) -> str:
         "Threads per worker = cores / workers, so one worker uses the whole machine and N workers share it. "
         "Emulated nodes are network namespaces behind a bridge; each node's egress is shaped with tc's token "
         "bucket (tbf); they are removed after every run. The alpha-beta model is fitted to gloo all-reduce and "
-        "ping-pong times from 4 kB to 48 MB (least squares on relative error). Other processes' CPU use is read "
+        f"ping-pong times from {_size(SIZES[0])} to {_size(SIZES[-1])}: the bandwidth from a least-squares line over "
+        "all sizes (the large messages dominate it), the latency from the median excess over that line among "
+        "latency-dominated messages (bandwidth term at most half their time). Other processes' CPU use is read "
         "from /proc/stat minus the run's own process tree, sampled every 0.1 s inside the ranks' timed window."
     )

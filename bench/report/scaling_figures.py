@@ -47,6 +47,10 @@ def _bar_label(row) -> str:
     return label
 
 
+def _row_label(row) -> str:
+    return f"{row['framework']} {row['model']} {_bar_label(row)}".replace("\n", ", ")
+
+
 def throughput_and_comm(table: pd.DataFrame):
     """SINGA-style: throughput bars per strategy and worker count, communication cost as a line."""
     if table.empty:
@@ -71,15 +75,16 @@ def throughput_and_comm(table: pd.DataFrame):
         comm = g["comm_cost_ms"]
         if comm.notna().any():
             ax2 = ax.twinx()
-            ax2.plot(x[comm.notna()], comm[comm.notna()], "k-o", ms=4, lw=1.2,
-                     label="communication cost (ms/step vs independent)")
+            ax2.plot(x[comm.notna()], comm[comm.notna()], "ko", ms=4,
+                     label="communication cost (ms/step vs independent, 95% CI)")
+            ax2.axhline(0, color="k", lw=0.5, ls=":")
             lo, hi = g["comm_ci_low"], g["comm_ci_high"]
             ok = comm.notna() & lo.notna()
             ax2.vlines(x[ok], lo[ok], hi[ok], color="k", lw=0.8)
             ax2.set_ylabel("communication cost (ms per step)")
             ax2.set_ylim(bottom=min(0, float(np.nanmin(lo.fillna(0)))))
             handles, labels = ax2.get_legend_handles_labels()
-            ax.plot([], [], "k-o", ms=4, label=labels[0])
+            ax.plot([], [], "ko", ms=4, label=labels[0])
         _footnote(ax, "bars: geometric mean over processes, 95% CI; faded: fewer than 2 clean processes")
     fig.suptitle(f"Distributed training throughput and communication cost ({WHICH})", fontsize=10)
     _legend_below(fig, axes)
@@ -101,15 +106,16 @@ def efficiency(table: pd.DataFrame):
                 hatch=STRATEGY_HATCH.get(r["strategy"], ""), edgecolor="white",
                 xerr=[[r["efficiency"] - lo], [hi - r["efficiency"]]], capsize=3)
         ax.text(max(hi, r["efficiency"]) + 0.01, i, f"{r['efficiency']:.0%}", va="center", fontsize=7)
-    ax.set_yticks(range(len(t)), [f"{r['framework']} {_bar_label(r)}".replace("\n", ", ") for _, r in t.iterrows()],
+        if r["strategy"] != "independent" and r["ceiling"] is not None and not pd.isna(r["ceiling"]):
+            ax.plot([r["ceiling"]] * 2, [i - 0.4, i + 0.4], color="black", lw=2, solid_capstyle="butt",
+                    label="ceiling: independent workers, same N (no communication)")
+    ax.set_yticks(range(len(t)), [_row_label(r) for _, r in t.iterrows()],
                   fontsize=7)
-    ax.axvline(1.0, color="#444444", lw=0.8, ls="--")
+    ax.axvline(1.0, color="#444444", lw=0.8, ls="--", label="N x one worker with all the cores")
     ax.set_xlabel("scaling efficiency = throughput(N) / (N x throughput(1 worker)), 95% CI")
     ax.set_xlim(0, max(1.1, float(t["eff_ci_high"].fillna(t["efficiency"]).max()) + 0.15))
     ax.invert_yaxis()
-    ax.set_title(f"Scaling efficiency ({WHICH})", fontsize=9)
-    fig.tight_layout()
-    return fig
+    return _finish(fig, ax, f"Scaling efficiency ({WHICH})")
 
 
 def phases(table: pd.DataFrame):
@@ -131,7 +137,7 @@ def phases(table: pd.DataFrame):
         elif r["strategy"] == "ps_async":
             ax.text(1, i, "asynchronous: steps run on the servers' workers, no per-step phases", va="center",
                     fontsize=6.5)
-    ax.set_yticks(range(len(t)), [f"{r['framework']} {_bar_label(r)}".replace("\n", ", ") for _, r in t.iterrows()],
+    ax.set_yticks(range(len(t)), [_row_label(r) for _, r in t.iterrows()],
                   fontsize=7)
     ax.invert_yaxis()
     ax.set_xlabel("median ms per step (median over ranks; communication: the part not hidden behind compute)")
@@ -158,11 +164,14 @@ def predicted_vs_measured(pred: pd.DataFrame):
     if pred.empty:
         return None
     fig, ax = plt.subplots(figsize=(5.2, 4.2))
-    for _, r in pred.iterrows():
+    for k, (_, r) in enumerate(pred.iterrows(), 1):
         ax.scatter(r["measured_ms"], r["predicted_ms"], color=framework_colour(r["framework"]),
-                   marker="o" if r["link"] == "loopback" else "s", s=36, zorder=3)
-        ax.annotate(f"{r['framework']} {r['strategy']} x{r['workers']}\n{r['link']} ({r['error']:+.0%})",
-                    (r["measured_ms"], r["predicted_ms"]), fontsize=6, xytext=(4, 3), textcoords="offset points")
+                   marker="o" if r["link"] == "loopback" else "s", s=36, zorder=3,
+                   label=f"{k}: {r['framework']} {r['model']} {r['strategy']} x{r['workers']}, {r['link']}"
+                         + (f", {r['bucket_mb']:g} MB buckets" if r["framework"] == "torch"
+                            and r["strategy"] == "allreduce" else "") + f" ({r['error']:+.0%})")
+        ax.annotate(str(k), (r["measured_ms"], r["predicted_ms"]), fontsize=6.5, xytext=(3, 3),
+                    textcoords="offset points")
     hi = float(max(pred["measured_ms"].max(), pred["predicted_ms"].max())) * 1.15
     ax.plot([0, hi], [0, hi], color="#444444", lw=0.8, ls="--", label="prediction = measurement")
     ax.fill_between([0, hi], [0, hi * 0.85], [0, hi * 1.15], color="#dddddd", alpha=0.5, label="within 15%")
@@ -205,7 +214,7 @@ def network_fit(networks: dict):
 
 
 def extrapolation(model_rows: pd.DataFrame, published: pd.DataFrame):
-    """The model's efficiency on published set-ups (8..128 workers), with published points overlaid."""
+    """The model's efficiency on published set-ups (1..256 workers), with published points overlaid."""
     if model_rows.empty:
         return None
     setups = list(dict.fromkeys(model_rows["setup"]))

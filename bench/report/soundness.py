@@ -13,7 +13,7 @@ import itertools
 import numpy as np
 import pandas as pd
 
-from ..checks import FLAG_SCOPE, flag, utilisation_flag
+from ..checks import FLAG_SCOPE, flag, phase_sum_flag, utilisation_flag
 from ..interference import cv_outlier_reason
 from ..stats import process_interval, process_ratio, variance_components
 
@@ -94,6 +94,12 @@ def aggregate(processes: pd.DataFrame, runs: pd.DataFrame, peaks: dict[str, floa
         if (u := utilisation_flag(utilisation)) is not None:
             flags.append(u)
         phase_row = g.sort_values("repeat").iloc[0]
+        # the phases shown are one process's; they must also add up to the config's headline step
+        phase_ms = {c: phase_row[c] for c in g.columns if c.startswith("phase_") and c.endswith("_ms")
+                    and phase_row[c] == phase_row[c]}
+        if est["estimate"] and not any(f["name"] == "phase_sum_mismatch" for f in flags):
+            if (p := phase_sum_flag(phase_ms, first["batch_size"] / est["estimate"] * 1e3)) is not None:
+                flags.append(p)
         one = est["ci_low"] is None  # a single process: only its own (within-process) interval exists
         row.update({
             "images_per_sec_median": est["estimate"],
@@ -212,7 +218,7 @@ def certificate_text(processes: pd.DataFrame) -> str:
     checked = int(processes["certificate_checked"].min())
     if failed:
         return "FAILED: " + ", ".join(failed)
-    return f"passed {checked}/{checked}" if checked else "none"
+    return f"{checked}/{checked} checks passed" if checked else "none"
 
 
 def ratio_table(configs: pd.DataFrame) -> pd.DataFrame:

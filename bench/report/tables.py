@@ -368,5 +368,10 @@ def frameworks_table(records: list[dict] | None = None) -> pd.DataFrame:
 
     counts = None
     if records is not None:
-        counts = Counter(r["config"]["framework"] for r in records if r["status"] == "ok")
+        counts = {}
+        for r in records:
+            if r["status"] == "ok":
+                version = (r.get("manifest") or {}).get("framework", {}).get("version") or "version unrecorded"
+                per = counts.setdefault(r["config"]["framework"], Counter())
+                per[f"{version} on {r['host']}"] += 1
     return pd.DataFrame(status_rows(counts))
