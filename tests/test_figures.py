@@ -275,3 +275,15 @@ def test_per_framework_draws_one_figure_per_device():
     other = df.assign(platform="another device", images_per_sec_median=df["images_per_sec_median"] * 100)
     figs = F.per_framework(pd.concat([df, other], ignore_index=True))
     assert len(figs) == 2 and all(" on " in f._suptitle.get_text() for f in figs)
+
+
+def test_an_interval_far_wider_than_every_estimate_is_cut_and_said_so():
+    df = configs()
+    wide = (df["framework"] == "torch") & (df["batch_size"] == 8)
+    df.loc[wide, "images_per_sec_ci_high"] = 50 * df.loc[wide, "images_per_sec_median"]
+    fig = F.per_hardware(df)[0]
+    ax = next(a for a in fig.axes if a.get_visible() and a.lines)
+    assert ax.get_ylim()[1] == pytest.approx(F.WIDE_CI_CUT * df["images_per_sec_median"].max())
+    assert any("intervals cut" in t.get_text() for t in ax.texts)
+    fig = F.per_hardware(configs())[0]  # ordinary intervals: nothing cut
+    assert not any("intervals cut" in t.get_text() for a in fig.axes for t in a.texts)

@@ -245,6 +245,9 @@ def _grouped_bars(ax, g: pd.DataFrame, value: str, markers: dict | None = None) 
         _footnote(ax, FLAGGED_BAR_NOTE)
 
 
+WIDE_CI_CUT = 1.5  # y axis top, in units of the panel's largest estimate, when an interval reaches beyond it
+
+
 def _lines_vs_batch(ok: pd.DataFrame, value: str, ylabel: str, title: str, scale: float = 1.0,
                     ci: tuple[str, str] | None = None, **grid) -> list:
     """A figure per platform, a panel per model x mode, a line per series of `value` (x `scale`) against
@@ -257,6 +260,7 @@ def _lines_vs_batch(ok: pd.DataFrame, value: str, ylabel: str, title: str, scale
         def draw(ax, model, mode, g=g):
             p = g[(g["model"] == model) & (g["mode"] == mode)]
             any_flagged = False
+            notes, top, ci_top = [], 0.0, 0.0
             for series, s in p.groupby("series"):
                 st = styles[series]
                 s = s.sort_values("batch_size")
@@ -266,6 +270,8 @@ def _lines_vs_batch(ok: pd.DataFrame, value: str, ylabel: str, title: str, scale
                     err = [y - s[ci[0]].to_numpy(dtype=float) * scale, s[ci[1]].to_numpy(dtype=float) * scale - y]
                     ax.errorbar(x, y, yerr=np.clip(np.nan_to_num(err), 0, None), fmt="none", capsize=3,
                                 ecolor=st["color"], elinewidth=0.8)
+                    ci_top = max(ci_top, float(np.nanmax(y + np.nan_to_num(err[1]))))
+                top = max(top, float(np.nanmax(y)) if len(y) else 0.0)
                 flagged = np.array([_flagged(r) for _, r in s.iterrows()], dtype=bool)
                 any_flagged |= bool(flagged.any())
                 # The line and its clean points carry the legend entry; flagged points are drawn hollow on top.
@@ -275,13 +281,19 @@ def _lines_vs_batch(ok: pd.DataFrame, value: str, ylabel: str, title: str, scale
                     ax.plot(x[flagged], y[flagged], ls="none", marker=st["marker"], ms=6, color=st["color"],
                             markerfacecolor="none", markeredgewidth=1.3)
             if any_flagged:
-                _footnote(ax, FLAGGED_NOTE)
+                notes.append(FLAGGED_NOTE)
+            # one interval from two processes can be wider than every estimate: cut it, say so, keep the data readable
+            cut = ci_top > WIDE_CI_CUT * top > 0
+            if cut:
+                notes.append(f"intervals cut at {WIDE_CI_CUT:g}x the largest estimate (few processes: very wide)")
+            if notes:
+                _footnote(ax, "; ".join(notes))
             ticks = sorted(p["batch_size"].unique())
             ax.set_xscale("log", base=2)
             ax.set_xticks(ticks, labels=[str(b) for b in ticks])
             ax.set_xlabel("batch size")
             ax.set_ylabel(ylabel)
-            ax.set_ylim(bottom=0)
+            ax.set_ylim(0, WIDE_CI_CUT * top if cut else None)
             ax.set_title(f"{model} - {mode}", fontsize=9)
 
         figs.append(_model_mode_grid(g, draw, f"{title} on {platform}", **grid))
@@ -290,7 +302,8 @@ def _lines_vs_batch(ok: pd.DataFrame, value: str, ylabel: str, title: str, scale
 
 def per_hardware(runs: pd.DataFrame) -> list:
     """2019 Figures 3-8: images/s vs batch size, a colour per framework, a panel per model x mode, per device."""
-    return _lines_vs_batch(ok_runs(runs), "images_per_sec_median", "images/s (median, 95% CI)",
+    return _lines_vs_batch(ok_runs(runs), "images_per_sec_median",
+                           "images/s (geometric mean over processes, 95% CI)",
                            "Throughput vs batch size", ci=("images_per_sec_ci_low", "images_per_sec_ci_high"))
 
 

@@ -100,7 +100,7 @@ def startup_for_display(configs: pd.DataFrame) -> pd.DataFrame:
     if configs.empty or "prepare_s" not in configs:
         return pd.DataFrame()
     c = configs[configs["prepare_s"].notna()].sort_values(["platform", "model", "mode", "batch_size", "series"])
-    c = c[c["batch_size"] == c.groupby(["platform", "model", "mode"])["batch_size"].transform("max")]
+    c = c[c["batch_size"] == c.groupby(["platform", "model", "mode", "series"])["batch_size"].transform("max")]
     return pd.DataFrame({
         "platform": c["platform"], "model": c["model"], "mode": c["mode"], "batch": c["batch_size"],
         "series": c["series"], "build / export + compile (s)": c["prepare_s"].map("{:.2f}".format),
