@@ -303,7 +303,7 @@ def _lines_vs_batch(ok: pd.DataFrame, value: str, ylabel: str, title: str, scale
 def per_hardware(runs: pd.DataFrame) -> list:
     """2019 Figures 3-8: images/s vs batch size, a colour per framework, a panel per model x mode, per device."""
     return _lines_vs_batch(ok_runs(runs), "images_per_sec_median",
-                           "images/s (geometric mean over processes, 95% CI)",
+                           "images/s (geo. mean, 95% CI)",
                            "Throughput vs batch size", ci=("images_per_sec_ci_low", "images_per_sec_ci_high"))
 
 
