@@ -4,6 +4,7 @@ import dataclasses
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from bench import make_config
@@ -189,3 +190,16 @@ def test_budget_drops_lowest_priority_groups_whole():
     assert total <= 100 and len(kept) == 8  # 4 tasks per group (2 frameworks x 2 repeats): two groups fit
     assert {c.batch_size for c in dropped} == {4, 8}  # the last-listed batch sizes go first
     assert len({comparison_group(c) for c in dropped}) == 2 and len(dropped) == 4  # whole groups
+
+
+def test_the_report_shows_each_series_against_the_fastest_and_the_details_every_pair():
+    from bench.report import tables as T
+    ratios = pd.DataFrame([
+        {"platform": "p", "model": "m", "mode": "inference", "precision": "fp32", "batch_size": 32,
+         "a": a, "b": b, "faster": f, "slower": s, "speedup": x, "speedup_ci_low": x * 0.9,
+         "speedup_ci_high": x * 1.1, "verdict": f"{f} faster"}
+        for a, b, f, s, x in [("fast", "mid", "fast", "mid", 1.2), ("fast", "slow", "fast", "slow", 1.5),
+                              ("mid", "slow", "mid", "slow", 1.25)]])
+    shown = T.ratios_for_display(ratios, only_against_fastest=True)
+    assert list(shown["faster / slower"]) == ["fast / mid", "fast / slow"]
+    assert len(T.ratios_for_display(ratios)) == 3

@@ -109,10 +109,23 @@ def startup_for_display(configs: pd.DataFrame) -> pd.DataFrame:
         "first / steady": (c["first_iteration_s"] * 1e3 / c["latency_ms_median"]).map("{:.1f}x".format)})
 
 
-def ratios_for_display(ratios: pd.DataFrame) -> pd.DataFrame:
-    """Every pair: which is faster, by how much (>= 1x), the process-level 95% CI and the verdict."""
+def against_fastest(ratios: pd.DataFrame) -> pd.DataFrame:
+    """Only the pairs with each configuration's fastest series (the one faster in most of its pairs): with
+    many engines, every pair is a quadratic table; every series against the leader says what a reader asks."""
+    keep = []
+    for _, g in ratios.groupby(soundness.GROUP + ["batch_size"], sort=False):
+        leader = g["faster"].value_counts().idxmax()
+        keep += list(g.index[(g["a"] == leader) | (g["b"] == leader)])
+    return ratios.loc[sorted(keep)]
+
+
+def ratios_for_display(ratios: pd.DataFrame, only_against_fastest: bool = False) -> pd.DataFrame:
+    """Every pair (or only those with the fastest series): which is faster, by how much (>= 1x), the
+    process-level 95% CI and the verdict."""
     if ratios.empty:
         return ratios
+    if only_against_fastest:
+        ratios = against_fastest(ratios)
     return pd.DataFrame({
         "platform": ratios["platform"], "model": ratios["model"], "mode": ratios["mode"],
         "precision": ratios["precision"], "batch": ratios["batch_size"],
