@@ -204,6 +204,27 @@ def _where(r) -> str:
     return f"{r['model']} {r['mode']}, batch {r['batch_size']} ({r['precision']}, {r['platform']})"
 
 
+def best_engine_findings(configs: pd.DataFrame) -> list[str]:
+    """Per configuration and framework measured with several engines: its fastest engine against its
+    runner-up, with the process-level interval (only sound numbers name a winner)."""
+    out = []
+    for key, g in configs.groupby(soundness.GROUP + ["batch_size", "framework"], sort=True):
+        if g["engine"].nunique() < 2:
+            continue
+        first, second = (r for _, r in g.sort_values("images_per_sec_median", ascending=False).head(2).iterrows())
+        pair = soundness.compare_pair(first, second)
+        where = f"{_where(first)}, {key[-1]}"
+        if first["sweep_id"] != second["sweep_id"]:
+            where += " (the two engines were measured in different sweeps, not interleaved)"
+        if pair["winner"]:
+            out.append(f"{where}: its best engine is **{first['engine']}**, {_x(pair['speedup'])} its runner-up "
+                       f"{second['engine']} [95% CI {_ci(pair['speedup_ci_low'], pair['speedup_ci_high'])}].")
+        else:
+            out.append(f"{where}: engines {first['engine']} and {second['engine']} lead, no winner stated "
+                       f"({pair['verdict']}).")
+    return out
+
+
 def findings(configs: pd.DataFrame, summary: pd.DataFrame) -> list[str]:
     """Plain-language conclusions computed from the data; only sound numbers state a winner."""
     if configs.empty:
@@ -219,6 +240,7 @@ def findings(configs: pd.DataFrame, summary: pd.DataFrame) -> list[str]:
                            f"({_x(r['speedup'])} [95% CI {_ci(r['ci_low'], r['ci_high'])}] includes 1x).")
             elif r["verdict"].startswith("not measured reliably"):
                 out.append(f"{_where(r)}: no winner stated, {r['verdict']}.")
+    out += best_engine_findings(configs)
     sound = configs[configs["sound"]]
     util = sound[sound["utilisation"].notna() & ~sound["flags"].str.contains("utilisation_over_peak")]
     if not util.empty:
