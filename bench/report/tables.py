@@ -214,8 +214,8 @@ def best_engine_findings(configs: pd.DataFrame) -> list[str]:
         first, second = (r for _, r in g.sort_values("images_per_sec_median", ascending=False).head(2).iterrows())
         pair = soundness.compare_pair(first, second)
         where = f"{_where(first)}, {key[-1]}"
-        if first["sweep_id"] != second["sweep_id"]:
-            where += " (the two engines were measured in different sweeps, not interleaved)"
+        if pd.isna(first["sweep_id"]) or first["sweep_id"] != second["sweep_id"]:
+            where += " (the two engines were not measured in one interleaved sweep)"
         if pair["winner"]:
             out.append(f"{where}: its best engine is **{first['engine']}**, {_x(pair['speedup'])} its runner-up "
                        f"{second['engine']} [95% CI {_ci(pair['speedup_ci_low'], pair['speedup_ci_high'])}].")
