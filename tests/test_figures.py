@@ -162,7 +162,9 @@ def test_flagged_points_are_hollow_with_a_note():
 
 def test_flagged_bars_are_hatched_and_marked():
     df = configs()
-    df.loc[(df["framework"] == "torch") & (df["batch_size"] == 1), "flags"] = "cv_outlier"
+    flagged = (df["framework"] == "torch") & (df["batch_size"] == 1)
+    df.loc[flagged, "flags"] = "cv_outlier"
+    df.loc[flagged, "sound"] = False  # a throughput flag: kept out of the findings
     fig = F.latency_batch1(df)
     bars = {label: p for ax in fig.axes for label, p in _bars(ax)}
     assert F.FLAGGED_HATCH in (bars["torch"].get_hatch() or "")
@@ -287,3 +289,12 @@ def test_an_interval_far_wider_than_every_estimate_is_cut_and_said_so():
     assert any("intervals cut" in t.get_text() for t in ax.texts)
     fig = F.per_hardware(configs())[0]  # ordinary intervals: nothing cut
     assert not any("intervals cut" in t.get_text() for a in fig.axes for t in a.texts)
+
+
+def test_a_flag_that_leaves_the_throughput_sound_keeps_the_point_solid():
+    df = configs()
+    phase_only = (df["framework"] == "torch") & (df["batch_size"] == 8)
+    df.loc[phase_only, "flags"] = "phase_sum_mismatch"
+    df.loc[phase_only, "sound"] = True
+    assert not F._flagged(df[phase_only].iloc[0])
+    assert F._flagged(df[(df["framework"] == "tensorflow") & (df["batch_size"] == 32)].iloc[0])

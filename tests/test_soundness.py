@@ -221,3 +221,13 @@ def test_each_frameworks_best_engine_is_a_finding_only_when_its_interval_says_so
     assert "best engine is **compile**" in torch and "runner-up eager" in torch
     tf = next(t for t in text if ", tensorflow (the two engines were not measured in one interleaved sweep):" in t)
     assert "no winner stated (within noise)" in tf
+
+
+def test_an_engine_note_declared_by_its_adapter_travels_with_the_finding():
+    from bench.report import tables as T
+
+    records = (_procs("openvino", [8.7, 8.8, 8.6], engine="latency", sweep_id="s1")
+               + _procs("openvino", [4.8, 4.9, 4.7], engine="throughput", sweep_id="s1"))
+    configs, _ = _tables(records)
+    (text,) = T.best_engine_findings(configs)
+    assert "best engine is **latency**" in text and "Note on throughput: the harness sends one" in text

@@ -166,6 +166,8 @@ class Adapter(ABC):
     environment: ClassVar[str | None] = None
     # Distributions the manifest records for this framework (besides the framework's own).
     libraries: ClassVar[tuple[str, ...]] = ()
+    # What a reader must know to read an engine's number (engine -> sentence); shown beside its findings.
+    engine_notes: ClassVar[dict[str, str]] = {}
     # False for the harness-overhead adapter: its rows are not a framework's numbers.
     measures_a_framework: ClassVar[bool] = True
     # Distributed data-parallel training: the strategies this framework implements (see

@@ -59,6 +59,9 @@ class OpenVINOAdapter(Adapter):
     modes = ("inference",)
     precisions = ("fp32", "bf16")
     libraries = ("onnx",)
+    engine_notes = {"throughput": "the harness sends one synchronous request per step, so the throughput hint's "
+                                  "parallel streams are not all fed: this is the hint at one request in flight, "
+                                  "not its multi-request use"}
 
     def info(self) -> dict:
         import openvino as ov

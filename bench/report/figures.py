@@ -109,6 +109,11 @@ def _plain(text) -> str:
 
 
 def _flagged(row) -> bool:
+    """Drawn hollow: a number kept out of the findings (a throughput flag). A flag on something else (the
+    phase breakdown, say) leaves the throughput sound and the point solid."""
+    sound = row.get("sound")
+    if isinstance(sound, (bool, np.bool_)):
+        return not sound
     flags = row.get("flags")
     return bool(flags.strip()) if isinstance(flags, str) else False
 

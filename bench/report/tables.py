@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pandas as pd
 
 from .. import checks, interference
-from ..adapters import measures_a_framework
+from ..adapters import ADAPTERS, measures_a_framework
 from ..adapters.base import OPTIMIZER
 from ..fairness import CERTIFICATE_CHECKS, parity_table
 from ..measure import WARMUP_TOLERANCE
@@ -216,12 +216,14 @@ def best_engine_findings(configs: pd.DataFrame) -> list[str]:
         where = f"{_where(first)}, {key[-1]}"
         if pd.isna(first["sweep_id"]) or first["sweep_id"] != second["sweep_id"]:
             where += " (the two engines were not measured in one interleaved sweep)"
+        notes = ADAPTERS.get(key[-1]).engine_notes if key[-1] in ADAPTERS else {}
+        caveat = "".join(f" Note on {e}: {notes[e]}." for e in (first["engine"], second["engine"]) if e in notes)
         if pair["winner"]:
             out.append(f"{where}: its best engine is **{first['engine']}**, {_x(pair['speedup'])} its runner-up "
-                       f"{second['engine']} [95% CI {_ci(pair['speedup_ci_low'], pair['speedup_ci_high'])}].")
+                       f"{second['engine']} [95% CI {_ci(pair['speedup_ci_low'], pair['speedup_ci_high'])}].{caveat}")
         else:
             out.append(f"{where}: engines {first['engine']} and {second['engine']} lead, no winner stated "
-                       f"({pair['verdict']}).")
+                       f"({pair['verdict']}).{caveat}")
     return out
 
 
