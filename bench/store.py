@@ -120,6 +120,11 @@ def _certificate_columns(fairness: dict | None) -> dict:
             "certificate_failed": [c for c in CERTIFICATE_CHECKS if f.get(c) is False]}
 
 
+def framework_version(record: dict) -> str | None:
+    """The framework version the record's manifest names (None when it names none)."""
+    return ((record.get("manifest") or {}).get("framework") or {}).get("version")
+
+
 def _run_row(r: dict) -> dict:
     s = r.get("summary") or {}
     m = r.get("model") or {}
@@ -136,7 +141,7 @@ def _run_row(r: dict) -> dict:
            "timed_stop": r["samples"].get("timed_stop"),
            **r["config"],
            "hardware": r["hardware"],
-           "framework_version": r["manifest"].get("framework", {}).get("version"),
+           "framework_version": framework_version(r),
            "params": m.get("params"), "flops_per_image": m.get("flops_per_image"),
            "peak_flops": (r.get("peak") or {}).get("flops_per_sec"),
            "utilisation": r["utilisation"],

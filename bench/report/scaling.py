@@ -383,7 +383,7 @@ def _buckets(r) -> str:
     return f"; {b:g} MB buckets" if ddp and b is not None and not pd.isna(b) else ""
 
 
-def _comm_clause(t: pd.DataFrame, r) -> str:
+def _comm_clause(r) -> str:
     """The part of a finding that says what communication cost, against the no-communication ceiling."""
     if r["strategy"] == "independent":
         return (f" with no communication at all: on {r['threads']} thread(s) per worker instead of "
@@ -436,7 +436,7 @@ def findings(data) -> list[str]:
             out.append(f"{what}: not measured reliably ({r['flag_reasons'] or 'fewer than 2 clean processes'}).")
             continue
         out.append(f"{what}: scaling efficiency {r['efficiency']:.0%} [{r['eff_ci_low']:.0%}-{r['eff_ci_high']:.0%}]"
-                   f"{_comm_clause(t, r)}.")
+                   f"{_comm_clause(r)}.")
     out += _overlap_findings(t)
     for _, p in data.predictions.iterrows():
         out.append(f"Model vs measurement, {p['framework']} {p['model']} {p['strategy']} x{p['workers']} "

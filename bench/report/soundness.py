@@ -95,8 +95,8 @@ def aggregate(processes: pd.DataFrame, runs: pd.DataFrame, peaks: dict[str, floa
             flags.append(u)
         phase_row = g.sort_values("repeat").iloc[0]
         # the phases shown are one process's; they must also add up to the config's headline step
-        phase_ms = {c: phase_row[c] for c in g.columns if c.startswith("phase_") and c.endswith("_ms")
-                    and phase_row[c] == phase_row[c]}
+        phase_cols = [c for c in g.columns if c.startswith("phase_") and c.endswith("_ms")]
+        phase_ms = {c: phase_row[c] for c in phase_cols if phase_row[c] == phase_row[c]}
         if est["estimate"] and not any(f["name"] == "phase_sum_mismatch" for f in flags):
             if (p := phase_sum_flag(phase_ms, first["batch_size"] / est["estimate"] * 1e3)) is not None:
                 flags.append(p)
@@ -118,7 +118,7 @@ def aggregate(processes: pd.DataFrame, runs: pd.DataFrame, peaks: dict[str, floa
             "prepare_s": _median(used, "prepare_s"), "first_iteration_s": _median(used, "first_iteration_s"),
             "flag_list": flags,
         })
-        for c in [c for c in g.columns if c.startswith("phase_") and c.endswith("_ms")]:
+        for c in phase_cols:
             row[c] = phase_row[c]
         rows.append(row)
     configs = pd.DataFrame(rows)

@@ -13,6 +13,7 @@ from ..adapters.base import OPTIMIZER
 from ..fairness import CERTIFICATE_CHECKS, parity_table
 from ..measure import WARMUP_TOLERANCE
 from ..peak import PEAK_N, PEAK_TRIALS
+from ..store import framework_version
 from . import soundness
 
 
@@ -408,7 +409,7 @@ def frameworks_table(records: list[dict] | None = None) -> pd.DataFrame:
         counts = {}
         for r in records:
             if r["status"] == "ok":
-                version = (r.get("manifest") or {}).get("framework", {}).get("version") or "version unrecorded"
+                version = framework_version(r) or "version unrecorded"
                 per = counts.setdefault(r["config"]["framework"], Counter())
                 per[f"{version} on {r['host']}"] += 1
     return pd.DataFrame(status_rows(counts))
