@@ -106,13 +106,13 @@ def _cluster(args: argparse.Namespace, config) -> dict | None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from .runner import run
+    from .runs.single import run
 
     config = make_config(**{k: getattr(args, k) for k in _RUN_FLAGS})
     cluster = _cluster(args, config)
     if cluster:
-        from .distributed.run import execute
-        from .store import write_record
+        from .results.store import write_record
+        from .runs.distributed.run import execute
 
         config = dataclasses.replace(config, extra={**config.extra, "real_cluster": True})
         record = execute(config, args.results_dir, cluster=cluster)
@@ -150,7 +150,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
             print(f"{name:14s} {cost}")
     else:
         from .adapters import ADAPTERS
-        from .frameworks import status_rows
+        from .report.systems import status_rows
 
         for name in ADAPTERS.names(args.pattern):
             a = ADAPTERS.get(name)
@@ -169,14 +169,14 @@ def _cmd_list(args: argparse.Namespace) -> int:
 def _cmd_sweep(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from .profiles import load_profile
-    from .sweep import plan, run_sweep
+    from .sweep.profiles import load_profile
+    from .sweep.runner import plan, run_sweep
 
     profile = load_profile(args.profile)  # validates every config before anything runs
     if args.repeats is not None and not 1 <= args.repeats <= 100:
         raise ConfigError(f"invalid --repeats {args.repeats}; it must be an integer from 1 to 100")
     if args.list:
-        from .sweep import measure_peaks
+        from .sweep.runner import measure_peaks
 
         p = plan(profile, Path(args.results_dir), args.force, args.repeats,
                  measure_peaks(profile))
@@ -207,7 +207,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 def _cmd_maxbatch(args: argparse.Namespace) -> int:
     import psutil
 
-    from . import maxbatch
+    from .runs import maxbatch
 
     config = make_config(**{k: getattr(args, k) for k in _MAXBATCH_FLAGS if getattr(args, k) is not None},
                          batch_size=1)
@@ -231,7 +231,7 @@ def _cmd_maxbatch(args: argparse.Namespace) -> int:
 
 def _cmd_report(args: argparse.Namespace) -> int:
     from .report.export import ExportError, build_report
-    from .store import record_files
+    from .results.store import record_files
 
     if not record_files(args.results_dir):
         raise ConfigError(f"no results in {args.results_dir}: run `make sweep` (or `python -m bench sweep`) first")
@@ -246,7 +246,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_fidelity(args: argparse.Namespace) -> int:
-    from . import fidelity
+    from .runs import fidelity
 
     config = make_config(framework=args.framework or "torch", model=args.model or "resnet50",
                          mode=args.mode, batch_size=args.batch_size, threads=args.threads)
@@ -258,7 +258,7 @@ def _cmd_fidelity(args: argparse.Namespace) -> int:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from .compare import compare_results, to_text, verdict_counts
+    from .report.compare import compare_results, to_text, verdict_counts
 
     table = compare_results(args.a, args.b)
     if args.csv:
@@ -274,7 +274,7 @@ def _check_inputs(args: argparse.Namespace) -> None:
     """Folders and the internal subcommands' values, checked before any work (ConfigError: exit 2)."""
     from pathlib import Path
 
-    from .manifest import host_name
+    from .host.manifest import host_name
     from .paths import PROJECT_ROOT, checked_dir
 
     host_name()  # BENCH_HOST must name one safe folder
@@ -287,8 +287,8 @@ def _check_inputs(args: argparse.Namespace) -> None:
     if getattr(args, "out", None) is not None or args.command == "report":
         args.out = str(checked_dir(args.out, "output folder", PROJECT_ROOT / "report"))
     if args.command in ("peak", "flops"):
-        from . import devices
         from .config import PRECISIONS
+        from .host import devices
         from .models import get_model
 
         if args.command == "peak":
@@ -324,12 +324,12 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "list":
         return _cmd_list(args)
     if args.command == "env":
-        from .manifest import collect_manifest
+        from .host.manifest import collect_manifest
 
         print(json.dumps(collect_manifest(), indent=1))
         return EXIT_OK
     if args.command == "peak":
-        from .peak import matmul_peak
+        from .measurement.peak import matmul_peak
 
         print(json.dumps(matmul_peak(args.device, args.precision, args.threads)))
         return EXIT_OK
@@ -344,7 +344,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "maxbatch":
         return _cmd_maxbatch(args)
     if args.command == "flops":
-        from .flops import count_forward_flops
+        from .measurement.flops import count_forward_flops
 
         print(json.dumps(count_forward_flops(args.model, args.image_size)))
         return EXIT_OK
@@ -359,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
         if python:  # the framework lives in an environment of its own: the same command, run there
             import subprocess
 
-            from .isolated import bench_environ
+            from .measurement.fresh_process import bench_environ
 
             return subprocess.call([str(python), "-m", "bench", *(sys.argv[1:] if argv is None else argv)],
                                    env=bench_environ())

@@ -8,8 +8,8 @@ import json
 import math
 from dataclasses import dataclass, field
 
-from . import devices
 from .errors import ConfigError
+from .host import devices
 from .models import get_model
 
 MODES = ("inference", "training")

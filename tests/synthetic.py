@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 
 from bench import make_config
-from bench.runner import execute
-from bench.store import write_record
+from bench.results.store import write_record
+from bench.runs.single import execute
 
 
 @functools.lru_cache(maxsize=1)

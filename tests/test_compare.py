@@ -7,8 +7,8 @@ import papermill
 import pytest
 
 from bench import make_config
-from bench.compare import COLUMNS, compare_results, plot_comparison
 from bench.errors import ConfigError
+from bench.report.compare import COLUMNS, compare_results, plot_comparison
 
 from .conftest import ROOT, bench_cli
 from .synthetic import record, write

@@ -3,7 +3,7 @@
 import pytest
 
 from bench import ConfigError, make_config
-from bench.devices import gpus
+from bench.host.devices import gpus
 
 from .conftest import bench_cli
 
@@ -88,7 +88,7 @@ def test_cli_bad_input_exits_2_and_writes_nothing(tmp_path, args):
 
 def test_distributed_runs_on_a_gpu_are_refused_not_faked(monkeypatch):
     # The workers are CPU processes (gloo / gRPC): a GPU distributed config must not run there silently.
-    from bench import devices
+    from bench.host import devices
 
     monkeypatch.setattr(devices, "gpus", lambda: [{"index": 0, "name": "a GPU"}])
     with pytest.raises(ConfigError, match="distributed runs use CPU worker processes.*valid choice: cpu"):

@@ -16,12 +16,12 @@ import pytest
 
 from bench import make_config
 from bench.config import DISTRIBUTED_FIELDS
-from bench.distributed import model as netmodel
-from bench.distributed import topology
-from bench.distributed.timeline import step_phases, union_length
 from bench.errors import ConfigError
-from bench.runner import execute
-from bench.schema import validate_record
+from bench.ranks.timeline import step_phases, union_length
+from bench.results.schema import validate_record
+from bench.runs.distributed import model as netmodel
+from bench.runs.distributed import topology
+from bench.runs.single import execute
 
 TINY = dict(model="tiny_cnn", mode="training", batch_size=4, image_size=16, warmup=1, iterations=4)
 ROOT_ONLY = pytest.mark.skipif(topology.unavailable_reason() is not None,
@@ -37,7 +37,7 @@ def _our_processes() -> list[psutil.Process]:
     out = []
     for p in psutil.process_iter(["cmdline"]):
         cmd = " ".join(p.info["cmdline"] or [])
-        if "bench.distributed." in cmd or ("torch.distributed.run" in cmd and "bench.distributed" in cmd):
+        if "bench.runs.distributed." in cmd or ("torch.distributed.run" in cmd and "bench.runs.distributed" in cmd):
             out.append(p)
     return out
 
@@ -221,7 +221,7 @@ def test_scaling_tables_from_known_step_times(tmp_path):
 
 
 def test_profile_distributed_blocks_expand_and_list_what_does_not_apply(tmp_path):
-    from bench.profiles import load_profile
+    from bench.sweep.profiles import load_profile
 
     path = tmp_path / "p.yaml"
     path.write_text("models: [tiny_cnn]\nsettings: {image_size: 32}\ndistributed:\n"
@@ -240,7 +240,7 @@ def test_profile_distributed_blocks_expand_and_list_what_does_not_apply(tmp_path
 
 
 def test_version_2_records_load_with_no_distributed_section(tmp_path):
-    from bench.store import load_records
+    from bench.results.store import load_records
     from tests.synthetic import record
 
     r = record()
@@ -257,7 +257,7 @@ def _wait_for_ranks(n: int, timeout: float = 120) -> list[psutil.Process]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         ranks = [p for p in _our_processes() if "torch.distributed.run" not in " ".join(p.cmdline())
-                 and "bench.distributed.torch_worker" in " ".join(p.cmdline())]
+                 and "bench.adapters.torch.worker" in " ".join(p.cmdline())]
         if len(ranks) == n:
             return ranks
         time.sleep(0.5)

@@ -9,11 +9,11 @@ import pytest
 
 from bench import make_config
 from bench.adapters import ADAPTERS
-from bench.checks import certificate_flags
-from bench.fairness import placement_matches, run_checks
-from bench.models.onnx_export import input_batch, seeded_torch_model
-from bench.profiles import load_profile
-from bench.runner import execute
+from bench.adapters.onnx_export import input_batch, seeded_torch_model
+from bench.measurement.certificate import placement_matches, run_checks
+from bench.measurement.flags import certificate_flags
+from bench.runs.single import execute
+from bench.sweep.profiles import load_profile
 
 from .conftest import TINY_RUN, bench_cli
 
@@ -65,7 +65,7 @@ def test_a_direct_run_of_what_a_framework_cannot_do_is_a_skipped_record(tmp_path
 
 
 def test_a_training_step_that_updates_nothing_is_caught(tmp_path, monkeypatch):
-    from bench.adapters.pytorch import TorchWorkload
+    from bench.adapters.torch.adapter import TorchWorkload
 
     monkeypatch.setattr(TorchWorkload, "_update", lambda self: None)  # gradients computed, never applied
     config = make_config(framework="torch", model="tiny_cnn", mode="training", batch_size=2, image_size=32,
@@ -91,7 +91,7 @@ def test_data_placement_is_observed_on_the_framework_batch(fw, data, monkeypatch
 
 
 def test_a_device_resident_run_that_copies_the_batch_every_step_is_caught(tmp_path, monkeypatch):
-    from bench.adapters.pytorch import TorchWorkload
+    from bench.adapters.torch.adapter import TorchWorkload
 
     monkeypatch.setattr(TorchWorkload, "_input", lambda self: self.x.clone())  # says device, copies each step
     config = make_config(framework="torch", model="tiny_cnn", batch_size=2, image_size=32,

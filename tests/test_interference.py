@@ -6,9 +6,9 @@ import sys
 import time
 from contextlib import contextmanager
 
-from bench.checks import phase_sum_flag, run_flags, utilisation_flag
-from bench.interference import OTHER_CPU_LIMIT, InterferenceMonitor, cv_outlier_reason, interference_reasons
-from bench.store import host_records
+from bench.host.interference import OTHER_CPU_LIMIT, InterferenceMonitor, cv_outlier_reason, interference_reasons
+from bench.measurement.flags import phase_sum_flag, run_flags, utilisation_flag
+from bench.results.store import host_records
 
 from .conftest import TEST_HOST, bench_cli
 

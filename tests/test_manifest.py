@@ -4,10 +4,11 @@ import json
 
 import pytest
 
-from bench import make_config, manifest
+from bench import make_config
 from bench.errors import ConfigError
-from bench.manifest import RECORDED_ENV_VARS, collect_manifest, host_name, recorded_environment
-from bench.runner import execute
+from bench.host import manifest
+from bench.host.manifest import RECORDED_ENV_VARS, collect_manifest, host_name, recorded_environment
+from bench.runs.single import execute
 
 # Every prefix the old prefix-based capture accepted: none of them lets an unlisted name through now.
 OLD_PREFIXES = ("OMP_", "MKL_", "KMP_", "CUDA_", "NCCL_", "TF_", "XLA_", "JAX_", "ONEDNN_", "DNNL_",

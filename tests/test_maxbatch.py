@@ -8,12 +8,12 @@ import json
 import psutil
 import pytest
 
-from bench import maxbatch
 from bench.cli import EXIT_BAD_INPUT, main
 from bench.config import make_config
 from bench.errors import ConfigError
-from bench.profiles import load_profile
 from bench.report import memory as M
+from bench.runs import maxbatch
+from bench.sweep.profiles import load_profile
 
 GIB = 2**30
 

@@ -3,7 +3,7 @@
 import itertools
 
 from bench import make_config
-from bench.measure import measure
+from bench.measurement.loop import measure
 
 
 def _cfg(**kw):

@@ -7,10 +7,10 @@ import nbformat
 import pytest
 
 from bench.adapters import ADAPTERS
-from bench.adapters.mxnet import MXNetAdapter
-from bench.frameworks import status_rows
-from bench.profiles import load_profile
-from bench.store import load_records
+from bench.adapters.mxnet.adapter import MXNetAdapter
+from bench.report.systems import status_rows
+from bench.results.store import load_records
+from bench.sweep.profiles import load_profile
 
 from .conftest import TEST_HOST, TINY_RUN, assert_utilisation_sane, bench_cli
 
@@ -22,7 +22,7 @@ PROFILE = ("frameworks: [mxnet]\nmodels: [tiny_cnn]\nmodes: [inference, training
 
 
 def _sweep(tmp_path):
-    from bench.sweep import run_sweep
+    from bench.sweep.runner import run_sweep
 
     (tmp_path / "p.yaml").write_text(PROFILE)
     results = tmp_path / "results"
@@ -68,9 +68,9 @@ def test_gluon_definitions_match_torchvision_parameter_counts():
     """Run in MXNet's interpreter: every catalogue model has torchvision's parameter count."""
     import subprocess
 
-    from bench.isolated import bench_environ
+    from bench.measurement.fresh_process import bench_environ
 
-    code = ("import mxnet as mx, json\nfrom bench.models.gluon_defs import build_gluon_model\nout = {}\n"
+    code = ("import mxnet as mx, json\nfrom bench.adapters.mxnet.models import build_gluon_model\nout = {}\n"
             "for name, s in [('resnet50', 64), ('mobilenet_v2', 64), ('vgg16', 32), ('googlenet', 64)]:\n"
             "    net = build_gluon_model(name); net.initialize(); net(mx.nd.zeros((1, 3, s, s)))\n"
             "    out[name] = sum(p.data().size for p in net.collect_params().values() if p.grad_req != 'null')\n"

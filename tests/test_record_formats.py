@@ -11,7 +11,7 @@ import pytest
 from bench.report import scaling
 from bench.report.data import config_tables
 from bench.report.tables import environment_table, fairness_summary
-from bench.store import load_records, runs_frame
+from bench.results.store import load_records, runs_frame
 
 FIXTURES = Path(__file__).parent / "fixtures" / "records"
 

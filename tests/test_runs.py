@@ -6,11 +6,11 @@ import pytest
 
 from bench import make_config
 from bench.adapters import ADAPTERS
-from bench.devices import gpus
 from bench.errors import UnsupportedError
-from bench.fairness import parity_table
-from bench.runner import execute
-from bench.store import load_records, load_runs
+from bench.host.devices import gpus
+from bench.measurement.certificate import parity_table
+from bench.results.store import load_records, load_runs
+from bench.runs.single import execute
 
 from .conftest import TINY_RUN, assert_utilisation_sane, bench_cli
 
@@ -79,9 +79,9 @@ def test_same_optimizer_and_parameter_count_across_frameworks(tiny_records, shar
 def test_all_catalogue_models_have_the_same_parameter_count_in_both_frameworks():
     import numpy as np
 
+    from bench.adapters.keras_models import build_keras_model
+    from bench.adapters.torch.models import build_torch_model
     from bench.models import get_model, list_models
-    from bench.models.keras_defs import build_keras_model
-    from bench.models.torch_defs import build_torch_model
 
     for name in list_models():
         torch_params = sum(p.numel() for p in build_torch_model(name).parameters())
@@ -100,7 +100,7 @@ def test_null_adapter_measures_harness_overhead(shared_results):
 
 
 def test_fp16_on_this_cpu_becomes_a_skipped_record(tmp_path):
-    from bench.manifest import cpu_flags
+    from bench.host.manifest import cpu_flags
 
     if {"avx512_fp16", "amx_fp16"} & set(cpu_flags()):
         pytest.skip("this CPU has native fp16")

@@ -9,12 +9,12 @@ import pytest
 
 from bench import make_config
 from bench.config import RunConfig
-from bench.plan import comparison_group, fit_budget, interleaved_order
 from bench.report import tables as T
 from bench.report.data import config_tables
 from bench.report.soundness import ratio_table, summary_table
+from bench.results.store import load_records
 from bench.stats import process_interval, process_ratio, variance_components
-from bench.store import load_records
+from bench.sweep.plan import comparison_group, fit_budget, interleaved_order
 
 from .synthetic import record
 

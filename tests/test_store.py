@@ -12,8 +12,8 @@ import pytest
 
 from bench import make_config
 from bench.errors import SchemaError
-from bench.runner import execute
-from bench.store import atomic_write_json, load_records, load_runs, load_samples, write_record
+from bench.results.store import atomic_write_json, load_records, load_runs, load_samples, write_record
+from bench.runs.single import execute
 
 from .conftest import ROOT
 
@@ -54,7 +54,7 @@ def test_killed_writer_leaves_no_partial_record(tmp_path):
     target = tmp_path / "h" / "records" / "big.json"
     target.parent.mkdir(parents=True)
     target.write_text('{"old": true}')
-    code = ("import sys; from bench.store import atomic_write_json; "
+    code = ("import sys; from bench.results.store import atomic_write_json; "
             "atomic_write_json(sys.argv[1], {'x': list(range(30_000_000))})")
     proc = subprocess.Popen([sys.executable, "-c", code, str(target)], cwd=ROOT,
                             env={**os.environ, "PYTHONPATH": str(ROOT)})

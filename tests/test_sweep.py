@@ -8,8 +8,8 @@ import pytest
 
 from bench import ConfigError
 from bench.adapters import ADAPTERS
-from bench.profiles import available_profiles, load_profile
-from bench.store import load_records
+from bench.results.store import load_records
+from bench.sweep.profiles import available_profiles, load_profile
 
 from .conftest import TEST_HOST, bench_cli
 
@@ -100,7 +100,7 @@ def test_unknown_profile_lists_the_valid_ones():
 
 
 def test_a_failing_config_is_recorded_and_the_sweep_goes_on(tmp_path, monkeypatch):
-    from bench import sweep
+    from bench.sweep import runner as sweep
 
     nb = nbformat.read(sweep.BENCHMARK_NOTEBOOK, as_version=4)
     planted = nbformat.v4.new_code_cell('if mode == "training":\n    raise RuntimeError("planted failure")')

@@ -2,13 +2,13 @@
 
 from ..registry import Registry
 from .base import Adapter, Workload
-from .jax import JaxAdapter
-from .mxnet import MXNetAdapter
-from .null import NullAdapter
-from .onnxruntime import ORTAdapter
-from .openvino import OpenVINOAdapter
-from .pytorch import TorchAdapter
-from .tensorflow import TensorFlowAdapter
+from .jax.adapter import JaxAdapter
+from .mxnet.adapter import MXNetAdapter
+from .null.adapter import NullAdapter
+from .onnxruntime.adapter import ORTAdapter
+from .openvino.adapter import OpenVINOAdapter
+from .tensorflow.adapter import TensorFlowAdapter
+from .torch.adapter import TorchAdapter
 
 ADAPTERS: Registry[Adapter] = Registry("framework")
 for _cls in (TorchAdapter, TensorFlowAdapter, JaxAdapter, ORTAdapter, OpenVINOAdapter, MXNetAdapter, NullAdapter):

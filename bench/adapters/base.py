@@ -14,8 +14,8 @@ import psutil
 
 from ..config import RunConfig
 from ..errors import FrameworkUnavailableError
-from ..kernels import MAIN_KERNEL
 from ..paths import PROJECT_ROOT
+from ..sweep.jupyter_kernels import MAIN_KERNEL
 from .precision import precision_unsupported
 
 # The training recipe every framework uses (the fairness rules: same loss, same optimizer).

@@ -9,8 +9,8 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from ..paths import default_results_dir
-from ..store import load_records
-from ..sweeps import load_sweeps
+from ..results.store import load_records
+from ..results.sweep_manifest import load_sweeps
 from .data import config_tables, published_throughput, seed_2019
 from .soundness import ratio_table, summary_table
 
@@ -28,7 +28,7 @@ class ReportData:
     published: pd.DataFrame
     seed: pd.DataFrame
     scaling: ScalingData | None = None  # distributed runs: their own tables, never mixed with the above
-    memory: pd.DataFrame | None = None  # largest-batch searches (bench/maxbatch.py), one row per search
+    memory: pd.DataFrame | None = None  # largest-batch searches (bench/runs/maxbatch.py), one row per search
 
 
 @dataclass
@@ -44,7 +44,7 @@ class ScalingData:
 
 
 def load_scaling(records: list[dict], results_dir: Path) -> ScalingData:
-    from ..distributed.network import fitted
+    from ..runs.distributed.network import fitted
     from . import scaling
 
     dist = [r for r in records if scaling.is_distributed(r)]
@@ -67,7 +67,7 @@ def load(results_dir=None) -> ReportData:
     sweeps = load_sweeps(results_dir)
     runs, processes, configs = config_tables(records, sweeps)
     seed = seed_2019().replace({"framework": {"pytorch": "torch"}})
-    from ..maxbatch import load_searches
+    from ..runs.maxbatch import load_searches
     from .memory import searches_table
 
     return ReportData(results_dir, records, sweeps, runs, processes, configs, ratio_table(configs),

@@ -8,7 +8,7 @@ from importlib import resources
 import pandas as pd
 
 from ..adapters import measures_a_framework
-from ..store import runs_frame
+from ..results.store import runs_frame
 from .soundness import aggregate, process_table
 
 GROUP = ["platform", "model", "mode", "precision"]
@@ -52,7 +52,7 @@ def best_batch(runs: pd.DataFrame) -> pd.DataFrame:
 
 def sweep_peaks(sweeps: list[dict]) -> dict[str, float]:
     """sweep id -> the peak its utilisations use: the best of its start and end measurements."""
-    from ..sweeps import sweep_peak
+    from ..results.sweep_manifest import sweep_peak
 
     out = {}
     for m in sweeps:

@@ -6,7 +6,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from ..interference import OTHER_CPU_LIMIT
+from ..host.interference import OTHER_CPU_LIMIT
 from . import figures
 
 

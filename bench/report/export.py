@@ -9,8 +9,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from ..kernels import MAIN_KERNEL
 from ..paths import PROJECT_ROOT
+from ..sweep.jupyter_kernels import MAIN_KERNEL
 
 REPORT_NOTEBOOK = PROJECT_ROOT / "notebooks" / "report.ipynb"
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "chromium-headless-shell", "chrome-headless-shell")
@@ -44,7 +44,7 @@ def chromium(*args: str, timeout: int = 180) -> None:
 def execute_report(results_dir: Path, out_dir: Path) -> Path:
     import papermill
 
-    from ..kernels import kernel_environment
+    from ..sweep.jupyter_kernels import kernel_environment
 
     executed = out_dir / "report.ipynb"
     with kernel_environment(out_dir / "kernels.log"):

@@ -1,4 +1,4 @@
-"""Largest batch and peak memory against batch size, from the searches of bench/maxbatch.py."""
+"""Largest batch and peak memory against batch size, from the searches of bench/runs/maxbatch.py."""
 
 from __future__ import annotations
 

@@ -14,9 +14,9 @@ from importlib import resources
 import numpy as np
 import pandas as pd
 
-from ..checks import FLAG_SCOPE
-from ..distributed import model as netmodel
-from ..distributed.network import SIZES, link_key
+from ..measurement.flags import FLAG_SCOPE
+from ..runs.distributed import model as netmodel
+from ..runs.distributed.network import SIZES, link_key
 from ..stats import process_interval, process_ratio, welch_interval
 
 PHASES = ("forward", "backward", "forward_backward", "update", "exposed_comm", "other")

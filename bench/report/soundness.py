@@ -13,8 +13,8 @@ import itertools
 import numpy as np
 import pandas as pd
 
-from ..checks import FLAG_SCOPE, flag, phase_sum_flag, utilisation_flag
-from ..interference import cv_outlier_reason
+from ..host.interference import cv_outlier_reason
+from ..measurement.flags import FLAG_SCOPE, flag, phase_sum_flag, utilisation_flag
 from ..stats import process_interval, process_ratio, variance_components
 
 MIN_PROCESSES = 2

@@ -7,13 +7,14 @@ from datetime import UTC, datetime
 
 import pandas as pd
 
-from .. import checks, interference
 from ..adapters import ADAPTERS, measures_a_framework
 from ..adapters.base import OPTIMIZER
-from ..fairness import CERTIFICATE_CHECKS, parity_table
-from ..measure import WARMUP_TOLERANCE
-from ..peak import PEAK_N, PEAK_TRIALS
-from ..store import framework_version
+from ..host import interference
+from ..measurement import flags as checks
+from ..measurement.certificate import CERTIFICATE_CHECKS, parity_table
+from ..measurement.loop import WARMUP_TOLERANCE
+from ..measurement.peak import PEAK_N, PEAK_TRIALS
+from ..results.store import framework_version
 from . import soundness
 
 
@@ -402,7 +403,7 @@ OpenVINO's oneDNN, which differ by vendor), the fastest being the peak: an engin
 
 def frameworks_table(records: list[dict] | None = None) -> pd.DataFrame:
     """Every system the source studies compared (and today's choices): measured here, or why not."""
-    from ..frameworks import status_rows
+    from .systems import status_rows
 
     counts = None
     if records is not None:

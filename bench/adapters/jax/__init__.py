@@ -1,0 +1,1 @@
+"""JAX (through Keras 3's JAX backend): the adapter."""

@@ -1,0 +1,208 @@
+"""JAX adapter: the catalogue's Keras 3 models on Keras's JAX backend (in their own process), run through
+stateless_call inside jax.jit: inference, and a training step of loss, gradient and SGD-momentum update
+written in JAX (the same recipe as the other frameworks: torch's SGD momentum form, cross-entropy)."""
+
+from __future__ import annotations
+
+import os
+
+from ...config import RunConfig
+from ...errors import UnsupportedError
+from ...host.devices import default_threads, is_gpu
+from ...models import get_model
+from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, subtractive_phases
+from ..keras_models import build_keras_model
+
+_POLICIES = {"fp32": "float32", "tf32": "float32", "bf16": "mixed_bfloat16"}
+
+
+def _import_jax(threads: int):
+    """Import jax and keras on the JAX backend. XLA's CPU thread pool is sized by the CPUs this process
+    may use, so fewer threads than cores are set by CPU affinity before JAX starts."""
+    os.environ.setdefault("KERAS_BACKEND", "jax")
+    if threads < default_threads() and hasattr(os, "sched_setaffinity") and "jax" not in __import__("sys").modules:
+        os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:threads])
+    import jax
+    import keras
+
+    if keras.backend.backend() != "jax":
+        raise UnsupportedError(f"jax: Keras in this process already runs on {keras.backend.backend()!r}; "
+                               "JAX runs need a process of their own (KERAS_BACKEND=jax)")
+    return jax, keras
+
+
+def cross_entropy(jax, logits, labels):
+    """Mean softmax cross-entropy on integer labels (torch.nn.CrossEntropyLoss's definition)."""
+    logp = jax.nn.log_softmax(logits.astype("float32"))
+    return -jax.numpy.mean(jax.numpy.take_along_axis(logp, labels[:, None], axis=1))
+
+
+def sgd_momentum(params, grads, velocity):
+    """torch.optim.SGD(momentum) form: v = m v + g; p = p - lr v."""
+    velocity = [MOMENTUM * v + g for v, g in zip(velocity, grads)]
+    return [p - LEARNING_RATE * v for p, v in zip(params, velocity)], velocity
+
+
+class JaxWorkload(Workload):
+    def __init__(self, config: RunConfig) -> None:
+        import numpy as np
+
+        jax, keras = _import_jax(config.threads)
+        self.jax, self.config = jax, config
+        # fp32 means fp32 ("highest"); XLA's GPU default would use TF32 tensor cores for float32 dots
+        jax.config.update("jax_default_matmul_precision", "tensorfloat32" if config.precision == "tf32" else "highest")
+        self.training = config.mode == "training"
+        keras.utils.set_random_seed(config.seed)
+        previous = keras.config.dtype_policy()
+        keras.config.set_dtype_policy(_POLICIES[config.precision])
+        try:
+            model = build_keras_model(config.model, config.image_size)
+        finally:
+            keras.config.set_dtype_policy(previous)
+        self.params = int(sum(np.prod(v.shape) for v in model.trainable_weights))
+        gpu = is_gpu(config.device)
+        device = jax.devices("gpu")[int(config.device.split(":")[1])] if gpu else jax.devices("cpu")[0]
+        self.device = device
+        n, s = config.batch_size, config.image_size
+        rng = np.random.default_rng(config.seed)
+        self.host_x = rng.standard_normal((n, s, s, 3), dtype=np.float32)
+        put = lambda a: jax.device_put(a, device)
+        self.x = put(self.host_x)
+        self.y = put(rng.integers(0, get_model(config.model).num_classes, n).astype(np.int32))
+        self.trainable = [put(v.value) for v in model.trainable_variables]
+        self.non_trainable = [put(v.value) for v in model.non_trainable_variables]
+        self.velocity = [jax.numpy.zeros_like(p) for p in self.trainable]
+
+        def loss(trainable, non_trainable, x, y):
+            logits, updated = model.stateless_call(trainable, non_trainable, x, training=True)
+            return cross_entropy(jax, logits, y), updated
+
+        grad = jax.value_and_grad(loss, has_aux=True)
+
+        def train(trainable, non_trainable, velocity, x, y):
+            (_, updated), grads = grad(trainable, non_trainable, x, y)
+            trainable, velocity = sgd_momentum(trainable, grads, velocity)
+            return trainable, updated, velocity
+
+        self._infer = jax.jit(lambda t, nt, x: model.stateless_call(t, nt, x, training=False)[0])
+        self._train = jax.jit(train, donate_argnums=(0, 1, 2))
+        self._loss = jax.jit(lambda t, nt, x, y: loss(t, nt, x, y)[0])
+        self._grad = jax.jit(lambda t, nt, x, y: grad(t, nt, x, y)[1])
+        self.out = None
+        affinity = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+        self.settings = {
+            "intra_op_threads": len(affinity) if affinity else None,
+            "threads_how": "XLA's CPU pool follows the process's CPU affinity (read back)",
+            "layout": "NHWC (Keras default)",
+            "engine": "jax.jit of Keras stateless_call" + (" + value_and_grad + SGD-momentum" if self.training else ""),
+            "keras_backend": keras.backend.backend(),
+            "device": str(device),
+            "data_placement": config.data,
+            "inside_timer": self._inside_timer(),
+            "dtype_policy": _POLICIES[config.precision],
+            "optimizer": OPTIMIZER if self.training else None,
+            "loss": "softmax cross-entropy on integer labels (mean)" if self.training else None,
+            "timer": "time.perf_counter after jax.block_until_ready",
+            "autograd_in_inference": False if not self.training else None,  # no jax.grad in the inference path
+        }
+
+    def _inside_timer(self) -> str:
+        h2d = "jax.device_put of the batch + " if self.config.data == "host" else ""
+        if self.training:
+            return h2d + "one jitted call: forward + cross-entropy + value_and_grad + SGD-momentum update"
+        return h2d + "one jitted forward (training=False)"
+
+    def _input(self):
+        return self.x if self.config.data == "device" else self.jax.device_put(self.host_x, self.device)
+
+    def _location(self, batch) -> str:
+        return "cpu" if next(iter(batch.devices())).platform == "cpu" else "gpu"
+
+    def step(self) -> None:
+        x = self._input()
+        if not self.training:
+            self.out = self._infer(self.trainable, self.non_trainable, x)
+            return
+        self.trainable, self.non_trainable, self.velocity = self._train(
+            self.trainable, self.non_trainable, self.velocity, x, self.y)
+        self.out = self.trainable
+
+    def sync(self) -> None:
+        if self.out is not None:
+            self.jax.block_until_ready(self.out)
+
+    def phases(self, iterations: int) -> dict[str, list[float]]:
+        t, nt = self.trainable, self.non_trainable
+        if not self.training:
+            return subtractive_phases(self.sync, iterations, forward=lambda: self._keep(self._infer(t, nt, self.x)))
+        return subtractive_phases(
+            self.sync, iterations,
+            forward=lambda: self._keep(self._loss(self.trainable, self.non_trainable, self.x, self.y)),
+            forward_backward=lambda: self._keep(self._grad(self.trainable, self.non_trainable, self.x, self.y)),
+            step=self.step)
+
+    def _keep(self, out) -> None:
+        self.out = out
+
+    def weights_checksum(self) -> float | None:
+        if not self.training:
+            return None
+        import numpy as np
+
+        return float(sum(np.abs(np.asarray(p, dtype=np.float64)).sum() for p in self.trainable))
+
+
+class JaxAdapter(Adapter):
+    name = "jax"
+    engines = ("jit",)
+    module = "jax"
+    distribution = "jax"
+    precisions = ("fp32", "tf32", "bf16")
+    libraries = ("jaxlib", "keras")
+
+    def info(self) -> dict:
+        import jax
+
+        return {"version": jax.__version__, "backend": jax.default_backend(),
+                "devices": [str(d) for d in jax.devices()]}
+
+    has_hand_loop = True
+
+    def hand_loop(self, c: RunConfig):
+        os.environ.setdefault("KERAS_BACKEND", "jax")
+        import jax
+        import numpy as np
+
+        model = build_keras_model(c.model, c.image_size)
+        params = [v.value for v in model.trainable_variables]
+        state = [v.value for v in model.non_trainable_variables]
+        x = jax.numpy.asarray(np.random.standard_normal((c.batch_size, c.image_size, c.image_size, 3)), "float32")
+        y = jax.numpy.asarray(np.random.randint(0, get_model(c.model).num_classes, c.batch_size))
+
+        @jax.jit
+        def infer(params, state, x):
+            return model.stateless_call(params, state, x, training=False)[0]
+
+        @jax.jit
+        def train(params, state, velocity, x, y):
+            def loss(params):
+                logits, new_state = model.stateless_call(params, state, x, training=True)
+                onehot = jax.nn.one_hot(y, logits.shape[-1])
+                return -(onehot * jax.nn.log_softmax(logits)).sum(-1).mean(), new_state
+            (_, new_state), grads = jax.value_and_grad(loss, has_aux=True)(params)
+            velocity = [MOMENTUM * v + g for v, g in zip(velocity, grads)]
+            return [p - LEARNING_RATE * v for p, v in zip(params, velocity)], new_state, velocity
+
+        if c.mode == "inference":
+            return lambda: infer(params, state, x).block_until_ready()
+        carry = [params, state, [jax.numpy.zeros_like(p) for p in params]]
+
+        def step():
+            carry[:] = train(*carry, x, y)
+            jax.block_until_ready(carry[0])
+
+        return step
+
+    def prepare(self, config: RunConfig) -> Workload:
+        self.check_available()
+        return JaxWorkload(config)

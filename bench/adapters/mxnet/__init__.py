@@ -1,0 +1,1 @@
+"""MXNet 1.9 (Gluon), run in its own environment: the adapter and its model definitions."""

@@ -1,0 +1,1 @@
+"""The null framework: measures the harness's own overhead."""

@@ -1,0 +1,1 @@
+"""ONNX Runtime: the adapter (inference on an exported ONNX graph)."""

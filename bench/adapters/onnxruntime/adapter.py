@@ -1,0 +1,120 @@
+"""ONNX Runtime adapter (inference): the PyTorch model exported to ONNX, run by ORT's CPU provider (CUDA
+provider where installed). Engines are ORT's graph-optimisation levels. Caffe2's deployment role lives on
+as PyTorch's ONNX path, and this is it."""
+
+from __future__ import annotations
+
+from ...config import RunConfig
+from ...host.devices import is_gpu
+from ..base import Adapter, InferenceRuntimeWorkload, Workload
+from ..onnx_export import INPUT, export_onnx
+
+LEVELS = {"all": "ORT_ENABLE_ALL", "extended": "ORT_ENABLE_EXTENDED", "basic": "ORT_ENABLE_BASIC",
+          "disabled": "ORT_DISABLE_ALL"}
+
+
+def session_options(ort, engine: str, threads: int):
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, LEVELS[engine])
+    return so
+
+
+class ORTWorkload(InferenceRuntimeWorkload):
+    def __init__(self, config: RunConfig) -> None:
+        import onnxruntime as ort
+
+        self.config = config
+        exported = export_onnx(config.model, config.batch_size, config.image_size, config.seed, config.threads)
+        self.params = exported.params
+        self.gpu = is_gpu(config.device)
+        provider = "CUDAExecutionProvider" if self.gpu else "CPUExecutionProvider"
+        options = {"device_id": int(config.device.split(":")[1])} if self.gpu else {}
+        so = session_options(ort, config.engine, config.threads)
+        self.session = ort.InferenceSession(str(exported.path), so, providers=[(provider, options)])
+        exported.folder.cleanup()  # the session holds the model; the file is no longer needed
+        self.host_x = exported.x
+        self.binding = None
+        if self.gpu and config.data == "device":  # the batch stays on the GPU: bind it once
+            self.binding = self.session.io_binding()
+            self.bound_x = ort.OrtValue.ortvalue_from_numpy(self.host_x, "cuda", options["device_id"])
+            self.binding.bind_ortvalue_input(INPUT, self.bound_x)
+            self.binding.bind_output(self.session.get_outputs()[0].name, "cuda", options["device_id"])
+        self.settings = {
+            "intra_op_threads": so.intra_op_num_threads,  # ORT has no read-back: the value it was given
+            "inter_op_threads": so.inter_op_num_threads,
+            "layout": "NCHW (the exported PyTorch graph)",
+            "engine": f"graph_optimization_level={LEVELS[config.engine]}",
+            "providers": self.session.get_providers(),
+            "export": exported.method,
+            "data_placement": config.data,
+            "inside_timer": self._inside_timer("InferenceSession.run on the batch"
+                                               + (" (bound on the GPU)" if self.binding else "")),
+            "autograd_in_inference": False,  # an inference-only runtime: no gradient graph exists
+            "optimizer": None, "loss": None, "timer": "time.perf_counter",
+        }
+
+    def _input(self):
+        return self.bound_x if self.binding is not None else super()._input()
+
+    def _location(self, batch) -> str:
+        if self.binding is None:
+            return super()._location(batch)
+        return "cpu" if batch.device_name().lower() == "cpu" else "gpu"  # the OrtValue bound on the device
+
+    def step(self) -> None:
+        x = self._input()
+        if self.binding is not None:
+            self.session.run_with_iobinding(self.binding)
+        else:
+            self.session.run(None, {INPUT: x})
+
+    def output(self):
+        """The logits for the batch (for the agreement check against PyTorch)."""
+        return self.session.run(None, {INPUT: self.host_x})[0]
+
+
+class ORTAdapter(Adapter):
+    name = "onnxruntime"
+    engines = tuple(LEVELS)
+    module = "onnxruntime"
+    distribution = "onnxruntime"
+    modes = ("inference",)
+    precisions = ("fp32",)
+    libraries = ("onnx",)
+
+    def info(self) -> dict:
+        import onnxruntime as ort
+
+        return {"version": ort.__version__, "providers": ort.get_available_providers(),
+                "device": ort.get_device()}
+
+    def not_applicable(self, mode: str, precision: str, device: str) -> str | None:
+        reason = super().not_applicable(mode, precision, device)
+        if reason or not is_gpu(device) or not self.version():
+            return reason
+        import onnxruntime as ort
+
+        if "CUDAExecutionProvider" not in ort.get_available_providers():
+            return "onnxruntime: this build has no CUDAExecutionProvider (install onnxruntime-gpu)"
+        return None
+
+    has_hand_loop = True
+
+    def hand_loop(self, c: RunConfig):
+        import numpy as np
+        import onnxruntime as ort
+
+        exported = export_onnx(c.model, c.batch_size, c.image_size, c.seed, c.threads)
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = c.threads
+        session = ort.InferenceSession(str(exported.path), so, providers=["CPUExecutionProvider"])
+        x = np.random.standard_normal((c.batch_size, 3, c.image_size, c.image_size)).astype(np.float32)
+        name = session.get_inputs()[0].name
+        return lambda: session.run(None, {name: x})
+
+    def prepare(self, config: RunConfig) -> Workload:
+        self.check_available()
+        return ORTWorkload(config)

@@ -1,0 +1,1 @@
+"""OpenVINO: the adapter (inference on an exported ONNX graph)."""

@@ -1,0 +1,89 @@
+"""OpenVINO adapter (inference, CPU): the same exported ONNX graph as ONNX Runtime, compiled by OpenVINO's
+CPU plugin. Engines are its performance hints; the thread count is read back from the compiled model."""
+
+from __future__ import annotations
+
+from ...config import RunConfig
+from ..base import Adapter, InferenceRuntimeWorkload, Workload
+from ..onnx_export import export_onnx
+
+HINTS = {"latency": "LATENCY", "throughput": "THROUGHPUT"}
+_PRECISION = {"fp32": "f32", "bf16": "bf16"}
+
+
+def compile_exported(path: str, engine: str, precision: str, threads: int):
+    import openvino as ov
+
+    core = ov.Core()
+    return core.compile_model(core.read_model(path), "CPU", {
+        "PERFORMANCE_HINT": HINTS[engine], "INFERENCE_NUM_THREADS": threads,
+        "INFERENCE_PRECISION_HINT": _PRECISION[precision]})
+
+
+class OpenVINOWorkload(InferenceRuntimeWorkload):
+    def __init__(self, config: RunConfig) -> None:
+        self.config = config
+        exported = export_onnx(config.model, config.batch_size, config.image_size, config.seed, config.threads)
+        self.params = exported.params
+        self.compiled = compile_exported(str(exported.path), config.engine, config.precision, config.threads)
+        exported.folder.cleanup()
+        self.request = self.compiled.create_infer_request()
+        self.host_x = exported.x
+        prop = self.compiled.get_property
+        self.settings = {
+            "intra_op_threads": int(prop("INFERENCE_NUM_THREADS")),
+            "streams": int(prop("NUM_STREAMS")),
+            "layout": "NCHW (the exported PyTorch graph)",
+            "engine": f"PERFORMANCE_HINT={HINTS[config.engine]}",
+            "inference_precision": str(prop("INFERENCE_PRECISION_HINT")),
+            "export": exported.method,
+            "data_placement": config.data,
+            "inside_timer": self._inside_timer("InferRequest.infer on the batch (synchronous)"),
+            "autograd_in_inference": False,  # an inference-only runtime: no gradient graph exists
+            "optimizer": None, "loss": None, "timer": "time.perf_counter",
+        }
+
+    def step(self) -> None:
+        self.request.infer({0: self._input()})
+
+    def output(self):
+        """The logits for the batch (for the agreement check against PyTorch)."""
+        return self.request.infer({0: self.host_x})[0].copy()
+
+
+class OpenVINOAdapter(Adapter):
+    name = "openvino"
+    engines = tuple(HINTS)
+    module = "openvino"
+    distribution = "openvino"
+    modes = ("inference",)
+    precisions = ("fp32", "bf16")
+    libraries = ("onnx",)
+    engine_notes = {"throughput": "the harness sends one synchronous request per step, so the throughput hint's "
+                                  "parallel streams are not all fed: this is the hint at one request in flight, "
+                                  "not its multi-request use"}
+
+    def info(self) -> dict:
+        import openvino as ov
+
+        return {"version": ov.get_version(), "devices": ov.Core().available_devices}
+
+    def not_applicable(self, mode: str, precision: str, device: str) -> str | None:
+        if device != "cpu":
+            return f"openvino runs on the CPU here (its GPU plugin targets Intel GPUs), not {device}"
+        return super().not_applicable(mode, precision, device)
+
+    has_hand_loop = True
+
+    def hand_loop(self, c: RunConfig):
+        import numpy as np
+        import openvino as ov
+
+        exported = export_onnx(c.model, c.batch_size, c.image_size, c.seed, c.threads)
+        compiled = ov.Core().compile_model(str(exported.path), "CPU", {"INFERENCE_NUM_THREADS": c.threads})
+        x = np.random.standard_normal((c.batch_size, 3, c.image_size, c.image_size)).astype(np.float32)
+        return lambda: compiled(x)
+
+    def prepare(self, config: RunConfig) -> Workload:
+        self.check_available()
+        return OpenVINOWorkload(config)

@@ -1,0 +1,224 @@
+"""TensorFlow adapter: Keras 3 models (channels-last), tf.function / XLA steps, SGD-momentum training."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+from ...config import RunConfig
+from ...errors import UnsupportedError
+from ...host.devices import is_gpu
+from ...models import get_model
+from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, dist_version, subtractive_phases
+from ..keras_models import build_keras_model
+
+_POLICIES = {"fp32": "float32", "tf32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
+
+
+def set_tf_threads(tf, threads: int) -> dict:
+    """Set intra- and inter-op pools to `threads` (only possible before TF's runtime starts)."""
+    with contextlib.suppress(RuntimeError):
+        tf.config.threading.set_intra_op_parallelism_threads(threads)
+        tf.config.threading.set_inter_op_parallelism_threads(threads)
+    return {"intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads(),
+            "inter_op_threads": tf.config.threading.get_inter_op_parallelism_threads()}
+
+
+def _import_tf():
+    os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import keras
+    import tensorflow as tf
+
+    if keras.backend.backend() != "tensorflow":
+        raise UnsupportedError(f"tensorflow: KERAS_BACKEND is {keras.backend.backend()!r}, not 'tensorflow'")
+    return tf, keras
+
+
+class TFWorkload(Workload):
+    def __init__(self, config: RunConfig) -> None:
+        import numpy as np
+
+        tf, keras = _import_tf()
+        self.tf, self.config = tf, config
+        threads = set_tf_threads(tf, config.threads)
+        if is_gpu(config.device):
+            if not tf.config.list_physical_devices("GPU"):
+                raise UnsupportedError("tensorflow: this TensorFlow build sees no GPU "
+                                       "(tensorflow-cpu?); install requirements-gpu.txt (make setup GPU=1)")
+            self.tf_device = "/GPU:" + config.device.split(":")[1]
+        else:
+            self.tf_device = "/CPU:0"
+        self.training = config.mode == "training"
+        # On the CPU, synchronous eager execution (TF's default) returns only when the work is done,
+        # so an explicit device sync would only add its own ~60 us; GPUs queue work and need it.
+        self.needs_sync = is_gpu(config.device) or not tf.config.experimental.get_synchronous_execution()
+        tf.random.set_seed(config.seed)
+        keras.utils.set_random_seed(config.seed)
+        # fp32 means fp32: TensorFlow's default runs float32 matmuls and convolutions on TF32 tensor cores
+        tf.config.experimental.enable_tensor_float_32_execution(config.precision == "tf32")
+        previous = keras.mixed_precision.dtype_policy()
+        with tf.device(self.tf_device):
+            keras.mixed_precision.set_dtype_policy(_POLICIES[config.precision])
+            try:
+                self.model = build_keras_model(config.model, config.image_size)
+            finally:
+                keras.mixed_precision.set_dtype_policy(previous)
+            n, s = config.batch_size, config.image_size
+            rng = np.random.default_rng(config.seed)
+            self.host_x = rng.standard_normal((n, s, s, 3), dtype=np.float32)
+            self.x = tf.identity(tf.constant(self.host_x))
+            self.y = tf.constant(rng.integers(0, get_model(config.model).num_classes, n), dtype=tf.int32)
+            opt = keras.optimizers.SGD(learning_rate=LEARNING_RATE, momentum=MOMENTUM)
+            if config.precision == "fp16":
+                opt = keras.optimizers.LossScaleOptimizer(opt)
+            self.opt = opt
+            self.opt.build(self.model.trainable_variables)
+        self.params = int(sum(np.prod(v.shape) for v in self.model.trainable_weights))
+        self.loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        compile_ = self._compiler()
+        self._infer = compile_(lambda x: self.model(x, training=False))
+        self._train = compile_(self._train_step)
+        self._fwd_loss = compile_(lambda x: self.loss_fn(self.y, self.model(x, training=True)))
+        self._grads = compile_(self._grads_step)
+        self.settings = {
+            **threads,
+            "layout": "NHWC (channels_last, Keras default; oneDNN's preferred layout on CPU)",
+            "engine": config.engine,
+            "data_placement": config.data,
+            "inside_timer": self._inside_timer(),
+            "dtype_policy": _POLICIES[config.precision],
+            "optimizer": OPTIMIZER if self.training else None,
+            "loss": "SparseCategoricalCrossentropy(from_logits=True)" if self.training else None,
+            "timer": "time.perf_counter" + (" after tf.test.experimental.sync_devices()" if self.needs_sync
+                                            else " (synchronous eager execution on the CPU)"),
+            "autograd_in_inference": False if not self.training else None,
+        }
+
+    def _compiler(self):
+        engine = self.config.engine
+        if engine == "eager":
+            return lambda f: f
+        return lambda f: self.tf.function(f, jit_compile=(engine == "xla"))
+
+    def _inside_timer(self) -> str:
+        h2d = "host->device copy of the batch + " if self.config.data == "host" else ""
+        if self.training:
+            return h2d + "forward + cross-entropy + GradientTape backward + SGD-momentum apply"
+        return h2d + "forward with training=False, no GradientTape"
+
+    def _grads_step(self, x):
+        with self.tf.GradientTape() as tape:
+            loss = self.loss_fn(self.y, self.model(x, training=True))
+            scaled = self.opt.scale_loss(loss)
+        return tape.gradient(scaled, self.model.trainable_variables)
+
+    def _train_step(self, x):
+        grads = self._grads_step(x)
+        self.opt.apply(grads, self.model.trainable_variables)
+
+    def _input(self):
+        if self.config.data == "device":
+            return self.x
+        with self.tf.device(self.tf_device):
+            return self.tf.identity(self.tf.constant(self.host_x))
+
+    def _location(self, batch) -> str:
+        return "gpu" if ":GPU:" in batch.device.upper() else "cpu"
+
+    def step(self) -> None:
+        with self.tf.device(self.tf_device):
+            (self._train if self.training else self._infer)(self._input())
+
+    def sync(self) -> None:
+        if self.needs_sync:
+            self.tf.test.experimental.sync_devices()
+
+    def phases(self, iterations: int) -> dict[str, list[float]]:
+        """Subtractive split, each part timed as the compiled function the timed loop runs (timing the
+        update as its own function ran it outside the fused step and cost 60x more than torch's)."""
+        prefix = (("h2d", self._input),) if self.config.data == "host" else ()
+        if not self.training:
+            return subtractive_phases(self.sync, iterations, lambda: self._infer(self.x), prefix=prefix)
+        return subtractive_phases(self.sync, iterations, lambda: self._fwd_loss(self.x), lambda: self._grads(self.x),
+                                  lambda: self._train(self.x), prefix=prefix)
+
+    def weights_checksum(self) -> float | None:
+        if not self.training:
+            return None
+        import numpy as np
+
+        return float(sum(np.abs(v.numpy().astype(np.float64)).sum() for v in self.model.trainable_variables))
+
+    def reset_memory(self) -> None:
+        if self.tf_device.startswith("/GPU"):
+            self.tf.config.experimental.reset_memory_stats(self.tf_device.strip("/"))
+
+    def memory(self) -> dict:
+        if not self.tf_device.startswith("/GPU"):
+            return super().memory()
+        info = self.tf.config.experimental.get_memory_info(self.tf_device.strip("/"))
+        return {"peak_bytes": int(info["peak"]), "kind": "TensorFlow allocator peak (get_memory_info)"}
+
+
+class TensorFlowAdapter(Adapter):
+    name = "tensorflow"
+    engines = ("graph", "xla", "eager")
+    distributed_strategies = ("independent", "allreduce", "ps_async")
+    distributed_worker = "bench.adapters.tensorflow.worker"
+    distributed_launch = "tf_config"
+    module = "tensorflow"
+    distribution = "tensorflow-cpu"
+    libraries = ("tensorflow", "keras")
+
+    def version(self) -> str | None:
+        return dist_version("tensorflow-cpu") or dist_version("tensorflow")
+
+    def info(self) -> dict:
+        tf, keras = _import_tf()
+        build = dict(tf.sysconfig.get_build_info())
+        onednn = os.environ.get("TF_ENABLE_ONEDNN_OPTS")
+        return {
+            "version": tf.__version__,
+            "keras": keras.__version__,
+            "cuda": build.get("cuda_version"),
+            "cudnn": build.get("cudnn_version"),
+            "is_cuda_build": build.get("is_cuda_build"),
+            "onednn": "on (x86 Linux default)" if onednn is None else f"TF_ENABLE_ONEDNN_OPTS={onednn}",
+        }
+
+    has_hand_loop = True
+
+    def hand_loop(self, c: RunConfig):
+        import os
+
+        os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+        import keras
+        import tensorflow as tf
+
+        from ..keras_models import build_keras_model
+
+        tf.config.threading.set_intra_op_parallelism_threads(c.threads)
+        tf.config.threading.set_inter_op_parallelism_threads(c.threads)
+        model = build_keras_model(c.model, c.image_size)
+        x = tf.random.normal((c.batch_size, c.image_size, c.image_size, 3))
+        y = tf.random.uniform((c.batch_size,), 0, get_model(c.model).num_classes, dtype=tf.int32)
+        opt = keras.optimizers.SGD(learning_rate=LEARNING_RATE, momentum=MOMENTUM)
+        loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+        @tf.function
+        def infer(x):
+            return model(x, training=False)
+
+        @tf.function
+        def train(x, y):
+            with tf.GradientTape() as tape:
+                loss = loss_fn(y, model(x, training=True))
+            opt.apply(tape.gradient(loss, model.trainable_variables), model.trainable_variables)
+            return loss
+
+        return lambda: (infer(x) if c.mode == "inference" else train(x, y)).numpy()
+
+    def prepare(self, config: RunConfig) -> Workload:
+        self.check_available()
+        return TFWorkload(config)

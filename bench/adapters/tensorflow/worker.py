@@ -1,0 +1,247 @@
+"""One TensorFlow task of a distributed run, started with TF_CONFIG by the launcher.
+
+- allreduce: MultiWorkerMirroredStrategy with a custom loop (Keras `fit` with it fails, see the
+  tooling notes): per step three tf.functions, timed apart - local forward+backward, the
+  gradients' all-reduce across workers (ring), the SGD-momentum update.
+- independent: the same step without the all-reduce (no cluster: each process trains alone).
+- ps_async: ParameterServerStrategy, asynchronous (Downpour SGD, as the thesis demo): the `ps`
+  and `worker` tasks are TensorFlow servers; the `chief` builds the model, schedules steps with a
+  ClusterCoordinator in chunks, and times each chunk (steps run remotely: no per-step phases).
+With model digits_mlp the data is scikit-learn's digits and test accuracy is recorded over time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import numpy as np
+
+from ...config import make_config
+from ...models import get_model
+from ...ranks import digits, rankio
+from ..base import LEARNING_RATE, MOMENTUM
+
+EVAL_EVERY = 10  # steps between accuracy evaluations (digits runs)
+
+
+def _tf(threads: int):
+    os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import keras
+    import tensorflow as tf
+
+    from .adapter import set_tf_threads
+
+    return tf, keras, set_tf_threads(tf, threads)
+
+
+class Data:
+    """This worker's batches: synthetic images, or its shard of the digits training set."""
+
+    def __init__(self, config, worker: int, workers: int) -> None:
+        self.real = config.model == "digits_mlp"
+        n, s = config.worker_batch, config.image_size
+        if self.real:
+            sets = digits.load(channels_last=True, seed=config.seed)
+            self.test = sets["test"]
+            self._it = digits.batches(*sets["train"], n, worker, workers, config.seed)
+        else:
+            rng = np.random.default_rng(config.seed + 1000 * (worker + 1))
+            self._fixed = (rng.standard_normal((n, s, s, 3), dtype=np.float32),
+                           rng.integers(0, get_model(config.model).num_classes, n).astype(np.int64))
+
+    def next(self):
+        return next(self._it) if self.real else self._fixed
+
+
+def _accuracy(model, test) -> float:
+    x, y = test
+    return float(np.mean(np.argmax(model(x, training=False).numpy(), axis=1) == y))
+
+
+def _train_sync(config, spec, task: dict) -> dict:
+    """allreduce (MultiWorkerMirroredStrategy) or independent; returns this worker's result."""
+    tf, keras, threads = _tf(config.threads)
+    from ..keras_models import build_keras_model
+
+    sync = config.strategy == "allreduce"
+    strategy = tf.distribute.MultiWorkerMirroredStrategy(
+        communication_options=tf.distribute.experimental.CommunicationOptions(
+            implementation=tf.distribute.experimental.CommunicationImplementation.RING)) if sync \
+        else tf.distribute.get_strategy()
+    worker, workers = task["index"], config.workers
+    keras.utils.set_random_seed(config.seed)  # identical initial weights on every worker
+    with strategy.scope():
+        model = build_keras_model(config.model, config.image_size)
+        opt = keras.optimizers.SGD(learning_rate=LEARNING_RATE, momentum=MOMENTUM)
+        opt.build(model.trainable_variables)
+    # Keras's optimizer all-reduces the gradients inside apply_gradients; this worker all-reduces
+    # them itself, in its own timed phase, so the optimizer is told they are already reduced (the
+    # ranks' weights are compared after training: a missing reduction would show as ranks_disagree).
+    opt._all_reduce_sum_gradients = lambda grads_and_vars: list(grads_and_vars)
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    data = Data(config, worker, workers)
+    variables = model.trainable_variables
+
+    @tf.function
+    def grads_fn(x, y):
+        with tf.GradientTape() as tape:
+            loss = loss_fn(y, model(x, training=True))
+        return loss, tape.gradient(loss, variables)
+
+    @tf.function
+    def allreduce_fn(grads):
+        ctx = tf.distribute.get_replica_context()
+        # tf.identity places each gradient on this replica's device (the collective's destination)
+        return [g / workers for g in ctx.all_reduce(tf.distribute.ReduceOp.SUM, [tf.identity(g) for g in grads])]
+
+    @tf.function
+    def apply_fn(grads):
+        opt.apply_gradients(zip(grads, variables))
+
+    run = strategy.run if sync else (lambda f, args: f(*args))
+
+    def step() -> dict:
+        x, y = data.next()
+        t0 = time.perf_counter()
+        loss, grads = run(grads_fn, args=(x, y))
+        t1 = time.perf_counter()
+        if sync:
+            grads = run(allreduce_fn, args=(grads,))
+        t2 = time.perf_counter()
+        run(apply_fn, args=(grads,))
+        t3 = time.perf_counter()
+        # tf.functions on the CPU return when their work is done (synchronous eager execution)
+        return {"start": t0, "end": t3, "step_s": t3 - t0, "forward_backward_s": t1 - t0,
+                "comm_s": t2 - t1, "exposed_comm_s": t2 - t1, "overlap_s": 0.0, "update_s": t3 - t2,
+                "loss": float(loss)}
+
+    warmup = [step()["step_s"] for _ in range(config.warmup)]
+    before = float(sum(np.abs(v.numpy()).sum() for v in variables))
+    accuracy, eval_s = [], 0.0
+    w0, cpu0 = time.perf_counter(), rankio.cpu_seconds()
+    steps = []
+    for i in range(config.iterations):
+        steps.append(step())
+        if data.real and worker == 0 and (i + 1) % EVAL_EVERY == 0:
+            e0 = time.perf_counter()
+            acc = _accuracy(model, data.test)
+            accuracy.append({"train_s": e0 - w0 - eval_s, "steps": i + 1, "accuracy": acc})
+            eval_s += time.perf_counter() - e0
+    w1, cpu1 = time.perf_counter(), rankio.cpu_seconds()
+    return {"rank": worker, "role": "worker", "threads": threads, "steps": steps, "warmup_s": warmup,
+            "params": int(sum(np.prod(v.shape) for v in variables)),
+            "grad_bytes": int(sum(np.prod(v.shape) for v in variables) * 4),
+            "samples_per_step": config.worker_batch, "accuracy": accuracy or None,
+            "window": {"start": w0, "end": w1, "cpu_s": cpu1 - cpu0, "eval_s": eval_s},
+            "checksum_before": before, "checksum_after": float(sum(np.abs(v.numpy()).sum() for v in variables)),
+            "settings": {"strategy": type(strategy).__name__, "communication": "RING" if sync else None,
+                         "optimizer": f"SGD(lr={LEARNING_RATE}, momentum={MOMENTUM})"}}
+
+
+def _serve(task: dict, threads: int) -> None:
+    """A ps or worker task of ParameterServerStrategy: a TF server until the launcher stops it."""
+    tf, _, _ = _tf(threads)
+    resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+    server = tf.distribute.Server(resolver.cluster_spec(), job_name=task["type"], task_index=task["index"],
+                                  protocol="grpc", start=True)
+    server.join()
+
+
+def _chief_async(config, spec) -> dict:
+    """The coordinator of asynchronous parameter-server training; times chunks of scheduled steps."""
+    tf, keras, threads = _tf(1)
+    from ..keras_models import build_keras_model
+
+    resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+    strategy = tf.distribute.ParameterServerStrategy(resolver)
+    coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
+    keras.utils.set_random_seed(config.seed)
+    with strategy.scope():
+        model = build_keras_model(config.model, config.image_size)
+        opt = keras.optimizers.SGD(learning_rate=LEARNING_RATE, momentum=MOMENTUM)
+        opt.build(model.trainable_variables)
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    workers, n = config.workers, config.worker_batch
+    real = config.model == "digits_mlp"
+    sets = digits.load(channels_last=True, seed=config.seed) if real else None
+
+    def dataset_fn(_context=None):
+        if real:
+            x, y = sets["train"]
+            ds = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(len(y), seed=config.seed).repeat()
+        else:
+            rng = np.random.default_rng(config.seed)
+            s = config.image_size
+            x = rng.standard_normal((n, s, s, 3), dtype=np.float32)
+            y = rng.integers(0, get_model(config.model).num_classes, n).astype(np.int64)
+            ds = tf.data.Dataset.from_tensors((x, y)).repeat().unbatch()
+        return ds.batch(n, drop_remainder=True).prefetch(2)
+
+    iterator = iter(coordinator.create_per_worker_dataset(dataset_fn))
+    variables = model.trainable_variables
+
+    @tf.function
+    def train_step(it):
+        def replica(x, y):
+            with tf.GradientTape() as tape:
+                loss = loss_fn(y, model(x, training=True))
+            opt.apply_gradients(zip(tape.gradient(loss, variables), variables))
+            return loss
+
+        x, y = next(it)
+        return strategy.run(replica, args=(x, y))
+
+    chunk = workers * EVAL_EVERY  # steps per chunk: EVAL_EVERY per worker on average
+
+    def run_chunk() -> float:
+        t0 = time.perf_counter()
+        for _ in range(chunk):
+            coordinator.schedule(train_step, args=(iterator,))
+        coordinator.join()
+        return time.perf_counter() - t0
+
+    warmup = [run_chunk() for _ in range(max(1, config.warmup // EVAL_EVERY))]
+    before = float(sum(np.abs(v.numpy()).sum() for v in variables))
+    chunks, accuracy, eval_s = [], [], 0.0
+    w0, cpu0 = time.perf_counter(), rankio.cpu_seconds()
+    n_chunks = max(1, -(-config.iterations // EVAL_EVERY))  # iterations = steps per worker
+    for c in range(n_chunks):
+        t = run_chunk()
+        chunks.append(t)
+        if real:
+            e0 = time.perf_counter()
+            accuracy.append({"train_s": e0 - w0 - eval_s, "steps": (c + 1) * EVAL_EVERY,
+                             "accuracy": _accuracy(model, sets["test"])})
+            eval_s += time.perf_counter() - e0
+    w1, cpu1 = time.perf_counter(), rankio.cpu_seconds()
+    # one "global step" = one step per worker on average: EVAL_EVERY of them per chunk
+    steps = [{"step_s": t / EVAL_EVERY} for t in chunks]
+    return {"rank": 0, "role": "chief", "threads": threads, "steps": steps,
+            "warmup_s": [t / EVAL_EVERY for t in warmup], "params": int(sum(np.prod(v.shape) for v in variables)),
+            "grad_bytes": int(sum(np.prod(v.shape) for v in variables) * 4), "samples_per_step": n,
+            "accuracy": accuracy or None,
+            "window": {"start": w0, "end": w1, "cpu_s": cpu1 - cpu0, "eval_s": eval_s},
+            "checksum_before": before, "checksum_after": float(sum(np.abs(v.numpy()).sum() for v in variables)),
+            "settings": {"strategy": "ParameterServerStrategy (asynchronous)",
+                         "schedule": f"chunks of {chunk} steps scheduled with ClusterCoordinator, then join()",
+                         "optimizer": f"SGD(lr={LEARNING_RATE}, momentum={MOMENTUM}) on the parameter server"}}
+
+
+def main() -> None:
+    spec = rankio.read_spec()
+    config = make_config(**spec["config"])
+    task = json.loads(os.environ.get("TF_CONFIG", "{}")).get("task") or {"type": "worker", "index": 0}
+    if config.strategy == "ps_async" and task["type"] in ("ps", "worker"):
+        _serve(task, config.threads if task["type"] == "worker" else 1)
+        return
+    result = _chief_async(config, spec) if config.strategy == "ps_async" else _train_sync(config, spec, task)
+    name = "chief" if task["type"] == "chief" else f"rank{task['index']}"
+    rankio.write_result(spec, name, {**result, "node": int(os.environ.get("BENCH_NODE", 0)),
+                                     "host": os.uname().nodename})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""PyTorch: the adapter, its model definitions and its distributed rank."""

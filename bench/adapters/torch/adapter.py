@@ -1,0 +1,233 @@
+"""PyTorch adapter: torchvision models, channels_last, inference_mode, SGD-momentum training."""
+
+from __future__ import annotations
+
+import contextlib
+
+from ...config import RunConfig
+from ...errors import UnsupportedError
+from ...host.devices import is_gpu
+from ...models import get_model
+from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, dist_version, timed_phases
+from ..precision import tf32_unavailable
+from .models import build_torch_model
+
+
+def set_torch_threads(torch, threads: int) -> dict:
+    """Set intra- and inter-op threads to `threads` and read back what took effect."""
+    torch.set_num_threads(threads)
+    if torch.get_num_interop_threads() != threads:
+        with contextlib.suppress(RuntimeError):  # only settable before first parallel work
+            torch.set_num_interop_threads(threads)
+    return {"intra_op_threads": torch.get_num_threads(),
+            "inter_op_threads": torch.get_num_interop_threads()}
+
+
+class TorchWorkload(Workload):
+    def __init__(self, config: RunConfig) -> None:
+        import numpy as np
+        import torch
+
+        self.torch = torch
+        self.config = config
+        self.device = torch.device(config.device)
+        self.gpu = is_gpu(config.device)
+        threads = set_torch_threads(torch, config.threads)
+        torch.manual_seed(config.seed)
+        if self.gpu:  # fp32 means fp32: PyTorch's default lets cuDNN convolutions use TF32 tensor cores
+            if config.precision == "tf32":
+                reason = tf32_unavailable(torch.cuda.get_device_capability(self.device))
+                if reason:
+                    raise UnsupportedError(reason)
+            torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = config.precision == "tf32"
+        # "eager" (the default, the faster layout for CNNs on oneDNN and tensor cores) keeps activations
+        # channels_last; "eager_nchw" keeps PyTorch's contiguous NCHW (the best layout can differ per mode).
+        fmt = self.fmt = torch.contiguous_format if config.engine == "eager_nchw" else torch.channels_last
+        model = build_torch_model(config.model).to(self.device, memory_format=fmt)
+        self.params = sum(p.numel() for p in model.parameters())
+        self.training = config.mode == "training"
+        model.train(self.training)
+        if config.engine == "compile":
+            model = torch.compile(model)
+        self.model = model
+        n, s = config.batch_size, config.image_size
+        num_classes = get_model(config.model).num_classes
+        rng = np.random.default_rng(config.seed)
+        self.host_x = rng.standard_normal((n, 3, s, s), dtype=np.float32)
+        self.x = torch.from_numpy(self.host_x).to(self.device).contiguous(memory_format=fmt)
+        self.y = torch.from_numpy(rng.integers(0, num_classes, n)).to(self.device)
+        dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(config.precision)
+        self.autocast = (lambda: torch.autocast(self.device.type, dtype=dtype)) if dtype else contextlib.nullcontext
+        self.scaler = torch.amp.GradScaler(self.device.type) if config.precision == "fp16" else None
+        self.loss_fn = torch.nn.CrossEntropyLoss()
+        self.opt = torch.optim.SGD(model.parameters(), lr=LEARNING_RATE, momentum=MOMENTUM)
+        self.settings = {
+            **threads,
+            "layout": "NCHW logical, " + ("contiguous NCHW memory format" if fmt == torch.contiguous_format
+                                          else "channels_last memory format"),
+            "engine": config.engine,
+            "data_placement": config.data,
+            "inside_timer": self._inside_timer(),
+            "autocast_dtype": str(dtype) if dtype else None,
+            "tf32_tensor_cores": bool(self.gpu and torch.backends.cudnn.allow_tf32),
+            "optimizer": OPTIMIZER if self.training else None,
+            "loss": "CrossEntropyLoss" if self.training else None,
+            "timer": "CUDA events" if self.gpu else "time.perf_counter",
+        }
+        if not self.training:
+            with torch.inference_mode(), self.autocast():
+                out = self.model(self.x)
+            self.settings["autograd_in_inference"] = bool(out.requires_grad)
+
+    def _inside_timer(self) -> str:
+        h2d = "host->device copy of the batch + " if self.config.data == "host" else ""
+        if self.training:
+            return h2d + "zero_grad + forward + cross-entropy + backward + SGD-momentum step"
+        return h2d + "forward under torch.inference_mode()"
+
+    def _input(self):
+        if self.config.data == "device":
+            return self.x
+        # host-fed: a fresh copy of the NumPy batch into a device tensor, every iteration
+        return self.torch.tensor(self.host_x).to(self.device).contiguous(memory_format=self.fmt)
+
+    def _location(self, batch) -> str:
+        return "cpu" if batch.device.type == "cpu" else "gpu"
+
+    def _forward(self, x):
+        with self.autocast():
+            out = self.model(x)
+            return self.loss_fn(out, self.y) if self.training else out
+
+    def _backward(self, loss) -> None:
+        (self.scaler.scale(loss) if self.scaler else loss).backward()
+
+    def _update(self) -> None:
+        if self.scaler:
+            self.scaler.step(self.opt)
+            self.scaler.update()
+        else:
+            self.opt.step()
+
+    def step(self) -> None:
+        x = self._input()
+        if not self.training:
+            with self.torch.inference_mode():
+                self._forward(x)
+            return
+        self.opt.zero_grad(set_to_none=True)
+        self._backward(self._forward(x))
+        self._update()
+
+    def sync(self) -> None:
+        if self.gpu:
+            self.torch.cuda.synchronize(self.device)
+
+    def timed_iteration(self) -> float:
+        if not self.gpu:
+            return super().timed_iteration()
+        cuda = self.torch.cuda
+        start, end = cuda.Event(enable_timing=True), cuda.Event(enable_timing=True)
+        self.sync()
+        start.record()
+        self.step()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / 1e3
+
+    def phases(self, iterations: int) -> dict[str, list[float]]:
+        state: dict = {}
+        names, fns = [], []
+        if self.config.data == "host":
+            names.append("h2d")
+            fns.append(lambda: state.update(x=self._input()))
+        x = lambda: state.get("x", self.x)
+        if not self.training:
+            def fwd():
+                with self.torch.inference_mode():
+                    self._forward(x())
+            return timed_phases(names + ["forward"], self.sync, fns + [fwd], iterations)
+
+        def fwd():
+            self.opt.zero_grad(set_to_none=True)
+            state["loss"] = self._forward(x())
+
+        names += ["forward", "backward", "update"]
+        fns += [fwd, lambda: self._backward(state["loss"]), self._update]
+        return timed_phases(names, self.sync, fns, iterations)
+
+    def weights_checksum(self) -> float | None:
+        if not self.training:
+            return None
+        with self.torch.no_grad():
+            return float(sum(p.double().abs().sum() for p in self.model.parameters()))
+
+    def reset_memory(self) -> None:
+        if self.gpu:
+            self.torch.cuda.reset_peak_memory_stats(self.device)
+
+    def memory(self) -> dict:
+        if not self.gpu:
+            return super().memory()
+        return {"peak_bytes": int(self.torch.cuda.max_memory_allocated(self.device)),
+                "kind": "CUDA caching allocator peak (max_memory_allocated)"}
+
+
+class TorchAdapter(Adapter):
+    name = "torch"
+    engines = ("eager", "compile", "eager_nchw")
+    module = "torch"
+    distribution = "torch"
+    libraries = ("torchvision",)
+    distributed_strategies = ("independent", "allreduce", "allreduce_nosync", "ps_sync")
+    distributed_worker = "bench.adapters.torch.worker"
+    distributed_launch = "torchrun"
+
+    def info(self) -> dict:
+        import torch
+
+        config = torch.__config__.show()
+        keep = ("BLAS_INFO", "LAPACK_INFO", "CPU capability", "MKL", "oneDNN", "OpenMP", "CUDA Runtime", "CuDNN")
+        return {
+            "version": torch.__version__,
+            "torchvision": dist_version("torchvision"),
+            "cuda": torch.version.cuda,
+            "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
+            "mkldnn_enabled": torch.backends.mkldnn.is_available(),
+            "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "build_config": [ln.strip() for ln in config.splitlines() if any(k in ln for k in keep)],
+        }
+
+    has_hand_loop = True
+
+    def hand_loop(self, c: RunConfig):
+        import torch
+
+        from .models import build_torch_model
+
+        torch.set_num_threads(c.threads)
+        model = build_torch_model(c.model).to(memory_format=torch.channels_last).train(c.mode == "training")
+        x = torch.randn(c.batch_size, 3, c.image_size, c.image_size).contiguous(memory_format=torch.channels_last)
+        y = torch.randint(0, get_model(c.model).num_classes, (c.batch_size,))
+        opt = torch.optim.SGD(model.parameters(), lr=LEARNING_RATE, momentum=MOMENTUM)
+        loss_fn = torch.nn.CrossEntropyLoss()
+
+        def step():
+            if c.mode == "inference":
+                with torch.inference_mode():
+                    model(x)
+            else:
+                opt.zero_grad(set_to_none=True)
+                loss_fn(model(x), y).backward()
+                opt.step()
+
+        return step
+
+    def not_applicable(self, mode: str, precision: str, device: str) -> str | None:
+        if precision == "fp16" and mode == "training" and not is_gpu(device):
+            return "torch: fp16 training with a gradient scaler needs a GPU"
+        return super().not_applicable(mode, precision, device)
+
+    def prepare(self, config: RunConfig) -> Workload:
+        self.check_available()
+        return TorchWorkload(config)

@@ -1,0 +1,1 @@
+"""Facts of the machine a run is on: its devices, environment manifest, what else is running, energy."""

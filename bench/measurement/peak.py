@@ -1,0 +1,146 @@
+"""The device's measured peak: a large matrix product timed in several trials (in every GEMM library the main
+environment has), with its spread.
+
+A sweep measures it at its start and at its end (bench/results/sweep_manifest.py), so a utilisation is computed
+against the peak of its own sweep and a peak taken in a busy moment shows up as a spread.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from pathlib import Path
+
+from ..host.devices import is_gpu
+from .fresh_process import cached, in_fresh_process
+
+PEAK_FILE = "device_peak.json"
+PEAK_TRIALS = 5
+# The matrix side: large enough to be compute-bound (on this 2-core CPU, n = 2048 reads 10% lower than
+# n = 4096). BENCH_PEAK_N overrides it (the test suite uses a small one: its runs are not benchmarks); the
+# size is part of the recorded method.
+PEAK_N = {"cpu": 4096, "gpu": 8192}
+
+
+def matrix_side(device: str) -> int:
+    override = os.environ.get("BENCH_PEAK_N", "")
+    if override:
+        if not override.isdigit() or not 64 <= int(override) <= 65536:
+            raise ValueError(f"invalid BENCH_PEAK_N {override!r}; it must be an integer from 64 to 65536")
+        return int(override)
+    return PEAK_N["gpu" if is_gpu(device) else "cpu"]
+
+
+def _best_of(run, flop: float, trials: int) -> list[float]:
+    """FLOP/s of `trials` timed calls of `run` after two warm-ups."""
+    times = []
+    for i in range(trials + 2):
+        t0 = time.perf_counter()
+        run()
+        if i >= 2:
+            times.append(time.perf_counter() - t0)
+    return [flop / t for t in times]
+
+
+def _torch_mm(device: str, precision: str, threads: int, n: int):
+    import torch
+
+    torch.set_num_threads(threads)
+    dtype = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
+    if is_gpu(device):  # the same rule as the runs: fp32 strict, TF32 tensor cores only for "tf32"
+        torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+    a = torch.randn(n, n, device=device, dtype=dtype)
+    b = torch.randn(n, n, device=device, dtype=dtype)
+
+    def run() -> None:
+        torch.mm(a, b)
+        if is_gpu(device):
+            torch.cuda.synchronize(device)
+    return run
+
+
+def _numpy_matmul(threads: int, n: int):
+    import numpy as np
+    from threadpoolctl import threadpool_limits
+
+    a = np.random.default_rng(0).standard_normal((n, n), dtype=np.float32)
+    b = np.random.default_rng(1).standard_normal((n, n), dtype=np.float32)
+
+    def run() -> None:
+        with threadpool_limits(limits=threads):
+            np.matmul(a, b)
+    return run
+
+
+def _openvino_matmul(threads: int, n: int):
+    import numpy as np
+    import openvino as ov
+    import openvino.opset13 as ops
+
+    x = ops.parameter([n, n], np.float32)
+    w = ops.constant(np.random.default_rng(1).standard_normal((n, n), dtype=np.float32))
+    model = ov.Model([ops.matmul(x, w, False, False)], [x])
+    compiled = ov.Core().compile_model(model, "CPU", {"INFERENCE_NUM_THREADS": threads,
+                                                      "INFERENCE_PRECISION_HINT": "f32"})
+    request = compiled.create_infer_request()
+    a = np.random.default_rng(0).standard_normal((n, n), dtype=np.float32)
+    return lambda: request.infer({0: a})
+
+
+def _gemms(device: str, precision: str, threads: int, n: int) -> dict:
+    """Every matrix-product library the main environment has for this device and precision. On a CPU the
+    frameworks do not share one BLAS (PyTorch: MKL or OpenBLAS, OpenVINO and TensorFlow: oneDNN, NumPy:
+    OpenBLAS), and one of them can be far from the hardware on a given vendor's CPU; the peak is the best."""
+    gemms = {"torch.mm": lambda: _torch_mm(device, precision, threads, n)}
+    if not is_gpu(device) and precision == "fp32":
+        gemms["numpy.matmul (OpenBLAS)"] = lambda: _numpy_matmul(threads, n)
+        gemms["openvino MatMul (oneDNN)"] = lambda: _openvino_matmul(threads, n)
+    return gemms
+
+
+def matmul_peak(device: str, precision: str, threads: int, trials: int = PEAK_TRIALS) -> dict:
+    """FLOP/s of an n x n matrix product, in every library that has one here: best and median of `trials`
+    timings after two warm-ups, per library; the peak is the best library's. A library that cannot run
+    is listed with its error (the peak then comes from the others)."""
+    n = matrix_side(device)
+    libraries: dict[str, dict] = {}
+    for name, build in _gemms(device, precision, threads, n).items():
+        try:
+            flops = _best_of(build(), 2 * n**3, trials)
+        except Exception as exc:  # noqa: BLE001 - an unavailable library is a fact to record
+            if name == "torch.mm":
+                raise
+            libraries[name] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+            continue
+        libraries[name] = {"flops_per_sec": max(flops), "median_flops_per_sec": statistics.median(flops),
+                           "trials_flops_per_sec": flops}
+    winner = max((k for k in libraries if "flops_per_sec" in libraries[k]),
+                 key=lambda k: libraries[k]["flops_per_sec"])
+    flops = libraries[winner]["trials_flops_per_sec"]
+    best = max(flops)
+    return {"flops_per_sec": best, "median_flops_per_sec": statistics.median(flops),
+            "trials_flops_per_sec": flops, "spread": (best - min(flops)) / best,
+            "method": f"{winner} {n}x{n} {precision}, best of {trials} after 2 warm-ups "
+                      f"(the fastest of: {', '.join(libraries)})",
+            "library": winner, "libraries": libraries,
+            "device": device, "precision": precision, "threads": threads,
+            "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+
+
+def peak_key(device: str, precision: str, threads: int) -> str:
+    return f"{device}|{precision}|threads={threads}"
+
+
+def peak_argv(device: str, precision: str, threads: int) -> list[str]:
+    return ["peak", "--device", device, "--precision", precision, "--threads", str(threads)]
+
+
+def measure_peak(device: str, precision: str, threads: int) -> dict:
+    """One fresh-process measurement (the run's own threads and imports must not colour it)."""
+    return in_fresh_process(peak_argv(device, precision, threads))
+
+
+def device_peak(results_dir: Path | str, device: str, precision: str, threads: int) -> dict:
+    """For a run outside a sweep: this host's cached peak (measured on first use)."""
+    return cached(results_dir, PEAK_FILE, peak_key(device, precision, threads), peak_argv(device, precision, threads))

@@ -1,0 +1,220 @@
+"""Two result sets side by side: "did my upgrade, or my other machine, make it faster?".
+
+Configs are matched by their key first (the same config, e.g. before and after an upgrade on one
+machine). The key also hashes the thread count, which defaults to the machine's cores, so a config
+left unmatched is then matched by what was measured (framework and engine, model, mode, precision,
+batch, image size, data placement) and the settings that differ are named in `note`. Each side's
+number comes from its own fresh processes, so B/A gets a process-level interval (Welch on the log
+scale, `bench.stats.process_ratio`) and a verdict stated as a factor of at least 1.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import pandas as pd
+
+from ..errors import ConfigError
+from ..results.store import load_records, record_files
+from ..results.sweep_manifest import load_sweeps
+from ..stats import process_ratio
+from .data import config_tables
+from .soundness import UNRELIABLE, no_winner
+
+COLUMNS = ["model", "mode", "precision", "batch_size", "series", "platform_a", "platform_b", "ips_a", "ips_b",
+           "ratio_b_over_a", "ci_low", "ci_high", "processes_a", "processes_b", "verdict", "note"]
+# What was measured, whatever the machine (series = framework, plus engine and precision when not default).
+MEASURED = ["series", "model", "mode", "precision", "batch_size", "image_size", "data"]
+# Settings that may differ between matched configs; named in `note` so a reader sees what else changed.
+SETTINGS = ["device", "threads", "protocol", "warmup", "iterations", "time_budget_s", "ci_target", "seed",
+            "phase_iterations"]
+
+
+def _configs(folder: str | Path, side: str) -> pd.DataFrame:
+    path = Path(folder)
+    if not path.is_dir():
+        raise ConfigError(f"result folder {side} {str(folder)!r} does not exist or is not a folder")
+    files = record_files(path)
+    with warnings.catch_warnings(record=True) as skipped:  # counted in the message below instead
+        warnings.simplefilter("always")
+        records = load_records(path)
+    if not records:
+        bad = f" ({len(skipped)} unreadable record files)" if files else ""
+        raise ConfigError(f"no results in {folder}{bad}: run a sweep first")
+    _, _, configs = config_tables(records, load_sweeps(path))
+    if configs.empty:
+        raise ConfigError(f"no successful runs in {folder} ({len(records)} records, none ok): run a sweep first")
+    return configs
+
+
+def verdict(a, b, ratio: dict) -> str:
+    """The reader's answer for one pair: reliability first, then the factor (always >= 1)."""
+    unclear = no_winner(a, b, ratio, ("A", "B"), " / ")
+    if unclear:
+        return unclear
+    r = ratio["ratio"]
+    return f"B faster ({r:.2f}x)" if r > 1 else f"B slower ({1 / r:.2f}x)"
+
+
+def _same(x, y) -> bool:
+    return x == y or (pd.isna(x) and pd.isna(y))
+
+
+def _differences(x, y) -> list[str]:
+    return [f"{c} {x[c]} vs {y[c]}" for c in SETTINGS if c in x.index and c in y.index and not _same(x[c], y[c])]
+
+
+def _pairs(a: pd.DataFrame, b: pd.DataFrame) -> list[tuple[int, int, str]]:
+    """(A index, B index, how matched) for every compared pair: same key first, then what was measured."""
+    b_by_key = b.groupby("config_key").groups
+    pairs = [(i, j, "") for i, key in a["config_key"].items() for j in b_by_key.get(key, [])]
+    done_a, done_b = {i for i, _, _ in pairs}, {j for _, j, _ in pairs}
+    rest_a, rest_b = a.drop(index=list(done_a)), b.drop(index=list(done_b))
+    for key, ga in rest_a.groupby(MEASURED, dropna=False, sort=False):
+        gb = rest_b[[all(_same(v, k) for v, k in zip(row, key)) for row in rest_b[MEASURED].itertuples(index=False)]]
+        cands = [(i, j, _differences(x, y)) for i, x in ga.iterrows() for j, y in gb.iterrows()]
+        if not cands:
+            continue
+        # Of several settings (seed and adaptive protocol, say), pair each with its closest counterpart,
+        # not with every other one; platforms are not settings, so each platform pair is still kept.
+        fewest = min(len(d) for _, _, d in cands)
+        pairs += [(i, j, "matched across keys: " + (", ".join(d) if d else "same settings"))
+                  for i, j, d in cands if len(d) == fewest]
+    return pairs
+
+
+def compare_results(a_dir: str | Path, b_dir: str | Path) -> pd.DataFrame:
+    """One row per config (and per platform pair): B/A images/s with its 95% CI and a verdict.
+
+    Raises ConfigError naming the folder when A or B is missing, not a folder, or holds no results.
+    """
+    a = _configs(a_dir, "A").reset_index(drop=True)
+    b = _configs(b_dir, "B").reset_index(drop=True)
+    pairs = _pairs(a, b)
+    rows = []
+    for i, j, how in pairs:
+        x, y = a.loc[i], b.loc[j]
+        ratio = process_ratio(y["process_ips"], x["process_ips"])
+        notes = [how] if how else []
+        for side, df, other in (("A", a, [p[0] for p in pairs if p[1] == j]),
+                                ("B", b, [p[1] for p in pairs if p[0] == i])):
+            platforms = {df.loc[k, "platform"] for k in other}
+            if len(platforms) > 1:
+                notes.append(f"{side} has it on {len(platforms)} platforms: each pair compared")
+        rows.append({**{c: x[c] for c in ("model", "mode", "precision", "batch_size", "series")},
+                     "platform_a": x["platform"], "platform_b": y["platform"],
+                     "ips_a": x["images_per_sec_median"], "ips_b": y["images_per_sec_median"],
+                     "ratio_b_over_a": ratio["ratio"], "ci_low": ratio["ci_low"], "ci_high": ratio["ci_high"],
+                     "processes_a": x["processes"], "processes_b": y["processes"],
+                     "verdict": verdict(x, y, ratio), "note": "; ".join(notes)})
+    for side, df, matched in (("A", a, {p[0] for p in pairs}), ("B", b, {p[1] for p in pairs})):
+        for _, r in df.drop(index=list(matched)).iterrows():
+            own = side.lower()
+            rows.append({**{c: r[c] for c in ("model", "mode", "precision", "batch_size", "series")},
+                         "platform_a": "", "platform_b": "", f"platform_{own}": r["platform"],
+                         f"ips_{own}": r["images_per_sec_median"], "processes_a": 0, "processes_b": 0,
+                         f"processes_{own}": r["processes"], "verdict": f"only in {side}", "note": ""})
+    table = pd.DataFrame(rows, columns=COLUMNS)
+    return table.sort_values(["model", "mode", "precision", "batch_size", "series", "platform_a", "platform_b"],
+                             ignore_index=True)
+
+
+def for_display(table: pd.DataFrame) -> pd.DataFrame:
+    """Readable columns: numbers rounded, the interval as one text column; `note` only when one exists."""
+    def num(v, fmt):
+        return "" if v is None or v != v else fmt.format(v)
+
+    out = pd.DataFrame({
+        "model": table["model"], "mode": table["mode"], "batch": table["batch_size"], "series": table["series"],
+        "A img/s": [num(v, "{:.3g}") for v in table["ips_a"]], "B img/s": [num(v, "{:.3g}") for v in table["ips_b"]],
+        "B/A": [num(v, "{:.3f}") for v in table["ratio_b_over_a"]],
+        "95% CI": [f"{lo:.3f}-{hi:.3f}" if lo is not None and lo == lo else "" for lo, hi in
+                   zip(table["ci_low"], table["ci_high"])],
+        "processes A/B": table["processes_a"].astype(str) + "/" + table["processes_b"].astype(str),
+        "verdict": table["verdict"]})
+    if len((set(table["platform_a"]) | set(table["platform_b"])) - {""}) > 1:  # one machine: no column needed
+        out.insert(4, "platform A", table["platform_a"])
+        out.insert(5, "platform B", table["platform_b"])
+    if table["note"].astype(bool).any():
+        out["note"] = table["note"]
+    return out
+
+
+def verdict_counts(table: pd.DataFrame) -> str:
+    """One line: how many configs got each kind of verdict (factors and reasons pooled)."""
+    kinds = table["verdict"].str.replace(r" \(.*\)$", "", regex=True).value_counts()
+    order = ["B faster", "B slower", "within noise", UNRELIABLE, "only in A", "only in B"]
+    return "; ".join(f"{kinds[k]} {k}" for k in order if k in kinds) or "nothing to compare"
+
+
+def to_text(table: pd.DataFrame) -> str:
+    """The display table as fixed-width text: words left-aligned, numbers right-aligned, no index."""
+    shown = for_display(table).astype(str)
+    numbers = {"batch", "A img/s", "B img/s", "B/A", "95% CI", "processes A/B"}
+    widths = {c: max([len(c)] + [len(v) for v in shown[c]]) for c in shown.columns}
+
+    def line(values) -> str:
+        return "  ".join(v.rjust(widths[c]) if c in numbers else v.ljust(widths[c])
+                         for c, v in zip(shown.columns, values)).rstrip()
+
+    return "\n".join([line(shown.columns)] + [line(row) for row in shown.itertuples(index=False)])
+
+
+def plot_comparison(table: pd.DataFrame):
+    """B/A per config with its 95% CI on a log axis, unreliable rows grey and hollow; None when empty."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    t = table[table["ratio_b_over_a"].notna()].reset_index(drop=True)
+    if t.empty:
+        return None
+    labels = [f"{r['model']} {r['mode']} bs={r['batch_size']} {r['series']}" for _, r in t.iterrows()]
+    if len(set(labels)) < len(labels):  # one config on several platforms: say which pair each row is
+        sides = [s for s in ("a", "b") if t[f"platform_{s}"].nunique() > 1]
+        labels = [lab + " (" + ", ".join(f"{s.upper()}: {r[f'platform_{s}']}" for s in sides) + ")"
+                  for lab, (_, r) in zip(labels, t.iterrows())]
+    fig, ax = plt.subplots(figsize=(8, 0.35 * len(t) + 1.6))
+    for i, r in t.iterrows():
+        reliable = not r["verdict"].startswith(UNRELIABLE)
+        colour = "#1f77b4" if reliable else "#999999"
+        has_ci = r["ci_low"] is not None and r["ci_low"] == r["ci_low"]
+        xerr = [[r["ratio_b_over_a"] - r["ci_low"]], [r["ci_high"] - r["ratio_b_over_a"]]] if has_ci else None
+        ax.errorbar([r["ratio_b_over_a"]], [i], xerr=xerr, fmt="o", color=colour, ecolor=colour, capsize=3,
+                    markerfacecolor=colour if reliable else "none",
+                    label="B/A with 95% CI" if reliable else UNRELIABLE)
+    ax.axvline(1.0, color="black", lw=0.8)
+    ax.set_xscale("log")
+    _ratio_ticks(ax, t)
+    ax.set_yticks(np.arange(len(t)), labels=labels, fontsize=7)
+    ax.set_ylim(len(t) - 0.5, -0.5)  # first row on top, as in the table
+    ax.set_xlabel("B / A images/s (log scale; right of 1: B faster)")
+    handles = dict(zip(*reversed(ax.get_legend_handles_labels())))
+    # Below the axes, so the legend never hides a point.
+    ax.legend(handles.values(), handles.keys(), fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12 - 1.0 /
+              (len(t) + 4)), ncol=2, frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+# Factors a reader recognises, roundest first; B/A ticks sit at these and their inverses (0.5: B half as fast).
+_FACTORS = [2, 10, 100, 5, 50, 20, 1.5, 3, 1.25, 1.1, 1.05]
+
+
+def _ratio_ticks(ax, t: pd.DataFrame) -> None:
+    """Plain-number ticks (1, 1.25, 0.8, ...) instead of powers of ten, with 1 always in view."""
+    import math
+
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+    values = list(t["ratio_b_over_a"]) + [v for v in list(t["ci_low"]) + list(t["ci_high"]) if v is not None and v == v]
+    lo, hi = min(values + [1.0]) / 1.03, max(values + [1.0]) * 1.03
+    ax.set_xlim(lo, hi)
+    gap = math.log(hi / lo) / 8  # at most about eight ticks, evenly spread on the log axis
+    ticks = [1.0]
+    for v in (x for f in _FACTORS for x in (f, 1 / f)):
+        if lo <= v <= hi and all(abs(math.log(v / k)) >= gap for k in ticks):
+            ticks.append(v)
+    ax.xaxis.set_major_locator(FixedLocator(sorted(ticks)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.3g}"))
+    ax.xaxis.set_minor_locator(NullLocator())

@@ -1,0 +1,183 @@
+"""Start every process of a distributed run, own them, and stop them all on the first failure.
+
+Each process starts in its own session (its own process group); the launcher remembers every
+group and, on a failure, a timeout or Ctrl-C, signals each group and every descendant it can
+see (SIGTERM, then SIGKILL after a grace period), so nothing is orphaned. A rank that exits
+non-zero (or is killed) stops the run within about a second, with a message naming it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+from ...paths import PROJECT_ROOT
+
+POLL_S = 0.1
+GRACE_S = 5.0
+
+
+@dataclass
+class Task:
+    """One process to start: its name (for messages and its log), argv and extra environment."""
+
+    name: str
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    # a process that serves until told to stop (a TF parameter server / worker server):
+    # the run is done when every non-daemon task has exited 0
+    daemon: bool = False
+
+
+class LaunchError(RuntimeError):
+    """A distributed run failed: a process exited non-zero, was killed, or the run timed out."""
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGTERM when the launcher dies, even by SIGKILL (Linux prctl), so a
+    killed sweep or kernel leaves no rank behind (torchrun passes SIGTERM on to its workers)."""
+    import ctypes
+
+    PR_SET_PDEATHSIG = 1
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def _exit_text(code: int) -> str:
+    if code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with code {code}"
+
+
+_EXCEPTION = re.compile(r"^[\w.]*(Error|Exception|Interrupt)\b.*")
+_ABORT = re.compile(r"terminate called|what\(\):")
+
+
+def _tail(path: Path, lines: int = 4) -> str:
+    """The last exception line a process printed (a rank's, not its launcher's summary), else its last lines."""
+    try:
+        text = [ln.strip() for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return ""
+    text = [re.sub(r"^\[rank\d+\]:\s*", "", ln) for ln in text]  # torchrun's per-rank prefix
+    aborts = [ln for ln in text if _ABORT.search(ln)]  # a C++ exception (gloo) ends in SIGABRT, no traceback
+    errors = [ln for ln in text if _EXCEPTION.match(ln) and "ChildFailedError" not in ln]
+    if aborts or errors:
+        return " / ".join((aborts + errors)[:2])[:400]
+    return "\n".join(text[-lines:])
+
+
+class Launch:
+    """Run `tasks` to completion; `run()` returns wall seconds or raises LaunchError."""
+
+    def __init__(self, tasks: list[Task], log_dir: Path, timeout_s: float, before_stop=None) -> None:
+        self.tasks, self.log_dir, self.timeout_s = tasks, Path(log_dir), timeout_s
+        self.before_stop = before_stop  # called with this Launch before anything is stopped
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.seen: set[psutil.Process] = set()
+
+    def _env(self, task: Task) -> dict:
+        env = {**os.environ, **task.env}
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH")]))
+        return env
+
+    def start(self) -> None:
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        for task in self.tasks:
+            with open(self.log_dir / f"{task.name}.log", "wb") as log:
+                self.procs[task.name] = subprocess.Popen(
+                    task.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                    env=self._env(task), cwd=str(PROJECT_ROOT), start_new_session=True,
+                    preexec_fn=_die_with_parent if sys.platform == "linux" else None)
+
+    def _remember_descendants(self) -> None:
+        for proc in self.procs.values():
+            try:
+                self.seen.update(psutil.Process(proc.pid).children(recursive=True))
+            except psutil.Error:
+                pass
+
+    def wait(self) -> None:
+        daemons = {t.name for t in self.tasks if t.daemon}
+        deadline = time.monotonic() + self.timeout_s
+        while True:
+            self._remember_descendants()
+            for name, proc in self.procs.items():
+                code = proc.poll()
+                if code not in (None, 0):
+                    tail = _tail(self.log_dir / f"{name}.log")
+                    raise LaunchError(f"{name} {_exit_text(code)}; the other processes were stopped"
+                                      + (f". Its log ends:\n{tail}" if tail else ""))
+                if code == 0 and name in daemons:
+                    raise LaunchError(f"{name} (a server) exited before the run finished")
+            if all(p.poll() == 0 for n, p in self.procs.items() if n not in daemons):
+                return
+            if time.monotonic() > deadline:
+                raise LaunchError(f"the run did not finish within {self.timeout_s:g} s; every process was stopped")
+            time.sleep(POLL_S)
+
+    def stop(self) -> None:
+        """Stop every process group and every descendant seen; SIGKILL what outlives the grace period."""
+        if self.before_stop:
+            self.before_stop(self)
+        self._remember_descendants()
+        everything = set(self.seen)
+        for proc in self.procs.values():
+            try:
+                everything.add(psutil.Process(proc.pid))
+            except psutil.Error:
+                pass
+            if proc.poll() is None:
+                try:
+                    os.killpg(proc.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+        for p in everything:
+            try:
+                p.terminate()
+            except psutil.Error:
+                pass
+        _, alive = psutil.wait_procs(list(everything), timeout=GRACE_S)
+        for p in alive:
+            try:
+                p.kill()
+            except psutil.Error:
+                pass
+        psutil.wait_procs(alive, timeout=GRACE_S)
+        for proc in self.procs.values():
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            proc.wait()
+
+    def run(self) -> float:
+        t0 = time.perf_counter()
+        self.start()
+        try:
+            self.wait()
+        finally:
+            self.stop()
+        return time.perf_counter() - t0
+
+
+def python_module(module: str) -> list[str]:
+    return [sys.executable, "-m", module]

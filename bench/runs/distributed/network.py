@@ -1,0 +1,87 @@
+"""Measure a link (loopback or emulated nodes) with the communication micro-benchmark and fit
+alpha-beta; results are cached per host in results/<host>/network.json, keyed by the link."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+from ...config import make_config
+from ...results.store import host_dir
+from . import model
+from .run import launch, work_dir
+
+NETWORK_FILE = "network.json"
+SIZES = (1_024, 4_096, 65_536, 262_144, 1_048_576, 4_194_304, 16_777_216, 50_331_648)
+WARMUP = 3
+
+
+def repeats(nbytes: int) -> int:
+    """Timed repetitions per size: many for small messages (cheap, and noisy on shared cores)."""
+    return 40 if nbytes <= model.SMALL_BYTES else 10
+
+
+def link_key(workers: int, nodes: int, gbit: float, delay_ms: float) -> str:
+    if nodes == 1:
+        return f"loopback x{workers}"
+    return f"{nodes} nodes x{workers} {gbit:g}gbit {delay_ms:g}ms"
+
+
+def _read(results_dir: Path, host: str | None = None) -> dict:
+    path = host_dir(results_dir, host) / NETWORK_FILE
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def measure(results_dir: Path | str, workers: int = 2, nodes: int = 1, gbit: float = 0.0,
+            delay_ms: float = 0.0, force: bool = False) -> dict:
+    """The fitted link for this topology (measured now unless cached); raises LaunchError on failure."""
+    results_dir = Path(results_dir)
+    key = link_key(workers, nodes, gbit, delay_ms)
+    cache = _read(results_dir)
+    if key in cache and not force:
+        return cache[key]
+    config = make_config(framework="torch", model="tiny_cnn", mode="training", strategy="allreduce",
+                         workers=workers, nodes=nodes, link_gbit=gbit, link_delay_ms=delay_ms, threads=1)
+    with work_dir() as work:
+        ranks, _, link, _, _ = launch(config, work, module="bench.adapters.torch.netbench_worker",
+                                      extra_spec={"sizes": list(SIZES), "repeats": [repeats(b) for b in SIZES],
+                                                  "warmup": WARMUP})
+    r = ranks[0]
+    entry = {"key": key, "workers": workers, "nodes": nodes, "gbit": gbit or None, "delay_ms": delay_ms or None,
+             "link": link, "measured": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+             "method": f"gloo all_reduce and send/recv ping-pong between barriers, {WARMUP} warm-up + "
+                       f"{repeats(SIZES[0])} timed per size up to {model.SMALL_BYTES >> 20} MB, "
+                       f"{repeats(SIZES[-1])} above; median per size",
+             "allreduce": r["allreduce"], "p2p": r["p2p"]}
+    for point in entry["allreduce"] + entry["p2p"]:
+        point.pop("samples_s", None)
+    entry = with_fits(entry)
+    cache = _read(results_dir)
+    cache[key] = entry
+    path = host_dir(results_dir) / NETWORK_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(cache, indent=1))
+    tmp.replace(path)
+    return entry
+
+
+def with_fits(entry: dict) -> dict:
+    """The entry with alpha-beta fitted from its raw points (refitted on every read, so a better fit
+    applies to links measured earlier)."""
+    ar = model.fit_allreduce([p["bytes"] for p in entry["allreduce"]], [p["median_s"] for p in entry["allreduce"]],
+                             entry["workers"])
+    p2p = model.fit_p2p([p["bytes"] for p in entry["p2p"]], [p["median_s"] for p in entry["p2p"]])
+    return {**entry, "fit_allreduce": {"alpha_s": ar.alpha_s, "bandwidth_Bps": ar.bandwidth_Bps, "r2": ar.r2},
+            "fit_p2p": {"alpha_s": p2p.alpha_s, "bandwidth_Bps": p2p.bandwidth_Bps, "r2": p2p.r2},
+            "fit_method": "slope: least squares over all sizes; latency: median excess over the slope among "
+                          "latency-dominated messages (bandwidth term at most half their time)"}
+
+
+def fitted(results_dir: Path | str, host: str | None = None) -> dict[str, dict]:
+    """Every link measured on `host` (default: this one): key -> entry with its fits."""
+    return {k: with_fits(e) for k, e in _read(Path(results_dir), host).items()}

@@ -1,0 +1,214 @@
+"""A distributed run end to end: topology, launch of every rank, one record with a per-rank section."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+from ...adapters import ADAPTERS
+from ...config import RunConfig
+from ...host.interference import TreeSampler
+from ...host.manifest import collect_manifest
+from ...measurement.flags import run_flags
+from ...paths import default_results_dir
+from ...ranks.rankio import SPEC_ENV
+from . import record as records
+from .launcher import Launch, LaunchError, Task, free_port, python_module
+from .topology import EmulationUnavailable, emulated_nodes
+
+COLLECTIVE_TIMEOUT_S = 120  # a rank blocked this long in a collective fails (gloo / TF)
+LAUNCH_TIMEOUT_S = 900  # the whole run, processes' start-up included
+
+
+def thread_env(threads: int) -> dict:
+    """Threads per worker, stated to every pool (torchrun would otherwise set OMP_NUM_THREADS=1)."""
+    return {k: str(threads) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
+
+
+def torchrun_tasks(config: RunConfig, module: str, env: dict, nodes, cluster: dict | None = None) -> list[Task]:
+    """One torchrun agent per node (static rendezvous on node 0's address). On a real cluster, only
+    this machine's agent, with the rendezvous given (`cluster`: node_rank, master_addr, master_port)."""
+    if cluster:
+        argv = [*python_module("torch.distributed.run"), f"--nnodes={config.nodes}",
+                f"--node-rank={cluster['node_rank']}", f"--nproc-per-node={config.workers // config.nodes}",
+                f"--master-addr={cluster['master_addr']}", f"--master-port={cluster['master_port']}",
+                "--max-restarts=0", "--monitor-interval=0.2", "--module", module]
+        return [Task(f"node{cluster['node_rank']}", argv, {**env, "BENCH_NODE": str(cluster["node_rank"])})]
+    master = nodes[0].address if nodes else "127.0.0.1"
+    port = free_port("127.0.0.1")
+    tasks = []
+    for k in range(config.nodes if nodes else 1):
+        argv = [*python_module("torch.distributed.run"), f"--nnodes={len(nodes) if nodes else 1}",
+                f"--node-rank={k}", f"--nproc-per-node={config.workers // (len(nodes) if nodes else 1)}",
+                f"--master-addr={master}", f"--master-port={port}", "--max-restarts=0",
+                "--monitor-interval=0.2", "--module", module]
+        node_env = {**env, "GLOO_SOCKET_IFNAME": nodes[k].ifname if nodes else "lo", "BENCH_NODE": str(k)}
+        tasks.append(Task(f"node{k}", nodes[k].command(argv) if nodes else argv, node_env))
+    return tasks
+
+
+def tf_tasks(config: RunConfig, module: str, env: dict, nodes, cluster: dict | None = None) -> list[Task]:
+    """One process per TF_CONFIG task: workers (and, for ps_async, a ps and a chief)."""
+    if cluster:
+        raise LaunchError("real clusters are wired for PyTorch (torchrun rendezvous) only so far; "
+                          "TensorFlow tasks run on one machine or on emulated nodes")
+    def place(i: int) -> int:  # task i's node: workers spread evenly, ps and chief on node 0
+        return i * len(nodes) // config.workers if nodes else 0
+
+    def address(node: int) -> str:
+        return f"{nodes[node].address if nodes else '127.0.0.1'}:{free_port('127.0.0.1')}"
+
+    roles = [("worker", i, place(i)) for i in range(config.workers)]
+    if config.strategy == "ps_async":
+        roles += [("ps", 0, 0), ("chief", 0, 0)]
+    cluster: dict[str, list[str]] = {}
+    for role, _, node in roles:
+        cluster.setdefault(role, []).append(address(node))
+    tasks = []
+    for role, index, node in roles:
+        task_env = {**env, "BENCH_NODE": str(node)}
+        if config.strategy != "independent":
+            task_env["TF_CONFIG"] = json.dumps({"cluster": cluster, "task": {"type": role, "index": index}})
+        else:
+            task_env["TF_CONFIG"] = json.dumps({"task": {"type": "worker", "index": index}})
+        if role == "ps" or role == "chief":
+            task_env.update(thread_env(1))
+        argv = python_module(module)
+        tasks.append(Task(f"{role}{index}", nodes[node].command(argv) if nodes else argv, task_env,
+                          daemon=config.strategy == "ps_async" and role != "chief"))
+    return tasks
+
+
+LAUNCHERS = {"torchrun": torchrun_tasks, "tf_config": tf_tasks}
+
+
+@contextlib.contextmanager
+def topology(config: RunConfig, cluster: dict | None = None):
+    """Yield (nodes or None, link description); emulated nodes are always removed afterwards."""
+    loopback = {"kind": "loopback", "gbit": None, "delay_ms": None, "fallback": None}
+    if cluster:  # real machines: the network is what it is
+        yield None, {"kind": "real cluster", "gbit": None, "delay_ms": None, "fallback": None,
+                     "master_addr": cluster["master_addr"], "node_rank": cluster["node_rank"]}
+        return
+    if config.nodes == 1:
+        yield None, loopback
+        return
+    with contextlib.ExitStack() as stack:
+        try:
+            nodes = stack.enter_context(emulated_nodes(config.nodes, config.link_gbit, config.link_delay_ms))
+        except EmulationUnavailable as exc:
+            yield None, {**loopback, "fallback": str(exc)}
+            return
+        yield nodes, {"kind": "emulated", "gbit": config.link_gbit or None,
+                      "delay_ms": config.link_delay_ms or None, "fallback": None,
+                      "namespaces": [n.netns for n in nodes], "addresses": [n.address for n in nodes],
+                      "shaping": "tc tbf on each node's egress" if config.link_gbit else "none"}
+
+
+def _peak_rss(pid: int) -> int | None:
+    """VmHWM of a live process (a server the launcher is about to stop)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+class NotLeadNode(Exception):
+    """This machine's ranks finished on a real cluster; node 0 assembles and writes the record."""
+
+
+def launch(config: RunConfig, work: Path, module: str | None = None, extra_spec: dict | None = None,
+           cluster: dict | None = None) -> tuple[list[dict], list[dict], dict, dict, str]:
+    """Run every rank of `config` (as `module`, default: its framework's worker); returns
+    (rank results, servers, link, interference, launch kind)."""
+    adapter = ADAPTERS.get(config.framework)
+    spec_path = work / "spec.json"
+    spec_path.write_text(json.dumps({"config": {k: v for k, v in config.to_dict().items() if k != "extra"},
+                                     "out_dir": str(work), "timeout_s": COLLECTIVE_TIMEOUT_S,
+                                     **(extra_spec or {})}))
+    env = {SPEC_ENV: str(spec_path), **thread_env(config.threads)}
+    servers: list[dict] = []
+    with topology(config, cluster) as (nodes, link), TreeSampler() as sampler:
+        tasks = LAUNCHERS[adapter.distributed_launch](config, module or adapter.distributed_worker, env, nodes,
+                                                      cluster)
+        def read_servers(run: Launch) -> None:  # servers never exit by themselves: read them first
+            servers.extend({"task": t.name, "peak_rss_bytes": _peak_rss(run.procs[t.name].pid)}
+                           for t in tasks if t.daemon and t.name in run.procs)
+
+        Launch(tasks, work / "logs", LAUNCH_TIMEOUT_S, before_stop=read_servers).run()
+    ranks = [json.loads(p.read_text()) for p in sorted(work.glob("*.json")) if p.name != "spec.json"]
+    if not ranks and cluster and cluster["node_rank"] != 0:
+        raise NotLeadNode(f"node {cluster['node_rank']}'s ranks finished; node 0 writes the record")
+    if not ranks:
+        raise LaunchError("every process exited 0 but none wrote its result")
+    ranks.sort(key=lambda r: (r["role"] != "chief", r["rank"]))
+    windows = [r["window"] for r in ranks if r.get("window")]
+    interference = sampler.result(min(w["start"] for w in windows), max(w["end"] for w in windows)) \
+        if windows else {"judged": False, "note": "no timed window"}
+    return ranks, servers, link, interference, adapter.distributed_launch
+
+
+@contextlib.contextmanager
+def work_dir():
+    """Scratch folder for the spec, rank results and logs (kept when BENCH_KEEP_DIST is set)."""
+    work = Path(tempfile.mkdtemp(prefix="dlbench-dist-"))
+    try:
+        yield work
+    finally:
+        if not os.environ.get("BENCH_KEEP_DIST"):
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def execute(config: RunConfig, results_dir: Path | str | None = None, repeat: int = 0, attempt: int = 0,
+            sweep: dict | None = None, cluster: dict | None = None) -> dict:
+    """Measure a distributed config; a failed rank becomes an `error` record (never raises for it).
+
+    `cluster` (real machines, PyTorch): {"node_rank", "master_addr", "master_port"}, as torchrun's
+    static rendezvous; `nodes` is then the number of machines. Only node 0's record holds results;
+    other nodes get a `skipped` record saying so (the CLI does not write it)."""
+    from ..single import base_record, describe_failure
+
+    results_dir = Path(results_dir or default_results_dir())
+    started = time.perf_counter()
+    record = base_record(config, repeat, attempt, sweep)
+    try:
+        with work_dir() as work:
+            ranks, servers, link, interference, kind = launch(config, work, cluster=cluster)
+            records.fill(record, config, ranks, servers, link, kind, interference)
+            _utilisation(record, config, results_dir)
+            record["flags"] = run_flags(record) + records.distributed_flags(config, ranks, link["fallback"])
+    except NotLeadNode as exc:
+        record.update(status="skipped", reason=str(exc))
+    except LaunchError as exc:
+        record.update(status="error", reason=f"distributed run failed: {exc}", traceback=traceback.format_exc())
+    except Exception as exc:
+        record.update(status="error", reason=describe_failure(exc, config), traceback=traceback.format_exc())
+    record["manifest"] = collect_manifest({"version": ADAPTERS.get(config.framework).version()})
+    record["duration_s"] = time.perf_counter() - started
+    return record
+
+
+def _utilisation(record: dict, config: RunConfig, results_dir: Path) -> None:
+    """Share of the machine's measured peak (all cores) that the whole run's training work used."""
+    from ...measurement.flops import flops_per_image
+    from ...measurement.peak import device_peak
+
+    try:
+        flops, how = flops_per_image(results_dir, config.model, config.image_size, "training")
+        peak = device_peak(results_dir, config.device, config.precision, config.threads * config.workers)
+    except Exception as exc:  # utilisation is extra; its absence is said, never faked
+        record["model"] = {"flops_note": f"not computed: {type(exc).__name__}: {exc}"}
+        return
+    record["model"] = {"params": record["distributed"]["params"], "flops_per_image": flops, "flops_method": how}
+    record["peak"] = {**peak, "when": "cached for this host"}
+    if flops and record["summary"]:
+        record["utilisation"] = flops * record["summary"]["images_per_sec_median"] / peak["flops_per_sec"]

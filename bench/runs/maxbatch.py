@@ -1,0 +1,212 @@
+"""The largest batch that fits, and peak memory against batch size.
+
+One probe per batch size, each a fresh `python -m bench run` (in the framework's own interpreter, like any
+run) with the `seed` protocol, one warm-up and two timed iterations, writing its record to a scratch folder:
+probes are not benchmarks and never enter the results. Batch sizes double from 1 until a probe does not fit,
+then bisect between the last fit and the first miss until they are within 1/8 of each other.
+
+A probe does not fit when
+- on a GPU, the framework runs out of device memory (the run's recorded error says so), or
+- on a CPU, its process tree's resident memory passes the cap: a watchdog samples it every 50 ms and kills
+  the tree, so the machine never swaps and the search goes on. The cap is a parameter (default: half of
+  this machine's memory), so "largest batch" on a CPU means "largest batch within the cap".
+Any other failure ends the search with that error recorded.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from ..config import RunConfig
+from ..measurement.fresh_process import bench_environ, main_python
+from ..results.store import atomic_write_json, host_dir
+
+MEMORY_DIR = "memory"
+POLL_S = 0.05
+PROBE_TIMEOUT_S = 900
+# What each framework's out-of-memory error says (torch.cuda.OutOfMemoryError, TF ResourceExhaustedError,
+# JAX RESOURCE_EXHAUSTED, MXNet/C++ std::bad_alloc, Python MemoryError, ONNX Runtime/OpenVINO allocation failures).
+# Lower case, without spaces or underscores (the reason is compared in the same form).
+OOM_MARKERS = ("outofmemory", "resourceexhausted", "memoryerror", "badalloc", "failedtoallocate", "cannotallocate")
+
+
+def _says_out_of_memory(reason: str) -> bool:
+    text = reason.lower().replace(" ", "").replace("_", "")
+    return any(m in text for m in OOM_MARKERS)
+
+
+def probe_config(config: RunConfig, batch_size: int) -> RunConfig:
+    """The config of one probe: the searched config at `batch_size`, a short fixed-count protocol."""
+    return dataclasses.replace(config, batch_size=batch_size, protocol="seed", warmup=1, iterations=2,
+                               time_budget_s=None, phase_iterations=0)
+
+
+def _argv(config: RunConfig, results_dir: Path) -> list[str]:
+    """`bench run` flags for the fields that differ from their defaults (the run resolves the rest alike)."""
+    argv = ["run", "--results-dir", str(results_dir)]
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        if f.name in ("framework", "model") or (f.name != "extra" and value is not None and value != f.default):
+            argv += ["--" + f.name.replace("_", "-"), str(value)]
+    return argv
+
+
+def _tree_rss(proc) -> int:
+    import psutil
+
+    total = 0
+    for p in [proc] + proc.children(recursive=True):
+        try:
+            total += p.memory_info().rss
+        except psutil.Error:  # exited between listing and reading
+            pass
+    return total
+
+
+def _watch(argv: list[str], cap_bytes: int | None) -> tuple[int, int, bool]:
+    """Run `python -m bench *argv`; return (exit code, highest tree RSS seen, killed at the cap)."""
+    import psutil
+
+    child = subprocess.Popen([main_python(), "-m", "bench", *argv], env=bench_environ(),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc, high, over = psutil.Process(child.pid), 0, False
+    deadline = time.monotonic() + PROBE_TIMEOUT_S
+    try:
+        while child.poll() is None:
+            high = max(high, _tree_rss(proc))
+            if (cap_bytes and high > cap_bytes) or time.monotonic() > deadline:
+                over = bool(cap_bytes and high > cap_bytes)
+                break
+            time.sleep(POLL_S)
+    finally:
+        if child.poll() is None:
+            for p in proc.children(recursive=True) + [proc]:
+                try:
+                    p.kill()
+                except psutil.Error:
+                    pass
+            child.wait()
+    return child.returncode, high, over
+
+
+def host_facts(config: RunConfig, results_dir: Path | str) -> tuple[Path, tuple[str, ...]]:
+    """Measure (or reuse) the per-host facts a run needs, the device peak and the model's FLOPs, in the
+    results folder, so no probe spends its time re-measuring them in its scratch folder."""
+    from ..measurement.flops import FLOPS_FILE, flops_per_image
+    from ..measurement.peak import PEAK_FILE, device_peak
+
+    device_peak(results_dir, config.device, config.precision, config.threads)
+    flops_per_image(results_dir, config.model, config.image_size, config.mode)
+    return host_dir(results_dir), (PEAK_FILE, FLOPS_FILE)
+
+
+def probe(config: RunConfig, batch_size: int, cap_bytes: int | None, facts: tuple | None = None) -> dict:
+    """One batch size: fits (True/False/None for an error), the run's own peak memory, the reason.
+    `facts` = (host folder, file names) of per-host caches copied into the probe's scratch folder."""
+    cfg = probe_config(config, batch_size)
+    with tempfile.TemporaryDirectory(prefix="bench-probe-") as scratch:
+        if facts:
+            folder, names = facts
+            mine = host_dir(scratch)
+            mine.mkdir(parents=True)
+            for name in names:
+                if (folder / name).exists():
+                    shutil.copy(folder / name, mine / name)
+        t0 = time.monotonic()
+        code, tree_high, over = _watch(_argv(cfg, Path(scratch)), cap_bytes)
+        elapsed = time.monotonic() - t0
+        records = sorted(Path(scratch).glob("*/records/*.json"))
+        record = json.loads(records[-1].read_text()) if records else None
+    out = {"batch_size": batch_size, "seconds": round(elapsed, 1), "tree_peak_rss_bytes": tree_high,
+           "peak_bytes": None, "memory_kind": None, "images_per_sec": None}
+    if over:
+        return {**out, "fits": False, "reason": f"resident memory passed the cap ({cap_bytes / 2**30:.1f} GiB): "
+                                                f"stopped at {tree_high / 2**30:.2f} GiB"}
+    if record is None:
+        return {**out, "fits": None, "reason": f"the probe wrote no record (exit code {code})"}
+    memory = record.get("memory") or {}
+    out.update(peak_bytes=memory.get("peak_bytes"), memory_kind=memory.get("kind"),
+               images_per_sec=(record.get("summary") or {}).get("images_per_sec_median"))
+    if record["status"] == "ok":
+        return {**out, "fits": True, "reason": ""}
+    reason = str(record.get("reason") or "")
+    return {**out, "fits": False if _says_out_of_memory(reason) else None, "reason": reason[:300]}
+
+
+def search(config: RunConfig, cap_bytes: int | None, max_batch: int, probe_fn=probe, facts=None) -> dict:
+    """Doubling from 1, then bisection: the largest batch size that fits (within the cap), every probe kept."""
+    probes: list[dict] = []
+    fit, miss, error = 0, None, None
+
+    def run(b: int) -> bool | None:
+        nonlocal fit, miss, error
+        p = probe_fn(config, b, cap_bytes, facts)
+        probes.append(p)
+        if p["fits"]:
+            fit = max(fit, b)
+        elif p["fits"] is False:
+            miss = b if miss is None else min(miss, b)
+        else:
+            error = p["reason"]
+        return p["fits"]
+
+    b = 1
+    while b <= max_batch and run(b):
+        b *= 2
+    if error is None and fit and miss is None and fit < max_batch:
+        run(max_batch)  # doubling overshot max_batch: try the limit itself
+    while error is None and miss is not None and fit and miss - fit > max(1, fit // 8):
+        run((fit + miss) // 2)
+    limited_by = ("error" if error else "memory" if miss is not None else "max_batch")
+    return {"largest_batch": fit or None, "limited_by": limited_by, "error": error,
+            "probes": sorted(probes, key=lambda p: p["batch_size"])}
+
+
+def result_path(results_dir: Path | str, config: RunConfig, cap_bytes: int | None, max_batch: int) -> Path:
+    key = hashlib.sha1(f"{config.key}|cap={cap_bytes}|max={max_batch}".encode()).hexdigest()[:12]
+    return host_dir(results_dir) / MEMORY_DIR / f"{config.framework}-{config.model}-{config.mode}-{key}.json"
+
+
+def run_search(config: RunConfig, results_dir: Path | str, cap_bytes: int | None, max_batch: int) -> dict:
+    """Search and store results/<host>/memory/<...>.json (written once, whole); a stored result is reused."""
+    from ..host.manifest import host_name
+
+    path = result_path(results_dir, config, cap_bytes, max_batch)
+    if path.exists():
+        return json.loads(path.read_text())
+    t0 = time.monotonic()
+    found = search(config, cap_bytes, max_batch, facts=host_facts(config, results_dir))
+    result = {"schema": "bench.runs.maxbatch/1", "host": host_name(), "created": time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                                                                        time.gmtime()),
+              "config": {"framework": config.framework, "engine": config.engine, "model": config.model,
+                         "mode": config.mode, "precision": config.precision, "device": config.device,
+                         "image_size": config.image_size, "threads": config.threads},
+              "cap_bytes": cap_bytes, "max_batch": max_batch, "seconds": round(time.monotonic() - t0, 1),
+              **found}
+    atomic_write_json(path, result)
+    return result
+
+
+def load_searches(results_dir: Path | str) -> list[dict]:
+    """Every stored search under every host folder."""
+    return [json.loads(p.read_text()) for p in sorted(Path(results_dir).glob(f"*/{MEMORY_DIR}/*.json"))]
+
+
+def default_cap_bytes(device: str) -> int | None:
+    """On a CPU half of this machine's memory; on a GPU none (the device's own memory is the limit)."""
+    import psutil
+
+    from ..host.devices import is_gpu
+
+    return None if is_gpu(device) else psutil.virtual_memory().total // 2
+
+
+def cap_text(cap_bytes: int | None) -> str:
+    return f"cap {cap_bytes / 2**30:.1f} GiB" if cap_bytes else "the device's memory"

@@ -1,0 +1,81 @@
+"""The environment of the notebook kernels a sweep or a report starts, and cleaning up after them.
+
+Kernels inherit our environment: `bench` must be importable and TensorFlow's C++ logging quiet. Each
+kernel's connection file holds its HMAC key, so they live in a private folder that is removed when
+the sweep ends, and a folder left by a killed sweep is removed by the next one. The folder also holds a
+private `python3` kernelspec (found first through JUPYTER_PATH), and one per framework environment of its
+own, that start the kernel through bench/sweep/kernel_launcher.py, so a kernel's own log goes to `log_path`
+instead of the user's terminal. BENCH_MAIN_PYTHON names the main environment's interpreter, which
+measures per-host facts (peak, FLOPs) for kernels of every environment.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import psutil
+
+from ..paths import PROJECT_ROOT
+
+PREFIX = "bench-kernels-"
+MAIN_KERNEL = "python3"  # the main environment's kernel (an adapter may name another: Adapter.kernel)
+
+
+def _remove_stale() -> None:
+    for folder in Path(tempfile.gettempdir()).glob(f"{PREFIX}*"):
+        try:
+            pid = int(folder.name.removeprefix(PREFIX).split("-")[0])
+        except ValueError:
+            continue
+        if not psutil.pid_exists(pid):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _private_kernelspecs(folder: str) -> None:
+    """The main environment's kernel, and one per framework environment that is built (MXNet's)."""
+    from ..adapters import ADAPTERS
+
+    kernels = {MAIN_KERNEL: (sys.executable, "Python 3 (bench)")}
+    for adapter in map(ADAPTERS.get, ADAPTERS):
+        if adapter.kernel != MAIN_KERNEL and adapter.interpreter():
+            kernels[adapter.kernel] = (str(adapter.interpreter()), f"Python 3 ({adapter.name}, bench)")
+    for name, (python, display) in kernels.items():
+        spec = Path(folder) / "kernels" / name
+        spec.mkdir(parents=True)
+        (spec / "kernel.json").write_text(json.dumps({
+            "argv": [python, "-m", "bench.sweep.kernel_launcher", "-f", "{connection_file}"],
+            "display_name": display, "language": "python"}))
+
+
+@contextlib.contextmanager
+def kernel_environment(log_path: Path | str | None = None):
+    """Set PYTHONPATH, quiet TensorFlow, a private runtime folder and kernelspec for kernels whose own
+    log goes to `log_path` (default: discarded with the folder); clean up after."""
+    paths = [str(PROJECT_ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    _remove_stale()
+    runtime = tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-")  # mode 0700
+    _private_kernelspecs(runtime)
+    if log_path is not None:
+        Path(log_path).parent.mkdir(parents=True, exist_ok=True)
+    settings = {"JUPYTER_RUNTIME_DIR": runtime, "BENCH_MAIN_PYTHON": sys.executable,
+                "JUPYTER_PATH": os.pathsep.join(filter(None, [runtime, os.environ.get("JUPYTER_PATH")])),
+                "BENCH_KERNEL_LOG": str(log_path) if log_path is not None else os.path.join(runtime, "kernel.log")}
+    previous = {k: os.environ.get(k) for k in settings}
+    os.environ.update(settings)
+    try:
+        yield runtime
+    finally:
+        shutil.rmtree(runtime, ignore_errors=True)
+        for k, v in previous.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v

@@ -1,0 +1,275 @@
+"""Sweep profiles (profiles/*.yaml): named presets expanded into validated RunConfigs before any run.
+
+Besides the axes (frameworks x models x modes x batch sizes x precisions x devices x engines) a
+profile says how to repeat: `repeats` fresh processes per config, interleaved in an order shuffled
+per round with `order_seed`, `retries` for a disturbed run, and `budget_minutes` for the whole sweep
+(the planner drops the lowest-priority configs to fit). Priority is the order the profile lists
+models, modes and batch sizes in: earlier is more important. `also` lists further blocks, each a
+mapping of axes that replace the top-level ones, expanded after the main block (lower priority):
+e.g. a few VGG16 inference batch sizes beside a full ResNet-50 grid. `distributed` lists blocks of
+data-parallel training runs (frameworks x models x batch sizes x strategies x workers x bucket sizes,
+with their own `settings` over the top-level ones), expanded last; a strategy a framework does not
+implement is left out and listed in `not_applicable`. `memory` lists blocks of largest-batch searches
+(frameworks x models x modes x precisions x devices, with `memory_cap_gb` and `max_batch`; bench/runs/maxbatch.py),
+run after the timed runs.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from ..adapters import ADAPTERS
+from ..config import FIELDS, RunConfig, make_config
+from ..errors import ConfigError
+from ..host import devices
+from ..paths import PROJECT_ROOT
+
+PROFILES_DIR = PROJECT_ROOT / "profiles"
+AXES = {"frameworks": str, "models": str, "modes": str, "batch_sizes": int, "precisions": str, "devices": str}
+DEFAULT_AXES = {"frameworks": ["torch"], "modes": ["inference"], "batch_sizes": [32], "precisions": ["fp32"],
+                "devices": ["cpu"]}
+# name -> (type, lower bound, upper bound, default)
+REPETITION = {"repeats": (int, 1, 100, 3), "retries": (int, 0, 10, 1), "order_seed": (int, 0, 2**31 - 1, 0),
+              "budget_minutes": ((int, float), 0, 10_000, 0)}
+KEYS = {"description", "engines", "settings", "also", "distributed", "memory", *AXES, *REPETITION}
+DIST_AXES = {"frameworks": str, "models": str, "batch_sizes": int, "strategies": str, "workers": int,
+             "bucket_mbs": (int, float)}
+DIST_KEYS = {*DIST_AXES, "settings"}
+MEMORY_AXES = {k: v for k, v in AXES.items() if k != "batch_sizes"}
+MEMORY_LIMITS = {"memory_cap_gb": ((int, float), 0.1, 100_000), "max_batch": (int, 1, 65_536)}
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    description: str
+    configs: tuple[RunConfig, ...]  # in priority order
+    repeats: int = 3
+    retries: int = 1
+    order_seed: int = 0
+    budget_minutes: float = 0.0  # 0: no budget
+    not_applicable: tuple[str, ...] = ()  # what the profile asked for that a framework cannot run, and why
+    # largest-batch searches: (config at batch 1, memory cap in bytes or None for the default, max batch)
+    memory_searches: tuple[tuple[RunConfig, int | None, int], ...] = ()
+
+
+def available_profiles() -> list[str]:
+    return sorted(p.stem for p in PROFILES_DIR.glob("*.yaml"))
+
+
+def _path(name_or_path: str) -> Path:
+    path = Path(name_or_path)
+    if path.suffix in (".yaml", ".yml"):
+        if not path.is_file():
+            raise ConfigError(f"profile file {name_or_path!r} does not exist or is not a file")
+        return path
+    path = PROFILES_DIR / f"{name_or_path}.yaml"
+    if not path.is_file():
+        raise ConfigError(f"unknown profile {name_or_path!r}; valid choices: {', '.join(available_profiles())}")
+    return path
+
+
+def _read(path: Path) -> dict:
+    try:
+        spec = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(f"profile {path.name}: not UTF-8 text") from None
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        at = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
+        raise ConfigError(f"profile {path.name}: not valid YAML{at}: {getattr(exc, 'problem', exc)}") from None
+    if spec is None:
+        return {}
+    if not isinstance(spec, dict):
+        raise ConfigError(f"profile {path.name}: expected a mapping of settings at the top, got {type(spec).__name__}")
+    return spec
+
+
+def _check_structure(name: str, spec: dict) -> None:
+    """Types and ranges of every key, with the file, the key and what was expected."""
+    unknown = sorted(set(map(str, spec)) - KEYS)
+    if unknown:
+        raise ConfigError(f"profile {name}: unknown key(s) {', '.join(unknown)}; valid: {', '.join(sorted(KEYS))}")
+    also = spec.get("also", [])
+    if not isinstance(also, list) or not all(isinstance(b, dict) for b in also):
+        raise ConfigError(f"profile {name}: 'also' must be a list of mappings of axes, got {also!r}")
+    for block in also:
+        extra = sorted(set(map(str, block)) - {*AXES, "engines"})
+        if extra:
+            raise ConfigError(f"profile {name}: an 'also' block may set only {', '.join(AXES)}, engines; "
+                              f"got {', '.join(extra)}")
+        _check_axes(name, block)
+        _check_engines(name, block.get("engines", "default"))
+    _check_axes(name, spec)
+    _check_settings(name, spec)
+    dist = spec.get("distributed", [])
+    if not isinstance(dist, list) or not all(isinstance(b, dict) for b in dist):
+        raise ConfigError(f"profile {name}: 'distributed' must be a list of mappings, got {dist!r}")
+    for block in dist:
+        extra = sorted(set(map(str, block)) - DIST_KEYS)
+        if extra:
+            raise ConfigError(f"profile {name}: a 'distributed' block may set only {', '.join(sorted(DIST_KEYS))}; "
+                              f"got {', '.join(extra)}")
+        _check_axes(name, block, DIST_AXES)
+        _check_settings(name, {"settings": block.get("settings", {})})
+    memory = spec.get("memory", [])
+    if not isinstance(memory, list) or not all(isinstance(b, dict) for b in memory):
+        raise ConfigError(f"profile {name}: 'memory' must be a list of mappings, got {memory!r}")
+    for block in memory:
+        extra = sorted(set(map(str, block)) - {*MEMORY_AXES, *MEMORY_LIMITS, "engines"})
+        if extra:
+            raise ConfigError(f"profile {name}: a 'memory' block may set only "
+                              f"{', '.join(sorted({*MEMORY_AXES, *MEMORY_LIMITS, 'engines'}))}; got {', '.join(extra)}")
+        _check_axes(name, block, MEMORY_AXES)
+        _check_engines(name, block.get("engines", "default"))
+        for key, (typ, low, high) in MEMORY_LIMITS.items():
+            value = block.get(key, low)
+            if not _number_in(value, typ, low, high):
+                raise ConfigError(f"profile {name}: memory block: '{key}' must be a number from {low} to {high}, "
+                                  f"got {value!r}")
+
+
+def _number_in(value, typ, low, high) -> bool:
+    """A finite number of type `typ` (not a bool) from `low` to `high`."""
+    return isinstance(value, typ) and not isinstance(value, bool) and math.isfinite(value) and low <= value <= high
+
+
+def _check_axes(name: str, spec: dict, axes: dict = AXES) -> None:
+    for key, typ in axes.items():
+        if key not in spec:
+            continue
+        value = spec[key]
+        if not isinstance(value, list) or not value:
+            raise ConfigError(f"profile {name}: '{key}' must be a non-empty list, got {value!r}")
+        for item in value:
+            # YAML reads a bare `null` as None; in a frameworks list it can only mean the null framework.
+            if key == "frameworks" and item is None:
+                continue
+            if not isinstance(item, typ) or isinstance(item, bool):
+                kind = typ.__name__ if isinstance(typ, type) else "number"
+                raise ConfigError(f"profile {name}: every item of '{key}' must be a {kind}, got {item!r}")
+
+
+def _check_engines(name: str, engines) -> None:
+    if not (engines in ("default", "all") or (isinstance(engines, list) and engines
+                                               and all(isinstance(e, str) for e in engines))):
+        raise ConfigError(f"profile {name}: 'engines' must be 'default', 'all' or a list of engine names, "
+                          f"got {engines!r}")
+    known = {e for fw in ADAPTERS for e in ADAPTERS.get(fw).engines}
+    unknown = [e for e in engines if e not in known] if isinstance(engines, list) else []
+    if unknown:
+        raise ConfigError(f"profile {name}: unknown engine(s) {', '.join(unknown)}; valid: {', '.join(sorted(known))}")
+
+
+def _check_settings(name: str, spec: dict) -> None:
+    _check_engines(name, spec.get("engines", "default"))
+    settings = spec.get("settings", {}) or {}
+    if not isinstance(settings, dict):
+        raise ConfigError(f"profile {name}: 'settings' must be a mapping, got {settings!r}")
+    axis_fields = {"framework", "model", "mode", "batch_size", "precision", "device", "engine"}
+    clash = sorted(set(settings) & axis_fields)
+    if clash:
+        raise ConfigError(f"profile {name}: 'settings' may not set {', '.join(clash)}: use the list keys "
+                          f"({', '.join(sorted(AXES))}, engines)")
+    unknown = sorted(set(map(str, settings)) - set(FIELDS))
+    if unknown:
+        raise ConfigError(f"profile {name}: unknown setting(s) {', '.join(unknown)}; valid: "
+                          f"{', '.join(sorted(set(FIELDS) - axis_fields))}")
+    for key, value in settings.items():
+        if isinstance(value, (list, dict)):
+            raise ConfigError(f"profile {name}: setting '{key}' must be a single value, got {value!r}")
+    for key, (typ, low, high, _) in REPETITION.items():
+        if key not in spec:
+            continue
+        value = spec[key]
+        if not _number_in(value, typ, low, high):
+            raise ConfigError(f"profile {name}: '{key}' must be a number from {low} to {high}, got {value!r}")
+
+
+def _devices(listed: list[str]) -> list[str]:
+    out = []
+    for d in listed:
+        out += [f"cuda:{g['index']}" for g in devices.gpus()] if d == "all-gpus" else [d]
+    return out
+
+
+def _expand(name: str, axes: dict, engines, settings: dict) -> tuple[list[RunConfig], list[str]]:
+    """One block's configs in priority order: model, mode, batch size as listed; frameworks innermost,
+    so a comparison group (the same config in every framework) sits together and is kept or dropped whole.
+    Combinations a framework declares it cannot run here are left out, each with the reason."""
+    frameworks = ["null" if fw is None else fw for fw in axes["frameworks"]]
+    configs, left_out = [], []
+    for model, mode, bs, precision, device, fw in itertools.product(
+            axes["models"], axes["modes"], axes["batch_sizes"], axes["precisions"], _devices(axes["devices"]),
+            frameworks):
+        try:
+            adapter = ADAPTERS.get(fw)
+            reason = adapter.not_applicable(mode, precision, device)
+            if reason:
+                left_out.append(f"{fw} {mode} {precision} {device}: {reason}")
+                continue
+            if isinstance(engines, list):  # a listed engine applies to the frameworks that have it
+                names = [e for e in engines if e in adapter.engines] or [None]
+            else:
+                names = adapter.engines if engines == "all" else [None]
+            for engine in names:
+                configs.append(make_config(framework=fw, model=model, mode=mode, batch_size=bs,
+                                           precision=precision, device=device, engine=engine, **settings))
+        except ConfigError as exc:
+            raise ConfigError(f"profile {name}: {exc}") from None
+    return configs, left_out
+
+
+def _expand_distributed(name: str, block: dict, settings: dict) -> tuple[list[RunConfig], list[str]]:
+    """A distributed block's training configs; (framework, strategy) pairs not implemented are left out."""
+    configs, skipped = [], []
+    merged = {**settings, **(block.get("settings") or {})}
+    for model, bs, strategy, workers, bucket, fw in itertools.product(
+            block.get("models", ["resnet18"]), block.get("batch_sizes", [16]), block.get("strategies", ["allreduce"]),
+            block.get("workers", [2]), block.get("bucket_mbs", [None]), block.get("frameworks", ["torch"])):
+        if strategy not in ("none", *ADAPTERS.get(fw).distributed_strategies):
+            skipped.append(f"{fw} {strategy}: {fw} does not implement {strategy} (it has: "
+                           f"{', '.join(ADAPTERS.get(fw).distributed_strategies) or 'no distributed runs'})")
+            continue
+        try:
+            configs.append(make_config(framework=fw, model=model, mode="training", batch_size=bs, strategy=strategy,
+                                       workers=workers, bucket_mb=bucket, **merged))
+        except ConfigError as exc:
+            raise ConfigError(f"profile {name}: distributed block: {exc}") from None
+    return configs, skipped
+
+
+def load_profile(name_or_path: str) -> Profile:
+    """Read and expand a profile; every config is validated here, so a bad one fails before any run."""
+    path = _path(name_or_path)
+    spec = _read(path)
+    _check_structure(path.name, spec)
+    main = {k: spec.get(k, DEFAULT_AXES.get(k, [])) for k in AXES}
+    configs = []
+    skipped: list[str] = []
+    for block in [main] + [{**main, **b} for b in spec.get("also", [])]:
+        more, left_out = _expand(path.name, block, block.get("engines", spec.get("engines", "default")),
+                                 spec.get("settings") or {})
+        configs += more
+        skipped += left_out
+    for block in spec.get("distributed", []):
+        more, left_out = _expand_distributed(path.name, block, spec.get("settings") or {})
+        configs += more
+        skipped += left_out
+    searches = []
+    for block in spec.get("memory", []):
+        axes = {**main, **{k: block[k] for k in MEMORY_AXES if k in block}, "batch_sizes": [1]}
+        more, left_out = _expand(path.name, axes, block.get("engines", "default"), spec.get("settings") or {})
+        cap = block.get("memory_cap_gb")
+        searches += [(c, int(cap * 2**30) if cap else None, block.get("max_batch", 256)) for c in more]
+        skipped += left_out
+    if not configs:
+        raise ConfigError(f"profile {path.name} expands to no runs (is 'models' empty?)")
+    repetition = {k: spec.get(k, default) for k, (_, _, _, default) in REPETITION.items()}
+    return Profile(path.stem, str(spec.get("description", "")), tuple(dict.fromkeys(configs)), **repetition,
+                   not_applicable=tuple(dict.fromkeys(skipped)), memory_searches=tuple(dict.fromkeys(searches)))

@@ -1,0 +1,331 @@
+"""The sweep runner: repeated, interleaved papermill runs of notebooks/benchmark.ipynb; resumable.
+
+Order of work: take the host's results lock, plan (interleaved repetitions, budget), measure the
+device peak, run every task in a fresh notebook process, retry a disturbed run at the end of the
+queue (a bounded number of times), measure the peak again, and close the sweep manifest.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from ..adapters import ADAPTERS, measures_a_framework
+from ..config import DISTRIBUTED_FIELDS, RunConfig
+from ..errors import ConfigError, UnsupportedError
+from ..host.interference import cv_outlier_reason
+from ..host.manifest import host_name
+from ..measurement.peak import measure_peak, peak_key
+from ..paths import PROJECT_ROOT, default_results_dir
+from ..results.store import finished_runs, host_dir, host_records, write_record
+from ..results.sweep_manifest import new_sweep_id, write_sweep
+from ..runs.single import failure_record
+from .jupyter_kernels import kernel_environment
+from .plan import Task, estimate_run_s, fit_budget, interleaved_order
+from .profiles import Profile
+
+BENCHMARK_NOTEBOOK = PROJECT_ROOT / "notebooks" / "benchmark.ipynb"
+DISTRIBUTED_NOTEBOOK = PROJECT_ROOT / "notebooks" / "distributed.ipynb"  # its ranks are plain processes
+NOTEBOOKS = "notebooks"
+LOCK_FILE = ".sweep.lock"
+
+
+@dataclass
+class SweepResult:
+    sweep_id: str = ""
+    ran: list[str] = field(default_factory=list)  # run labels, one per process (retries included)
+    already_done: list[str] = field(default_factory=list)  # "config key/repeat"
+    dropped: list[str] = field(default_factory=list)  # labels not run: over budget
+    retried: list[str] = field(default_factory=list)  # "label (repeat r): reason"
+    still_disturbed: list[str] = field(default_factory=list)
+    failures: list[tuple[str, str, str]] = field(default_factory=list)  # (label, status, reason)
+    estimate_s: float = 0.0
+    papermill_s: float = 0.0  # wall time inside papermill (kernel start, imports, run)
+    measured_s: float = 0.0  # the runs' own duration as recorded (what the harness spent)
+
+
+def notebook_parameters(config: RunConfig, results_dir: Path, task: Task, sweep: dict) -> dict:
+    # the single-process notebook has no distributed parameters (they are at their defaults there)
+    skip = {"extra"} if config.distributed else {"extra", *DISTRIBUTED_FIELDS}
+    params = {k: v for k, v in config.to_dict().items() if k not in skip}
+    return {**params, "results_dir": str(results_dir), "repeat": task.repeat, "attempt": task.attempt,
+            "sweep": sweep}
+
+
+def executed_notebook_path(config: RunConfig, results_dir: Path, repeat: int = 0, attempt: int = 0) -> Path:
+    c = config
+    dist = f"_{c.strategy}x{c.workers}" if c.distributed else ""
+    name = (f"{c.framework}_{c.model}_{c.mode}_{c.precision}_bs{c.batch_size}_{c.device.replace(':', '')}"
+            f"{dist}_r{repeat}a{attempt}_{c.key}.ipynb")
+    return host_dir(results_dir) / NOTEBOOKS / name
+
+
+def run_notebook(config: RunConfig, results_dir: Path, task: Task, sweep: dict) -> None:
+    """Execute the benchmark notebook for one task; the executed copy is kept under results/<host>/."""
+    import papermill
+
+    out = executed_notebook_path(config, results_dir, task.repeat, task.attempt)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    notebook = DISTRIBUTED_NOTEBOOK if config.distributed else BENCHMARK_NOTEBOOK
+    papermill.execute_notebook(str(notebook), str(out),
+                               parameters=notebook_parameters(config, results_dir, task, sweep),
+                               kernel_name=ADAPTERS.get(config.framework).kernel, cwd=str(PROJECT_ROOT),
+                               progress_bar=False,
+                               request_save_on_cell_execute=True)  # an interrupted run keeps its notebook
+
+
+def _failure_reason(exc: BaseException) -> str:
+    ename, evalue = getattr(exc, "ename", None), getattr(exc, "evalue", None)
+    if ename:
+        return f"notebook failed: {ename}: {(evalue or '').splitlines()[0] if evalue else ''}".rstrip(": ")
+    name = type(exc).__name__
+    if name == "DeadKernelError":
+        return "the notebook's kernel died (killed for memory, or a crash in a framework)"
+    return f"notebook failed: {name}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
+
+
+def _quiet_abandoned_kernel_tasks() -> None:
+    """Ctrl-C can kill a kernel while nbclient still awaits it: its asyncio task then ends with a DeadKernelError
+    nobody retrieves, and asyncio would print that traceback at exit. The interrupt is the message; drop the echo."""
+    logging.getLogger("asyncio").setLevel(logging.CRITICAL)
+
+
+@contextlib.contextmanager
+def results_lock(results_dir: Path):
+    """One sweep per host results folder: a second one is refused instead of measuring beside it."""
+    folder = host_dir(results_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / LOCK_FILE, "a+") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            holder = f.read().strip() or "another process"
+            raise ConfigError(f"another sweep ({holder}) is writing to {folder}; two sweeps on one machine "
+                              "distort each other's numbers: wait for it to finish") from None
+        f.truncate(0)
+        f.write(f"pid {os.getpid()} since {datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC")
+        f.flush()
+        try:
+            yield
+        finally:
+            f.truncate(0)
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class _Estimator:
+    """Per-task seconds from this host's earlier records, else from FLOPs and the measured peak."""
+
+    def __init__(self, results_dir: Path, records: list[dict], peaks: dict[str, dict]) -> None:
+        self.results_dir, self.peaks = results_dir, peaks
+        self.history: dict[str, list[float]] = {}
+        for r in records:
+            if r["status"] == "ok":
+                self.history.setdefault(r["config_key"], []).append(r["duration_s"])
+
+    def __call__(self, task: Task) -> float:
+        from ..measurement.flops import flops_per_image
+
+        c = task.config
+        peak = self.peaks.get(peak_key(c.device, c.precision, c.threads * c.workers)) or {}
+        flops = None
+        if measures_a_framework(c.framework) and not self.history.get(c.key):
+            with contextlib.suppress(Exception):  # an estimate never stops a sweep
+                flops, _ = flops_per_image(self.results_dir, c.model, c.image_size, c.mode)
+        return estimate_run_s(c, task.repeat, self.history.get(c.key, []), flops, peak.get("flops_per_sec"))
+
+
+def plan(profile: Profile, results_dir: Path, force: bool = False, repeats: int | None = None,
+         peaks: dict[str, dict] | None = None) -> dict:
+    """What a sweep would run now: tasks in order, repetitions already done, configs over budget, estimate."""
+    repeats = repeats or profile.repeats
+    records = host_records(results_dir)
+    done = set() if force else finished_runs(results_dir)
+    tasks = interleaved_order(profile.configs, repeats, profile.order_seed, done)
+    estimator = _Estimator(results_dir, records, peaks or {})
+    kept, dropped, estimate = fit_budget(list(profile.configs), tasks, estimator, profile.budget_minutes * 60)
+    return {"tasks": kept, "done": sorted(done & {(c.key, r) for c in profile.configs for r in range(repeats)}),
+            "dropped": dropped, "estimate_s": estimate, "repeats": repeats}
+
+
+def _sweep_info(manifest: dict, order_index: int, task: Task) -> dict:
+    return {"id": manifest["sweep_id"], "profile": manifest["profile"], "order_seed": manifest["order_seed"],
+            "order_index": order_index, "round": task.round, "planned_runs": len(manifest["order"])}
+
+
+def measure_peaks(profile: Profile) -> dict[str, dict]:
+    # a distributed run is judged against the machine's peak with all its workers' threads
+    keys = {(c.device, c.precision, c.threads * c.workers)
+            for c in profile.configs if measures_a_framework(c.framework)}
+    return {peak_key(*k): measure_peak(*k) for k in sorted(keys)}
+
+
+def measure_networks(profile: Profile, results_dir: Path, force: bool, announce) -> list[str]:
+    """Fit alpha-beta for every link the profile's distributed configs use (cached per host)."""
+    from ..runs.distributed import network
+    from ..runs.distributed.launcher import LaunchError
+
+    links = sorted({(c.workers, c.nodes, c.link_gbit, c.link_delay_ms) for c in profile.configs
+                    if c.distributed and c.workers > 1})
+    done = []
+    for workers, nodes, gbit, delay in links:
+        try:
+            entry = network.measure(results_dir, workers, nodes, gbit, delay, force=force)
+            done.append(entry["key"])
+        except (LaunchError, ConfigError, OSError) as exc:  # the model is extra: say so, go on
+            announce(f"network micro-benchmark for {network.link_key(workers, nodes, gbit, delay)} failed: {exc}")
+    return done
+
+
+def measure_memory(profile: Profile, results_dir: Path, announce) -> list[str]:
+    """The profile's largest-batch searches (bench/runs/maxbatch.py), each stored once per host and reused."""
+    from ..runs import maxbatch
+
+    done = []
+    for config, cap, max_batch in profile.memory_searches:
+        cap = cap or maxbatch.default_cap_bytes(config.device)
+        what = f"{config.framework}/{config.engine} {config.model} {config.mode} {config.precision} {config.device}"
+        try:
+            ADAPTERS.get(config.framework).check_available()
+        except UnsupportedError as exc:
+            announce(f"largest batch for {what}: skipped ({exc})")
+            continue
+        announce(f"largest batch for {what} ({maxbatch.cap_text(cap)}, at most {max_batch})")
+        try:
+            found = maxbatch.run_search(config, results_dir, cap, max_batch)
+        except (OSError, ValueError) as exc:  # an extra section: say so and go on (nothing is stored for it)
+            announce(f"  largest batch for {what} failed: {exc}")
+            continue
+        announce(f"  largest batch {found['largest_batch']} (limited by {found['limited_by']}), "
+                 f"{len(found['probes'])} probes in {found['seconds']:.0f} s")
+        done.append(what)
+    return done
+
+
+def _needs_retry(record: dict, siblings: list[dict]) -> str | None:
+    """Why a finished run should be repeated: other programs disturbed it, or it jittered far more than
+    its config's other repetitions."""
+    if record["status"] != "ok":
+        return None
+    disturbed = [f["reason"] for f in record["flags"] if f["name"] == "disturbed"]
+    if disturbed:
+        return disturbed[0]
+    cvs = [(s.get("summary") or {}).get("cv") for s in siblings if s["status"] == "ok"]
+    return cv_outlier_reason((record.get("summary") or {}).get("cv"), cvs)
+
+
+def _latest(records: list[dict], key: str) -> dict[int, dict]:
+    out: dict[int, dict] = {}
+    for r in sorted(records, key=lambda r: r["created"]):
+        if r["config_key"] == key:
+            out[r["repeat"]] = r
+    return out
+
+
+def run_sweep(profile: Profile, results_dir: Path | str | None = None, force: bool = False,
+              progress: bool = True, repeats: int | None = None,
+              announce: Callable[[str], None] = print) -> SweepResult:
+    """Run every (config, repetition) of `profile` not yet recorded on this host (all of them with `force`)."""
+    from tqdm.auto import tqdm
+
+    results_dir = Path(results_dir or default_results_dir()).resolve()
+    with kernel_environment(host_dir(results_dir) / NOTEBOOKS / "kernels.log"), results_lock(results_dir):
+        t0 = time.perf_counter()
+        peaks = measure_peaks(profile)
+        networks = measure_networks(profile, results_dir, force, announce)
+        p = plan(profile, results_dir, force, repeats, peaks)
+        result = SweepResult(sweep_id=new_sweep_id(), estimate_s=p["estimate_s"],
+                             already_done=[f"{k}/{r}" for k, r in p["done"]],
+                             dropped=[c.label for c in p["dropped"]])
+        manifest = {
+            "sweep_id": result.sweep_id, "host": host_name(), "profile": profile.name,
+            "description": profile.description, "order_seed": profile.order_seed, "repeats": p["repeats"],
+            "retries": profile.retries, "budget_minutes": profile.budget_minutes, "force": force,
+            "started": _now(), "finished": None, "status": "running", "estimate_s": p["estimate_s"],
+            "order": [{"config_key": t.config.key, "repeat": t.repeat, "round": t.round, "label": t.config.label}
+                      for t in p["tasks"]],
+            "already_done": len(p["done"]),
+            "dropped": [{"config_key": c.key, "label": c.label, "reason": "not run: over the profile's budget of "
+                         f"{profile.budget_minutes:g} min"} for c in p["dropped"]],
+            "peaks": {k: {"start": v, "end": None} for k, v in peaks.items()}, "retried": [],
+            "networks": networks, "not_applicable": list(profile.not_applicable),
+        }
+        write_sweep(results_dir, manifest)
+        announce(f"sweep {profile.name}: {len(p['tasks'])} runs to do ({p['repeats']} repetitions per config, "
+                 f"order seed {profile.order_seed}), {len(p['done'])} already recorded, "
+                 f"{len(p['dropped'])} configs over budget; estimated {p['estimate_s'] / 60:.1f} min")
+        queue = list(p["tasks"])
+        bar = tqdm(total=len(queue), desc=f"sweep {profile.name} on {host_name()}", unit="run", disable=not progress)
+        index = 0
+        try:
+            while index < len(queue):
+                task = queue[index]
+                config = task.config
+                bar.set_postfix_str(f"{config.label} r{task.repeat}", refresh=True)
+                info = _sweep_info(manifest, index, task)
+                t1 = time.perf_counter()
+                try:
+                    ADAPTERS.get(config.framework).check_available()  # before starting a kernel that cannot run it
+                    run_notebook(config, results_dir, task, info)
+                except UnsupportedError as exc:
+                    write_record(failure_record(config, str(exc), None, task.repeat, task.attempt, info,
+                                                status="skipped"), results_dir)
+                except Exception as exc:  # a failing config is recorded and the sweep goes on
+                    if getattr(exc, "ename", None) == "KeyboardInterrupt":
+                        raise KeyboardInterrupt from None  # Ctrl-C reached the kernel first: stop, record nothing
+                    latest = _latest(host_records(results_dir, config_key=config.key), config.key).get(task.repeat)
+                    if latest is None or latest.get("attempt") != task.attempt or \
+                            (latest.get("sweep") or {}).get("id") != result.sweep_id:
+                        write_record(failure_record(config, _failure_reason(exc), repr(exc), task.repeat,
+                                                    task.attempt, info), results_dir)
+                result.papermill_s += time.perf_counter() - t1
+                result.ran.append(f"{config.label} r{task.repeat}")
+                index += 1
+                bar.update(1)
+                runs = _latest(host_records(results_dir, config_key=config.key), config.key)
+                record = runs.get(task.repeat)
+                if record is None:
+                    continue
+                result.measured_s += record["duration_s"]
+                why = _needs_retry(record, [r for k, r in runs.items() if k != task.repeat])
+                if why and task.attempt < profile.retries:
+                    queue.append(Task(config, task.repeat, task.round, task.attempt + 1))
+                    bar.total += 1
+                    result.retried.append(f"{config.label} (repeat {task.repeat}): {why}")
+                    manifest["retried"].append({"config_key": config.key, "repeat": task.repeat,
+                                                "attempt": task.attempt, "reason": why})
+                    write_sweep(results_dir, manifest)
+                elif why:
+                    result.still_disturbed.append(f"{config.label} (repeat {task.repeat}): {why}")
+                if record["status"] != "ok" and record["attempt"] == task.attempt:
+                    result.failures.append((record["label"], record["status"], record["reason"]))
+            bar.close()
+            manifest["memory_searches"] = measure_memory(profile, results_dir, announce)
+            manifest["status"] = "finished"
+        except BaseException as exc:
+            manifest["status"] = "interrupted"
+            if isinstance(exc, KeyboardInterrupt):
+                _quiet_abandoned_kernel_tasks()
+            raise
+        finally:
+            bar.close()
+            if manifest["status"] == "finished":
+                for k, v in measure_peaks(profile).items():
+                    manifest["peaks"].setdefault(k, {"start": None})["end"] = v
+            manifest["finished"] = _now()
+            manifest["elapsed_s"] = time.perf_counter() - t0
+            manifest["runs_done"] = index
+            write_sweep(results_dir, manifest)
+    return result
+
