@@ -7,6 +7,7 @@ import dataclasses
 import json
 import sys
 
+from .adapters import ADAPTERS, reference_adapter
 from .config import FIELDS, make_config
 from .errors import ConfigError
 from .paths import default_results_dir
@@ -91,9 +92,12 @@ def _cluster(args: argparse.Namespace, config) -> dict | None:
     """The real-cluster rendezvous from --master-addr/--node-rank, checked before any work."""
     if args.master_addr is None and args.node_rank is None:
         return None
-    if not config.distributed or config.framework != "torch":
-        raise ConfigError("--master-addr/--node-rank start this machine's ranks of a PyTorch distributed run: "
-                          "give --framework torch and --strategy (independent, allreduce, allreduce_nosync, ps_sync)")
+    adapter = ADAPTERS.get(config.framework)
+    if not config.distributed or not adapter.multi_machine:
+        able = [n for n in ADAPTERS if ADAPTERS.get(n).multi_machine]
+        raise ConfigError(f"--master-addr/--node-rank start this machine's ranks of a distributed run across "
+                          f"machines; valid choices: --framework {' or '.join(able)} with --strategy "
+                          f"({', '.join(ADAPTERS.get(able[0]).distributed_strategies)})")
     if args.master_addr is None or args.node_rank is None or not 0 <= args.node_rank < config.nodes:
         raise ConfigError(f"a real cluster needs --master-addr and --node-rank in 0..{config.nodes - 1} "
                           f"(--nodes {config.nodes} machines); got {args.master_addr!r}, {args.node_rank!r}")
@@ -149,7 +153,6 @@ def _cmd_list(args: argparse.Namespace) -> int:
                 cost = "test model" if spec.tiny else "no published cost in the reference data"
             print(f"{name:14s} {cost}")
     else:
-        from .adapters import ADAPTERS
         from .report.systems import status_rows
 
         for name in ADAPTERS.names(args.pattern):
@@ -248,7 +251,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 def _cmd_fidelity(args: argparse.Namespace) -> int:
     from .runs import fidelity
 
-    config = make_config(framework=args.framework or "torch", model=args.model or "resnet50",
+    config = make_config(framework=args.framework or reference_adapter().name, model=args.model or "resnet50",
                          mode=args.mode, batch_size=args.batch_size, threads=args.threads)
     if args.baseline_only:
         print(json.dumps({"images_per_sec": fidelity.baseline(config)}))
@@ -312,9 +315,7 @@ def _framework_interpreter(args: argparse.Namespace):
     interpreter when this process is not it; else None."""
     if args.command not in ("run", "fidelity"):
         return None
-    from .adapters import ADAPTERS
-
-    adapter = ADAPTERS.get(args.framework or "torch")
+    adapter = ADAPTERS.get(args.framework or reference_adapter().name)
     return adapter.interpreter() if adapter.environment and not adapter.runs_here() else None
 
 

@@ -8,6 +8,7 @@ import json
 import math
 from dataclasses import dataclass, field
 
+from .adapters import ADAPTERS
 from .errors import ConfigError
 from .host import devices
 from .models import get_model
@@ -81,8 +82,6 @@ class RunConfig:
     extra: dict = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:
-        from .adapters import ADAPTERS  # late: adapters import this module
-
         adapter = ADAPTERS.get(self.framework)
         spec = get_model(self.model)
         _choice("mode", self.mode, MODES)

@@ -8,6 +8,7 @@ import json
 import psutil
 import pytest
 
+from bench.adapters import says_out_of_memory
 from bench.cli import EXIT_BAD_INPUT, main
 from bench.config import make_config
 from bench.errors import ConfigError
@@ -71,7 +72,7 @@ def test_an_error_ends_the_search_and_is_recorded():
     ("RuntimeError: shape mismatch in conv2d", False),  # any other error is not 'does not fit'
 ])
 def test_only_a_framework_out_of_memory_error_means_the_batch_does_not_fit(reason, oom):
-    assert maxbatch._says_out_of_memory(reason) is oom
+    assert says_out_of_memory(reason) is oom
 
 
 def test_a_probe_over_the_cap_is_stopped_and_leaves_no_process(tmp_path, monkeypatch):

@@ -8,15 +8,18 @@ import resource
 import time
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import psutil
 
-from ..config import RunConfig
 from ..errors import FrameworkUnavailableError
+from ..host.manifest import declare_framework, dist_version
 from ..paths import PROJECT_ROOT
-from ..sweep.jupyter_kernels import MAIN_KERNEL
+from ..registry import Registry
 from .precision import precision_unsupported
+
+if TYPE_CHECKING:  # adapters sit below the config layer: RunConfig is only a type here
+    from ..config import RunConfig
 
 # The training recipe every framework uses (the fairness rules: same loss, same optimizer).
 LEARNING_RATE = 0.01
@@ -138,12 +141,9 @@ def subtractive_phases(sync, iterations: int, forward, forward_backward=None, st
     return raw
 
 
-def dist_version(distribution: str) -> str | None:
-    """Installed version of a distribution, without importing it."""
-    try:
-        return importlib.metadata.version(distribution)
-    except importlib.metadata.PackageNotFoundError:
-        return None
+MAIN_KERNEL = "python3"  # the main environment's Jupyter kernel (an adapter may name another: Adapter.kernel)
+# A colour for a framework that declares none (a new package), after the declared ones: never two the same.
+SPARE_COLOURS = ("#8c564b", "#ff7f0e", "#aec7e8", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2")
 
 
 class Adapter(ABC):
@@ -155,6 +155,18 @@ class Adapter(ABC):
 
     name: ClassVar[str]
     engines: ClassVar[tuple[str, ...]]
+    # How the report names and draws it, and the other names its published rows use (the 2019 study: "pytorch").
+    display_name: ClassVar[str] = ""
+    colour: ClassVar[str | None] = None
+    aliases: ClassVar[tuple[str, ...]] = ()
+    devices: ClassVar[tuple[str, ...]] = ("cpu", "cuda")
+    # What this framework's out-of-memory errors say, lower case without spaces or underscores (the reason of a
+    # failed run is compared in the same form): the largest-batch search stops there, a run's reason says so.
+    oom_markers: ClassVar[tuple[str, ...]] = ()
+    # Environment variables its documentation says change performance: recorded in the manifest when set.
+    environment_variables: ClassVar[tuple[str, ...]] = ()
+    # The framework the tools default to where one must be picked (fidelity, FLOP counting, the link probe).
+    reference: ClassVar[bool] = False
     module: ClassVar[str | None] = None
     distribution: ClassVar[str | None] = None
     modes: ClassVar[tuple[str, ...]] = ("inference", "training")
@@ -176,6 +188,16 @@ class Adapter(ABC):
     distributed_strategies: ClassVar[tuple[str, ...]] = ()
     distributed_worker: ClassVar[str | None] = None
     distributed_launch: ClassVar[str | None] = None
+    # The module run as each rank of the link micro-benchmark (the reference framework's collectives: all-reduce and
+    # ping-pong timed per message size, for the alpha-beta fit of every link).
+    link_probe_worker: ClassVar[str | None] = None
+    # Real machines (not only emulated nodes): this framework's ranks join a rendezvous given on the command line.
+    multi_machine: ClassVar[bool] = False
+    # Its all-reduce sends gradients in buckets of `bucket_mb` (DDP): the setting is part of its distributed label.
+    bucketed_allreduce: ClassVar[bool] = False
+    # Its ranks' collectives, where they are its own rather than the link probe's (gloo, whose fit the scaling
+    # model uses): the report says so beside a prediction.
+    own_collectives: ClassVar[str] = ""
 
     def interpreter(self) -> Path | None:
         """The Python of this framework's own environment (None: the main one, or not built)."""
@@ -235,3 +257,31 @@ class Adapter(ABC):
         Written the way the framework's own tutorials do it, without the harness's code, so that
         harness vs hand loop measures what the harness adds."""
         return None
+
+    def gemm_label(self, device: str, precision: str) -> str | None:
+        """The name of this framework's own matrix product for `device` and `precision` (None: it offers none).
+        The device peak is the fastest of every framework's (bench/measurement/peak.py)."""
+        return None
+
+    def gemm(self, device: str, precision: str, threads: int, n: int):
+        """A callable that multiplies two n x n matrices on `device` and waits for the result (see gemm_label)."""
+        raise NotImplementedError
+
+    def count_forward_flops(self, model: str, image_size: int) -> float | None:
+        """FLOPs of one image's forward pass counted on this framework's definition (None: it cannot count)."""
+        return None
+
+
+ADAPTERS: Registry[Adapter] = Registry("framework")
+
+
+def register(cls: type[Adapter]) -> type[Adapter]:
+    """Class decorator: a framework package registers its adapter (timm's @register_model); the manifest learns
+    its distributions and environment variables, and it gets a colour if it declares none."""
+    adapter = cls()
+    ADAPTERS.add(cls.name, adapter)
+    declare_framework(tuple(d for d in (cls.distribution, *cls.libraries) if d), cls.environment_variables)
+    if cls.colour is None:
+        taken = {ADAPTERS.get(n).colour for n in ADAPTERS}
+        cls.colour = next((c for c in SPARE_COLOURS if c not in taken), SPARE_COLOURS[len(ADAPTERS) % 8])
+    return cls

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..host.devices import is_gpu
+from ..host.devices import cpu_flags, is_gpu
 
 # A reduced precision is measured on a CPU only where it has native arithmetic for it.
 NATIVE_CPU_FLAGS = {"fp16": ("avx512_fp16", "amx_fp16"), "bf16": ("avx512_bf16", "amx_bf16")}
@@ -14,8 +14,6 @@ def precision_unsupported(framework: str, device: str, precision: str) -> str | 
         return f"{framework}: tf32 is a GPU tensor-core mode (NVIDIA Ampere or newer); valid on a CPU: fp32"
     if precision not in NATIVE_CPU_FLAGS or is_gpu(device):
         return None
-    from ..host.manifest import cpu_flags
-
     flags = NATIVE_CPU_FLAGS[precision]
     if not set(flags) & set(cpu_flags()):
         return (f"{framework}: {precision} on this CPU would be emulated (no {'/'.join(flags)}); "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -56,9 +57,23 @@ def device_label(device: str) -> str:
             if g["index"] == index:
                 return g["name"]
         return device
-    from .manifest import cpu_brand
-
     return cpu_brand()
+
+
+@functools.lru_cache(maxsize=1)
+def cpu_info() -> dict:
+    """py-cpuinfo's description of this CPU (read once: it takes a moment)."""
+    import cpuinfo
+
+    return cpuinfo.get_cpu_info()
+
+
+def cpu_brand() -> str:
+    return cpu_info().get("brand_raw") or platform.processor() or "unknown CPU"
+
+
+def cpu_flags() -> list[str]:
+    return list(cpu_info().get("flags", []))
 
 
 def current_cpu_mhz() -> float | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import importlib.metadata
 import os
 import platform
 import re
@@ -13,40 +14,30 @@ from collections.abc import Mapping
 
 import psutil
 
-from ..adapters.base import dist_version
 from ..errors import ConfigError
 from ..paths import PROJECT_ROOT
 from . import devices
+from .devices import cpu_brand, cpu_flags
+from .devices import cpu_info as _cpuinfo
 
 # The exact environment variables a record keeps: those the frameworks and their runtimes document as
-# changing performance. Nothing else is ever recorded (a prefix or a deny-list let TF_CLI_CONFIG_FILE,
+# changing performance: the thread pools, oneDNN and CUDA here, and each framework's own, which its adapter
+# declares as it registers. Nothing else is ever recorded (a prefix or a deny-list let TF_CLI_CONFIG_FILE,
 # a Terraform setting, and names such as TF_PASSPHRASE through).
-RECORDED_ENV_VARS = (
+RECORDED_ENV_VARS = [
     # OpenMP / MKL / OpenBLAS thread pools and affinity
     "OMP_NUM_THREADS", "OMP_PROC_BIND", "OMP_PLACES", "OMP_DYNAMIC", "OMP_WAIT_POLICY", "OMP_SCHEDULE",
     "MKL_NUM_THREADS", "MKL_DYNAMIC", "MKL_ENABLE_INSTRUCTIONS", "MKL_CBWR", "KMP_AFFINITY", "KMP_BLOCKTIME",
     "KMP_HW_SUBSET", "OPENBLAS_NUM_THREADS", "GOMP_CPU_AFFINITY",
     # oneDNN
     "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "ONEDNN_DEFAULT_FPMATH_MODE", "ONEDNN_VERBOSE",
-    # TensorFlow / Keras
-    "TF_ENABLE_ONEDNN_OPTS", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "TF_XLA_FLAGS",
-    "TF_CPP_MIN_LOG_LEVEL", "TF_GPU_ALLOCATOR", "TF_FORCE_GPU_ALLOW_GROWTH", "TF_DETERMINISTIC_OPS",
-    "TF_CUDNN_DETERMINISTIC", "TF_GPU_THREAD_MODE", "TF_USE_LEGACY_KERAS", "KERAS_BACKEND",
-    # XLA / JAX
-    "XLA_FLAGS", "XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_MEM_FRACTION", "XLA_PYTHON_CLIENT_ALLOCATOR",
-    "JAX_PLATFORMS", "JAX_ENABLE_X64", "JAX_DEFAULT_MATMUL_PRECISION",
     # CUDA / NCCL / Gloo
     "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_LAUNCH_BLOCKING", "CUDA_MODULE_LOADING",
     "CUBLAS_WORKSPACE_CONFIG", "NCCL_DEBUG", "NCCL_SOCKET_IFNAME", "NCCL_IB_DISABLE", "NCCL_P2P_DISABLE",
     "NCCL_ALGO", "NCCL_PROTO", "NCCL_BUFFSIZE", "NCCL_NTHREADS", "GLOO_SOCKET_IFNAME",
-    # PyTorch
-    "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_NO_CUDA_MEMORY_CACHING", "TORCHINDUCTOR_FREEZING",
-    "TORCHINDUCTOR_MAX_AUTOTUNE", "TORCH_CUDNN_V8_API_DISABLED",
-    # MXNet (ONNX Runtime and OpenVINO are tuned through session options, not documented env vars)
-    "MXNET_ENGINE_TYPE", "MXNET_CPU_WORKER_NTHREADS", "MXNET_SUBGRAPH_BACKEND",
     # allocator preloads (jemalloc, tcmalloc) change allocation speed: kept as library names only
     "LD_PRELOAD",
-)
+]
 MAX_VALUE_CHARS = 512
 # Absolute paths inside a value (e.g. XLA_FLAGS=--xla_dump_to=/home/user/x) name local users and folders.
 # A quoted path may hold spaces, so it is masked whole; the lookbehinds keep "a/b" and "x:/y" intact.
@@ -75,26 +66,28 @@ def recorded_environment(environ: Mapping[str, str] | None = None) -> dict[str, 
 
 
 COMMON_LIBRARIES = ("numpy", "scipy", "pandas")
+# Each framework adapter declares its distributions when it registers (bench/adapters/base.py: register).
+_FRAMEWORK_LIBRARIES: list[str] = []
+
+
+def dist_version(distribution: str) -> str | None:
+    """Installed version of a distribution, without importing it."""
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def declare_framework(distributions: tuple[str, ...], environment_variables: tuple[str, ...]) -> None:
+    """A framework's distributions (listed in every manifest) and the environment variables it documents as
+    changing performance (recorded when set): called by each adapter as it registers."""
+    _FRAMEWORK_LIBRARIES.extend(d for d in distributions if d not in _FRAMEWORK_LIBRARIES)
+    RECORDED_ENV_VARS.extend(v for v in environment_variables if v not in RECORDED_ENV_VARS)
 
 
 def libraries() -> tuple[str, ...]:
-    """The distributions a manifest lists: each adapter's own and those it declares, and the common ones."""
-    from ..adapters import ADAPTERS  # late: the adapters import this module's helpers
-
-    names = [n for fw in ADAPTERS for n in (ADAPTERS.get(fw).distribution, *ADAPTERS.get(fw).libraries) if n]
-    return tuple(dict.fromkeys(names + list(COMMON_LIBRARIES)))
-
-
-
-@functools.lru_cache(maxsize=1)
-def _cpuinfo() -> dict:
-    import cpuinfo
-
-    return cpuinfo.get_cpu_info()
-
-
-def cpu_brand() -> str:
-    return _cpuinfo().get("brand_raw") or platform.processor() or "unknown CPU"
+    """The distributions a manifest lists: each framework's own and those it declares, and the common ones."""
+    return tuple(dict.fromkeys(_FRAMEWORK_LIBRARIES + list(COMMON_LIBRARIES)))
 
 
 _UNIT_MHZ = {"hz": 1e-6, "khz": 1e-3, "mhz": 1.0, "ghz": 1e3}
@@ -113,10 +106,6 @@ def _advertised_mhz() -> float | None:
         return round(hz[0] / 1e6, 1)
     now = devices.current_cpu_mhz()
     return round(now, 1) if now else None
-
-
-def cpu_flags() -> list[str]:
-    return list(_cpuinfo().get("flags", []))
 
 
 def _git() -> dict:

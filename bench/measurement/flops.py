@@ -1,9 +1,10 @@
-"""Model FLOPs per image: counted on the torchvision definition (meta tensors), or published figures."""
+"""Model FLOPs per image: counted by the reference framework on its definition (meta tensors), or published figures."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from ..adapters import reference_adapter
 from ..models import get_model
 from .fresh_process import cached
 
@@ -15,26 +16,16 @@ FLOPS_FILE = "model_flops.json"
 
 def count_forward_flops(model: str, image_size: int) -> dict:
     """FLOPs per image for one forward pass and how they were obtained. 1 MAC = 2 FLOPs."""
-    try:
-        import torch
-        from torch.utils.flop_counter import FlopCounterMode
-
-        from ..adapters.torch.models import build_torch_model
-
-        with torch.device("meta"):
-            net = build_torch_model(model).eval()
-            x = torch.empty(1, 3, image_size, image_size)
-        with FlopCounterMode(display=False) as counter, torch.no_grad():
-            net(x)
-        return {"flops": float(counter.get_total_flops()),
-                "method": "counted (torch FlopCounterMode on the torchvision definition)"}
-    except ImportError:
-        spec = get_model(model)
-        if spec.published_gmacs_224 is None:
-            return {"flops": None, "method": "unknown (torch not installed, no published figure)"}
-        scale = (image_size / 224) ** 2
-        return {"flops": 2e9 * spec.published_gmacs_224 * scale,
-                "method": f"published ({spec.source}), scaled by image area"}
+    counter = reference_adapter()
+    if counter.runs_here():
+        return {"flops": counter.count_forward_flops(model, image_size),
+                "method": f"counted ({counter.name} FlopCounterMode on the torchvision definition)"}
+    spec = get_model(model)
+    if spec.published_gmacs_224 is None:
+        return {"flops": None, "method": f"unknown ({counter.name} not installed, no published figure)"}
+    scale = (image_size / 224) ** 2
+    return {"flops": 2e9 * spec.published_gmacs_224 * scale,
+            "method": f"published ({spec.source}), scaled by image area"}
 
 
 def flops_per_image(results_dir: Path | str, model: str, image_size: int, mode: str) -> tuple[float | None, str]:

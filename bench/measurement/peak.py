@@ -7,11 +7,13 @@ against the peak of its own sweep and a peak taken in a busy moment shows up as 
 
 from __future__ import annotations
 
+import functools
 import os
 import statistics
 import time
 from pathlib import Path
 
+from ..adapters import ADAPTERS, reference_adapter
 from ..host.devices import is_gpu
 from .fresh_process import cached, in_fresh_process
 
@@ -43,23 +45,6 @@ def _best_of(run, flop: float, trials: int) -> list[float]:
     return [flop / t for t in times]
 
 
-def _torch_mm(device: str, precision: str, threads: int, n: int):
-    import torch
-
-    torch.set_num_threads(threads)
-    dtype = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
-    if is_gpu(device):  # the same rule as the runs: fp32 strict, TF32 tensor cores only for "tf32"
-        torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
-    a = torch.randn(n, n, device=device, dtype=dtype)
-    b = torch.randn(n, n, device=device, dtype=dtype)
-
-    def run() -> None:
-        torch.mm(a, b)
-        if is_gpu(device):
-            torch.cuda.synchronize(device)
-    return run
-
-
 def _numpy_matmul(threads: int, n: int):
     import numpy as np
     from threadpoolctl import threadpool_limits
@@ -73,29 +58,21 @@ def _numpy_matmul(threads: int, n: int):
     return run
 
 
-def _openvino_matmul(threads: int, n: int):
-    import numpy as np
-    import openvino as ov
-    import openvino.opset13 as ops
-
-    x = ops.parameter([n, n], np.float32)
-    w = ops.constant(np.random.default_rng(1).standard_normal((n, n), dtype=np.float32))
-    model = ov.Model([ops.matmul(x, w, False, False)], [x])
-    compiled = ov.Core().compile_model(model, "CPU", {"INFERENCE_NUM_THREADS": threads,
-                                                      "INFERENCE_PRECISION_HINT": "f32"})
-    request = compiled.create_infer_request()
-    a = np.random.default_rng(0).standard_normal((n, n), dtype=np.float32)
-    return lambda: request.infer({0: a})
-
-
 def _gemms(device: str, precision: str, threads: int, n: int) -> dict:
-    """Every matrix-product library the main environment has for this device and precision. On a CPU the
-    frameworks do not share one BLAS (PyTorch: MKL or OpenBLAS, OpenVINO and TensorFlow: oneDNN, NumPy:
-    OpenBLAS), and one of them can be far from the hardware on a given vendor's CPU; the peak is the best."""
-    gemms = {"torch.mm": lambda: _torch_mm(device, precision, threads, n)}
+    """Every matrix-product library the main environment has for this device and precision, the reference
+    framework's first (a peak without it is an error). On a CPU the frameworks do not share one BLAS (PyTorch:
+    MKL or OpenBLAS, OpenVINO and TensorFlow: oneDNN, NumPy: OpenBLAS), and one of them can be far from the
+    hardware on a given vendor's CPU; the peak is the best."""
+    adapters = [reference_adapter()] + [ADAPTERS.get(n) for n in ADAPTERS if not ADAPTERS.get(n).reference]
+    gemms = {}
+    for adapter in adapters[:1]:
+        gemms[adapter.gemm_label(device, precision)] = functools.partial(adapter.gemm, device, precision, threads, n)
     if not is_gpu(device) and precision == "fp32":
         gemms["numpy.matmul (OpenBLAS)"] = lambda: _numpy_matmul(threads, n)
-        gemms["openvino MatMul (oneDNN)"] = lambda: _openvino_matmul(threads, n)
+    for adapter in adapters[1:]:
+        label = adapter.gemm_label(device, precision)
+        if label:
+            gemms[label] = functools.partial(adapter.gemm, device, precision, threads, n)
     return gemms
 
 
@@ -109,7 +86,7 @@ def matmul_peak(device: str, precision: str, threads: int, trials: int = PEAK_TR
         try:
             flops = _best_of(build(), 2 * n**3, trials)
         except Exception as exc:  # noqa: BLE001 - an unavailable library is a fact to record
-            if name == "torch.mm":
+            if not libraries:  # the reference framework's own: no peak without it
                 raise
             libraries[name] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
             continue

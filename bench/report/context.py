@@ -7,11 +7,18 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pandas as pd
+from IPython.display import HTML, Markdown, display
 
+from ..adapters import framework_of
 from ..paths import default_results_dir
 from ..results.store import load_records
 from ..results.sweep_manifest import load_sweeps
+from ..runs.distributed.network import fitted
+from ..runs.maxbatch import load_searches
+from . import scaling
 from .data import config_tables, published_throughput, seed_2019
+from .memory import searches_table
+from .scaling import is_distributed
 from .soundness import ratio_table, summary_table
 
 
@@ -44,9 +51,6 @@ class ScalingData:
 
 
 def load_scaling(records: list[dict], results_dir: Path) -> ScalingData:
-    from ..runs.distributed.network import fitted
-    from . import scaling
-
     dist = [r for r in records if scaling.is_distributed(r)]
     procs = scaling.processes(dist)
     table = scaling.scaling_table(scaling.configs(procs))
@@ -60,16 +64,12 @@ def load_scaling(records: list[dict], results_dir: Path) -> ScalingData:
 def load(results_dir=None) -> ReportData:
     """Read every record and sweep manifest under results/ (all hosts) into the report's tables."""
     results_dir = Path(results_dir or default_results_dir())
-    from .scaling import is_distributed
-
     everything = load_records(results_dir)  # read once; every table below derives from these
     records = [r for r in everything if not is_distributed(r)]
     sweeps = load_sweeps(results_dir)
     runs, processes, configs = config_tables(records, sweeps)
-    seed = seed_2019().replace({"framework": {"pytorch": "torch"}})
-    from ..runs.maxbatch import load_searches
-    from .memory import searches_table
-
+    seed = seed_2019()
+    seed["framework"] = seed["framework"].map(framework_of)  # the 2019 tables say 'pytorch'
     return ReportData(results_dir, records, sweeps, runs, processes, configs, ratio_table(configs),
                       summary_table(configs), published_throughput(), seed, load_scaling(everything, results_dir),
                       searches_table(load_searches(results_dir)))
@@ -77,8 +77,6 @@ def load(results_dir=None) -> ReportData:
 
 def show(figs, name: str, figures_dir=None) -> None:
     """Display figure(s) once, save them as PNG under `figures_dir` when given, and free them."""
-    from IPython.display import Markdown, display
-
     figs = [f for f in (figs if isinstance(figs, list) else [figs]) if f is not None]
     if not figs:
         display(Markdown(f"*No data for this figure yet ({name}).*"))
@@ -92,15 +90,11 @@ def show(figs, name: str, figures_dir=None) -> None:
 
 
 def bullets(lines: list[str]):
-    from IPython.display import Markdown
-
     return Markdown("\n".join(f"- {line}" for line in lines))
 
 
 def table(df: pd.DataFrame, empty: str = "none"):
     """A DataFrame for display without its index (row numbers mean nothing to a reader), or a note."""
-    from IPython.display import HTML, Markdown
-
     if df is None or df.empty:
         return Markdown(f"*{empty}*")
     return HTML(df.to_html(index=False, escape=True, na_rep="", classes="report-table", border=0))

@@ -7,14 +7,7 @@ import numpy as np
 import pandas as pd
 
 from ..host.interference import OTHER_CPU_LIMIT
-from . import figures
-
-
-def _colour(framework: str) -> str:
-    mapping = getattr(figures, "FRAMEWORK_COLOURS", None)
-    if mapping:
-        return mapping.get(framework, mapping.get("other", "grey"))
-    return figures.colours([framework])[framework]
+from .style import framework_colour
 
 
 def drift_timeline(processes: pd.DataFrame):
@@ -31,10 +24,10 @@ def drift_timeline(processes: pd.DataFrame):
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 3.4), gridspec_kw={"width_ratios": [3, 2]})
     for fw, g in p.groupby("framework"):
         clean, bad = g[g["clean"]], g[~g["clean"]]
-        ax.scatter(clean["order"], clean["rel"], s=14, color=_colour(fw), label=fw)
-        ax.scatter(bad["order"], bad["rel"], s=30, marker="x", color=_colour(fw), label=f"{fw} (flagged)")
+        ax.scatter(clean["order"], clean["rel"], s=14, color=framework_colour(fw), label=fw)
+        ax.scatter(bad["order"], bad["rel"], s=30, marker="x", color=framework_colour(fw), label=f"{fw} (flagged)")
         share = g["other_cpu_share"].astype(float) * 100
-        ax2.scatter(g["order"], share, s=14, color=_colour(fw), marker="o")
+        ax2.scatter(g["order"], share, s=14, color=framework_colour(fw), marker="o")
     ax.axhline(1.0, color="grey", lw=0.8)
     ax.set_xlabel("run order (all hosts, by start time)")
     ax.set_ylabel("process images/s / config mean")

@@ -14,16 +14,10 @@ from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import FuncFormatter
 
 from .data import GROUP, ok_runs
+from .style import FALLBACK_COLOUR, FRAMEWORK_COLOURS, framework_colour  # noqa: F401  (figures. colour map)
+from .style import canonical_framework as _canonical
 
 PHASE_ORDER = ["h2d", "forward", "backward", "update", "communication"]
-# One colour per framework in every figure (colour-blind-friendly tab10 hues, no browns): a reader learns
-# the mapping once. Engines and precisions of one framework differ by line style, marker and hatch instead.
-FRAMEWORK_COLOURS = {"torch": "#d62728", "tensorflow": "#1f77b4", "jax": "#2ca02c", "onnxruntime": "#9467bd",
-                     "openvino": "#17becf", "mxnet": "#bcbd22", "caffe2": "#e377c2", "null": "#7f7f7f",
-                     "other": "#ff7f0e"}
-FALLBACK_COLOUR = FRAMEWORK_COLOURS["other"]
-# Names other sources use for the same framework (the 2019 study and the published tables say 'pytorch').
-FRAMEWORK_ALIASES = {"pytorch": "torch", "tf": "tensorflow", "ort": "onnxruntime"}
 # Phases: browns only, so a phase bar is never mistaken for a framework (null's grey included).
 PHASE_COLOURS = {"h2d": "#f6e8c3", "forward": "#dfc27d", "backward": "#bf812d", "update": "#8c510a",
                  "communication": "#543005"}
@@ -47,16 +41,6 @@ _PATH = re.compile(r"(?<![\w.\-+])(?:[A-Za-z]:[\\/]|~[\\/]|/)[^\s,;:()\[\]]+")
 def framework_of(series: str) -> str:
     """The framework part of a series label ('torch/compile bf16' -> 'torch')."""
     return series.split("/")[0].split(" ")[0]
-
-
-def _canonical(framework: str) -> str:
-    name = str(framework).strip().lower()
-    return FRAMEWORK_ALIASES.get(name, name)
-
-
-def framework_colour(framework: str) -> str:
-    """The framework's colour in every figure; unknown names share the fallback colour."""
-    return FRAMEWORK_COLOURS.get(_canonical(framework), FALLBACK_COLOUR)
 
 
 def _slot(name: str, known: dict[str, int]) -> int:

@@ -14,6 +14,7 @@ from importlib import resources
 import numpy as np
 import pandas as pd
 
+from ..adapters import declared
 from ..measurement.flags import FLAG_SCOPE
 from ..runs.distributed import model as netmodel
 from ..runs.distributed.network import SIZES, link_key
@@ -329,7 +330,7 @@ def predictions_for_display(pred: pd.DataFrame) -> pd.DataFrame:
         return pred
     return pd.DataFrame({
         "framework": pred["framework"], "strategy": pred["strategy"], "workers": pred["workers"],
-        "link": pred["link"], "DDP buckets (MB)": [f"{b:g}" if s == "allreduce" and f == "torch" else "" for b, s, f in
+        "link": pred["link"], "DDP buckets (MB)": [f"{b:g}" if _bucketed(s, f) else "" for b, s, f in
                                                     zip(pred["bucket_mb"], pred["strategy"], pred["framework"])],
         "compute ms (independent)": pred["compute_ms"].round(1),
         "model comm. ms": pred["comm_model_ms"].round(1), "overlap used": pred["overlap_share"].map("{:.0%}".format),
@@ -359,7 +360,8 @@ def extrapolation_inputs(networks: dict, table: pd.DataFrame) -> tuple[float, fl
     alphas = [e["fit_allreduce"]["alpha_s"] for links in networks.values() for k, e in links.items()
               if k.startswith("loopback")]
     alpha = statistics.median(alphas) if alphas else 50e-6
-    ddp = table[(table["framework"] == "torch") & (table["strategy"] == "allreduce") & (table["link"] == "loopback")
+    bucketed = [_bucketed(s, f) for s, f in zip(table["strategy"], table["framework"])] if not table.empty else []
+    ddp = table[pd.Series(bucketed, index=table.index, dtype=bool) & (table["link"] == "loopback")
                 & (table["bucket_mb"] == 25.0) & table["overlap_share"].notna()] if not table.empty else table
     overlap = float(ddp["overlap_share"].median()) if len(ddp) else 0.0
     note = (f"alpha = {alpha * 1e6:.0f} us ({'this machine’s loopback fit' if alphas else 'assumed: no fit yet'}); "
@@ -376,11 +378,16 @@ def failures(records: list[dict]) -> pd.DataFrame:
                          for r in bad])
 
 
+def _bucketed(strategy: str, framework: str) -> bool:
+    """An all-reduce that sends gradients in buckets (PyTorch DDP): its bucket size is part of what was run."""
+    return strategy == "allreduce" and bool(declared(framework, "bucketed_allreduce", False))
+
+
 def _buckets(r) -> str:
-    """'; 25 MB buckets' for DDP runs (PyTorch), so runs that differ only in bucket size read differently."""
+    """'; 25 MB buckets' for bucketed all-reduce runs, so runs that differ only in bucket size read differently."""
     b = r.get("bucket_mb")
-    ddp = r["strategy"] == "allreduce" and r["framework"] == "torch"
-    return f"; {b:g} MB buckets" if ddp and b is not None and not pd.isna(b) else ""
+    shown = _bucketed(r["strategy"], r["framework"]) and b is not None and not pd.isna(b)
+    return f"; {b:g} MB buckets" if shown else ""
 
 
 def _comm_clause(r) -> str:
@@ -442,9 +449,10 @@ def findings(data) -> list[str]:
         out.append(f"Model vs measurement, {p['framework']} {p['model']} {p['strategy']} x{p['workers']} "
                    f"on {p['link']}{_buckets(p)}: "
                    f"predicted {p['predicted_ms']:.0f} ms, measured {p['measured_ms']:.0f} ms ({p['error']:+.0%})"
-                   + (f"; the fit is gloo's, and TensorFlow's own collectives (a ring over gRPC) spent "
+                   + (f"; the fit is gloo's, and {declared(p['framework'], 'display_name')}'s own collectives "
+                      f"({declared(p['framework'], 'own_collectives')}) spent "
                       f"{p['exposed_comm_ms']:.0f} ms per step where the model allows {p['comm_model_ms']:.0f}"
-                      if p["framework"] == "tensorflow" and p["exposed_comm_ms"] else "") + ".")
+                      if declared(p["framework"], "own_collectives") and p["exposed_comm_ms"] else "") + ".")
     for _, a in data.accuracy.iterrows():
         out.append(f"After {a['at_s']:.2f} s of training, {a['framework']} {a['strategy']} x{a['workers']} reached "
                    f"{a['accuracy']:.1%} test accuracy on digits (range over {a['processes']} processes "

@@ -6,6 +6,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from ..adapters import declared
 from .figures import PHASE_COLOURS, _footnote, _legend_below, _plain_numbers, framework_colour
 
 STRATEGY_NAMES = {"independent": "independent (no communication)", "allreduce": "all-reduce (DDP / MWMS)",
@@ -168,7 +169,7 @@ def predicted_vs_measured(pred: pd.DataFrame):
         ax.scatter(r["measured_ms"], r["predicted_ms"], color=framework_colour(r["framework"]),
                    marker="o" if r["link"] == "loopback" else "s", s=36, zorder=3,
                    label=f"{k}: {r['framework']} {r['model']} {r['strategy']} x{r['workers']}, {r['link']}"
-                         + (f", {r['bucket_mb']:g} MB buckets" if r["framework"] == "torch"
+                         + (f", {r['bucket_mb']:g} MB buckets" if declared(r["framework"], "bucketed_allreduce")
                             and r["strategy"] == "allreduce" else "") + f" ({r['error']:+.0%})")
         ax.annotate(str(k), (r["measured_ms"], r["predicted_ms"]), fontsize=6.5, xytext=(3, 3),
                     textcoords="offset points")

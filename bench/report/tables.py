@@ -16,6 +16,7 @@ from ..measurement.loop import WARMUP_TOLERANCE
 from ..measurement.peak import PEAK_N, PEAK_TRIALS
 from ..results.store import framework_version
 from . import soundness
+from .systems import status_rows
 
 
 def environment_table(records: list[dict]) -> pd.DataFrame:
@@ -403,8 +404,6 @@ OpenVINO's oneDNN, which differ by vendor), the fastest being the peak: an engin
 
 def frameworks_table(records: list[dict] | None = None) -> pd.DataFrame:
     """Every system the source studies compared (and today's choices): measured here, or why not."""
-    from .systems import status_rows
-
     counts = None
     if records is not None:
         counts = {}

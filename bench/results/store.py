@@ -9,6 +9,7 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..host.manifest import host_name
 from .schema import upgrade_record, validate_record
 
 if TYPE_CHECKING:
@@ -19,8 +20,6 @@ QUARANTINE = "quarantine"
 
 
 def host_dir(results_dir: Path | str, host: str | None = None) -> Path:
-    from ..host.manifest import host_name
-
     return Path(results_dir) / (host or host_name())
 
 

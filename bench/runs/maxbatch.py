@@ -24,6 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from ..adapters import says_out_of_memory
 from ..config import RunConfig
 from ..measurement.fresh_process import bench_environ, main_python
 from ..results.store import atomic_write_json, host_dir
@@ -31,17 +32,6 @@ from ..results.store import atomic_write_json, host_dir
 MEMORY_DIR = "memory"
 POLL_S = 0.05
 PROBE_TIMEOUT_S = 900
-# What each framework's out-of-memory error says (torch.cuda.OutOfMemoryError, TF ResourceExhaustedError,
-# JAX RESOURCE_EXHAUSTED, MXNet/C++ std::bad_alloc, Python MemoryError, ONNX Runtime/OpenVINO allocation failures).
-# Lower case, without spaces or underscores (the reason is compared in the same form).
-OOM_MARKERS = ("outofmemory", "resourceexhausted", "memoryerror", "badalloc", "failedtoallocate", "cannotallocate")
-
-
-def _says_out_of_memory(reason: str) -> bool:
-    text = reason.lower().replace(" ", "").replace("_", "")
-    return any(m in text for m in OOM_MARKERS)
-
-
 def probe_config(config: RunConfig, batch_size: int) -> RunConfig:
     """The config of one probe: the searched config at `batch_size`, a short fixed-count protocol."""
     return dataclasses.replace(config, batch_size=batch_size, protocol="seed", warmup=1, iterations=2,
@@ -137,7 +127,7 @@ def probe(config: RunConfig, batch_size: int, cap_bytes: int | None, facts: tupl
     if record["status"] == "ok":
         return {**out, "fits": True, "reason": ""}
     reason = str(record.get("reason") or "")
-    return {**out, "fits": False if _says_out_of_memory(reason) else None, "reason": reason[:300]}
+    return {**out, "fits": False if says_out_of_memory(reason) else None, "reason": reason[:300]}
 
 
 def search(config: RunConfig, cap_bytes: int | None, max_batch: int, probe_fn=probe, facts=None) -> dict:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..adapters import ADAPTERS
+from ..adapters import ADAPTERS, says_out_of_memory
 from ..config import RunConfig
 from ..errors import UnsupportedError
 from ..host.devices import device_label
@@ -34,8 +34,7 @@ def describe_failure(exc: BaseException, config: RunConfig) -> str:
     """One sentence a user can act on, from whatever a framework raised."""
     name = type(exc).__name__
     first = (str(exc).strip().splitlines() or [""])[0][:300]
-    if isinstance(exc, MemoryError) or "OutOfMemory" in name or "ResourceExhausted" in name \
-            or "out of memory" in first.lower():
+    if isinstance(exc, MemoryError) or says_out_of_memory(f"{name} {first}"):
         return f"out of memory at batch size {config.batch_size} on {config.device} ({name})"
     return f"{name}: {first}" if first else name
 

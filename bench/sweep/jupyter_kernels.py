@@ -21,10 +21,11 @@ from pathlib import Path
 
 import psutil
 
+from ..adapters import ADAPTERS
+from ..adapters.base import MAIN_KERNEL
 from ..paths import PROJECT_ROOT
 
 PREFIX = "bench-kernels-"
-MAIN_KERNEL = "python3"  # the main environment's kernel (an adapter may name another: Adapter.kernel)
 
 
 def _remove_stale() -> None:
@@ -39,8 +40,6 @@ def _remove_stale() -> None:
 
 def _private_kernelspecs(folder: str) -> None:
     """The main environment's kernel, and one per framework environment that is built (MXNet's)."""
-    from ..adapters import ADAPTERS
-
     kernels = {MAIN_KERNEL: (sys.executable, "Python 3 (bench)")}
     for adapter in map(ADAPTERS.get, ADAPTERS):
         if adapter.kernel != MAIN_KERNEL and adapter.interpreter():

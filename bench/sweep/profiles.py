@@ -23,7 +23,7 @@ from pathlib import Path
 
 import yaml
 
-from ..adapters import ADAPTERS
+from ..adapters import ADAPTERS, reference_adapter
 from ..config import FIELDS, RunConfig, make_config
 from ..errors import ConfigError
 from ..host import devices
@@ -31,8 +31,8 @@ from ..paths import PROJECT_ROOT
 
 PROFILES_DIR = PROJECT_ROOT / "profiles"
 AXES = {"frameworks": str, "models": str, "modes": str, "batch_sizes": int, "precisions": str, "devices": str}
-DEFAULT_AXES = {"frameworks": ["torch"], "modes": ["inference"], "batch_sizes": [32], "precisions": ["fp32"],
-                "devices": ["cpu"]}
+DEFAULT_AXES = {"frameworks": [reference_adapter().name], "modes": ["inference"], "batch_sizes": [32],
+                "precisions": ["fp32"], "devices": ["cpu"]}
 # name -> (type, lower bound, upper bound, default)
 REPETITION = {"repeats": (int, 1, 100, 3), "retries": (int, 0, 10, 1), "order_seed": (int, 0, 2**31 - 1, 0),
               "budget_minutes": ((int, float), 0, 10_000, 0)}
@@ -231,7 +231,8 @@ def _expand_distributed(name: str, block: dict, settings: dict) -> tuple[list[Ru
     merged = {**settings, **(block.get("settings") or {})}
     for model, bs, strategy, workers, bucket, fw in itertools.product(
             block.get("models", ["resnet18"]), block.get("batch_sizes", [16]), block.get("strategies", ["allreduce"]),
-            block.get("workers", [2]), block.get("bucket_mbs", [None]), block.get("frameworks", ["torch"])):
+            block.get("workers", [2]), block.get("bucket_mbs", [None]),
+            block.get("frameworks", DEFAULT_AXES["frameworks"])):
         if strategy not in ("none", *ADAPTERS.get(fw).distributed_strategies):
             skipped.append(f"{fw} {strategy}: {fw} does not implement {strategy} (it has: "
                            f"{', '.join(ADAPTERS.get(fw).distributed_strategies) or 'no distributed runs'})")

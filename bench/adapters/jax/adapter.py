@@ -5,13 +5,16 @@ written in JAX (the same recipe as the other frameworks: torch's SGD momentum fo
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
-from ...config import RunConfig
 from ...errors import UnsupportedError
 from ...host.devices import default_threads, is_gpu
 from ...models import get_model
-from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, subtractive_phases
+from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, register, subtractive_phases
 from ..keras_models import build_keras_model
+
+if TYPE_CHECKING:
+    from ...config import RunConfig
 
 _POLICIES = {"fp32": "float32", "tf32": "float32", "bf16": "mixed_bfloat16"}
 
@@ -152,8 +155,15 @@ class JaxWorkload(Workload):
         return float(sum(np.abs(np.asarray(p, dtype=np.float64)).sum() for p in self.trainable))
 
 
+@register
 class JaxAdapter(Adapter):
     name = "jax"
+    display_name = "JAX"
+    colour = "#2ca02c"
+    oom_markers = ("resourceexhausted", "outofmemory", "memoryerror", "badalloc")  # RESOURCE_EXHAUSTED
+    environment_variables = ("XLA_FLAGS", "XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_MEM_FRACTION",
+                             "XLA_PYTHON_CLIENT_ALLOCATOR", "JAX_PLATFORMS", "JAX_ENABLE_X64",
+                             "JAX_DEFAULT_MATMUL_PRECISION", "KERAS_BACKEND")
     engines = ("jit",)
     module = "jax"
     distribution = "jax"

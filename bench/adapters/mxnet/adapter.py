@@ -6,12 +6,15 @@ documented fast path) and "imperative" (NDArray eager)."""
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
-from ...config import RunConfig
 from ...errors import UnsupportedError
 from ...host.devices import is_gpu
 from ...models import get_model
-from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, subtractive_phases
+from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, register, subtractive_phases
+
+if TYPE_CHECKING:
+    from ...config import RunConfig
 
 
 def _import_mxnet(threads: int):
@@ -129,8 +132,13 @@ class MXNetWorkload(Workload):
         return float(sum(p.data().abs().sum().asscalar() for p in _trainable(self.net)))
 
 
+@register
 class MXNetAdapter(Adapter):
     name = "mxnet"
+    display_name = "MXNet"
+    colour = "#bcbd22"
+    oom_markers = ("badalloc", "outofmemory", "memoryerror")  # std::bad_alloc, "cudaMalloc ... out of memory"
+    environment_variables = ("MXNET_ENGINE_TYPE", "MXNET_CPU_WORKER_NTHREADS", "MXNET_SUBGRAPH_BACKEND")
     engines = ("hybrid", "imperative")
     module = "mxnet"
     distribution = "mxnet"

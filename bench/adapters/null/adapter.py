@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-from ...config import RunConfig
-from ..base import Adapter, Workload
+from typing import TYPE_CHECKING
+
+from ...version import __version__
+from ..base import Adapter, Workload, register
+
+if TYPE_CHECKING:
+    from ...config import RunConfig
 
 
 class NullWorkload(Workload):
@@ -14,14 +19,16 @@ class NullWorkload(Workload):
         return None
 
 
+@register
 class NullAdapter(Adapter):
     name = "null"
+    display_name = "null (harness overhead)"
+    colour = "#7f7f7f"
+    devices = ("cpu",)
     engines = ("none",)
     measures_a_framework = False
 
     def version(self) -> str:
-        from ... import __version__
-
         return __version__
 
     def prepare(self, config: RunConfig) -> Workload:

@@ -4,10 +4,14 @@ as PyTorch's ONNX path, and this is it."""
 
 from __future__ import annotations
 
-from ...config import RunConfig
+from typing import TYPE_CHECKING
+
 from ...host.devices import is_gpu
-from ..base import Adapter, InferenceRuntimeWorkload, Workload
+from ..base import Adapter, InferenceRuntimeWorkload, Workload, register
 from ..onnx_export import INPUT, export_onnx
+
+if TYPE_CHECKING:
+    from ...config import RunConfig
 
 LEVELS = {"all": "ORT_ENABLE_ALL", "extended": "ORT_ENABLE_EXTENDED", "basic": "ORT_ENABLE_BASIC",
           "disabled": "ORT_DISABLE_ALL"}
@@ -76,8 +80,13 @@ class ORTWorkload(InferenceRuntimeWorkload):
         return self.session.run(None, {INPUT: self.host_x})[0]
 
 
+@register
 class ORTAdapter(Adapter):
     name = "onnxruntime"
+    display_name = "ONNX Runtime"
+    colour = "#9467bd"
+    aliases = ("ort",)
+    oom_markers = ("failedtoallocate", "badalloc", "memoryerror")  # "Failed to allocate memory", std::bad_alloc
     engines = tuple(LEVELS)
     module = "onnxruntime"
     distribution = "onnxruntime"

@@ -1,1 +1,3 @@
 """OpenVINO: the adapter (inference on an exported ONNX graph)."""
+
+from . import adapter  # noqa: F401  (registers the adapter)

@@ -3,9 +3,13 @@ CPU plugin. Engines are its performance hints; the thread count is read back fro
 
 from __future__ import annotations
 
-from ...config import RunConfig
-from ..base import Adapter, InferenceRuntimeWorkload, Workload
+from typing import TYPE_CHECKING
+
+from ..base import Adapter, InferenceRuntimeWorkload, Workload, register
 from ..onnx_export import export_onnx
+
+if TYPE_CHECKING:
+    from ...config import RunConfig
 
 HINTS = {"latency": "LATENCY", "throughput": "THROUGHPUT"}
 _PRECISION = {"fp32": "f32", "bf16": "bf16"}
@@ -51,8 +55,12 @@ class OpenVINOWorkload(InferenceRuntimeWorkload):
         return self.request.infer({0: self.host_x})[0].copy()
 
 
+@register
 class OpenVINOAdapter(Adapter):
     name = "openvino"
+    display_name = "OpenVINO"
+    colour = "#17becf"
+    oom_markers = ("cannotallocate", "badalloc", "memoryerror")  # "Cannot allocate memory", std::bad_alloc
     engines = tuple(HINTS)
     module = "openvino"
     distribution = "openvino"
@@ -87,3 +95,20 @@ class OpenVINOAdapter(Adapter):
     def prepare(self, config: RunConfig) -> Workload:
         self.check_available()
         return OpenVINOWorkload(config)
+
+    def gemm_label(self, device: str, precision: str) -> str | None:
+        return "openvino MatMul (oneDNN)" if device == "cpu" and precision == "fp32" else None
+
+    def gemm(self, device: str, precision: str, threads: int, n: int):
+        import numpy as np
+        import openvino as ov
+        import openvino.opset13 as ops
+
+        x = ops.parameter([n, n], np.float32)
+        w = ops.constant(np.random.default_rng(1).standard_normal((n, n), dtype=np.float32))
+        model = ov.Model([ops.matmul(x, w, False, False)], [x])
+        compiled = ov.Core().compile_model(model, "CPU", {"INFERENCE_NUM_THREADS": threads,
+                                                          "INFERENCE_PRECISION_HINT": "f32"})
+        request = compiled.create_infer_request()
+        a = np.random.default_rng(0).standard_normal((n, n), dtype=np.float32)
+        return lambda: request.infer({0: a})

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import contextlib
 import os
+from typing import TYPE_CHECKING
 
-from ...config import RunConfig
 from ...errors import UnsupportedError
 from ...host.devices import is_gpu
 from ...models import get_model
-from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, dist_version, subtractive_phases
+from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, dist_version, register, subtractive_phases
 from ..keras_models import build_keras_model
+
+if TYPE_CHECKING:
+    from ...config import RunConfig
 
 _POLICIES = {"fp32": "float32", "tf32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
 
@@ -161,8 +164,18 @@ class TFWorkload(Workload):
         return {"peak_bytes": int(info["peak"]), "kind": "TensorFlow allocator peak (get_memory_info)"}
 
 
+@register
 class TensorFlowAdapter(Adapter):
     name = "tensorflow"
+    display_name = "TensorFlow"
+    own_collectives = "a ring over gRPC"
+    colour = "#1f77b4"
+    aliases = ("tf",)
+    oom_markers = ("resourceexhausted", "outofmemory", "memoryerror", "badalloc")  # ResourceExhaustedError: OOM
+    environment_variables = ("TF_ENABLE_ONEDNN_OPTS", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS",
+                             "TF_XLA_FLAGS", "TF_CPP_MIN_LOG_LEVEL", "TF_GPU_ALLOCATOR", "TF_FORCE_GPU_ALLOW_GROWTH",
+                             "TF_DETERMINISTIC_OPS", "TF_CUDNN_DETERMINISTIC", "TF_GPU_THREAD_MODE",
+                             "TF_USE_LEGACY_KERAS", "KERAS_BACKEND", "XLA_FLAGS")
     engines = ("graph", "xla", "eager")
     distributed_strategies = ("independent", "allreduce", "ps_async")
     distributed_worker = "bench.adapters.tensorflow.worker"

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import contextlib
+from typing import TYPE_CHECKING
 
-from ...config import RunConfig
 from ...errors import UnsupportedError
 from ...host.devices import is_gpu
 from ...models import get_model
-from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, dist_version, timed_phases
+from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, dist_version, register, timed_phases
 from ..precision import tf32_unavailable
 from .models import build_torch_model
+
+if TYPE_CHECKING:
+    from ...config import RunConfig
 
 
 def set_torch_threads(torch, threads: int) -> dict:
@@ -173,8 +176,19 @@ class TorchWorkload(Workload):
                 "kind": "CUDA caching allocator peak (max_memory_allocated)"}
 
 
+@register
 class TorchAdapter(Adapter):
     name = "torch"
+    display_name = "PyTorch"
+    colour = "#d62728"
+    aliases = ("pytorch",)
+    oom_markers = ("outofmemory", "memoryerror", "badalloc")  # torch.cuda.OutOfMemoryError, "CUDA out of memory"
+    environment_variables = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_NO_CUDA_MEMORY_CACHING", "TORCHINDUCTOR_FREEZING",
+                             "TORCHINDUCTOR_MAX_AUTOTUNE", "TORCH_CUDNN_V8_API_DISABLED")
+    reference = True
+    link_probe_worker = "bench.adapters.torch.netbench_worker"
+    multi_machine = True
+    bucketed_allreduce = True
     engines = ("eager", "compile", "eager_nchw")
     module = "torch"
     distribution = "torch"
@@ -203,8 +217,6 @@ class TorchAdapter(Adapter):
     def hand_loop(self, c: RunConfig):
         import torch
 
-        from .models import build_torch_model
-
         torch.set_num_threads(c.threads)
         model = build_torch_model(c.model).to(memory_format=torch.channels_last).train(c.mode == "training")
         x = torch.randn(c.batch_size, 3, c.image_size, c.image_size).contiguous(memory_format=torch.channels_last)
@@ -231,3 +243,34 @@ class TorchAdapter(Adapter):
     def prepare(self, config: RunConfig) -> Workload:
         self.check_available()
         return TorchWorkload(config)
+
+    def gemm_label(self, device: str, precision: str) -> str | None:
+        return "torch.mm"
+
+    def gemm(self, device: str, precision: str, threads: int, n: int):
+        import torch
+
+        torch.set_num_threads(threads)
+        dtype = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
+        if is_gpu(device):  # the same rule as the runs: fp32 strict, TF32 tensor cores only for "tf32"
+            torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+        a = torch.randn(n, n, device=device, dtype=dtype)
+        b = torch.randn(n, n, device=device, dtype=dtype)
+
+        def run() -> None:
+            torch.mm(a, b)
+            if is_gpu(device):
+                torch.cuda.synchronize(device)
+        return run
+
+    def count_forward_flops(self, model: str, image_size: int) -> float | None:
+        """Counted with FlopCounterMode on meta tensors (no memory, no arithmetic): 1 MAC = 2 FLOPs."""
+        import torch
+        from torch.utils.flop_counter import FlopCounterMode
+
+        with torch.device("meta"):
+            net = build_torch_model(model).eval()
+            x = torch.empty(1, 3, image_size, image_size)
+        with FlopCounterMode(display=False) as counter, torch.no_grad():
+            net(x)
+        return float(counter.get_total_flops())

@@ -7,6 +7,7 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ...adapters import reference_adapter
 from ...config import make_config
 from ...results.store import host_dir
 from . import model
@@ -44,10 +45,11 @@ def measure(results_dir: Path | str, workers: int = 2, nodes: int = 1, gbit: flo
     cache = _read(results_dir)
     if key in cache and not force:
         return cache[key]
-    config = make_config(framework="torch", model="tiny_cnn", mode="training", strategy="allreduce",
+    probe = reference_adapter()
+    config = make_config(framework=probe.name, model="tiny_cnn", mode="training", strategy="allreduce",
                          workers=workers, nodes=nodes, link_gbit=gbit, link_delay_ms=delay_ms, threads=1)
     with work_dir() as work:
-        ranks, _, link, _, _ = launch(config, work, module="bench.adapters.torch.netbench_worker",
+        ranks, _, link, _, _ = launch(config, work, module=probe.link_probe_worker,
                                       extra_spec={"sizes": list(SIZES), "repeats": [repeats(b) for b in SIZES],
                                                   "warmup": WARMUP})
     r = ranks[0]
