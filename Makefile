@@ -75,8 +75,9 @@ system-deps: ## install Chromium and poppler-utils with apt when missing
 	    || echo "could not install$$missing with apt; PDF export will fail with a message (HTML is still written)" >&2; \
 	fi
 
-test: setup setup-mxnet system-deps ## run lint, unit/integration tests and notebook tests (CPU, tiny models)
+test: setup setup-mxnet system-deps ## run lint, import contracts, unit/integration tests and notebook tests (CPU, tiny models)
 	$(BIN)/ruff check bench tests
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q --durations=15 tests
 
 report: setup setup-mxnet system-deps sweep render ## run the PROFILE sweep (default quick) and export report/report.html + .pdf
@@ -90,8 +91,9 @@ render: setup ## rebuild report/report.html and report/report.pdf from all resul
 lab: setup ## open the notebooks in JupyterLab on localhost
 	$(BIN)/jupyter lab --ip=127.0.0.1 --no-browser $$( [ "$$(id -u)" = 0 ] && echo --allow-root ) notebooks
 
-lint: setup ## ruff over the package and tests
+lint: setup ## ruff over the package and tests, and the import-layering contracts (pyproject.toml)
 	$(BIN)/ruff check bench tests
+	$(BIN)/lint-imports
 
 env: setup ## print this machine's environment manifest
 	$(BIN)/python -m bench env

@@ -1,7 +1,5 @@
 """`python -m bench`: the command-line entry point."""
 
-import sys
+from .cli import console
 
-from .cli import main
-
-sys.exit(main())
+console()

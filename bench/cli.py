@@ -372,3 +372,8 @@ def main(argv: list[str] | None = None) -> int:
         print("interrupted: finished runs are kept and nothing is half-written; run the same command again "
               "to resume", file=sys.stderr)
         return EXIT_INTERRUPTED
+
+
+def console() -> None:
+    """The `bench` command installed by `pip install -e .` (pyproject.toml): the same as `python -m bench`."""
+    sys.exit(main())
