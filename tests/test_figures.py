@@ -15,6 +15,8 @@ from matplotlib.patches import Rectangle  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 
 from bench.report import figures as F  # noqa: E402
+from bench.report import published as P  # noqa: E402
+from bench.report import style as S  # noqa: E402
 
 PLATFORM = "Test CPU /home/someone/results/host1 [test-host]"
 
@@ -71,7 +73,7 @@ def _all_figures(df: pd.DataFrame) -> dict[str, list]:
     return {"per_hardware": F.per_hardware(df), "per_framework": F.per_framework(df, common_batch=32),
             "latency": _figs(F.latency_batch1(df)), "memory": F.memory_vs_batch(df),
             "utilisation": _figs(F.utilisation(df)), "phases": _figs(F.phase_breakdown(df)),
-            "published": _figs(F.published_overlay(df, PUBLISHED)), "then_and_now": _figs(F.then_and_now(df, SEED))}
+            "published": _figs(P.published_overlay(df, PUBLISHED)), "then_and_now": _figs(P.then_and_now(df, SEED))}
 
 
 def _texts(fig) -> list[str]:
@@ -99,7 +101,7 @@ def test_every_artist_of_a_framework_has_its_colour_in_every_figure():
     df = configs()
     figs = _all_figures(df)
     assert all(figs.values()), [k for k, v in figs.items() if not v]
-    expected = {"torch": F.FRAMEWORK_COLOURS["torch"], "tensorflow": F.FRAMEWORK_COLOURS["tensorflow"]}
+    expected = {"torch": S.FRAMEWORK_COLOURS["torch"], "tensorflow": S.FRAMEWORK_COLOURS["tensorflow"]}
     for name in ("per_hardware", "latency", "memory", "utilisation"):
         for fig in figs[name]:
             seen = _colour_by_label(fig)
@@ -110,35 +112,35 @@ def test_every_artist_of_a_framework_has_its_colour_in_every_figure():
         for label, colours in seen.items():
             for fw in ("torch", "tensorflow", "caffe2"):
                 if f": {fw}," in label:
-                    assert colours == {F.FRAMEWORK_COLOURS[fw]}, (label, colours)
+                    assert colours == {S.FRAMEWORK_COLOURS[fw]}, (label, colours)
         assert any("2019 published: torch" in lab for lab in seen)  # 'pytorch' is torch's colour and name
         dashed = {lab for ax in fig.axes for lab in [ln.get_label() for ln in ax.lines if ln.get_linestyle() == "--"]}
         assert dashed and all(lab.startswith("2019 published") for lab in dashed)
     fig = figs["published"][0]
     bars = [p for ax in fig.axes for p in ax.patches if isinstance(p, Rectangle)]
-    assert {to_hex(p.get_edgecolor()) for p in bars} <= {F.FRAMEWORK_COLOURS["torch"],
-                                                         F.FRAMEWORK_COLOURS["tensorflow"]}
+    assert {to_hex(p.get_edgecolor()) for p in bars} <= {S.FRAMEWORK_COLOURS["torch"],
+                                                         S.FRAMEWORK_COLOURS["tensorflow"]}
 
 
 def test_framework_variants_share_the_colour_and_differ_in_style():
-    styles = [F.series_style(s, "torch") for s in ("torch", "torch bf16", "torch/compile", "torch/compile bf16")]
-    assert {s["color"] for s in styles} == {F.FRAMEWORK_COLOURS["torch"]}
+    styles = [S.series_style(s, "torch") for s in ("torch", "torch bf16", "torch/compile", "torch/compile bf16")]
+    assert {s["color"] for s in styles} == {S.FRAMEWORK_COLOURS["torch"]}
     assert len({(s["ls"], s["marker"]) for s in styles}) == 4
     assert len({s["hatch"] for s in styles}) == 4 and styles[0]["hatch"] is None
     # tensorflow's eager engine is named only when it is not the default (graph), so it is a variant too.
-    assert F.series_style("tensorflow/eager", "tensorflow")["ls"] != F.series_style("tensorflow", "tensorflow")["ls"]
-    assert F.series_style("mystery", "mystery")["color"] == F.FALLBACK_COLOUR
-    assert F.series_style("x", "pytorch")["color"] == F.FRAMEWORK_COLOURS["torch"]
-    assert F.series_style("caffe2")["color"] == F.FRAMEWORK_COLOURS["caffe2"]
-    assert F.series_style("tensorflow bf16", "tensorflow") == F.series_style("tensorflow bf16", "tensorflow")
-    framework_colours = [c for k, c in F.FRAMEWORK_COLOURS.items() if k != "other"]
+    assert S.series_style("tensorflow/eager", "tensorflow")["ls"] != S.series_style("tensorflow", "tensorflow")["ls"]
+    assert S.series_style("mystery", "mystery")["color"] == S.FALLBACK_COLOUR
+    assert S.series_style("x", "pytorch")["color"] == S.FRAMEWORK_COLOURS["torch"]
+    assert S.series_style("caffe2")["color"] == S.FRAMEWORK_COLOURS["caffe2"]
+    assert S.series_style("tensorflow bf16", "tensorflow") == S.series_style("tensorflow bf16", "tensorflow")
+    framework_colours = [c for k, c in S.FRAMEWORK_COLOURS.items() if k != "other"]
     assert len(set(framework_colours)) == len(framework_colours)
 
 
 def test_phase_colours_share_nothing_with_frameworks():
-    assert set(F.PHASE_ORDER) <= set(F.PHASE_COLOURS)
-    framework = {to_hex(c) for c in F.FRAMEWORK_COLOURS.values()}
-    assert not framework & {to_hex(c) for c in F.PHASE_COLOURS.values()}
+    assert set(S.PHASE_ORDER) <= set(S.PHASE_COLOURS)
+    framework = {to_hex(c) for c in S.FRAMEWORK_COLOURS.values()}
+    assert not framework & {to_hex(c) for c in S.PHASE_COLOURS.values()}
     fig = F.phase_breakdown(configs())
     drawn = {to_hex(p.get_facecolor()) for ax in fig.axes for p in ax.patches}
     assert drawn and not drawn & framework
@@ -149,14 +151,14 @@ def test_flagged_points_are_hollow_with_a_note():
         hollow = [ln for ax in fig.axes for ln in ax.lines
                   if ln.get_markerfacecolor() == "none" and len(ln.get_xdata())]
         assert len(hollow) == 1 and list(hollow[0].get_xdata()) == [32]
-        assert to_hex(hollow[0].get_markeredgecolor()) == F.FRAMEWORK_COLOURS["tensorflow"]
+        assert to_hex(hollow[0].get_markeredgecolor()) == S.FRAMEWORK_COLOURS["tensorflow"]
         # Only the flagged point is hollow: the tensorflow line marks its clean points filled.
         tf = next(ln for ax in fig.axes for ln in ax.lines if ln.get_label() == "tensorflow")
         assert list(tf.get_markevery()) == [True, True, False]
-        assert F.FLAGGED_NOTE in _texts(fig)
+        assert S.FLAGGED_NOTE in _texts(fig)
     clean = configs().assign(flags="", sound=True)
     for fig in F.per_hardware(clean):
-        assert F.FLAGGED_NOTE not in _texts(fig)
+        assert S.FLAGGED_NOTE not in _texts(fig)
         assert not [ln for ax in fig.axes for ln in ax.lines if ln.get_markerfacecolor() == "none"]
 
 
@@ -167,9 +169,9 @@ def test_flagged_bars_are_hatched_and_marked():
     df.loc[flagged, "sound"] = False  # a throughput flag: kept out of the findings
     fig = F.latency_batch1(df)
     bars = {label: p for ax in fig.axes for label, p in _bars(ax)}
-    assert F.FLAGGED_HATCH in (bars["torch"].get_hatch() or "")
+    assert S.FLAGGED_HATCH in (bars["torch"].get_hatch() or "")
     assert not bars["tensorflow"].get_hatch()
-    assert "!" in _texts(fig) and F.FLAGGED_BAR_NOTE in _texts(fig)
+    assert "!" in _texts(fig) and S.FLAGGED_BAR_NOTE in _texts(fig)
 
 
 def test_per_framework_bars_in_the_framework_colour_hatched_for_best_batch():
@@ -182,13 +184,13 @@ def test_per_framework_bars_in_the_framework_colour_hatched_for_best_batch():
     texts = _texts(fig)
     for fw in ("torch", "tensorflow"):
         mine = [(label, p) for label, gid, p in bars if gid == fw]
-        assert {to_hex(p.get_facecolor()) for _, p in mine} == {F.FRAMEWORK_COLOURS[fw]}
+        assert {to_hex(p.get_facecolor()) for _, p in mine} == {S.FRAMEWORK_COLOURS[fw]}
         common = [p for label, p in mine if label == "batch 32"]
         best = [p for label, p in mine if label.startswith("best batch")]
-        assert common and best and all(F.BEST_BATCH_HATCH in p.get_hatch() for p in best)
+        assert common and best and all(S.BEST_BATCH_HATCH in p.get_hatch() for p in best)
         if fw == "tensorflow":
             # Its batch-32 number is flagged: hatched with '!', and the best batch is the clean batch 8.
-            assert F.FLAGGED_HATCH in common[0].get_hatch() and "!" in texts
+            assert S.FLAGGED_HATCH in common[0].get_hatch() and "!" in texts
             assert "bs=8" in texts
         else:
             assert common[0].get_hatch() is None and "bs=32" in texts
@@ -213,7 +215,7 @@ def test_legends_sit_outside_the_axes_and_are_deduplicated():
         # Swatches show the series' own style, not a flagged bar's cross-hatch.
         for text, handle in zip(fig.legends[0].get_texts(), fig.legends[0].legend_handles):
             if isinstance(handle, Rectangle):
-                assert F.FLAGGED_HATCH not in (handle.get_hatch() or ""), text.get_text()
+                assert S.FLAGGED_HATCH not in (handle.get_hatch() or ""), text.get_text()
         fig.canvas.draw()
         legend_box = fig.legends[0].get_window_extent()
         for ax in fig.axes:
@@ -221,23 +223,23 @@ def test_legends_sit_outside_the_axes_and_are_deduplicated():
 
 
 def test_published_condensed_keeps_the_fastest_row_per_device():
-    out = F.published_condensed(PUBLISHED)
+    out = P.published_condensed(PUBLISHED)
     keys = ["model", "mode", "hardware", "accelerators", "precision"]
     assert not out.duplicated(keys).any()
     assert len(out) == len(PUBLISHED.drop_duplicates(keys))
     expected = PUBLISHED.groupby(keys)["images_per_sec"].max()
     assert out.set_index(keys)["images_per_sec"].sort_index().equals(expected.sort_index())
     assert set(out["source"]) == {"a", "d", "e", "f"}  # b: slower on the same 8 GPUs; c: torch slower than d
-    assert F.published_condensed(PUBLISHED.iloc[:0]).empty
+    assert P.published_condensed(PUBLISHED.iloc[:0]).empty
 
 
 def test_published_labels_carry_gpu_count_precision_and_batch():
-    fig = F.published_overlay(configs(), PUBLISHED)
+    fig = P.published_overlay(configs(), PUBLISHED)
     texts = _texts(fig)
     assert any(t.startswith("published: tensorflow") and "1x Tesla V100" in t and "fp16" in t and "bs64" in t
                for t in texts)
     df = configs().assign(model="resnet50", mode="training")
-    texts = _texts(F.published_overlay(df, PUBLISHED))
+    texts = _texts(P.published_overlay(df, PUBLISHED))
     assert any("8x Tesla V100 16GB, fp16, bs256" in t for t in texts)
     assert not any("bs128" in t for t in texts)  # the slower 8-GPU row is condensed away
 
@@ -247,8 +249,8 @@ def test_no_paths_in_figure_text():
         for fig in figs:
             for text in _texts(fig):
                 assert "/home" not in text and "someone" not in text, text
-    assert F._plain("torch/compile on /opt/x/y [h]") == "torch/compile on [h]"
-    assert F._plain(r"see C:\Users\me\r.json and ~/r") == "see and"
+    assert S.plain_text("torch/compile on /opt/x/y [h]") == "torch/compile on [h]"
+    assert S.plain_text(r"see C:\Users\me\r.json and ~/r") == "see and"
 
 
 def test_empty_input_gives_nothing():
@@ -259,8 +261,8 @@ def test_empty_input_gives_nothing():
     assert F.latency_batch1(empty) is None
     assert F.utilisation(empty) is None
     assert F.phase_breakdown(empty) is None
-    assert F.published_overlay(empty, PUBLISHED) is None
-    assert F.then_and_now(empty, SEED) is None
+    assert P.published_overlay(empty, PUBLISHED) is None
+    assert P.then_and_now(empty, SEED) is None
     failed = configs().assign(status="failed")
     assert F.per_hardware(failed) == [] and F.latency_batch1(failed) is None
 
@@ -269,7 +271,7 @@ def test_legend_handles_use_the_series_style():
     fig = F.per_hardware(configs())[0]
     handles = {t.get_text(): h for t, h in zip(fig.legends[0].get_texts(), fig.legends[0].legend_handles)}
     assert isinstance(handles["torch"], Line2D)
-    assert to_hex(handles["torch"].get_color()) == F.FRAMEWORK_COLOURS["torch"]
+    assert to_hex(handles["torch"].get_color()) == S.FRAMEWORK_COLOURS["torch"]
 
 
 def test_per_framework_draws_one_figure_per_device():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .figures import _model_mode_grid, _plain_numbers, framework_colour
+from .style import framework_colour, model_mode_grid, plain_numbers
 
 LIMITED_BY = {"memory": "memory (the next probe did not fit)", "max_batch": "the search's max batch (all fit)",
               "error": "an error (see reason)"}
@@ -79,12 +79,12 @@ def memory_probes_figure(searches: pd.DataFrame) -> list:
                 for cap in sorted(set(sub["cap_gib"].dropna())):
                     ax.axhline(cap, ls="--", color="#444444", lw=0.8, label=f"memory cap {cap:.1f} GiB")
             ax.set_xscale("log", base=2)
-            _plain_numbers(ax.xaxis)
+            plain_numbers(ax.xaxis)
             ax.set_xlabel("batch size (x: did not fit)")
             ax.set_ylabel("peak memory (GiB)" + (" (process RSS)" if device == "cpu" else " (allocator)"))
             ax.set_ylim(bottom=0)
             ax.set_title(f"{model} - {mode}", fontsize=9)
 
-        figs.append(_model_mode_grid(on, draw, f"Peak memory against batch size on {host} ({device}), up to "
+        figs.append(model_mode_grid(on, draw, f"Peak memory against batch size on {host} ({device}), up to "
                                                "the largest batch that fits"))
     return figs

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from ..adapters import declared
-from .figures import PHASE_COLOURS, _footnote, _legend_below, _plain_numbers, framework_colour
+from .style import PHASE_COLOURS, footnote, framework_colour, legend_below, plain_numbers
 
 STRATEGY_NAMES = {"independent": "independent (no communication)", "allreduce": "all-reduce (DDP / MWMS)",
                   "allreduce_nosync": "all-reduce after backward (no overlap)",
@@ -22,7 +22,7 @@ WHICH = "weak scaling (batch per worker fixed) unless marked strong; threads per
 def _finish(fig, ax, title: str):
     """Title, one legend under the axes, tight layout: the end of every one-panel figure here."""
     ax.set_title(title, fontsize=9)
-    _legend_below(fig, np.array([ax]))
+    legend_below(fig, np.array([ax]))
     fig.tight_layout()
     return fig
 
@@ -86,9 +86,9 @@ def throughput_and_comm(table: pd.DataFrame):
             ax2.set_ylim(bottom=min(0, float(np.nanmin(lo.fillna(0)))))
             handles, labels = ax2.get_legend_handles_labels()
             ax.plot([], [], "ko", ms=4, label=labels[0])
-        _footnote(ax, "bars: geometric mean over processes, 95% CI; faded: fewer than 2 clean processes")
+        footnote(ax, "bars: geometric mean over processes, 95% CI; faded: fewer than 2 clean processes")
     fig.suptitle(f"Distributed training throughput and communication cost ({WHICH})", fontsize=10)
-    _legend_below(fig, axes)
+    legend_below(fig, axes)
     fig.tight_layout()
     return fig
 
@@ -207,9 +207,9 @@ def network_fit(networks: dict):
                       label=f"{key}: fit ({fit['bandwidth_Bps'] * 8 / 1e9:.2f} Gbit/s, {fit['alpha_s'] * 1e6:.0f} us)")
         ax.set_xlabel("message (bytes)")
         ax.set_ylabel("ms")
-        _plain_numbers(ax.yaxis)
+        plain_numbers(ax.yaxis)
         ax.set_title("ring all-reduce (gloo)" if kind == "allreduce" else "point to point (one way)", fontsize=9)
-    _legend_below(fig, axes)
+    legend_below(fig, axes)
     fig.tight_layout()
     return fig
 
@@ -233,11 +233,11 @@ def extrapolation(model_rows: pd.DataFrame, published: pd.DataFrame):
             ax.scatter(p["workers"], p["efficiency"], marker=next(markers, "o"), s=22, zorder=3,
                        label=f"published: {system}, {model} ({p['network'].iloc[0]})")
         ax.set_xscale("log", base=2)
-        _plain_numbers(ax.xaxis)
+        plain_numbers(ax.xaxis)
         ax.set_ylim(0, 1.1)
         ax.set_xlabel("workers (GPUs)")
         ax.set_ylabel("scaling efficiency")
         ax.set_title(title, fontsize=8)
-    _legend_below(fig, axes)
+    legend_below(fig, axes)
     fig.tight_layout()
     return fig
