@@ -16,6 +16,7 @@ from ...config import RunConfig
 from ...host.interference import TreeSampler
 from ...host.manifest import collect_manifest
 from ...measurement.flags import run_flags
+from ...measurement.utilisation import utilisation
 from ...paths import default_results_dir
 from ...ranks.rankio import SPEC_ENV
 from . import record as records
@@ -198,17 +199,9 @@ def execute(config: RunConfig, results_dir: Path | str | None = None, repeat: in
 
 
 def _utilisation(record: dict, config: RunConfig, results_dir: Path) -> None:
-    """Share of the machine's measured peak (all cores) that the whole run's training work used."""
-    from ...measurement.flops import flops_per_image
-    from ...measurement.peak import device_peak
-
+    """Share of the machine's measured peak (all workers' threads) that the whole run's training work used."""
     try:
-        flops, how = flops_per_image(results_dir, config.model, config.image_size, "training")
-        peak = device_peak(results_dir, config.device, config.precision, config.threads * config.workers)
+        record.update(utilisation(results_dir, config, record["sweep"], record["distributed"]["params"],
+                                  (record["summary"] or {}).get("images_per_sec_median")))
     except Exception as exc:  # utilisation is extra; its absence is said, never faked
         record["model"] = {"flops_note": f"not computed: {type(exc).__name__}: {exc}"}
-        return
-    record["model"] = {"params": record["distributed"]["params"], "flops_per_image": flops, "flops_method": how}
-    record["peak"] = {**peak, "when": "cached for this host"}
-    if flops and record["summary"]:
-        record["utilisation"] = flops * record["summary"]["images_per_sec_median"] / peak["flops_per_sec"]
