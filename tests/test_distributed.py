@@ -257,7 +257,7 @@ def _wait_for_ranks(n: int, timeout: float = 120) -> list[psutil.Process]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         ranks = [p for p in _our_processes() if "torch.distributed.run" not in " ".join(p.cmdline())
-                 and "bench.adapters.torch.worker" in " ".join(p.cmdline())]
+                 and "bench.runs.distributed.rank_main" in " ".join(p.cmdline())]
         if len(ranks) == n:
             return ranks
         time.sleep(0.5)

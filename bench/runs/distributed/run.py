@@ -19,6 +19,7 @@ from ...measurement.flags import run_flags
 from ...measurement.utilisation import utilisation
 from ...paths import default_results_dir
 from ...ranks.rankio import SPEC_ENV
+from . import rank_main
 from . import record as records
 from .launcher import Launch, LaunchError, Task, free_port, python_module
 from .topology import EmulationUnavailable, emulated_nodes
@@ -129,7 +130,7 @@ class NotLeadNode(Exception):
 
 def launch(config: RunConfig, work: Path, module: str | None = None, extra_spec: dict | None = None,
            cluster: dict | None = None) -> tuple[list[dict], list[dict], dict, dict, str]:
-    """Run every rank of `config` (as `module`, default: its framework's worker); returns
+    """Run every rank of `config` (as `module`, default: the rank entry point, which runs its framework's rank); returns
     (rank results, servers, link, interference, launch kind)."""
     adapter = ADAPTERS.get(config.framework)
     spec_path = work / "spec.json"
@@ -139,7 +140,7 @@ def launch(config: RunConfig, work: Path, module: str | None = None, extra_spec:
     env = {SPEC_ENV: str(spec_path), **thread_env(config.threads)}
     servers: list[dict] = []
     with topology(config, cluster) as (nodes, link), TreeSampler() as sampler:
-        tasks = LAUNCHERS[adapter.distributed_launch](config, module or adapter.distributed_worker, env, nodes,
+        tasks = LAUNCHERS[adapter.distributed_launch](config, module or rank_main.__name__, env, nodes,
                                                       cluster)
         def read_servers(run: Launch) -> None:  # servers never exit by themselves: read them first
             servers.extend({"task": t.name, "peak_rss_bytes": _peak_rss(run.procs[t.name].pid)}
@@ -205,3 +206,4 @@ def _utilisation(record: dict, config: RunConfig, results_dir: Path) -> None:
                                   (record["summary"] or {}).get("images_per_sec_median")))
     except Exception as exc:  # utilisation is extra; its absence is said, never faked
         record["model"] = {"flops_note": f"not computed: {type(exc).__name__}: {exc}"}
+
