@@ -15,6 +15,7 @@ from ...adapters import ADAPTERS
 from ...config import RunConfig
 from ...host.interference import TreeSampler
 from ...host.manifest import collect_manifest
+from ...measurement.certificate import run_checks
 from ...measurement.flags import run_flags
 from ...measurement.utilisation import utilisation
 from ...paths import default_results_dir
@@ -187,6 +188,7 @@ def execute(config: RunConfig, results_dir: Path | str | None = None, repeat: in
             ranks, servers, link, interference, kind = launch(config, work, cluster=cluster)
             records.fill(record, config, ranks, servers, link, kind, interference)
             _utilisation(record, config, results_dir)
+            _certificate(record, config, ranks[0])
             record["flags"] = run_flags(record) + records.distributed_flags(config, ranks, link["fallback"])
     except NotLeadNode as exc:
         record.update(status="skipped", reason=str(exc))
@@ -207,3 +209,11 @@ def _utilisation(record: dict, config: RunConfig, results_dir: Path) -> None:
     except Exception as exc:  # utilisation is extra; its absence is said, never faked
         record["model"] = {"flops_note": f"not computed: {type(exc).__name__}: {exc}"}
 
+
+def _certificate(record: dict, config: RunConfig, lead: dict) -> None:
+    """The single run's fairness certificate, from the lead rank (rank 0, or the asynchronous chief): its
+    parameters, its settings (the record's), its weights before and after the timed steps, where its batch lived."""
+    record["fairness"] = run_checks(config, record["settings"], lead.get("params"),
+                                    (record["model"] or {}).get("flops_per_image"),
+                                    (lead.get("checksum_before"), lead.get("checksum_after")),
+                                    lead.get("input_placement"))
