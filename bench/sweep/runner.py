@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ..adapters import ADAPTERS, measures_a_framework
-from ..config import DISTRIBUTED_FIELDS, RunConfig
+from ..config import RunConfig
 from ..errors import ConfigError, UnsupportedError
 from ..host.interference import cv_outlier_reason
 from ..host.manifest import host_name
@@ -53,9 +53,8 @@ class SweepResult:
 
 
 def notebook_parameters(config: RunConfig, results_dir: Path, task: Task, sweep: dict) -> dict:
-    # the single-process notebook has no distributed parameters (they are at their defaults there)
-    skip = {"extra"} if config.distributed else {"extra", *DISTRIBUTED_FIELDS}
-    params = {k: v for k, v in config.to_dict().items() if k not in skip}
+    # both notebooks declare every config field (papermill warns of a parameter a notebook does not declare)
+    params = {k: v for k, v in config.to_dict().items() if k != "extra"}
     return {**params, "results_dir": str(results_dir), "repeat": task.repeat, "attempt": task.attempt,
             "sweep": sweep}
 
