@@ -52,8 +52,20 @@ def _check_ok(record: dict, ranks: int = 2) -> dict:
     return d
 
 
-def test_ddp_two_workers_give_a_record_with_per_rank_phases(tmp_path):
-    record = execute(_dist("torch", "allreduce", bucket_mb=0.01), tmp_path)
+@pytest.fixture(scope="module")
+def ddp_record(tmp_path_factory) -> dict:
+    """One tiny DDP run (small buckets), read by several tests: one set of processes."""
+    return execute(_dist("torch", "allreduce", bucket_mb=0.01), tmp_path_factory.mktemp("ddp"))
+
+
+@pytest.fixture(scope="module")
+def mirrored_record(tmp_path_factory) -> dict:
+    """One tiny MultiWorkerMirroredStrategy run, read by several tests."""
+    return execute(_dist("tensorflow", "allreduce"), tmp_path_factory.mktemp("mirrored"))
+
+
+def test_ddp_two_workers_give_a_record_with_per_rank_phases(ddp_record):
+    record = ddp_record
     d = _check_ok(record)
     for rank in d["ranks"]:
         assert {"forward", "backward", "update", "exposed_comm", "comm", "overlap"} <= set(rank["phases_median_ms"])
@@ -77,11 +89,26 @@ def test_other_torch_strategies(tmp_path, strategy):
         assert [r["role"] for r in d["ranks"]] == ["server+worker", "worker"]
 
 
-def test_multi_worker_mirrored_two_workers(tmp_path):
-    d = _check_ok(execute(_dist("tensorflow", "allreduce"), tmp_path))
+def test_multi_worker_mirrored_two_workers(mirrored_record):
+    d = _check_ok(mirrored_record)
     for rank in d["ranks"]:
         assert {"forward_backward", "exposed_comm", "update"} <= set(rank["phases_median_ms"])
     assert d["ranks"][0]["checksum_after"] == pytest.approx(d["ranks"][1]["checksum_after"], rel=1e-5)
+
+
+@pytest.mark.parametrize("run", ["ddp_record", "mirrored_record"])
+def test_a_distributed_record_carries_the_fairness_certificate(run, request):
+    record = request.getfixturevalue(run)
+    _check_ok(record)
+    fairness = record["fairness"]
+    assert fairness is not None and fairness["failed"] == []
+    assert fairness["threads_match"] and fairness["recipe_match"] and fairness["weights_changed"]
+    assert fairness["params"] == record["distributed"]["params"] and fairness["flops_per_image"]
+    assert fairness["weights_checksum_before"] == record["distributed"]["ranks"][0]["checksum_before"]
+    if record["config"]["framework"] == "torch":  # the rank trains the adapter's workload: its batch is observed
+        assert fairness["data_placement_observed"] == {"location": "cpu", "fresh_per_step": False}
+        assert fairness["data_placement_match"] is True
+        assert "DDP" in fairness["inside_timer"]
 
 
 def test_async_parameter_server_learns_digits(tmp_path):
@@ -257,7 +284,7 @@ def _wait_for_ranks(n: int, timeout: float = 120) -> list[psutil.Process]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         ranks = [p for p in _our_processes() if "torch.distributed.run" not in " ".join(p.cmdline())
-                 and "bench.adapters.torch.worker" in " ".join(p.cmdline())]
+                 and "bench.runs.distributed.rank_main" in " ".join(p.cmdline())]
         if len(ranks) == n:
             return ranks
         time.sleep(0.5)

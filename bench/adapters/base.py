@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import psutil
 
-from ..errors import FrameworkUnavailableError
+from ..errors import FrameworkUnavailableError, UnsupportedError
 from ..host.manifest import declare_framework, dist_version
 from ..paths import PROJECT_ROOT
 from ..registry import Registry
@@ -183,11 +183,13 @@ class Adapter(ABC):
     # False for the harness-overhead adapter: its rows are not a framework's numbers.
     measures_a_framework: ClassVar[bool] = True
     # Distributed data-parallel training: the strategies this framework implements (see
-    # bench.config.STRATEGIES), the module run as each rank, and how ranks are started:
-    # "torchrun" (one torchrun agent per node) or "tf_config" (one process per TF_CONFIG task).
+    # bench.config.STRATEGIES) and how ranks are started: "torchrun" (one torchrun agent per node) or
+    # "tf_config" (one process per TF_CONFIG task). Every rank runs bench.runs.distributed.rank_main,
+    # which calls `run_rank`.
     distributed_strategies: ClassVar[tuple[str, ...]] = ()
-    distributed_worker: ClassVar[str | None] = None
     distributed_launch: ClassVar[str | None] = None
+    # The module of its launcher's agent, run as `python -m` (torchrun: torch.distributed.run).
+    launcher_module: ClassVar[str | None] = None
     # The module run as each rank of the link micro-benchmark (the reference framework's collectives: all-reduce and
     # ping-pong timed per message size, for the alpha-beta fit of every link).
     link_probe_worker: ClassVar[str | None] = None
@@ -248,6 +250,11 @@ class Adapter(ABC):
     @abstractmethod
     def prepare(self, config: RunConfig) -> Workload:
         """Build model, data and step for `config`; raise UnsupportedError for what it cannot run."""
+
+    def run_rank(self, config: RunConfig, spec: dict) -> None:
+        """Run this process's rank (or task) of the distributed run `config` and write its result where `spec`
+        says (bench/ranks/rankio.py). The framework code lives in the adapter's worker module."""
+        raise UnsupportedError(f"{self.name} has no distributed runs")
 
     has_hand_loop: ClassVar[bool] = False
 

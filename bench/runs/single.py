@@ -19,14 +19,11 @@ from ..host.interference import InterferenceMonitor
 from ..host.manifest import collect_manifest, host_name
 from ..measurement.certificate import run_checks
 from ..measurement.flags import run_flags
-from ..measurement.flops import flops_per_image
 from ..measurement.loop import measure
-from ..measurement.peak import device_peak, peak_key
-from ..models import get_model
+from ..measurement.utilisation import utilisation
 from ..paths import default_results_dir
 from ..results.schema import SCHEMA_VERSION
 from ..results.store import write_record
-from ..results.sweep_manifest import read_sweep
 from ..stats import cv, summarize_latencies
 
 
@@ -140,30 +137,12 @@ def _measure_into(record: dict, adapter, config: RunConfig, results_dir: Path) -
                 "median_ms": {k: float(np.median(v)) * 1e3 for k, v in raw.items()},
                 "samples_s": raw,
             }
-    spec = get_model(config.model)
     params = workload.params or None
     if adapter.measures_a_framework:
-        flops, how = flops_per_image(results_dir, config.model, config.image_size, config.mode)
-        record["model"] = {"params": params, "params_published_millions": spec.published_params_millions,
-                           "flops_per_image": flops, "flops_method": how, "note": spec.note}
-        peak = _peak(results_dir, config, record["sweep"])
-        record["peak"] = peak
-        if flops:
-            record["utilisation"] = flops * summary["images_per_sec_median"] / peak["flops_per_sec"]
-        record["fairness"] = run_checks(config, record["settings"], params, flops,
+        record.update(utilisation(results_dir, config, record["sweep"], params, summary["images_per_sec_median"]))
+        record["fairness"] = run_checks(config, record["settings"], params, record["model"]["flops_per_image"],
                                         (weights_before, weights_after), workload.input_placement())
     record["flags"] = run_flags(record)
-
-
-def _peak(results_dir: Path, config: RunConfig, sweep: dict | None) -> dict:
-    """The peak measured at the start of this run's sweep; outside a sweep, the host's cached one."""
-    if sweep:
-        manifest = read_sweep(results_dir, sweep["id"])
-        peak = ((manifest or {}).get("peaks") or {}).get(peak_key(config.device, config.precision, config.threads))
-        if peak and peak.get("start"):
-            return {**peak["start"], "sweep_id": sweep["id"], "when": "start of this run's sweep"}
-    return {**device_peak(results_dir, config.device, config.precision, config.threads),
-            "when": "cached for this host (run outside a sweep)"}
 
 
 def run(config: RunConfig, results_dir: Path | str | None = None, repeat: int = 0, attempt: int = 0,

@@ -18,11 +18,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ..adapters import ADAPTERS, measures_a_framework
-from ..config import DISTRIBUTED_FIELDS, RunConfig
+from ..config import RunConfig
 from ..errors import ConfigError, UnsupportedError
 from ..host.interference import cv_outlier_reason
 from ..host.manifest import host_name
 from ..measurement.peak import measure_peak, peak_key
+from ..measurement.utilisation import peak_threads
 from ..paths import PROJECT_ROOT, default_results_dir
 from ..results.store import finished_runs, host_dir, host_records, write_record
 from ..results.sweep_manifest import new_sweep_id, write_sweep
@@ -52,9 +53,8 @@ class SweepResult:
 
 
 def notebook_parameters(config: RunConfig, results_dir: Path, task: Task, sweep: dict) -> dict:
-    # the single-process notebook has no distributed parameters (they are at their defaults there)
-    skip = {"extra"} if config.distributed else {"extra", *DISTRIBUTED_FIELDS}
-    params = {k: v for k, v in config.to_dict().items() if k not in skip}
+    # both notebooks declare every config field (papermill warns of a parameter a notebook does not declare)
+    params = {k: v for k, v in config.to_dict().items() if k != "extra"}
     return {**params, "results_dir": str(results_dir), "repeat": task.repeat, "attempt": task.attempt,
             "sweep": sweep}
 
@@ -138,7 +138,7 @@ class _Estimator:
         from ..measurement.flops import flops_per_image
 
         c = task.config
-        peak = self.peaks.get(peak_key(c.device, c.precision, c.threads * c.workers)) or {}
+        peak = self.peaks.get(peak_key(c.device, c.precision, peak_threads(c))) or {}
         flops = None
         if measures_a_framework(c.framework) and not self.history.get(c.key):
             with contextlib.suppress(Exception):  # an estimate never stops a sweep
@@ -165,8 +165,7 @@ def _sweep_info(manifest: dict, order_index: int, task: Task) -> dict:
 
 
 def measure_peaks(profile: Profile) -> dict[str, dict]:
-    # a distributed run is judged against the machine's peak with all its workers' threads
-    keys = {(c.device, c.precision, c.threads * c.workers)
+    keys = {(c.device, c.precision, peak_threads(c))
             for c in profile.configs if measures_a_framework(c.framework)}
     return {peak_key(*k): measure_peak(*k) for k in sorted(keys)}
 

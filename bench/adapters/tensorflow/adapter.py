@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 from typing import TYPE_CHECKING
 
@@ -10,39 +9,18 @@ from ...errors import UnsupportedError
 from ...host.devices import is_gpu
 from ...models import get_model
 from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, dist_version, register, subtractive_phases
-from ..keras_models import build_keras_model
+from . import worker
+from .recipe import LOSS, POLICIES, build_model, import_tf, make_loss, make_optimizer, set_tf_threads
 
 if TYPE_CHECKING:
     from ...config import RunConfig
-
-_POLICIES = {"fp32": "float32", "tf32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
-
-
-def set_tf_threads(tf, threads: int) -> dict:
-    """Set intra- and inter-op pools to `threads` (only possible before TF's runtime starts)."""
-    with contextlib.suppress(RuntimeError):
-        tf.config.threading.set_intra_op_parallelism_threads(threads)
-        tf.config.threading.set_inter_op_parallelism_threads(threads)
-    return {"intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads(),
-            "inter_op_threads": tf.config.threading.get_inter_op_parallelism_threads()}
-
-
-def _import_tf():
-    os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    import keras
-    import tensorflow as tf
-
-    if keras.backend.backend() != "tensorflow":
-        raise UnsupportedError(f"tensorflow: KERAS_BACKEND is {keras.backend.backend()!r}, not 'tensorflow'")
-    return tf, keras
 
 
 class TFWorkload(Workload):
     def __init__(self, config: RunConfig) -> None:
         import numpy as np
 
-        tf, keras = _import_tf()
+        tf, keras = import_tf()
         self.tf, self.config = tf, config
         threads = set_tf_threads(tf, config.threads)
         if is_gpu(config.device):
@@ -60,25 +38,16 @@ class TFWorkload(Workload):
         keras.utils.set_random_seed(config.seed)
         # fp32 means fp32: TensorFlow's default runs float32 matmuls and convolutions on TF32 tensor cores
         tf.config.experimental.enable_tensor_float_32_execution(config.precision == "tf32")
-        previous = keras.mixed_precision.dtype_policy()
         with tf.device(self.tf_device):
-            keras.mixed_precision.set_dtype_policy(_POLICIES[config.precision])
-            try:
-                self.model = build_keras_model(config.model, config.image_size)
-            finally:
-                keras.mixed_precision.set_dtype_policy(previous)
+            self.model = build_model(keras, config)
             n, s = config.batch_size, config.image_size
             rng = np.random.default_rng(config.seed)
             self.host_x = rng.standard_normal((n, s, s, 3), dtype=np.float32)
             self.x = tf.identity(tf.constant(self.host_x))
             self.y = tf.constant(rng.integers(0, get_model(config.model).num_classes, n), dtype=tf.int32)
-            opt = keras.optimizers.SGD(learning_rate=LEARNING_RATE, momentum=MOMENTUM)
-            if config.precision == "fp16":
-                opt = keras.optimizers.LossScaleOptimizer(opt)
-            self.opt = opt
-            self.opt.build(self.model.trainable_variables)
+            self.opt = make_optimizer(keras, config.precision, self.model.trainable_variables)
         self.params = int(sum(np.prod(v.shape) for v in self.model.trainable_weights))
-        self.loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        self.loss_fn = make_loss(keras)
         compile_ = self._compiler()
         self._infer = compile_(lambda x: self.model(x, training=False))
         self._train = compile_(self._train_step)
@@ -90,9 +59,9 @@ class TFWorkload(Workload):
             "engine": config.engine,
             "data_placement": config.data,
             "inside_timer": self._inside_timer(),
-            "dtype_policy": _POLICIES[config.precision],
+            "dtype_policy": POLICIES[config.precision],
             "optimizer": OPTIMIZER if self.training else None,
-            "loss": "SparseCategoricalCrossentropy(from_logits=True)" if self.training else None,
+            "loss": LOSS if self.training else None,
             "timer": "time.perf_counter" + (" after tf.test.experimental.sync_devices()" if self.needs_sync
                                             else " (synchronous eager execution on the CPU)"),
             "autograd_in_inference": False if not self.training else None,
@@ -178,7 +147,6 @@ class TensorFlowAdapter(Adapter):
                              "TF_USE_LEGACY_KERAS", "KERAS_BACKEND", "XLA_FLAGS")
     engines = ("graph", "xla", "eager")
     distributed_strategies = ("independent", "allreduce", "ps_async")
-    distributed_worker = "bench.adapters.tensorflow.worker"
     distributed_launch = "tf_config"
     module = "tensorflow"
     distribution = "tensorflow-cpu"
@@ -188,7 +156,7 @@ class TensorFlowAdapter(Adapter):
         return dist_version("tensorflow-cpu") or dist_version("tensorflow")
 
     def info(self) -> dict:
-        tf, keras = _import_tf()
+        tf, keras = import_tf()
         build = dict(tf.sysconfig.get_build_info())
         onednn = os.environ.get("TF_ENABLE_ONEDNN_OPTS")
         return {
@@ -235,3 +203,6 @@ class TensorFlowAdapter(Adapter):
     def prepare(self, config: RunConfig) -> Workload:
         self.check_available()
         return TFWorkload(config)
+
+    def run_rank(self, config: RunConfig, spec: dict) -> None:
+        worker.run_rank(config, spec)

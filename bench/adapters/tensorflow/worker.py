@@ -18,22 +18,16 @@ import time
 
 import numpy as np
 
-from ...config import make_config
 from ...models import get_model
 from ...ranks import digits, rankio
-from ..base import LEARNING_RATE, MOMENTUM
+from ..base import OPTIMIZER
+from .recipe import LOSS, build_model, import_tf, make_loss, make_optimizer, set_tf_threads
 
 EVAL_EVERY = 10  # steps between accuracy evaluations (digits runs)
 
 
 def _tf(threads: int):
-    os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    import keras
-    import tensorflow as tf
-
-    from .adapter import set_tf_threads
-
+    tf, keras = import_tf()
     return tf, keras, set_tf_threads(tf, threads)
 
 
@@ -42,13 +36,14 @@ class Data:
 
     def __init__(self, config, worker: int, workers: int) -> None:
         self.real = config.model == "digits_mlp"
-        n, s = config.worker_batch, config.image_size
+        own = config.for_rank(worker)  # this worker's share of the batch and its own data seed
+        n, s = own.batch_size, own.image_size
         if self.real:
             sets = digits.load(channels_last=True, seed=config.seed)
             self.test = sets["test"]
             self._it = digits.batches(*sets["train"], n, worker, workers, config.seed)
         else:
-            rng = np.random.default_rng(config.seed + 1000 * (worker + 1))
+            rng = np.random.default_rng(own.data_seed)
             self._fixed = (rng.standard_normal((n, s, s, 3), dtype=np.float32),
                            rng.integers(0, get_model(config.model).num_classes, n).astype(np.int64))
 
@@ -64,8 +59,6 @@ def _accuracy(model, test) -> float:
 def _train_sync(config, spec, task: dict) -> dict:
     """allreduce (MultiWorkerMirroredStrategy) or independent; returns this worker's result."""
     tf, keras, threads = _tf(config.threads)
-    from ..keras_models import build_keras_model
-
     sync = config.strategy == "allreduce"
     strategy = tf.distribute.MultiWorkerMirroredStrategy(
         communication_options=tf.distribute.experimental.CommunicationOptions(
@@ -74,14 +67,13 @@ def _train_sync(config, spec, task: dict) -> dict:
     worker, workers = task["index"], config.workers
     keras.utils.set_random_seed(config.seed)  # identical initial weights on every worker
     with strategy.scope():
-        model = build_keras_model(config.model, config.image_size)
-        opt = keras.optimizers.SGD(learning_rate=LEARNING_RATE, momentum=MOMENTUM)
-        opt.build(model.trainable_variables)
+        model = build_model(keras, config)
+        opt = make_optimizer(keras, config.precision, model.trainable_variables)
     # Keras's optimizer all-reduces the gradients inside apply_gradients; this worker all-reduces
     # them itself, in its own timed phase, so the optimizer is told they are already reduced (the
     # ranks' weights are compared after training: a missing reduction would show as ranks_disagree).
     opt._all_reduce_sum_gradients = lambda grads_and_vars: list(grads_and_vars)
-    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    loss_fn = make_loss(keras)
     data = Data(config, worker, workers)
     variables = model.trainable_variables
 
@@ -137,8 +129,8 @@ def _train_sync(config, spec, task: dict) -> dict:
             "samples_per_step": config.worker_batch, "accuracy": accuracy or None,
             "window": {"start": w0, "end": w1, "cpu_s": cpu1 - cpu0, "eval_s": eval_s},
             "checksum_before": before, "checksum_after": float(sum(np.abs(v.numpy()).sum() for v in variables)),
-            "settings": {"strategy": type(strategy).__name__, "communication": "RING" if sync else None,
-                         "optimizer": f"SGD(lr={LEARNING_RATE}, momentum={MOMENTUM})"}}
+            "settings": {**threads, "strategy": type(strategy).__name__, "communication": "RING" if sync else None,
+                         "optimizer": OPTIMIZER, "loss": LOSS}}
 
 
 def _serve(task: dict, threads: int) -> None:
@@ -153,17 +145,14 @@ def _serve(task: dict, threads: int) -> None:
 def _chief_async(config, spec) -> dict:
     """The coordinator of asynchronous parameter-server training; times chunks of scheduled steps."""
     tf, keras, threads = _tf(1)
-    from ..keras_models import build_keras_model
-
     resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
     strategy = tf.distribute.ParameterServerStrategy(resolver)
     coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
     keras.utils.set_random_seed(config.seed)
     with strategy.scope():
-        model = build_keras_model(config.model, config.image_size)
-        opt = keras.optimizers.SGD(learning_rate=LEARNING_RATE, momentum=MOMENTUM)
-        opt.build(model.trainable_variables)
-    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        model = build_model(keras, config)
+        opt = make_optimizer(keras, config.precision, model.trainable_variables)
+    loss_fn = make_loss(keras)
     workers, n = config.workers, config.worker_batch
     real = config.model == "digits_mlp"
     sets = digits.load(channels_last=True, seed=config.seed) if real else None
@@ -225,14 +214,14 @@ def _chief_async(config, spec) -> dict:
             "accuracy": accuracy or None,
             "window": {"start": w0, "end": w1, "cpu_s": cpu1 - cpu0, "eval_s": eval_s},
             "checksum_before": before, "checksum_after": float(sum(np.abs(v.numpy()).sum() for v in variables)),
+            # the chief's own threads are not the workers' (TF servers): no threads for the certificate to compare
             "settings": {"strategy": "ParameterServerStrategy (asynchronous)",
                          "schedule": f"chunks of {chunk} steps scheduled with ClusterCoordinator, then join()",
-                         "optimizer": f"SGD(lr={LEARNING_RATE}, momentum={MOMENTUM}) on the parameter server"}}
+                         "optimizer": OPTIMIZER, "optimizer_placement": "on the parameter server", "loss": LOSS}}
 
 
-def main() -> None:
-    spec = rankio.read_spec()
-    config = make_config(**spec["config"])
+def run_rank(config, spec: dict) -> None:
+    """This process's TF_CONFIG task of `config`: a server (ps_async's ps and workers) or a training task."""
     task = json.loads(os.environ.get("TF_CONFIG", "{}")).get("task") or {"type": "worker", "index": 0}
     if config.strategy == "ps_async" and task["type"] in ("ps", "worker"):
         _serve(task, config.threads if task["type"] == "worker" else 1)
@@ -242,6 +231,3 @@ def main() -> None:
     rankio.write_result(spec, name, {**result, "node": int(os.environ.get("BENCH_NODE", 0)),
                                      "host": os.uname().nodename})
 
-
-if __name__ == "__main__":
-    main()

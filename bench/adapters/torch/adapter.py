@@ -10,6 +10,7 @@ from ...host.devices import is_gpu
 from ...models import get_model
 from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, dist_version, register, timed_phases
 from ..precision import tf32_unavailable
+from . import worker
 from .models import build_torch_model
 
 if TYPE_CHECKING:
@@ -50,12 +51,11 @@ class TorchWorkload(Workload):
         self.params = sum(p.numel() for p in model.parameters())
         self.training = config.mode == "training"
         model.train(self.training)
-        if config.engine == "compile":
-            model = torch.compile(model)
-        self.model = model
+        self.module = model  # what trains: a strategy wraps it (`wrap`), the checksum reads its weights
+        self.model = self._engine(model)
         n, s = config.batch_size, config.image_size
         num_classes = get_model(config.model).num_classes
-        rng = np.random.default_rng(config.seed)
+        rng = np.random.default_rng(config.data_seed)
         self.host_x = rng.standard_normal((n, 3, s, s), dtype=np.float32)
         self.x = torch.from_numpy(self.host_x).to(self.device).contiguous(memory_format=fmt)
         self.y = torch.from_numpy(rng.integers(0, num_classes, n)).to(self.device)
@@ -81,6 +81,10 @@ class TorchWorkload(Workload):
             with torch.inference_mode(), self.autocast():
                 out = self.model(self.x)
             self.settings["autograd_in_inference"] = bool(out.requires_grad)
+
+    def _engine(self, module):
+        """The module the forward calls: `module` itself, or compiled (engine "compile")."""
+        return self.torch.compile(module) if self.config.engine == "compile" else module
 
     def _inside_timer(self) -> str:
         h2d = "host->device copy of the batch + " if self.config.data == "host" else ""
@@ -120,6 +124,27 @@ class TorchWorkload(Workload):
             return
         self.opt.zero_grad(set_to_none=True)
         self._backward(self._forward(x))
+        self._update()
+
+    # The training step's parts, for a distributed strategy that puts its communication between them
+    # (bench/adapters/torch/worker.py); `step` above is the single-process step.
+    def wrap(self, wrapper) -> None:
+        """Train through `wrapper(module)` (a data-parallel wrapper such as DDP) from now on."""
+        self.model = self._engine(wrapper(self.module))
+
+    def zero_grad(self) -> None:
+        """Zero the gradients in place: a strategy's gradients may be views of one flat buffer that must stay."""
+        self.opt.zero_grad(set_to_none=False)
+
+    def forward(self):
+        """The batch (host-fed: its copy) through the model and the loss; returns the loss."""
+        return self._forward(self._input())
+
+    def backward(self, loss) -> None:
+        self._backward(loss)
+
+    def update(self) -> None:
+        """The optimizer's step (a parameter-server strategy runs it on the server only)."""
         self._update()
 
     def sync(self) -> None:
@@ -163,7 +188,7 @@ class TorchWorkload(Workload):
         if not self.training:
             return None
         with self.torch.no_grad():
-            return float(sum(p.double().abs().sum() for p in self.model.parameters()))
+            return float(sum(p.double().abs().sum() for p in self.module.parameters()))
 
     def reset_memory(self) -> None:
         if self.gpu:
@@ -194,8 +219,8 @@ class TorchAdapter(Adapter):
     distribution = "torch"
     libraries = ("torchvision",)
     distributed_strategies = ("independent", "allreduce", "allreduce_nosync", "ps_sync")
-    distributed_worker = "bench.adapters.torch.worker"
     distributed_launch = "torchrun"
+    launcher_module = "torch.distributed.run"
 
     def info(self) -> dict:
         import torch
@@ -243,6 +268,9 @@ class TorchAdapter(Adapter):
     def prepare(self, config: RunConfig) -> Workload:
         self.check_available()
         return TorchWorkload(config)
+
+    def run_rank(self, config: RunConfig, spec: dict) -> None:
+        worker.run_rank(self, config, spec)
 
     def gemm_label(self, device: str, precision: str) -> str | None:
         return "torch.mm"

@@ -1,4 +1,4 @@
-"""One PyTorch rank (started by torchrun): synthetic-data training with a chosen strategy.
+"""One PyTorch rank (started by torchrun): the adapter's training workload, its gradients exchanged by a strategy.
 
 Strategies
 - independent: no communication (each rank trains alone): the baseline for communication cost.
@@ -15,50 +15,53 @@ stop), between barriers; each writes rank<r>.json with per-step phase times.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from datetime import timedelta
 
-import numpy as np
-
-from ...config import make_config
-from ...models import get_model
 from ...ranks import rankio
 from ...ranks.timeline import step_phases
-from ..base import LEARNING_RATE, MOMENTUM
-from .adapter import set_torch_threads
-from .models import build_torch_model
+
+# What each strategy puts inside the timed step besides the workload's own step (for the record's settings).
+EXCHANGES = {
+    "independent": "no gradient exchange",
+    "allreduce": "DDP's bucketed all-reduce overlapping the backward",
+    "allreduce_nosync": "one all-reduce of the flat gradients after the backward",
+    "ps_sync": "gradients gathered to rank 0, its update, parameters broadcast back",
+}
 
 
 class Trainer:
-    def __init__(self, torch, dist, config, rank: int, world: int) -> None:
-        self.torch, self.dist, self.config, self.rank, self.world = torch, dist, config, rank, world
-        torch.manual_seed(config.seed)  # identical initial weights on every rank
-        model = build_torch_model(config.model).to(memory_format=torch.channels_last).train()
-        self.params = sum(p.numel() for p in model.parameters())
+    """A rank's training step: the workload's parts (`TorchWorkload.zero_grad/forward/backward/update`) around the
+    strategy's communication, each timed."""
+
+    def __init__(self, workload, dist, config, rank: int, world: int) -> None:
+        self.workload, self.dist, self.config, self.rank, self.world = workload, dist, config, rank, world
+        module = workload.module
         self.comm: list[tuple[float, float]] = []
         self.bucket_bytes: list[int] = []
         self.ddp = None
         if config.strategy in ("allreduce_nosync", "ps_sync"):
-            self._flat_views(model)  # before DDP: it must see the parameters it will train
+            self._flat_views(module)  # before DDP: it must see the parameters it will train
         if config.strategy in ("allreduce", "allreduce_nosync"):
-            from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
-
-            self.ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=config.bucket_mb)
-            self.ddp.register_comm_hook(None, self._timed_allreduce(default_hooks.allreduce_hook))
+            workload.wrap(self._ddp)
         elif config.strategy == "ps_sync":
             dist.broadcast(self.flat_p, src=0)
-            self.gathered = [torch.empty_like(self.flat_g) for _ in range(world)] if rank == 0 else None
-        self.model = model
-        self.net = self.ddp or model
-        self.opt = torch.optim.SGD(model.parameters(), lr=LEARNING_RATE, momentum=MOMENTUM)
-        self.loss_fn = torch.nn.CrossEntropyLoss()
-        n, s = config.worker_batch, config.image_size
-        rng = np.random.default_rng(config.seed + 1000 * (rank + 1))  # each rank its own shard
-        self.x = torch.from_numpy(rng.standard_normal((n, 3, s, s), dtype=np.float32)).contiguous(
-            memory_format=torch.channels_last)
-        self.y = torch.from_numpy(rng.integers(0, get_model(config.model).num_classes, n))
-        self.grad_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
+            self.gathered = [self.torch.empty_like(self.flat_g) for _ in range(world)] if rank == 0 else None
+        self.grad_bytes = sum(p.numel() * p.element_size() for p in module.parameters())
+
+    @property
+    def torch(self):
+        return self.workload.torch
+
+    def _ddp(self, module):
+        """DistributedDataParallel over `module`, gradient buckets of `bucket_mb`, each bucket's all-reduce timed."""
+        from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
+        self.ddp = self.torch.nn.parallel.DistributedDataParallel(module, bucket_cap_mb=self.config.bucket_mb)
+        self.ddp.register_comm_hook(None, self._timed_allreduce(default_hooks.allreduce_hook))
+        return self.ddp
 
     def _timed_allreduce(self, hook):
         def timed(state, bucket):
@@ -90,20 +93,16 @@ class Trainer:
                 p.grad = self.flat_g.as_strided(p.shape, p.stride(), offset)
                 offset += p.numel()
 
-    def checksum(self) -> float:
-        with self.torch.no_grad():
-            return float(sum(p.double().abs().sum() for p in self.model.parameters()))
-
     def step(self) -> dict:
-        dist, strategy = self.dist, self.config.strategy
+        dist, strategy, workload = self.dist, self.config.strategy, self.workload
         self.comm, self.bucket_bytes = [], []
         t0 = time.perf_counter()
-        self.opt.zero_grad(set_to_none=False)
-        nosync = self.ddp.no_sync() if strategy == "allreduce_nosync" else _null()
+        workload.zero_grad()
+        nosync = self.ddp.no_sync() if strategy == "allreduce_nosync" else contextlib.nullcontext()
         with nosync:
-            loss = self.loss_fn(self.net(self.x), self.y)
+            loss = workload.forward()
             t_f = time.perf_counter()
-            loss.backward()
+            workload.backward(loss)
         t_b = time.perf_counter()
         backward_end = max((a for a, _ in self.comm), default=t_b) if strategy == "allreduce" else t_b
         if strategy == "allreduce_nosync":
@@ -116,7 +115,7 @@ class Trainer:
             update = self._ps_exchange()
         else:
             u0 = time.perf_counter()
-            self.opt.step()
+            workload.update()
             update = (u0, time.perf_counter())
         t_u = time.perf_counter()
         phases = step_phases((t0, t_f), (t_f, backward_end), update, self.comm, (t0, t_u))
@@ -136,7 +135,7 @@ class Trainer:
             for g in self.gathered[1:]:  # gathered[0] is rank 0's own gradient, already in flat_g
                 self.flat_g.add_(g)
             self.flat_g.div_(self.world)
-            self.opt.step()
+            self.workload.update()
         u1 = time.perf_counter()
         b0 = time.perf_counter()
         dist.broadcast(self.flat_p, src=0)
@@ -144,27 +143,25 @@ class Trainer:
         self.bucket_bytes.append(nbytes)
         return u0, u1
 
+    def settings(self) -> dict:
+        """The workload's settings (what the fairness certificate reads) with what the strategy adds."""
+        own = self.workload.settings
+        return {**own, "inside_timer": f"{own['inside_timer']} + {EXCHANGES[self.config.strategy]}",
+                "bucket_cap_mb": self.config.bucket_mb if self.ddp else None, "ddp": bool(self.ddp),
+                "init": "same seed on every rank"}
 
-class _null:
-    def __enter__(self):
-        return self
 
-    def __exit__(self, *exc):
-        return False
-
-
-def main() -> None:
-    spec = rankio.read_spec()
-    config = make_config(**spec["config"])
+def run_rank(adapter, config, spec: dict) -> None:
+    """This process's rank of `config` (torchrun's RANK / WORLD_SIZE): the adapter's workload for the rank's share
+    of the batch and its own data, prepared before the process group so that its thread settings come first."""
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    import torch
     import torch.distributed as dist
 
-    threads = set_torch_threads(torch, config.threads)
+    workload = adapter.prepare(config.for_rank(rank))
     dist.init_process_group("gloo", timeout=timedelta(seconds=spec["timeout_s"]))
-    trainer = Trainer(torch, dist, config, rank, world)
+    trainer = Trainer(workload, dist, config, rank, world)
     warmup = [trainer.step()["step_s"] for _ in range(config.warmup)]
-    before = trainer.checksum()
+    before = workload.weights_checksum()
     dist.barrier()
     w0, cpu0 = time.perf_counter(), rankio.cpu_seconds()
     steps = [trainer.step() for _ in range(config.iterations)]
@@ -173,13 +170,12 @@ def main() -> None:
     result = rankio.stamped({
         "rank": rank, "world": world, "role": "server+worker" if config.strategy == "ps_sync" and rank == 0
         else "worker", "node": int(os.environ.get("GROUP_RANK", 0)), "host": os.uname().nodename,
-        "backend": dist.get_backend(), "threads": threads, "params": trainer.params,
-        "grad_bytes": trainer.grad_bytes, "samples_per_step": config.worker_batch,
+        "backend": dist.get_backend(), "params": workload.params, "grad_bytes": trainer.grad_bytes,
+        "threads": {k: workload.settings[k] for k in ("intra_op_threads", "inter_op_threads")},
+        "samples_per_step": config.worker_batch,
         "warmup_s": warmup, "steps": steps, "window": {"start": w0, "end": w1, "cpu_s": cpu1 - cpu0},
-        "checksum_before": before, "checksum_after": trainer.checksum(),
-        "settings": {"bucket_cap_mb": config.bucket_mb if trainer.ddp else None,
-                     "ddp": bool(trainer.ddp), "init": "same seed on every rank",
-                     "optimizer": f"SGD(lr={LEARNING_RATE}, momentum={MOMENTUM})"},
+        "checksum_before": before, "checksum_after": workload.weights_checksum(),
+        "settings": trainer.settings(), "input_placement": workload.input_placement(),
     })
     # every rank's result goes to rank 0, which writes them all: on a real cluster the record is
     # assembled on node 0 only, from every machine's ranks
@@ -191,7 +187,3 @@ def main() -> None:
     dist.barrier()
     dist.destroy_process_group()
     rankio.exit_now()
-
-
-if __name__ == "__main__":
-    main()

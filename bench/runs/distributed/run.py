@@ -15,9 +15,12 @@ from ...adapters import ADAPTERS
 from ...config import RunConfig
 from ...host.interference import TreeSampler
 from ...host.manifest import collect_manifest
+from ...measurement.certificate import run_checks
 from ...measurement.flags import run_flags
+from ...measurement.utilisation import utilisation
 from ...paths import default_results_dir
 from ...ranks.rankio import SPEC_ENV
+from . import rank_main
 from . import record as records
 from .launcher import Launch, LaunchError, Task, free_port, python_module
 from .topology import EmulationUnavailable, emulated_nodes
@@ -34,8 +37,9 @@ def thread_env(threads: int) -> dict:
 def torchrun_tasks(config: RunConfig, module: str, env: dict, nodes, cluster: dict | None = None) -> list[Task]:
     """One torchrun agent per node (static rendezvous on node 0's address). On a real cluster, only
     this machine's agent, with the rendezvous given (`cluster`: node_rank, master_addr, master_port)."""
+    agent = python_module(ADAPTERS.get(config.framework).launcher_module)  # torchrun, as `python -m`
     if cluster:
-        argv = [*python_module("torch.distributed.run"), f"--nnodes={config.nodes}",
+        argv = [*agent, f"--nnodes={config.nodes}",
                 f"--node-rank={cluster['node_rank']}", f"--nproc-per-node={config.workers // config.nodes}",
                 f"--master-addr={cluster['master_addr']}", f"--master-port={cluster['master_port']}",
                 "--max-restarts=0", "--monitor-interval=0.2", "--module", module]
@@ -44,7 +48,7 @@ def torchrun_tasks(config: RunConfig, module: str, env: dict, nodes, cluster: di
     port = free_port("127.0.0.1")
     tasks = []
     for k in range(config.nodes if nodes else 1):
-        argv = [*python_module("torch.distributed.run"), f"--nnodes={len(nodes) if nodes else 1}",
+        argv = [*agent, f"--nnodes={len(nodes) if nodes else 1}",
                 f"--node-rank={k}", f"--nproc-per-node={config.workers // (len(nodes) if nodes else 1)}",
                 f"--master-addr={master}", f"--master-port={port}", "--max-restarts=0",
                 "--monitor-interval=0.2", "--module", module]
@@ -128,7 +132,7 @@ class NotLeadNode(Exception):
 
 def launch(config: RunConfig, work: Path, module: str | None = None, extra_spec: dict | None = None,
            cluster: dict | None = None) -> tuple[list[dict], list[dict], dict, dict, str]:
-    """Run every rank of `config` (as `module`, default: its framework's worker); returns
+    """Run every rank of `config` (as `module`, default: the rank entry point, which runs its framework's rank); returns
     (rank results, servers, link, interference, launch kind)."""
     adapter = ADAPTERS.get(config.framework)
     spec_path = work / "spec.json"
@@ -138,7 +142,7 @@ def launch(config: RunConfig, work: Path, module: str | None = None, extra_spec:
     env = {SPEC_ENV: str(spec_path), **thread_env(config.threads)}
     servers: list[dict] = []
     with topology(config, cluster) as (nodes, link), TreeSampler() as sampler:
-        tasks = LAUNCHERS[adapter.distributed_launch](config, module or adapter.distributed_worker, env, nodes,
+        tasks = LAUNCHERS[adapter.distributed_launch](config, module or rank_main.__name__, env, nodes,
                                                       cluster)
         def read_servers(run: Launch) -> None:  # servers never exit by themselves: read them first
             servers.extend({"task": t.name, "peak_rss_bytes": _peak_rss(run.procs[t.name].pid)}
@@ -185,6 +189,7 @@ def execute(config: RunConfig, results_dir: Path | str | None = None, repeat: in
             ranks, servers, link, interference, kind = launch(config, work, cluster=cluster)
             records.fill(record, config, ranks, servers, link, kind, interference)
             _utilisation(record, config, results_dir)
+            _certificate(record, config, ranks[0])
             record["flags"] = run_flags(record) + records.distributed_flags(config, ranks, link["fallback"])
     except NotLeadNode as exc:
         record.update(status="skipped", reason=str(exc))
@@ -198,17 +203,18 @@ def execute(config: RunConfig, results_dir: Path | str | None = None, repeat: in
 
 
 def _utilisation(record: dict, config: RunConfig, results_dir: Path) -> None:
-    """Share of the machine's measured peak (all cores) that the whole run's training work used."""
-    from ...measurement.flops import flops_per_image
-    from ...measurement.peak import device_peak
-
+    """Share of the machine's measured peak (all workers' threads) that the whole run's training work used."""
     try:
-        flops, how = flops_per_image(results_dir, config.model, config.image_size, "training")
-        peak = device_peak(results_dir, config.device, config.precision, config.threads * config.workers)
+        record.update(utilisation(results_dir, config, record["sweep"], record["distributed"]["params"],
+                                  (record["summary"] or {}).get("images_per_sec_median")))
     except Exception as exc:  # utilisation is extra; its absence is said, never faked
         record["model"] = {"flops_note": f"not computed: {type(exc).__name__}: {exc}"}
-        return
-    record["model"] = {"params": record["distributed"]["params"], "flops_per_image": flops, "flops_method": how}
-    record["peak"] = {**peak, "when": "cached for this host"}
-    if flops and record["summary"]:
-        record["utilisation"] = flops * record["summary"]["images_per_sec_median"] / peak["flops_per_sec"]
+
+
+def _certificate(record: dict, config: RunConfig, lead: dict) -> None:
+    """The single run's fairness certificate, from the lead rank (rank 0, or the asynchronous chief): its
+    parameters, its settings (the record's), its weights before and after the timed steps, where its batch lived."""
+    record["fairness"] = run_checks(config, record["settings"], lead.get("params"),
+                                    (record["model"] or {}).get("flops_per_image"),
+                                    (lead.get("checksum_before"), lead.get("checksum_after")),
+                                    lead.get("input_placement"))

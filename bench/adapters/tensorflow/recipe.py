@@ -1,0 +1,59 @@
+"""What the TensorFlow adapter and its distributed worker share: the runtime, threads, model, loss and optimizer."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+from ...errors import UnsupportedError
+from ..base import LEARNING_RATE, MOMENTUM
+from ..keras_models import build_keras_model
+
+POLICIES = {"fp32": "float32", "tf32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
+LOSS = "SparseCategoricalCrossentropy(from_logits=True)"
+
+
+def import_tf():
+    """(tensorflow, keras), with Keras on its TensorFlow backend."""
+    os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import keras
+    import tensorflow as tf
+
+    if keras.backend.backend() != "tensorflow":
+        raise UnsupportedError(f"tensorflow: KERAS_BACKEND is {keras.backend.backend()!r}, not 'tensorflow'")
+    return tf, keras
+
+
+def set_tf_threads(tf, threads: int) -> dict:
+    """Set intra- and inter-op pools to `threads` (only possible before TF's runtime starts)."""
+    with contextlib.suppress(RuntimeError):
+        tf.config.threading.set_intra_op_parallelism_threads(threads)
+        tf.config.threading.set_inter_op_parallelism_threads(threads)
+    return {"intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads(),
+            "inter_op_threads": tf.config.threading.get_inter_op_parallelism_threads()}
+
+
+def build_model(keras, config):
+    """The untrained model of `config`, its layers in the precision's dtype policy (set only while building, so
+    nothing built later inherits it). Call it inside the device or distribution-strategy scope that owns it."""
+    previous = keras.mixed_precision.dtype_policy()
+    keras.mixed_precision.set_dtype_policy(POLICIES[config.precision])
+    try:
+        return build_keras_model(config.model, config.image_size)
+    finally:
+        keras.mixed_precision.set_dtype_policy(previous)
+
+
+def make_loss(keras):
+    """The training loss (LOSS): cross-entropy on the model's logits."""
+    return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+
+def make_optimizer(keras, precision: str, variables):
+    """SGD-momentum (loss-scaled for fp16), built for `variables`; call it in the scope that owns them."""
+    opt = keras.optimizers.SGD(learning_rate=LEARNING_RATE, momentum=MOMENTUM)
+    if precision == "fp16":
+        opt = keras.optimizers.LossScaleOptimizer(opt)
+    opt.build(variables)
+    return opt
