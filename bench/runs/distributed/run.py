@@ -14,10 +14,10 @@ from pathlib import Path
 from ...adapters import ADAPTERS
 from ...config import RunConfig
 from ...host.interference import TreeSampler
-from ...host.manifest import collect_manifest
 from ...measurement.flags import run_flags
 from ...paths import default_results_dir
 from ...ranks.rankio import SPEC_ENV
+from ...results.record import Manifest, ModelInfo, Peak, Record, SweepPlacement
 from . import record as records
 from .launcher import Launch, LaunchError, Task, free_port, python_module
 from .topology import EmulationUnavailable, emulated_nodes
@@ -169,35 +169,37 @@ def work_dir():
 
 
 def execute(config: RunConfig, results_dir: Path | str | None = None, repeat: int = 0, attempt: int = 0,
-            sweep: dict | None = None, cluster: dict | None = None) -> dict:
+            sweep: SweepPlacement | dict | None = None, cluster: dict | None = None) -> Record:
     """Measure a distributed config; a failed rank becomes an `error` record (never raises for it).
 
     `cluster` (real machines, PyTorch): {"node_rank", "master_addr", "master_port"}, as torchrun's
     static rendezvous; `nodes` is then the number of machines. Only node 0's record holds results;
     other nodes get a `skipped` record saying so (the CLI does not write it)."""
-    from ..single import base_record, describe_failure
+    from ..single import describe_failure
 
     results_dir = Path(results_dir or default_results_dir())
     started = time.perf_counter()
-    record = base_record(config, repeat, attempt, sweep)
+    record = Record.new(config, repeat, attempt, sweep)
     try:
         with work_dir() as work:
             ranks, servers, link, interference, kind = launch(config, work, cluster=cluster)
             records.fill(record, config, ranks, servers, link, kind, interference)
             _utilisation(record, config, results_dir)
-            record["flags"] = run_flags(record) + records.distributed_flags(config, ranks, link["fallback"])
+            record.flags = run_flags(record) + records.distributed_flags(config, ranks, link["fallback"])
     except NotLeadNode as exc:
-        record.update(status="skipped", reason=str(exc))
+        record.status, record.reason = "skipped", str(exc)
     except LaunchError as exc:
-        record.update(status="error", reason=f"distributed run failed: {exc}", traceback=traceback.format_exc())
+        record.status, record.reason = "error", f"distributed run failed: {exc}"
+        record.traceback = traceback.format_exc()
     except Exception as exc:
-        record.update(status="error", reason=describe_failure(exc, config), traceback=traceback.format_exc())
-    record["manifest"] = collect_manifest({"version": ADAPTERS.get(config.framework).version()})
-    record["duration_s"] = time.perf_counter() - started
+        record.status, record.reason = "error", describe_failure(exc, config)
+        record.traceback = traceback.format_exc()
+    record.manifest = Manifest.collect({"version": ADAPTERS.get(config.framework).version()})
+    record.duration_s = time.perf_counter() - started
     return record
 
 
-def _utilisation(record: dict, config: RunConfig, results_dir: Path) -> None:
+def _utilisation(record: Record, config: RunConfig, results_dir: Path) -> None:
     """Share of the machine's measured peak (all cores) that the whole run's training work used."""
     from ...measurement.flops import flops_per_image
     from ...measurement.peak import device_peak
@@ -206,9 +208,9 @@ def _utilisation(record: dict, config: RunConfig, results_dir: Path) -> None:
         flops, how = flops_per_image(results_dir, config.model, config.image_size, "training")
         peak = device_peak(results_dir, config.device, config.precision, config.threads * config.workers)
     except Exception as exc:  # utilisation is extra; its absence is said, never faked
-        record["model"] = {"flops_note": f"not computed: {type(exc).__name__}: {exc}"}
+        record.model = ModelInfo(flops_note=f"not computed: {type(exc).__name__}: {exc}")
         return
-    record["model"] = {"params": record["distributed"]["params"], "flops_per_image": flops, "flops_method": how}
-    record["peak"] = {**peak, "when": "cached for this host"}
-    if flops and record["summary"]:
-        record["utilisation"] = flops * record["summary"]["images_per_sec_median"] / peak["flops_per_sec"]
+    record.model = ModelInfo(params=record.distributed.params, flops_per_image=flops, flops_method=how)
+    record.peak = Peak.from_json({**peak, "when": "cached for this host"})
+    if flops and record.summary:
+        record.utilisation = flops * record.summary.images_per_sec_median / record.peak.flops_per_sec
