@@ -8,7 +8,7 @@ from importlib import resources
 import pandas as pd
 
 from ..adapters import measures_a_framework
-from ..results.record import Record
+from ..results.record import Record, as_records
 from ..results.store import runs_frame
 from .soundness import aggregate, process_table
 
@@ -66,6 +66,7 @@ def sweep_peaks(sweeps: list[dict]) -> dict[str, float]:
 
 def config_tables(records: list[Record], sweeps: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """(runs: one row per record, processes: one per successful process, configs: one per config)."""
+    records = as_records(records)
     runs = runs_table(records)
     if runs.empty:
         return runs, runs, runs

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..measurement.flags import FLAG_SCOPE
-from ..results.record import Distributed, Record, RunSettings
+from ..results.record import Distributed, Record, RunSettings, as_records
 from ..runs.distributed import model as netmodel
 from ..runs.distributed.network import SIZES, link_key
 from ..stats import process_interval, process_ratio, welch_interval
@@ -47,7 +47,7 @@ def _server_update_ms(d: Distributed) -> float | None:
 def processes(records: list[Record]) -> pd.DataFrame:
     """One row per successful distributed process."""
     rows = []
-    for r in records:
+    for r in as_records(records):
         if r.status != "ok" or not is_distributed(r) or not r.distributed:
             continue
         c, d = r.config, r.distributed
@@ -371,7 +371,7 @@ def extrapolation_inputs(networks: dict, table: pd.DataFrame) -> tuple[float, fl
 
 
 def failures(records: list[Record]) -> pd.DataFrame:
-    bad = [r for r in records if r.status != "ok"]
+    bad = [r for r in as_records(records) if r.status != "ok"]
     return pd.DataFrame([{"run": r.label, "repeat": r.repeat, "status": r.status, "reason": r.reason}
                          for r in bad])
 

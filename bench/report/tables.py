@@ -14,14 +14,14 @@ from ..measurement import flags as checks
 from ..measurement.certificate import CERTIFICATE_CHECKS, parity_table
 from ..measurement.loop import WARMUP_TOLERANCE
 from ..measurement.peak import PEAK_N, PEAK_TRIALS
-from ..results.record import Certificate, Record
+from ..results.record import Certificate, Record, as_records
 from . import soundness
 
 
 def environment_table(records: list[Record]) -> pd.DataFrame:
     """One column per host: the machine and software its newest record was measured with."""
     newest: dict[str, Record] = {}
-    for r in sorted(records, key=lambda r: r.created):
+    for r in sorted(as_records(records), key=lambda r: r.created):
         if measures_a_framework(r.config.framework):
             newest[r.host] = r
     cols = {}
@@ -49,7 +49,7 @@ def fairness_summary(records: list[Record]) -> pd.DataFrame:
     """Per-run certificate checks aggregated: how many runs passed, failed, or had no such check."""
     checks = list(CERTIFICATE_CHECKS)
     counts = {c: {"passed": 0, "failed": 0, "not applicable": 0} for c in checks}
-    for r in records:
+    for r in as_records(records):
         f = r.fairness or Certificate()
         if r.status != "ok" or not measures_a_framework(r.config.framework):
             continue
@@ -408,7 +408,7 @@ def frameworks_table(records: list[Record] | None = None) -> pd.DataFrame:
     counts = None
     if records is not None:
         counts = {}
-        for r in records:
+        for r in as_records(records):
             if r.status == "ok":
                 version = r.framework_version or "version unrecorded"
                 per = counts.setdefault(r.config.framework, Counter())

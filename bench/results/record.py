@@ -16,7 +16,7 @@ import dataclasses
 import functools
 import typing
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Self
 
@@ -557,6 +557,11 @@ class Record(Section):
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+
+def as_records(records: Iterable[Record | Mapping[str, Any]]) -> list[Record]:
+    """Records as Records: those given as JSON (notebooks and tests hold records as dicts) loaded and checked."""
+    return [r if isinstance(r, Record) else Record.from_json(r) for r in records]
 
 
 def upgrade(data: Mapping[str, Any]) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..host.manifest import host_name
-from .record import Record, validate_record
+from .record import Record, as_records, validate_record
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -117,7 +117,7 @@ def runs_frame(records: list[Record]) -> pd.DataFrame:
     """One tidy row per record (`Record.to_row`): configuration and summary in columns."""
     import pandas as pd  # lazily: a run process never needs pandas
 
-    return pd.DataFrame([r.to_row() for r in records])
+    return pd.DataFrame([r.to_row() for r in as_records(records)])
 
 
 def load_runs(results_dir: Path | str) -> pd.DataFrame:
