@@ -68,7 +68,8 @@ class Section(Mapping):
     """A record section: typed fields, the keys it does not declare in `unknown`, JSON in and out.
 
     It is also a read-only mapping view of its JSON form (`s["key"]`, `s.get`, `s.keys()`, `"key" in s`),
-    for notebooks and JSON-minded callers (tests); package code reads the attributes."""
+    for notebooks and JSON-minded callers (tests); package code reads the attributes. Like its JSON, a
+    section with no keys is falsy."""
 
     unknown: dict[str, Any] = dataclasses.field(default_factory=dict, metadata={JSON: False})
 
@@ -437,10 +438,6 @@ class Manifest(Section):
         return cls.from_json(collect_manifest(dict(framework or {})))
 
 
-def _sweep(sweep: SweepPlacement | Mapping[str, Any] | None) -> SweepPlacement | None:
-    return _decode(SweepPlacement, sweep)
-
-
 @section
 class Record(Section):
     """One run. Build it with `Record.new` (or `Record.failure`), fill its sections, write it
@@ -485,7 +482,7 @@ class Record(Section):
         retries of that repetition after a disturbed run; `sweep` places it in its sweep (id, order).
         """
         return cls(record_id=uuid.uuid4().hex, config_key=config.key, repeat=repeat, attempt=attempt,
-                   sweep=_sweep(sweep), created=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+                   sweep=_decode(SweepPlacement, sweep), created=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
                    host=host_name(), hardware=device_label(config.device),
                    config=RunSettings.from_json(config.to_dict()), label=config.label,
                    energy=Energy(available=False, reason="run did not reach the timed loop"))
