@@ -120,25 +120,25 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
         config = dataclasses.replace(config, extra={**config.extra, "real_cluster": True})
         record = execute(config, args.results_dir, cluster=cluster)
-        if record["status"] == "skipped":
-            print(record["reason"])
+        if record.status == "skipped":
+            print(record.reason)
             return EXIT_OK
         path = write_record(record, args.results_dir or default_results_dir())
     else:
         record, path = run(config, args.results_dir)
     if args.json:
-        print(json.dumps(record, indent=1))
-    s = record["summary"]
-    if record["status"] == "ok":
-        util = record["utilisation"]
-        print(f"{config.label}: {s['images_per_sec_median']:.2f} img/s "
-              f"[95% CI {s['images_per_sec_ci_low']:.2f}-{s['images_per_sec_ci_high']:.2f}], "
-              f"median latency {s['latency_ms_median']:.2f} ms over {s['n']} iterations"
+        print(json.dumps(record.to_json(), indent=1))
+    s = record.summary
+    if record.status == "ok":
+        util = record.utilisation
+        print(f"{config.label}: {s.images_per_sec_median:.2f} img/s "
+              f"[95% CI {s.images_per_sec_ci_low:.2f}-{s.images_per_sec_ci_high:.2f}], "
+              f"median latency {s.latency_ms_median:.2f} ms over {s.n} iterations"
               + (f", utilisation {util:.1%}" if util is not None else ""))
     else:
-        print(f"{config.label}: {record['status']}: {record['reason']}", file=sys.stderr)
+        print(f"{config.label}: {record.status}: {record.reason}", file=sys.stderr)
     print(f"record: {path}")
-    return EXIT_RUN_ERROR if record["status"] == "error" else EXIT_OK
+    return EXIT_RUN_ERROR if record.status == "error" else EXIT_OK
 
 
 def _cmd_list(args: argparse.Namespace) -> int:

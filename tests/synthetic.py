@@ -2,24 +2,70 @@
 
 from __future__ import annotations
 
-import copy
 import functools
-import uuid
 from pathlib import Path
 
 import numpy as np
 
 from bench import make_config
+from bench.adapters import ADAPTERS
+from bench.config import RunConfig
+from bench.results.record import (
+    Distributed,
+    Flag,
+    Interference,
+    Manifest,
+    Memory,
+    ModelInfo,
+    Peak,
+    Phases,
+    Rank,
+    Record,
+    Samples,
+    Startup,
+    Summary,
+)
 from bench.results.store import write_record
-from bench.runs.single import execute
 
 
 @functools.lru_cache(maxsize=1)
-def _template() -> dict:
-    import tempfile
+def _manifest() -> Manifest:
+    return Manifest.collect(ADAPTERS.get("null").info())  # this machine's, as a null run would record it
 
-    with tempfile.TemporaryDirectory() as tmp:  # the null framework does no work: a valid record, fast
-        return execute(make_config(framework="null", model="tiny_cnn", protocol="seed", iterations=5), tmp)
+
+def _flags(flags: list[Flag | dict] | None) -> list[Flag]:
+    return [f if isinstance(f, Flag) else Flag.from_json(f) for f in flags or []]
+
+
+def _record(config: RunConfig, repeat: int = 0, ips: float = 10.0, jitter: float = 0.01, n: int = 12, seed: int = 0,
+            flags: list[Flag | dict] | None = None, other_cpu_share: float = 0.0, created: str | None = None,
+            host: str = "test-host", sweep_id: str | None = None, flops: float | None = None,
+            peak: float | None = None) -> Record:
+    batch_size = config.batch_size
+    rng = np.random.default_rng(seed)
+    lat = np.abs(batch_size / ips * (1 + jitter * rng.standard_normal(n)))
+    r = Record.new(config, repeat=repeat, sweep={"id": sweep_id, "order_index": repeat} if sweep_id else None)
+    r.host, r.flags = host, _flags(flags)
+    r.created = created or f"2026-01-01T00:00:{repeat:02d}.{seed:06d}Z"
+    r.interference = Interference(judged=True, other_cpu_share=other_cpu_share, steal_share=0.0)
+    r.samples = Samples(warmup_s=[float(lat[0])], timed_s=[float(x) for x in lat], warmup_stop="fixed count",
+                        timed_stop="fixed count")
+    median = float(np.median(lat))
+    r.summary = Summary(n=n, images_per_sec_median=batch_size / median,
+                        images_per_sec_ci_low=batch_size / float(lat.max()),
+                        images_per_sec_ci_high=batch_size / float(lat.min()),
+                        latency_ms_median=median * 1e3, latency_ms_p50=median * 1e3,
+                        latency_ms_p90=float(np.percentile(lat, 90)) * 1e3,
+                        latency_ms_p99=float(np.percentile(lat, 99)) * 1e3, cv=float(lat.std(ddof=1) / lat.mean()))
+    r.settings = {"note": "synthetic"}
+    r.model = ModelInfo(params=1000, flops_per_image=flops)
+    r.peak = Peak(flops_per_sec=peak) if peak else None
+    r.utilisation = flops * r.summary.images_per_sec_median / peak if flops and peak else None
+    r.memory = Memory(peak_bytes=1 << 28, kind="synthetic")
+    r.startup = Startup(prepare_s=0.01, first_iteration_s=float(lat[0]))
+    r.manifest = _manifest()
+    r.duration_s = float(lat.sum())
+    return r
 
 
 def record(framework: str = "torch", model: str = "resnet50", mode: str = "inference", batch_size: int = 8,
@@ -27,31 +73,12 @@ def record(framework: str = "torch", model: str = "resnet50", mode: str = "infer
            flags: list[dict] | None = None, other_cpu_share: float = 0.0, created: str | None = None,
            host: str = "test-host", sweep_id: str | None = None, flops: float | None = None,
            peak: float | None = None, engine: str | None = None) -> dict:
-    """A valid `ok` record of one process whose median throughput is about `ips` images/s."""
-    r = copy.deepcopy(_template())
+    """A valid `ok` record of one process whose median throughput is about `ips` images/s (its JSON, which
+    tests edit before writing it)."""
     config = make_config(framework=framework, model=model, mode=mode, batch_size=batch_size, protocol="seed",
                          image_size=32 if model == "tiny_cnn" else None, **({"engine": engine} if engine else {}))
-    rng = np.random.default_rng(seed)
-    lat = batch_size / ips * (1 + jitter * rng.standard_normal(n))
-    lat = np.abs(lat)
-    r.update(record_id=uuid.uuid4().hex, config_key=config.key, config=config.to_dict(), label=config.label,
-             repeat=repeat, host=host, flags=flags or [],
-             created=created or f"2026-01-01T00:00:{repeat:02d}.{seed:06d}Z",
-             sweep={"id": sweep_id, "order_index": repeat} if sweep_id else None,
-             interference={"judged": True, "other_cpu_share": other_cpu_share, "steal_share": 0.0})
-    r["samples"] = {"warmup_s": [float(lat[0])], "timed_s": [float(x) for x in lat], "warmup_stop": "fixed count",
-                    "timed_stop": "fixed count"}
-    r["summary"] = {"n": n, "images_per_sec_median": batch_size / float(np.median(lat)),
-                    "images_per_sec_ci_low": batch_size / float(lat.max()),
-                    "images_per_sec_ci_high": batch_size / float(lat.min()),
-                    "latency_ms_median": float(np.median(lat)) * 1e3, "latency_ms_p50": float(np.median(lat)) * 1e3,
-                    "latency_ms_p90": float(np.percentile(lat, 90)) * 1e3,
-                    "latency_ms_p99": float(np.percentile(lat, 99)) * 1e3, "cv": float(lat.std(ddof=1) / lat.mean())}
-    r["model"] = {"params": 1000, "flops_per_image": flops}
-    r["peak"] = {"flops_per_sec": peak} if peak else None
-    r["utilisation"] = flops * r["summary"]["images_per_sec_median"] / peak if flops and peak else None
-    r["phases"] = None
-    return r
+    return _record(config, repeat, ips, jitter, n, seed, flags, other_cpu_share, created, host, sweep_id, flops,
+                   peak).to_json()
 
 
 def write(records: list[dict], results: Path) -> Path:
@@ -64,23 +91,19 @@ def dist_record(strategy: str, workers: int, step_ms: float, repeat: int = 0, fr
                 worker_batch: int = 16, comm_ms: float = 0.0, overlap: float | None = None,
                 flags: list[dict] | None = None, accuracy: list[dict] | None = None) -> dict:
     """A valid distributed `ok` record whose global step takes about `step_ms` (tiny jitter per repeat)."""
-    r = record(framework=framework, model="resnet18", mode="training", batch_size=worker_batch, repeat=repeat,
-               ips=worker_batch * workers / (step_ms / 1e3), seed=repeat, flags=flags)
     config = make_config(framework=framework, model="resnet18", mode="training", batch_size=worker_batch,
                          image_size=32, strategy=strategy, workers=workers, warmup=3, iterations=12)
+    r = _record(config, repeat, ips=worker_batch * workers / (step_ms / 1e3), seed=repeat, flags=flags)
     step = step_ms * (1 + 0.01 * (repeat - 1))
-    r.update(config_key=config.key, config=config.to_dict(), label=config.label)
-    r["summary"]["images_per_sec_median"] = worker_batch * workers / (step / 1e3)
-    r["summary"]["latency_ms_median"] = step
+    r.summary.images_per_sec_median = worker_batch * workers / (step / 1e3)
+    r.summary.latency_ms_median = step
     phases = {"forward": step * 0.3, "backward": step * 0.5, "update": step * 0.1, "exposed_comm": comm_ms,
               "other": 0.0}
-    r["phases"] = {"iterations": 12, "method": "synthetic", "median_ms": phases}
-    rank = {"rank": 0, "role": "worker", "node": 0, "samples": worker_batch * 12, "phases_median_ms": phases,
-            "peak_rss_bytes": 1 << 28}
-    r["distributed"] = {"strategy": strategy, "workers": workers, "nodes": 1, "scaling": "weak",
-                        "worker_batch": worker_batch, "global_batch": worker_batch * workers,
-                        "link": {"kind": "loopback", "fallback": None}, "ranks": [dict(rank, rank=i)
-                                                                                for i in range(workers)],
-                        "overlap_share": overlap, "grad_bytes": 44_700_000, "params": 11_170_000,
-                        "accuracy": accuracy, "servers": []}
-    return r
+    r.phases = Phases(iterations=12, method="synthetic", median_ms=phases)
+    r.distributed = Distributed(
+        strategy=strategy, workers=workers, nodes=1, scaling="weak", worker_batch=worker_batch,
+        global_batch=worker_batch * workers, link={"kind": "loopback", "fallback": None},
+        ranks=[Rank(rank=i, role="worker", node=0, samples=worker_batch * 12, phases_median_ms=phases,
+                    peak_rss_bytes=1 << 28) for i in range(workers)],
+        overlap_share=overlap, grad_bytes=44_700_000, params=11_170_000, accuracy=accuracy, servers=[])
+    return r.to_json()

@@ -47,7 +47,7 @@ def test_tiny_run_writes_valid_ok_record(tiny_records, fw, mode):
     assert s["images_per_sec_ci_low"] <= s["images_per_sec_median"] <= s["images_per_sec_ci_high"]
     assert r["manifest"]["framework"]["version"]
     assert_utilisation_sane(r)
-    assert r["schema_version"] == 3 and (r["repeat"], r["attempt"], r["sweep"]) == (0, 0, None)
+    assert r["schema_version"] == 4 and (r["repeat"], r["attempt"], r["sweep"]) == (0, 0, None)
     i = r["interference"]
     assert {"other_cpu_share", "steal_share", "loadavg_1m_start", "own_cpu_s", "judged", "iteration_cv"} <= set(i)
     assert isinstance(r["flags"], list) and "cv" in r["summary"]

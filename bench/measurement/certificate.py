@@ -8,16 +8,14 @@ from ..adapters import measures_a_framework
 from ..adapters.base import OPTIMIZER
 from ..host.devices import is_gpu
 from ..models import get_model
+from ..results.record import CERTIFICATE_CHECKS, Certificate
 
 if TYPE_CHECKING:  # the run side imports this module in lean environments (MXNet's) without pandas
     import pandas as pd
 
 PARITY_TOLERANCE = 0.01  # same model, same parameter count within 1% in every framework
 
-
-# The per-run checks that make up the certificate (True passed, False failed, None not applicable).
-CERTIFICATE_CHECKS = ("threads_match", "no_autograd_in_inference", "params_match_published", "recipe_match",
-                      "weights_changed", "data_placement_match")
+__all__ = ["CERTIFICATE_CHECKS", "parity_table", "placement_matches", "run_checks"]
 
 
 def placement_matches(config, observed: dict | None) -> bool | None:
@@ -32,7 +30,8 @@ def placement_matches(config, observed: dict | None) -> bool | None:
 
 
 def run_checks(config, settings: dict, params: int | None, flops: float | None = None,
-               weights: tuple[float | None, float | None] = (None, None), placement: dict | None = None) -> dict:
+               weights: tuple[float | None, float | None] = (None, None),
+               placement: dict | None = None) -> Certificate:
     """The certificate one record carries: each check is True/False, or None where it does not apply.
 
     `weights`: a checksum of the trainable weights before and after the timed loop (training only):
@@ -45,31 +44,31 @@ def run_checks(config, settings: dict, params: int | None, flops: float | None =
         rel = abs(params / 1e6 - spec.published_params_millions) / spec.published_params_millions
     training = config.mode == "training"
     before, after = weights
-    checks = {
-        "threads_requested": config.threads,
-        "threads_effective": threads,
-        "threads_match": None if threads is None else threads == config.threads,
-        "no_autograd_in_inference": (None if config.mode != "inference" or "autograd_in_inference" not in settings
-                                     else not settings["autograd_in_inference"]),
-        "params": params,
-        "params_published_millions": spec.published_params_millions,
-        "params_rel_diff_vs_published": rel,
-        "params_match_published": None if rel is None else rel <= PARITY_TOLERANCE,
-        "flops_per_image": flops,  # one figure per model and image size, measured once per host
-        "optimizer": settings.get("optimizer"),
-        "loss": settings.get("loss"),
-        "recipe_match": (None if not training else settings.get("optimizer") == OPTIMIZER
-                         and "cross" in str(settings.get("loss", "")).lower()),
-        "weights_checksum_before": before,
-        "weights_checksum_after": after,
-        "weights_changed": None if not training or before is None or after is None else before != after,
-        "data_placement": config.data,
-        "data_placement_observed": placement,
-        "data_placement_match": placement_matches(config, placement),
-        "inside_timer": settings.get("inside_timer"),
-    }
-    checks["failed"] = [c for c in CERTIFICATE_CHECKS if checks[c] is False]
-    return checks
+    certificate = Certificate(
+        threads_requested=config.threads,
+        threads_effective=threads,
+        threads_match=None if threads is None else threads == config.threads,
+        no_autograd_in_inference=(None if config.mode != "inference" or "autograd_in_inference" not in settings
+                                  else not settings["autograd_in_inference"]),
+        params=params,
+        params_published_millions=spec.published_params_millions,
+        params_rel_diff_vs_published=rel,
+        params_match_published=None if rel is None else rel <= PARITY_TOLERANCE,
+        flops_per_image=flops,  # one figure per model and image size, measured once per host
+        optimizer=settings.get("optimizer"),
+        loss=settings.get("loss"),
+        recipe_match=(None if not training else settings.get("optimizer") == OPTIMIZER
+                      and "cross" in str(settings.get("loss", "")).lower()),
+        weights_checksum_before=before,
+        weights_checksum_after=after,
+        weights_changed=None if not training or before is None or after is None else before != after,
+        data_placement=config.data,
+        data_placement_observed=placement,
+        data_placement_match=placement_matches(config, placement),
+        inside_timer=settings.get("inside_timer"),
+    )
+    certificate.failed = certificate.failed_checks
+    return certificate
 
 
 def parity_table(runs: pd.DataFrame) -> pd.DataFrame:

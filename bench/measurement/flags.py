@@ -6,7 +6,11 @@ need several records and live in bench/report/soundness.py; the rules they share
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from ..host.interference import interference_reasons
+from ..results.record import Certificate, Flag, Record
 
 # A utilisation above the measured peak means the peak or the throughput is wrong.
 UTILISATION_LIMIT = 1.0
@@ -32,20 +36,20 @@ FLAG_SCOPE = {
 }
 
 
-def flag(name: str, reason: str) -> dict:
+def flag(name: str, reason: str) -> Flag:
     if name not in FLAG_SCOPE:
         raise ValueError(f"unknown flag {name!r}; valid: {', '.join(FLAG_SCOPE)}")
-    return {"name": name, "reason": reason}
+    return Flag(name=name, reason=reason)
 
 
-def utilisation_flag(utilisation: float | None) -> dict | None:
+def utilisation_flag(utilisation: float | None) -> Flag | None:
     if utilisation is not None and utilisation > UTILISATION_LIMIT:
         return flag("utilisation_over_peak",
                     f"utilisation {utilisation:.0%} exceeds the measured peak: the peak or the timing is wrong")
     return None
 
 
-def phase_sum_flag(phases_median_ms: dict | None, step_ms: float | None) -> dict | None:
+def phase_sum_flag(phases_median_ms: dict | None, step_ms: float | None) -> Flag | None:
     """The phases' medians must add up to the headline median step time within the tolerance."""
     if not phases_median_ms or not step_ms:
         return None
@@ -58,18 +62,21 @@ def phase_sum_flag(phases_median_ms: dict | None, step_ms: float | None) -> dict
     return None
 
 
-def run_flags(record: dict) -> list[dict]:
-    """Every flag one record earns on its own."""
-    out = [flag("disturbed", r) for r in interference_reasons(record.get("interference"))]
-    phases = (record.get("phases") or {}).get("median_ms")
-    step = (record.get("summary") or {}).get("latency_ms_median")
-    out += [f for f in (utilisation_flag(record.get("utilisation")), phase_sum_flag(phases, step)) if f]
-    return out + certificate_flags(record.get("fairness"))
+def run_flags(record: Record | Mapping[str, Any]) -> list[Flag]:
+    """Every flag one record earns on its own (a record held as JSON is read as one, unchecked)."""
+    if not isinstance(record, Record):
+        record = Record.from_json(record, check=False)
+    interference = record.interference.to_json() if record.interference else None
+    out = [flag("disturbed", r) for r in interference_reasons(interference)]
+    phases = record.phases.median_ms if record.phases else None
+    step = record.summary.latency_ms_median if record.summary else None
+    out += [f for f in (utilisation_flag(record.utilisation), phase_sum_flag(phases, step)) if f]
+    return out + certificate_flags(record.fairness)
 
 
-def certificate_flags(fairness: dict | None) -> list[dict]:
+def certificate_flags(fairness: Certificate | None) -> list[Flag]:
     """A failed fairness check makes the run's number unusable: the work measured was not the same."""
-    failed = (fairness or {}).get("failed") or []
+    failed = fairness.failed if fairness else []
     out = []
     if "weights_changed" in failed:
         out.append(flag("weights_unchanged", "the trainable weights were identical before and after the timed "

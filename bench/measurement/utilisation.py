@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..models import get_model
+from ..results.record import ModelInfo, Peak, Record, SweepPlacement
 from ..results.sweep_manifest import read_sweep
 from .flops import flops_per_image
 from .peak import device_peak, peak_key
@@ -15,29 +16,26 @@ def peak_threads(config) -> int:
     return config.threads * config.workers
 
 
-def run_peak(results_dir: Path, config, sweep: dict | None) -> dict:
+def run_peak(results_dir: Path, config, sweep: SweepPlacement | None) -> Peak:
     """The peak measured at the start of this run's sweep; outside a sweep, the host's cached one."""
     threads = peak_threads(config)
     if sweep:
-        manifest = read_sweep(results_dir, sweep["id"])
+        manifest = read_sweep(results_dir, sweep.id)
         peak = ((manifest or {}).get("peaks") or {}).get(peak_key(config.device, config.precision, threads))
         if peak and peak.get("start"):
-            return {**peak["start"], "sweep_id": sweep["id"], "when": "start of this run's sweep"}
-    return {**device_peak(results_dir, config.device, config.precision, threads),
-            "when": "cached for this host (run outside a sweep)"}
+            return Peak.from_json({**peak["start"], "sweep_id": sweep.id, "when": "start of this run's sweep"})
+    return Peak.from_json({**device_peak(results_dir, config.device, config.precision, threads),
+                           "when": "cached for this host (run outside a sweep)"})
 
 
-def utilisation(results_dir: Path, config, sweep: dict | None, params: int | None,
-                images_per_sec: float | None) -> dict:
-    """A record's `model`, `peak` and `utilisation` sections: the model's FLOPs per image (measured once per
-    host), the peak the run is judged against, and the share of it that `images_per_sec` used (None when the
-    FLOPs or the throughput are unknown)."""
+def apply_utilisation(record: Record, results_dir: Path, config, params: int | None) -> None:
+    """Fill a record's `model`, `peak` and `utilisation` sections: the model's FLOPs per image (measured once per
+    host), the peak the run is judged against, and the share of it that the run's median throughput used (None
+    when the FLOPs or the throughput are unknown)."""
     spec = get_model(config.model)
     flops, how = flops_per_image(results_dir, config.model, config.image_size, config.mode)
-    peak = run_peak(results_dir, config, sweep)
-    return {
-        "model": {"params": params, "params_published_millions": spec.published_params_millions,
-                  "flops_per_image": flops, "flops_method": how, "note": spec.note},
-        "peak": peak,
-        "utilisation": flops * images_per_sec / peak["flops_per_sec"] if flops and images_per_sec else None,
-    }
+    record.model = ModelInfo(params=params, params_published_millions=spec.published_params_millions,
+                             flops_per_image=flops, flops_method=how, note=spec.note)
+    record.peak = run_peak(results_dir, config, record.sweep)
+    images_per_sec = record.summary.images_per_sec_median if record.summary else None
+    record.utilisation = flops * images_per_sec / record.peak.flops_per_sec if flops and images_per_sec else None

@@ -11,6 +11,7 @@ from IPython.display import HTML, Markdown, display
 
 from ..adapters import framework_of
 from ..paths import default_results_dir
+from ..results.record import Record
 from ..results.store import load_records
 from ..results.sweep_manifest import load_sweeps
 from ..runs.distributed.network import fitted
@@ -25,7 +26,7 @@ from .soundness import ratio_table, summary_table
 @dataclass
 class ReportData:
     results_dir: Path
-    records: list[dict]
+    records: list[Record]
     sweeps: list[dict]
     runs: pd.DataFrame  # one row per record (every status and attempt that counts)
     processes: pd.DataFrame  # one row per successful process
@@ -40,7 +41,7 @@ class ReportData:
 
 @dataclass
 class ScalingData:
-    records: list[dict]  # every distributed record (any status)
+    records: list[Record]  # every distributed record (any status)
     processes: pd.DataFrame
     table: pd.DataFrame  # per config: throughput, communication cost, efficiency
     networks: dict  # host -> link key -> alpha-beta fit (results/<host>/network.json)
@@ -50,11 +51,11 @@ class ScalingData:
     published: pd.DataFrame  # published scaling points as efficiency
 
 
-def load_scaling(records: list[dict], results_dir: Path) -> ScalingData:
+def load_scaling(records: list[Record], results_dir: Path) -> ScalingData:
     dist = [r for r in records if scaling.is_distributed(r)]
     procs = scaling.processes(dist)
     table = scaling.scaling_table(scaling.configs(procs))
-    networks = {host: fitted(results_dir, host) for host in sorted({r["host"] for r in dist})}
+    networks = {host: fitted(results_dir, host) for host in sorted({r.host for r in dist})}
     curves = scaling.accuracy_curves(procs)
     return ScalingData(dist, procs, table, networks, scaling.predictions(table, networks), curves,
                        scaling.accuracy_at_equal_time(curves),

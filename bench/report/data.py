@@ -8,6 +8,7 @@ from importlib import resources
 import pandas as pd
 
 from ..adapters import measures_a_framework
+from ..results.record import Record, as_records
 from ..results.store import runs_frame
 from .soundness import aggregate, process_table
 
@@ -26,7 +27,7 @@ def series_label(row) -> str:
     return label
 
 
-def runs_table(records: list[dict]) -> pd.DataFrame:
+def runs_table(records: list[Record]) -> pd.DataFrame:
     """All runs (every status), with `platform` = hardware [host] and a `series` label for legends."""
     runs = runs_frame(records)
     if runs.empty:
@@ -63,8 +64,9 @@ def sweep_peaks(sweeps: list[dict]) -> dict[str, float]:
     return out
 
 
-def config_tables(records: list[dict], sweeps: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+def config_tables(records: list[Record], sweeps: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """(runs: one row per record, processes: one per successful process, configs: one per config)."""
+    records = as_records(records)
     runs = runs_table(records)
     if runs.empty:
         return runs, runs, runs

@@ -16,6 +16,7 @@ import pandas as pd
 
 from ..adapters import declared
 from ..measurement.flags import FLAG_SCOPE
+from ..results.record import Distributed, Record, RunSettings, as_records
 from ..runs.distributed import model as netmodel
 from ..runs.distributed.network import SIZES, link_key
 from ..stats import process_interval, process_ratio, welch_interval
@@ -24,47 +25,46 @@ PHASES = ("forward", "backward", "forward_backward", "update", "exposed_comm", "
 ID = ["platform", "framework", "model", "worker_batch", "image_size", "scaling"]
 
 
-def is_distributed(record: dict) -> bool:
-    return record["config"].get("strategy", "none") != "none"
+def is_distributed(record: Record) -> bool:
+    return record.config.distributed
 
 
-def link_label(config: dict, link: dict | None) -> str:
-    if config.get("nodes", 1) == 1:
+def link_label(config: RunSettings, link: dict | None) -> str:
+    if config.nodes == 1:
         return "loopback"
     if link and link.get("fallback"):
         return "loopback (emulation unavailable)"
-    rate = f"{config['link_gbit']:g} Gbit/s" if config.get("link_gbit") else "unshaped"
-    delay = f", +{config['link_delay_ms']:g} ms" if config.get("link_delay_ms") else ""
-    return f"{config['nodes']} nodes, {rate}{delay}"
+    rate = f"{config.link_gbit:g} Gbit/s" if config.link_gbit else "unshaped"
+    delay = f", +{config.link_delay_ms:g} ms" if config.link_delay_ms else ""
+    return f"{config.nodes} nodes, {rate}{delay}"
 
 
-def _server_update_ms(d: dict) -> float | None:
+def _server_update_ms(d: Distributed) -> float | None:
     """The synchronous parameter server's aggregation + update: every worker waits for it."""
-    server = [r for r in d["ranks"] if r["role"] == "server+worker" and r.get("phases_median_ms")]
-    return server[0]["phases_median_ms"].get("update") if server else None
+    server = [r for r in d.ranks if r.role == "server+worker" and r.phases_median_ms]
+    return server[0].phases_median_ms.get("update") if server else None
 
 
-def processes(records: list[dict]) -> pd.DataFrame:
+def processes(records: list[Record]) -> pd.DataFrame:
     """One row per successful distributed process."""
     rows = []
-    for r in records:
-        if r["status"] != "ok" or not is_distributed(r) or not r.get("distributed"):
+    for r in as_records(records):
+        if r.status != "ok" or not is_distributed(r) or not r.distributed:
             continue
-        c, d = r["config"], r["distributed"]
-        phases = (r.get("phases") or {}).get("median_ms") or {}
-        flags = r.get("flags") or []
+        c, d = r.config, r.distributed
+        phases = r.phases.median_ms if r.phases else {}
         rows.append({
-            "config_key": r["config_key"], "platform": f"{r['hardware']} [{r['host']}]", "host": r["host"],
-            "framework": c["framework"], "model": c["model"], "strategy": c["strategy"], "workers": c["workers"],
-            "nodes": c["nodes"], "link": link_label(c, d.get("link")), "bucket_mb": c.get("bucket_mb", 25.0),
-            "scaling": c["scaling"], "worker_batch": d["worker_batch"], "global_batch": d["global_batch"],
-            "image_size": c["image_size"], "threads": c["threads"], "repeat": r["repeat"],
-            "device": c.get("device", "cpu"),
-            "images_per_sec": r["summary"]["images_per_sec_median"], "step_ms": r["summary"]["latency_ms_median"],
-            **{f"{p}_ms": phases.get(p) for p in PHASES}, "overlap_share": d.get("overlap_share"),
-            "grad_bytes": d.get("grad_bytes"), "accuracy": d.get("accuracy"),
-            "flags": [f for f in flags if FLAG_SCOPE.get(f["name"], "throughput") == "throughput"],
-            "link_gbit": c.get("link_gbit", 0.0), "link_delay_ms": c.get("link_delay_ms", 0.0),
+            "config_key": r.config_key, "platform": f"{r.hardware} [{r.host}]", "host": r.host,
+            "framework": c.framework, "model": c.model, "strategy": c.strategy, "workers": c.workers,
+            "nodes": c.nodes, "link": link_label(c, d.link), "bucket_mb": c.bucket_mb,
+            "scaling": c.scaling, "worker_batch": d.worker_batch, "global_batch": d.global_batch,
+            "image_size": c.image_size, "threads": c.threads, "repeat": r.repeat,
+            "device": c.device,
+            "images_per_sec": r.summary.images_per_sec_median, "step_ms": r.summary.latency_ms_median,
+            **{f"{p}_ms": phases.get(p) for p in PHASES}, "overlap_share": d.overlap_share,
+            "grad_bytes": d.grad_bytes, "accuracy": d.accuracy,
+            "flags": [f for f in r.flags if FLAG_SCOPE.get(f.name, "throughput") == "throughput"],
+            "link_gbit": c.link_gbit, "link_delay_ms": c.link_delay_ms,
             "server_update_ms": _server_update_ms(d),
         })
     df = pd.DataFrame(rows)
@@ -92,7 +92,7 @@ def configs(procs: pd.DataFrame) -> pd.DataFrame:
                    step_ms=first["global_batch"] / est["estimate"] * 1e3,
                    overlap_share=used["overlap_share"].mean() if used["overlap_share"].notna().any() else None,
                    values=list(used["images_per_sec"]), step_values=list(used["step_ms"]),
-                   flag_reasons="; ".join(dict.fromkeys(f["reason"] for fl in g["flags"] for f in fl)))
+                   flag_reasons="; ".join(dict.fromkeys(f.reason for fl in g["flags"] for f in fl)))
         for p in PHASES:
             col = used[f"{p}_ms"].dropna()
             row[f"{p}_ms"] = float(col.mean()) if len(col) else None
@@ -372,9 +372,9 @@ def extrapolation_inputs(networks: dict, table: pd.DataFrame) -> tuple[float, fl
     return alpha, overlap, note
 
 
-def failures(records: list[dict]) -> pd.DataFrame:
-    bad = [r for r in records if r["status"] != "ok"]
-    return pd.DataFrame([{"run": r["label"], "repeat": r["repeat"], "status": r["status"], "reason": r["reason"]}
+def failures(records: list[Record]) -> pd.DataFrame:
+    bad = [r for r in as_records(records) if r.status != "ok"]
+    return pd.DataFrame([{"run": r.label, "repeat": r.repeat, "status": r.status, "reason": r.reason}
                          for r in bad])
 
 

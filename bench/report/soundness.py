@@ -15,6 +15,7 @@ import pandas as pd
 
 from ..host.interference import cv_outlier_reason
 from ..measurement.flags import FLAG_SCOPE, flag, phase_sum_flag, utilisation_flag
+from ..results.record import Flag, Record
 from ..stats import process_interval, process_ratio, variance_components
 
 MIN_PROCESSES = 2
@@ -24,11 +25,11 @@ GROUP = ["platform", "model", "mode", "precision"]
 CONFIG = ["platform", "config_key"]
 
 
-def _throughput_flags(flags) -> list[dict]:
-    return [f for f in flags if FLAG_SCOPE.get(f["name"]) == "throughput"]
+def _throughput_flags(flags: list[Flag]) -> list[Flag]:
+    return [f for f in flags if FLAG_SCOPE.get(f.name) == "throughput"]
 
 
-def process_table(records: list[dict], runs: pd.DataFrame) -> pd.DataFrame:
+def process_table(records: list[Record], runs: pd.DataFrame) -> pd.DataFrame:
     """One row per successful process (latest attempt) with its value, jitter and own flags.
 
     `runs` is the runs table (one row per record, with platform and series). Adds `process_flags`
@@ -38,15 +39,14 @@ def process_table(records: list[dict], runs: pd.DataFrame) -> pd.DataFrame:
     ok = runs[runs["status"] == "ok"].copy() if not runs.empty else runs
     if ok.empty:
         return ok
-    by_id = {r["record_id"]: r for r in records}
-    ok["timed_ips"] = [r["config"]["batch_size"] / np.asarray(by_id[i]["samples"]["timed_s"])
-                       for i, r in ((i, by_id[i]) for i in ok["record_id"])]
+    by_id = {r.record_id: r for r in records}
+    ok["timed_ips"] = [r.config.batch_size / np.asarray(r.samples.timed_s) for r in map(by_id.get, ok["record_id"])]
     ok["ips"] = ok["images_per_sec_median"]
     cvs = [float(np.std(1 / x, ddof=1) / np.mean(1 / x)) if len(x) > 1 else 0.0 for x in ok["timed_ips"]]
     ok["cv"] = cvs
     flags = []
     for idx, row in ok.iterrows():
-        own = list(by_id[row["record_id"]]["flags"])
+        own = list(by_id[row["record_id"]].flags)
         siblings = ok[(ok["platform"] == row["platform"]) & (ok["config_key"] == row["config_key"]) & (ok.index != idx)]
         why = cv_outlier_reason(row["cv"], list(siblings["cv"]))
         if why:
@@ -79,9 +79,9 @@ def aggregate(processes: pd.DataFrame, runs: pd.DataFrame, peaks: dict[str, floa
         row = {c: first[c] for c in runs.columns if c in first and c not in ("record_id", "repeat", "attempt")}
         lat = np.concatenate([1 / x for x in used["timed_ips"]]) * first["batch_size"] * 1e3
         vc = variance_components(list(g["timed_ips"]))
-        flags = [f for fl in used["process_flags"] for f in fl if FLAG_SCOPE.get(f["name"]) != "throughput"]
+        flags = [f for fl in used["process_flags"] for f in fl if FLAG_SCOPE.get(f.name) != "throughput"]
         if len(clean) < MIN_PROCESSES:
-            disturbed = _join(f["reason"] for fl in g["process_flags"] for f in _throughput_flags(fl))
+            disturbed = _join(f.reason for fl in g["process_flags"] for f in _throughput_flags(fl))
             why = (f"{len(g) - len(clean)} of {len(g)} processes disturbed ({disturbed})" if len(clean) < len(g)
                    else f"only {len(g)} process{'es' if len(g) != 1 else ''}: the between-process spread is unknown")
             flags.append(flag("disturbed" if len(clean) < len(g) else "too_few_processes", why))
@@ -90,14 +90,14 @@ def aggregate(processes: pd.DataFrame, runs: pd.DataFrame, peaks: dict[str, floa
             peak = max([peaks.get(s) for s in used["sweep_id"] if peaks and peaks.get(s)] or
                        [p for p in used["peak_flops"] if p and not pd.isna(p)] or [np.nan])
             utilisation = first["flops_per_image"] * est["estimate"] / peak if peak == peak else None
-        flags = [f for f in flags if f["name"] != "utilisation_over_peak"]
+        flags = [f for f in flags if f.name != "utilisation_over_peak"]
         if (u := utilisation_flag(utilisation)) is not None:
             flags.append(u)
         phase_row = g.sort_values("repeat").iloc[0]
         # the phases shown are one process's; they must also add up to the config's headline step
         phase_cols = [c for c in g.columns if c.startswith("phase_") and c.endswith("_ms")]
         phase_ms = {c: phase_row[c] for c in phase_cols if phase_row[c] == phase_row[c]}
-        if est["estimate"] and not any(f["name"] == "phase_sum_mismatch" for f in flags):
+        if est["estimate"] and not any(f.name == "phase_sum_mismatch" for f in flags):
             if (p := phase_sum_flag(phase_ms, first["batch_size"] / est["estimate"] * 1e3)) is not None:
                 flags.append(p)
         one = est["ci_low"] is None  # a single process: only its own (within-process) interval exists
@@ -123,9 +123,9 @@ def aggregate(processes: pd.DataFrame, runs: pd.DataFrame, peaks: dict[str, floa
         rows.append(row)
     configs = pd.DataFrame(rows)
     _cross_run_flags(configs)
-    configs["flags"] = [", ".join(dict.fromkeys(f["name"] for f in fl)) for fl in configs["flag_list"]]
-    configs["flag_reasons"] = [_join(f"{f['name']}: {f['reason']}" for f in fl) for fl in configs["flag_list"]]
-    configs["sound"] = [not any(FLAG_SCOPE.get(f["name"], "throughput") == "throughput" for f in fl)
+    configs["flags"] = [", ".join(dict.fromkeys(f.name for f in fl)) for fl in configs["flag_list"]]
+    configs["flag_reasons"] = [_join(f"{f.name}: {f.reason}" for f in fl) for fl in configs["flag_list"]]
+    configs["sound"] = [not any(FLAG_SCOPE.get(f.name, "throughput") == "throughput" for f in fl)
                         for fl in configs["flag_list"]]
     return configs
 
@@ -168,8 +168,8 @@ def _cross_run_flags(configs: pd.DataFrame) -> None:
 
 
 def unsound_reason(r) -> str:
-    return _join(f"{f['name']}: {f['reason']}" for f in r["flag_list"]
-                 if FLAG_SCOPE.get(f["name"], "throughput") == "throughput")
+    return _join(f"{f.name}: {f.reason}" for f in r["flag_list"]
+                 if FLAG_SCOPE.get(f.name, "throughput") == "throughput")
 
 
 UNRELIABLE = "not measured reliably"

@@ -14,48 +14,48 @@ from ..measurement import flags as checks
 from ..measurement.certificate import CERTIFICATE_CHECKS, parity_table
 from ..measurement.loop import WARMUP_TOLERANCE
 from ..measurement.peak import PEAK_N, PEAK_TRIALS
-from ..results.store import framework_version
+from ..results.record import Certificate, Record, as_records
 from . import soundness
 from .systems import status_rows
 
 
-def environment_table(records: list[dict]) -> pd.DataFrame:
+def environment_table(records: list[Record]) -> pd.DataFrame:
     """One column per host: the machine and software its newest record was measured with."""
-    newest: dict[str, dict] = {}
-    for r in sorted(records, key=lambda r: r["created"]):
-        if measures_a_framework(r["config"]["framework"]):
-            newest[r["host"]] = r
+    newest: dict[str, Record] = {}
+    for r in sorted(as_records(records), key=lambda r: r.created):
+        if measures_a_framework(r.config.framework):
+            newest[r.host] = r
     cols = {}
     for host, r in sorted(newest.items()):
-        m = r["manifest"]
-        libs = m.get("libraries", {})
+        m = r.manifest
+        cpu = m.cpu
         cols[host] = {
-            "CPU": m["cpu"]["model"],
-            "physical cores / logical CPUs": f"{m['cpu']['physical_cores']} / {m['cpu']['logical_cpus']}",
-            "CPU flags (vector/matrix)": " ".join(m["cpu"]["flags"]),
-            "memory (GiB)": f"{m.get('memory_bytes', 0) / 2**30:.1f}",
-            "GPUs": ", ".join(f"{g['name']} (driver {g['driver']})" for g in m.get("gpus", [])) or "none",
-            "Python": m.get("python"),
-            "platform": m.get("platform"),
-            "CPU clock (advertised)": m["cpu"].get("mhz_advertised") or "unknown",
-            "SMT / virtual machine": f"{m['cpu'].get('smt', 'unknown')} / {m['cpu'].get('virtual_machine', 'unknown')}",
-            **{lib: version for lib, version in sorted(libs.items())},
-            "git commit": (m["git"].get("commit") or "unknown")[:12] + (" (dirty)" if m["git"].get("dirty") else ""),
-            "recorded env vars": ", ".join(f"{k}={v}" for k, v in m.get("env", {}).items()) or "none",
+            "CPU": cpu.model,
+            "physical cores / logical CPUs": f"{cpu.physical_cores} / {cpu.logical_cpus}",
+            "CPU flags (vector/matrix)": " ".join(cpu.flags),
+            "memory (GiB)": f"{m.memory_bytes / 2**30:.1f}",
+            "GPUs": ", ".join(f"{g.name} (driver {g.driver})" for g in m.gpus) or "none",
+            "Python": m.python,
+            "platform": m.platform,
+            "CPU clock (advertised)": cpu.mhz_advertised or "unknown",
+            "SMT / virtual machine": f"{cpu.smt} / {cpu.virtual_machine}",
+            **{lib: version for lib, version in sorted(m.libraries.items())},
+            "git commit": (m.git.commit or "unknown")[:12] + (" (dirty)" if m.git.dirty else ""),
+            "recorded env vars": ", ".join(f"{k}={v}" for k, v in m.env.items()) or "none",
         }
     return pd.DataFrame(cols)
 
 
-def fairness_summary(records: list[dict]) -> pd.DataFrame:
+def fairness_summary(records: list[Record]) -> pd.DataFrame:
     """Per-run certificate checks aggregated: how many runs passed, failed, or had no such check."""
     checks = list(CERTIFICATE_CHECKS)
     counts = {c: {"passed": 0, "failed": 0, "not applicable": 0} for c in checks}
-    for r in records:
-        f = r.get("fairness") or {}
-        if r["status"] != "ok" or not measures_a_framework(r["config"]["framework"]):
+    for r in as_records(records):
+        f = r.fairness or Certificate()
+        if r.status != "ok" or not measures_a_framework(r.config.framework):
             continue
         for c in checks:
-            v = f.get(c)
+            v = f.check(c)
             counts[c]["not applicable" if v is None else "passed" if v else "failed"] += 1
     return pd.DataFrame(counts).T
 
@@ -149,7 +149,7 @@ def flagged_table(configs: pd.DataFrame, processes: pd.DataFrame | None = None) 
                          "flags": f["flag_reasons"]})
     if processes is not None and not processes.empty:
         for _, p in processes[~processes["clean"]].iterrows():
-            reasons = "; ".join(f"{x['name']}: {x['reason']}" for x in p["process_flags"])
+            reasons = "; ".join(f"{x.name}: {x.reason}" for x in p["process_flags"])
             rows.append({"platform": p["platform"], "what": f"process run {p['repeat']} of {_config_name(p)} "
                          "(left out of the config's number)", "processes (clean)": "", "flags": reasons})
     return pd.DataFrame(rows)
@@ -301,17 +301,17 @@ def _counts(values) -> str:
 
 def methodology(d) -> str:
     """Markdown describing what was measured and how, generated from the records and sweep manifests."""
-    ok = [r for r in d.records if r["status"] == "ok" and measures_a_framework(r["config"]["framework"])]
+    ok = [r for r in d.records if r.status == "ok" and measures_a_framework(r.config.framework)]
     if not ok:
         return "*No successful runs: nothing to describe.*"
-    cfg = [r["config"] for r in ok]
-    protocols = _counts(c["protocol"] for c in cfg)
-    warm = [len(r["samples"]["warmup_s"]) for r in ok]
-    timed = [len(r["samples"]["timed_s"]) for r in ok]
-    budgets = sorted({c["time_budget_s"] for c in cfg if c["protocol"] == "adaptive"})
-    threads = _counts(f"{r['config']['framework']}: {r['settings'].get('intra_op_threads')} intra-op / "
-                      f"{r['settings'].get('inter_op_threads')} inter-op" for r in ok)
-    sweeps = [m for m in d.sweeps if any((r.get("sweep") or {}).get("id") == m["sweep_id"] for r in ok)]
+    cfg = [r.config for r in ok]
+    protocols = _counts(c.protocol for c in cfg)
+    warm = [len(r.samples.warmup_s) for r in ok]
+    timed = [len(r.samples.timed_s) for r in ok]
+    budgets = sorted({c.time_budget_s for c in cfg if c.protocol == "adaptive"})
+    threads = _counts(f"{r.config.framework}: {r.settings.get('intra_op_threads')} intra-op / "
+                      f"{r.settings.get('inter_op_threads')} inter-op" for r in ok)
+    sweeps = [m for m in d.sweeps if any(r.sweep and r.sweep.id == m["sweep_id"] for r in ok)]
     sweep_lines = []
     for m in sweeps:
         peaks = []
@@ -402,14 +402,14 @@ OpenVINO's oneDNN, which differ by vendor), the fastest being the peak: an engin
 
 
 
-def frameworks_table(records: list[dict] | None = None) -> pd.DataFrame:
+def frameworks_table(records: list[Record] | None = None) -> pd.DataFrame:
     """Every system the source studies compared (and today's choices): measured here, or why not."""
     counts = None
     if records is not None:
         counts = {}
-        for r in records:
-            if r["status"] == "ok":
-                version = framework_version(r) or "version unrecorded"
-                per = counts.setdefault(r["config"]["framework"], Counter())
-                per[f"{version} on {r['host']}"] += 1
+        for r in as_records(records):
+            if r.status == "ok":
+                version = r.framework_version or "version unrecorded"
+                per = counts.setdefault(r.config.framework, Counter())
+                per[f"{version} on {r.host}"] += 1
     return pd.DataFrame(status_rows(counts))

@@ -1,122 +1,88 @@
-"""The result-record schema (JSON Schema) and its check."""
+"""JSON Schema generated from dataclass annotations (the record's sections), and its compiled check."""
 
 from __future__ import annotations
+
+import dataclasses
+import functools
+import types
+import typing
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import fastjsonschema
 
 from ..errors import SchemaError
 
-# 2: repetitions (repeat, attempt), the sweep a run belongs to, interference and sanity flags.
-# Version 1 records (one process per config) still load: `upgrade_record` fills the new fields.
-# 3: a `distributed` section (strategy, workers, link, one entry per rank); null for one process.
-SCHEMA_VERSION = 3
-READABLE_VERSIONS = (1, 2, 3)
-STATUSES = ("ok", "skipped", "error")
+# Field metadata: OPTIONAL keys may be absent from the JSON; SCHEMA adds keywords (minimum, pattern, ...)
+# to what the annotation gives; JSON=False keeps a field out of the JSON (a section's unknown keys).
+OPTIONAL, SCHEMA, JSON = "optional", "schema", "json"
 
-_num_list = {"type": "array", "items": {"type": "number", "minimum": 0}}
-_obj_or_null = {"type": ["object", "null"]}
-
-RECORD_SCHEMA = {
-    "$schema": "http://json-schema.org/draft-07/schema#",
-    "type": "object",
-    "required": ["schema_version", "record_id", "config_key", "created", "host", "hardware", "status", "reason",
-                 "config", "label", "manifest", "settings", "model", "samples", "summary", "phases",
-                 "memory", "peak", "utilisation", "energy", "fairness", "duration_s", "traceback"],
-    "properties": {
-        "schema_version": {"enum": list(READABLE_VERSIONS)},
-        "record_id": {"type": "string", "minLength": 8},
-        "config_key": {"type": "string", "pattern": "^[0-9a-f]{16}$"},
-        "created": {"type": "string"},
-        "host": {"type": "string", "minLength": 1},
-        "hardware": {"type": "string", "minLength": 1},
-        "status": {"enum": list(STATUSES)},
-        "reason": {"type": ["string", "null"]},
-        "config": {
-            "type": "object",
-            "required": ["framework", "model", "mode", "engine", "device", "precision", "batch_size",
-                         "image_size", "threads", "protocol", "warmup", "iterations", "data"],
-            "properties": {"batch_size": {"type": "integer", "minimum": 1},
-                           "threads": {"type": "integer", "minimum": 1}},
-        },
-        "label": {"type": "string"},
-        "manifest": {"type": "object", "required": ["host", "cpu", "libraries", "env", "git"]},
-        "settings": {"type": "object"},
-        "model": {"type": "object"},
-        "samples": {
-            "type": "object",
-            "required": ["warmup_s", "timed_s"],
-            "properties": {"warmup_s": _num_list, "timed_s": _num_list},
-        },
-        "summary": _obj_or_null,
-        "phases": _obj_or_null,
-        "memory": _obj_or_null,
-        "peak": _obj_or_null,
-        "utilisation": {"type": ["number", "null"]},
-        "energy": {"type": "object"},
-        "fairness": _obj_or_null,
-        "duration_s": {"type": "number", "minimum": 0},
-        "traceback": {"type": ["string", "null"]},
-    },
-    # An `ok` record carries its measurements; a skipped/error one says why.
-    "if": {"properties": {"status": {"const": "ok"}}},
-    "then": {"properties": {"summary": {"type": "object", "required": ["images_per_sec_median", "n"]},
-                            "samples": {"properties": {"timed_s": {"minItems": 1}}}}},
-    "else": {"properties": {"reason": {"type": "string", "minLength": 1}}},
-}
-
-_FLAG = {"type": "object", "required": ["name", "reason"],
-         "properties": {"name": {"type": "string", "minLength": 1}, "reason": {"type": "string"}}}
-RECORD_SCHEMA_V2 = {
-    **RECORD_SCHEMA,
-    "required": RECORD_SCHEMA["required"] + ["repeat", "attempt", "sweep", "interference", "flags"],
-    "properties": {
-        **RECORD_SCHEMA["properties"],
-        "schema_version": {"const": 2},
-        "repeat": {"type": "integer", "minimum": 0},
-        "attempt": {"type": "integer", "minimum": 0},
-        "sweep": {"type": ["object", "null"], "required": ["id"]},
-        "interference": _obj_or_null,
-        "flags": {"type": "array", "items": _FLAG},
-    },
-}
-
-_RANK = {"type": "object", "required": ["rank", "role", "node", "samples", "phases_median_ms", "peak_rss_bytes"],
-         "properties": {"rank": {"type": "integer", "minimum": 0}, "samples": {"type": "integer", "minimum": 0}}}
-RECORD_SCHEMA_V3 = {
-    **RECORD_SCHEMA_V2,
-    "required": RECORD_SCHEMA_V2["required"] + ["distributed"],
-    "properties": {
-        **RECORD_SCHEMA_V2["properties"],
-        "schema_version": {"const": 3},
-        "startup": _obj_or_null,  # optional (added within version 3): prepare_s, first_iteration_s
-        "distributed": {"oneOf": [{"type": "null"}, {
-            "type": "object",
-            "required": ["strategy", "workers", "nodes", "scaling", "worker_batch", "global_batch", "link", "ranks"],
-            "properties": {"workers": {"type": "integer", "minimum": 1},
-                           "ranks": {"type": "array", "items": _RANK}}}]},
-    },
-}
-
-# fastjsonschema compiles the schema to Python once (jsonschema's import alone costs ~1.4 s per run process).
-_VALIDATE = {1: fastjsonschema.compile(RECORD_SCHEMA), 2: fastjsonschema.compile(RECORD_SCHEMA_V2),
-             3: fastjsonschema.compile(RECORD_SCHEMA_V3)}
+_SCALARS = {str: "string", bool: "boolean", int: "integer", float: "number"}
 
 
-def validate_record(record: dict) -> None:
-    """Raise SchemaError naming the first problem when `record` does not match its version's schema."""
-    version = record.get("schema_version") if isinstance(record, dict) else None
-    if version not in _VALIDATE:
-        raise SchemaError(f"invalid record: schema_version {version!r}; readable: {', '.join(map(str, _VALIDATE))}")
-    try:
-        _VALIDATE[version](record)
-    except fastjsonschema.JsonSchemaException as exc:
-        raise SchemaError(f"invalid record: {exc.message}") from None
+def key(*, optional: bool = False, default: Any = dataclasses.MISSING,
+        default_factory: Callable[[], Any] | Any = dataclasses.MISSING, **schema) -> Any:
+    """A dataclass field that is a JSON key: required unless `optional`, with extra schema keywords."""
+    return dataclasses.field(default=default, default_factory=default_factory,
+                             metadata={OPTIONAL: optional, SCHEMA: schema})
 
 
-def upgrade_record(record: dict) -> dict:
-    """The record in the current format (a version 1 record was one process, not judged for interference)."""
-    if record["schema_version"] == 1:
-        record = {**record, "repeat": 0, "attempt": 0, "sweep": None, "interference": None, "flags": []}
-    if record["schema_version"] in (1, 2):
-        record = {**record, "distributed": None}
-    return record
+@functools.cache
+def json_fields(cls: type) -> tuple[tuple[dataclasses.Field, Any], ...]:
+    """(field, resolved annotation) of each JSON key of a dataclass, in declaration order."""
+    hints = typing.get_type_hints(cls)
+    return tuple((f, hints[f.name]) for f in dataclasses.fields(cls) if f.metadata.get(JSON, True))
+
+
+def strip_none(tp: Any) -> tuple[Any, bool]:
+    """(the type without None, whether None was allowed); a union of several other types reads as Any."""
+    if typing.get_origin(tp) in (types.UnionType, typing.Union):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        return (args[0] if len(args) == 1 else Any), len(args) < len(typing.get_args(tp))
+    return tp, False
+
+
+def type_schema(tp: Any) -> dict:
+    """The JSON Schema of one annotation: scalars, lists, mappings, nested dataclasses, `X | None`."""
+    base, nullable = strip_none(tp)
+    origin = typing.get_origin(base) or base
+    if dataclasses.is_dataclass(base):
+        out = json_schema(base)
+    elif origin in _SCALARS:
+        out = {"type": _SCALARS[origin]}
+    elif origin in (list, tuple):
+        args = typing.get_args(base)
+        items = type_schema(args[0]) if args else {}
+        out = {"type": "array", **({"items": items} if items else {})}
+    elif origin in (dict, Mapping):
+        out = {"type": "object"}
+    else:  # Any: the JSON is not constrained here
+        return {}
+    if nullable:
+        out["type"] = [out["type"], "null"]
+    return out
+
+
+def json_schema(cls: type) -> dict:
+    """An object schema from a dataclass: its JSON keys, which are required, and their types.
+    Keys it does not declare are allowed (records written by a newer checkout)."""
+    props, required = {}, []
+    for f, tp in json_fields(cls):
+        props[f.name] = {**type_schema(tp), **f.metadata.get(SCHEMA, {})}
+        if not f.metadata.get(OPTIONAL):
+            required.append(f.name)
+    return {"type": "object", "required": required, "properties": props}
+
+
+def compile_check(schema: dict) -> Callable[[Any], None]:
+    """A check raising SchemaError naming the first problem. fastjsonschema compiles the schema to Python
+    once (jsonschema's import alone costs ~1.4 s per run process)."""
+    check = fastjsonschema.compile(schema)
+
+    def validate(data: Any) -> None:
+        try:
+            check(data)
+        except fastjsonschema.JsonSchemaException as exc:
+            raise SchemaError(f"invalid record: {exc.message}") from None
+
+    return validate

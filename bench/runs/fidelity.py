@@ -11,11 +11,13 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from ..adapters import ADAPTERS
 from ..config import RunConfig
 from ..errors import ConfigError
 from ..measurement.fresh_process import bench_environ
+from ..results.store import read_record
 
 BASELINE_WARMUP, BASELINE_ITERATIONS = 5, 20
 
@@ -58,7 +60,6 @@ def compare(config: RunConfig, rounds: int, results_dir: str) -> dict:
     for _ in range(rounds):
         base.append(json.loads(_bench(["fidelity", "--baseline-only", *flags]))["images_per_sec"])
         path = _bench(["run", *flags, "--results-dir", results_dir]).strip().splitlines()[-1]
-        with open(path.removeprefix("record: ")) as f:
-            harness.append(json.load(f)["summary"]["images_per_sec_median"])
+        harness.append(read_record(Path(path.removeprefix("record: "))).summary.images_per_sec_median)
     return {"config": config.label, "baseline_img_s": base, "harness_img_s": harness,
             "ratio": statistics.median(harness) / statistics.median(base)}

@@ -27,7 +27,7 @@ from pathlib import Path
 from ..adapters import says_out_of_memory
 from ..config import RunConfig
 from ..measurement.fresh_process import bench_environ, main_python
-from ..results.store import atomic_write_json, host_dir
+from ..results.store import atomic_write_json, host_dir, read_record
 
 MEMORY_DIR = "memory"
 POLL_S = 0.05
@@ -113,7 +113,7 @@ def probe(config: RunConfig, batch_size: int, cap_bytes: int | None, facts: tupl
         code, tree_high, over = _watch(_argv(cfg, Path(scratch)), cap_bytes)
         elapsed = time.monotonic() - t0
         records = sorted(Path(scratch).glob("*/records/*.json"))
-        record = json.loads(records[-1].read_text()) if records else None
+        record = read_record(records[-1]) if records else None
     out = {"batch_size": batch_size, "seconds": round(elapsed, 1), "tree_peak_rss_bytes": tree_high,
            "peak_bytes": None, "memory_kind": None, "images_per_sec": None}
     if over:
@@ -121,12 +121,12 @@ def probe(config: RunConfig, batch_size: int, cap_bytes: int | None, facts: tupl
                                                 f"stopped at {tree_high / 2**30:.2f} GiB"}
     if record is None:
         return {**out, "fits": None, "reason": f"the probe wrote no record (exit code {code})"}
-    memory = record.get("memory") or {}
-    out.update(peak_bytes=memory.get("peak_bytes"), memory_kind=memory.get("kind"),
-               images_per_sec=(record.get("summary") or {}).get("images_per_sec_median"))
-    if record["status"] == "ok":
+    if record.memory:
+        out.update(peak_bytes=record.memory.peak_bytes, memory_kind=record.memory.kind)
+    out.update(images_per_sec=record.summary.images_per_sec_median if record.summary else None)
+    if record.status == "ok":
         return {**out, "fits": True, "reason": ""}
-    reason = str(record.get("reason") or "")
+    reason = str(record.reason or "")
     return {**out, "fits": False if says_out_of_memory(reason) else None, "reason": reason[:300]}
 
 

@@ -4,36 +4,38 @@ from __future__ import annotations
 
 import time
 import traceback
-import uuid
-from datetime import UTC, datetime
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from ..adapters import ADAPTERS, says_out_of_memory
+from ..adapters import ADAPTERS
 from ..config import RunConfig
 from ..errors import UnsupportedError
-from ..host.devices import device_label
 from ..host.energy import EnergyMeter
 from ..host.interference import InterferenceMonitor
-from ..host.manifest import collect_manifest, host_name
 from ..measurement.certificate import run_checks
 from ..measurement.flags import run_flags
 from ..measurement.loop import measure
-from ..measurement.utilisation import utilisation
+from ..measurement.utilisation import apply_utilisation
 from ..paths import default_results_dir
-from ..results.schema import SCHEMA_VERSION
+from ..results.record import (
+    Energy,
+    Interference,
+    Manifest,
+    Memory,
+    Phases,
+    Record,
+    Samples,
+    Startup,
+    Summary,
+    SweepPlacement,
+)
 from ..results.store import write_record
 from ..stats import cv, summarize_latencies
-
-
-def describe_failure(exc: BaseException, config: RunConfig) -> str:
-    """One sentence a user can act on, from whatever a framework raised."""
-    name = type(exc).__name__
-    first = (str(exc).strip().splitlines() or [""])[0][:300]
-    if isinstance(exc, MemoryError) or says_out_of_memory(f"{name} {first}"):
-        return f"out of memory at batch size {config.batch_size} on {config.device} ({name})"
-    return f"{name}: {first}" if first else name
+from .distributed import run as distributed_run
+from .failures import describe_failure
 
 
 def _framework_info(adapter) -> dict:
@@ -43,71 +45,45 @@ def _framework_info(adapter) -> dict:
         return {"version": adapter.version(), "unavailable": f"{type(exc).__name__}: {exc}"}
 
 
-def base_record(config: RunConfig, repeat: int = 0, attempt: int = 0, sweep: dict | None = None) -> dict:
-    """A record for `config` with nothing measured yet (status ok until something says otherwise).
-
-    `repeat` numbers the fresh process this is among the config's repetitions; `attempt` counts
-    retries of that repetition after a disturbed run; `sweep` places it in its sweep (id, order).
-    """
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "record_id": uuid.uuid4().hex,
-        "config_key": config.key,
-        "repeat": repeat, "attempt": attempt, "sweep": sweep,
-        "interference": None, "flags": [],
-        "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
-        "host": host_name(),
-        "hardware": device_label(config.device),
-        "status": "ok", "reason": None,
-        "config": config.to_dict(), "label": config.label,
-        "settings": {}, "model": {}, "samples": {"warmup_s": [], "timed_s": []},
-        "summary": None, "phases": None, "memory": None, "peak": None, "utilisation": None,
-        "energy": {"available": False, "reason": "run did not reach the timed loop"},
-        "fairness": None, "traceback": None, "distributed": None, "startup": None,
-    }
+Sweep = SweepPlacement | Mapping[str, Any] | None
 
 
-def failure_record(config: RunConfig, reason: str, detail: str | None = None, repeat: int = 0,
-                   attempt: int = 0, sweep: dict | None = None, status: str = "error") -> dict:
-    """An `error` record for a run that died outside the harness (e.g. its notebook kernel), or a `skipped`
-    one for a run that could not start (its framework's environment is not built)."""
-    record = base_record(config, repeat, attempt, sweep)
-    record.update(status=status, reason=reason, traceback=detail, duration_s=0.0,
-                  manifest=collect_manifest({"version": ADAPTERS.get(config.framework).version()}))
+def measure_run(config: RunConfig, results_dir: Path | str | None = None, repeat: int = 0, attempt: int = 0,
+                sweep: Sweep = None) -> Record:
+    """Measure `config` and return its record (status ok, skipped or error); never raises for run failures."""
+    if config.distributed:  # ranks are plain processes started by the distributed launcher
+        return distributed_run.execute(config, results_dir, repeat, attempt, sweep)
+    results_dir = Path(results_dir or default_results_dir())
+    adapter = ADAPTERS.get(config.framework)
+    started = time.perf_counter()
+    record = Record.new(config, repeat, attempt, sweep)
+    try:
+        _measure_into(record, adapter, config, results_dir)
+    except UnsupportedError as exc:
+        record.status, record.reason = "skipped", str(exc)
+    except Exception as exc:  # any framework failure becomes a recorded error, and the sweep goes on
+        record.status, record.reason = "error", describe_failure(exc, config)
+        record.traceback = traceback.format_exc()
+    record.manifest = Manifest.collect(_framework_info(adapter) if record.status != "skipped"
+                                       else {"version": adapter.version()})
+    record.duration_s = time.perf_counter() - started
     return record
 
 
 def execute(config: RunConfig, results_dir: Path | str | None = None, repeat: int = 0, attempt: int = 0,
-            sweep: dict | None = None) -> dict:
-    """Measure `config` and return its record (status ok, skipped or error); never raises for run failures."""
-    if config.distributed:  # ranks are plain processes started by the distributed launcher
-        from .distributed.run import execute as execute_distributed
-
-        return execute_distributed(config, results_dir, repeat, attempt, sweep)
-    results_dir = Path(results_dir or default_results_dir())
-    adapter = ADAPTERS.get(config.framework)
-    started = time.perf_counter()
-    record = base_record(config, repeat, attempt, sweep)
-    try:
-        _measure_into(record, adapter, config, results_dir)
-    except UnsupportedError as exc:
-        record.update(status="skipped", reason=str(exc))
-    except Exception as exc:  # any framework failure becomes a recorded error, and the sweep goes on
-        record.update(status="error", reason=describe_failure(exc, config), traceback=traceback.format_exc())
-    record["manifest"] = collect_manifest(_framework_info(adapter) if record["status"] != "skipped"
-                                          else {"version": adapter.version()})
-    record["duration_s"] = time.perf_counter() - started
-    return record
+            sweep: Sweep = None) -> dict:
+    """Measure `config` and return its record's JSON (for notebooks and tests that hold records as dicts)."""
+    return measure_run(config, results_dir, repeat, attempt, sweep).to_json()
 
 
-def _measure_into(record: dict, adapter, config: RunConfig, results_dir: Path) -> None:
+def _measure_into(record: Record, adapter, config: RunConfig, results_dir: Path) -> None:
     reason = adapter.not_applicable(config.mode, config.precision, config.device)
     if reason:
         raise UnsupportedError(reason)
     t0 = time.perf_counter()
     workload = adapter.prepare(config)
     prepare_s = time.perf_counter() - t0
-    record["settings"] = dict(workload.settings)
+    record.settings = dict(workload.settings)
     workload.reset_memory()
     weights_before = workload.weights_checksum()
     with EnergyMeter() as meter, InterferenceMonitor() as monitor:
@@ -115,39 +91,38 @@ def _measure_into(record: dict, adapter, config: RunConfig, results_dir: Path) -
     weights_after = workload.weights_checksum()
     # Start-up cost, kept apart from steady-state throughput: building (exporting, compiling) the model,
     # and the first iteration (tracing, jit compilation, allocation).
-    record["startup"] = {"prepare_s": prepare_s,
-                         "first_iteration_s": samples.warmup_s[0] if samples.warmup_s else samples.timed_s[0]}
-    record["memory"] = workload.memory()  # read before anything else allocates
-    record["interference"] = {**monitor.result(), "iteration_cv": cv(samples.timed_s)}
-    record["energy"] = meter.result(config.batch_size * len(samples.timed_s))
-    record["samples"] = {"warmup_s": samples.warmup_s, "timed_s": samples.timed_s,
-                         "warmup_stop": samples.warmup_stop, "timed_stop": samples.timed_stop,
-                         "timed_wall_s": samples.timed_wall_s}
-    summary = summarize_latencies(samples.timed_s, config.batch_size)
-    summary["cv"] = cv(samples.timed_s)
-    record["summary"] = summary
+    record.startup = Startup(prepare_s=prepare_s,
+                             first_iteration_s=samples.warmup_s[0] if samples.warmup_s else samples.timed_s[0])
+    memory = workload.memory()  # read before anything else allocates
+    record.memory = Memory.from_json(memory) if memory is not None else None
+    record.interference = Interference.from_json({**monitor.result(), "iteration_cv": cv(samples.timed_s)})
+    record.energy = Energy.from_json(meter.result(config.batch_size * len(samples.timed_s)))
+    record.samples = Samples(warmup_s=samples.warmup_s, timed_s=samples.timed_s, warmup_stop=samples.warmup_stop,
+                             timed_stop=samples.timed_stop, timed_wall_s=samples.timed_wall_s)
+    summary = Summary(**summarize_latencies(samples.timed_s, config.batch_size), cv=cv(samples.timed_s))
+    record.summary = summary
     # Phases once per config (the first repetition): the pass costs several steps and the headline
     # number never depends on it.
-    if config.phase_iterations and record["repeat"] == 0:
+    if config.phase_iterations and record.repeat == 0:
         raw = workload.phases(config.phase_iterations)
         if raw:
-            record["phases"] = {
-                "iterations": config.phase_iterations,
-                "method": "separate instrumented pass after the timed loop, device synced around each phase",
-                "median_ms": {k: float(np.median(v)) * 1e3 for k, v in raw.items()},
-                "samples_s": raw,
-            }
+            record.phases = Phases(
+                iterations=config.phase_iterations,
+                method="separate instrumented pass after the timed loop, device synced around each phase",
+                median_ms={k: float(np.median(v)) * 1e3 for k, v in raw.items()},
+                samples_s=raw,
+            )
     params = workload.params or None
     if adapter.measures_a_framework:
-        record.update(utilisation(results_dir, config, record["sweep"], params, summary["images_per_sec_median"]))
-        record["fairness"] = run_checks(config, record["settings"], params, record["model"]["flops_per_image"],
-                                        (weights_before, weights_after), workload.input_placement())
-    record["flags"] = run_flags(record)
+        apply_utilisation(record, results_dir, config, params)
+        record.fairness = run_checks(config, record.settings, params, record.model.flops_per_image,
+                                     (weights_before, weights_after), workload.input_placement())
+    record.flags = run_flags(record)
 
 
 def run(config: RunConfig, results_dir: Path | str | None = None, repeat: int = 0, attempt: int = 0,
-        sweep: dict | None = None) -> tuple[dict, Path]:
-    """Execute `config` and write its record atomically; returns (record, path)."""
+        sweep: Sweep = None) -> tuple[Record, Path]:
+    """Measure `config` and write its record atomically; returns (record, path)."""
     results_dir = Path(results_dir or default_results_dir())
-    record = execute(config, results_dir, repeat, attempt, sweep)
+    record = measure_run(config, results_dir, repeat, attempt, sweep)
     return record, write_record(record, results_dir)

@@ -25,9 +25,9 @@ from ..host.manifest import host_name
 from ..measurement.peak import measure_peak, peak_key
 from ..measurement.utilisation import peak_threads
 from ..paths import PROJECT_ROOT, default_results_dir
+from ..results.record import Record
 from ..results.store import finished_runs, host_dir, host_records, write_record
 from ..results.sweep_manifest import new_sweep_id, write_sweep
-from ..runs.single import failure_record
 from .jupyter_kernels import kernel_environment
 from .plan import Task, estimate_run_s, fit_budget, interleaved_order
 from .profiles import Profile
@@ -127,12 +127,12 @@ def _now() -> str:
 class _Estimator:
     """Per-task seconds from this host's earlier records, else from FLOPs and the measured peak."""
 
-    def __init__(self, results_dir: Path, records: list[dict], peaks: dict[str, dict]) -> None:
+    def __init__(self, results_dir: Path, records: list[Record], peaks: dict[str, dict]) -> None:
         self.results_dir, self.peaks = results_dir, peaks
         self.history: dict[str, list[float]] = {}
         for r in records:
-            if r["status"] == "ok":
-                self.history.setdefault(r["config_key"], []).append(r["duration_s"])
+            if r.status == "ok":
+                self.history.setdefault(r.config_key, []).append(r.duration_s)
 
     def __call__(self, task: Task) -> float:
         from ..measurement.flops import flops_per_image
@@ -212,24 +212,31 @@ def measure_memory(profile: Profile, results_dir: Path, announce) -> list[str]:
     return done
 
 
-def _needs_retry(record: dict, siblings: list[dict]) -> str | None:
+def _needs_retry(record: Record, siblings: list[Record]) -> str | None:
     """Why a finished run should be repeated: other programs disturbed it, or it jittered far more than
     its config's other repetitions."""
-    if record["status"] != "ok":
+    if record.status != "ok":
         return None
-    disturbed = [f["reason"] for f in record["flags"] if f["name"] == "disturbed"]
+    disturbed = [f.reason for f in record.flags if f.name == "disturbed"]
     if disturbed:
         return disturbed[0]
-    cvs = [(s.get("summary") or {}).get("cv") for s in siblings if s["status"] == "ok"]
-    return cv_outlier_reason((record.get("summary") or {}).get("cv"), cvs)
+    cvs = [s.summary.cv if s.summary else None for s in siblings if s.status == "ok"]
+    return cv_outlier_reason(record.summary.cv if record.summary else None, cvs)
 
 
-def _latest(records: list[dict], key: str) -> dict[int, dict]:
-    out: dict[int, dict] = {}
-    for r in sorted(records, key=lambda r: r["created"]):
-        if r["config_key"] == key:
-            out[r["repeat"]] = r
+def _latest(records: list[Record], key: str) -> dict[int, Record]:
+    out: dict[int, Record] = {}
+    for r in sorted(records, key=lambda r: r.created):
+        if r.config_key == key:
+            out[r.repeat] = r
     return out
+
+
+def _failure(config: RunConfig, reason: str, detail: str | None, task: Task, sweep: dict,
+             status: str = "error") -> Record:
+    """The record of a run whose notebook could not start it or died outside the harness."""
+    return Record.failure(config, reason, detail, task.repeat, task.attempt, sweep, status,
+                          framework={"version": ADAPTERS.get(config.framework).version()})
 
 
 def run_sweep(profile: Profile, results_dir: Path | str | None = None, force: bool = False,
@@ -278,16 +285,14 @@ def run_sweep(profile: Profile, results_dir: Path | str | None = None, force: bo
                     ADAPTERS.get(config.framework).check_available()  # before starting a kernel that cannot run it
                     run_notebook(config, results_dir, task, info)
                 except UnsupportedError as exc:
-                    write_record(failure_record(config, str(exc), None, task.repeat, task.attempt, info,
-                                                status="skipped"), results_dir)
+                    write_record(_failure(config, str(exc), None, task, info, status="skipped"), results_dir)
                 except Exception as exc:  # a failing config is recorded and the sweep goes on
                     if getattr(exc, "ename", None) == "KeyboardInterrupt":
                         raise KeyboardInterrupt from None  # Ctrl-C reached the kernel first: stop, record nothing
                     latest = _latest(host_records(results_dir, config_key=config.key), config.key).get(task.repeat)
-                    if latest is None or latest.get("attempt") != task.attempt or \
-                            (latest.get("sweep") or {}).get("id") != result.sweep_id:
-                        write_record(failure_record(config, _failure_reason(exc), repr(exc), task.repeat,
-                                                    task.attempt, info), results_dir)
+                    if latest is None or latest.attempt != task.attempt or \
+                            (latest.sweep.id if latest.sweep else None) != result.sweep_id:
+                        write_record(_failure(config, _failure_reason(exc), repr(exc), task, info), results_dir)
                 result.papermill_s += time.perf_counter() - t1
                 result.ran.append(f"{config.label} r{task.repeat}")
                 index += 1
@@ -296,7 +301,7 @@ def run_sweep(profile: Profile, results_dir: Path | str | None = None, force: bo
                 record = runs.get(task.repeat)
                 if record is None:
                     continue
-                result.measured_s += record["duration_s"]
+                result.measured_s += record.duration_s
                 why = _needs_retry(record, [r for k, r in runs.items() if k != task.repeat])
                 if why and task.attempt < profile.retries:
                     queue.append(Task(config, task.repeat, task.round, task.attempt + 1))
@@ -307,8 +312,8 @@ def run_sweep(profile: Profile, results_dir: Path | str | None = None, force: bo
                     write_sweep(results_dir, manifest)
                 elif why:
                     result.still_disturbed.append(f"{config.label} (repeat {task.repeat}): {why}")
-                if record["status"] != "ok" and record["attempt"] == task.attempt:
-                    result.failures.append((record["label"], record["status"], record["reason"]))
+                if record.status != "ok" and record.attempt == task.attempt:
+                    result.failures.append((record.label, record.status, record.reason))
             bar.close()
             manifest["memory_searches"] = measure_memory(profile, results_dir, announce)
             manifest["status"] = "finished"

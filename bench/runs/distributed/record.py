@@ -6,6 +6,7 @@ from __future__ import annotations
 import statistics
 
 from ...measurement.flags import flag
+from ...results.record import Distributed, Flag, Interference, Memory, Phases, Rank, Record, Samples, Summary
 from ...stats import cv, summarize_latencies
 
 PHASES = ("forward_s", "backward_s", "forward_backward_s", "update_s", "exposed_comm_s", "other_s", "comm_s",
@@ -21,21 +22,21 @@ def global_steps(config, ranks: list[dict]) -> list[float]:
     return [max(r["steps"][i]["step_s"] for r in trainers) for i in range(n)]
 
 
-def _rank_section(r: dict) -> dict:
+def _rank_section(r: dict) -> Rank:
     steps = r.get("steps") or []
     medians = {k[:-2]: statistics.median(s[k] for s in steps) * 1e3 for k in PHASES if steps and k in steps[0]}
     per_step_bytes = [s["comm_bytes"] for s in steps if "comm_bytes" in s]
-    return {
-        "rank": r["rank"], "role": r["role"], "node": r.get("node", 0), "pid": r.get("pid"),
-        "threads": r.get("threads"), "steps": len(steps),
-        "samples": r.get("samples_per_step", 0) * len(steps) * (1 if r["role"] != "chief" else 0),
-        "phases_median_ms": medians or None,
-        "comm_bytes_per_step": statistics.median(per_step_bytes) if per_step_bytes else None,
-        "buckets_per_step": statistics.median(s["buckets"] for s in steps) if steps and "buckets" in steps[0] else None,
-        "peak_rss_bytes": r.get("peak_rss_bytes"), "window": r.get("window"),
-        "checksum_before": r.get("checksum_before"), "checksum_after": r.get("checksum_after"),
-        "loss_last": steps[-1].get("loss") if steps else None,
-    }
+    return Rank(
+        rank=r["rank"], role=r["role"], node=r.get("node", 0), pid=r.get("pid"),
+        threads=r.get("threads"), steps=len(steps),
+        samples=r.get("samples_per_step", 0) * len(steps) * (1 if r["role"] != "chief" else 0),
+        phases_median_ms=medians or None,
+        comm_bytes_per_step=statistics.median(per_step_bytes) if per_step_bytes else None,
+        buckets_per_step=statistics.median(s["buckets"] for s in steps) if steps and "buckets" in steps[0] else None,
+        peak_rss_bytes=r.get("peak_rss_bytes"), window=r.get("window"),
+        checksum_before=r.get("checksum_before"), checksum_after=r.get("checksum_after"),
+        loss_last=steps[-1].get("loss") if steps else None,
+    )
 
 
 def overlap_share(ranks: list[dict]) -> float | None:
@@ -44,7 +45,7 @@ def overlap_share(ranks: list[dict]) -> float | None:
     return over / comm if comm > 0 else None
 
 
-def distributed_flags(config, ranks: list[dict], fallback: str | None) -> list[dict]:
+def distributed_flags(config, ranks: list[dict], fallback: str | None) -> list[Flag]:
     out = []
     if fallback:
         out.append(flag("no_emulated_link", f"asked for {config.nodes} emulated nodes, ran on loopback: {fallback}"))
@@ -60,41 +61,39 @@ def distributed_flags(config, ranks: list[dict], fallback: str | None) -> list[d
     return out
 
 
-def fill(record: dict, config, ranks: list[dict], servers: list[dict], link: dict, launch: str,
+def fill(record: Record, config, ranks: list[dict], servers: list[dict], link: dict, launch: str,
          interference: dict) -> None:
     """Put the measured numbers of a finished distributed run into `record`."""
     steps = global_steps(config, ranks)
     warm = [r["warmup_s"] for r in ranks if r.get("warmup_s")]
-    record["samples"] = {
-        "warmup_s": [max(w[i] for w in warm) for i in range(min(map(len, warm)))] if warm else [],
-        "timed_s": steps, "warmup_stop": "fixed count, the same on every rank",
-        "timed_stop": "fixed count, the same on every rank", "timed_wall_s": sum(steps)}
-    summary = summarize_latencies(steps, config.global_batch)
-    summary["cv"] = cv(steps)
-    record["summary"] = summary
+    record.samples = Samples(
+        warmup_s=[max(w[i] for w in warm) for i in range(min(map(len, warm)))] if warm else [],
+        timed_s=steps, warmup_stop="fixed count, the same on every rank",
+        timed_stop="fixed count, the same on every rank", timed_wall_s=sum(steps))
+    record.summary = Summary(**summarize_latencies(steps, config.global_batch), cv=cv(steps))
     sections = [_rank_section(r) for r in ranks]
-    phase_ranks = [s["phases_median_ms"] for s in sections if s["phases_median_ms"]]
+    phase_ranks = [s.phases_median_ms for s in sections if s.phases_median_ms]
     if phase_ranks:
         keys = [k for k in ("forward", "backward", "forward_backward", "update", "exposed_comm", "other")
                 if k in phase_ranks[0]]
-        record["phases"] = {"iterations": len(steps),
-                            "method": "every timed step on every rank; per phase the median over ranks of "
+        record.phases = Phases(iterations=len(steps),
+                               method="every timed step on every rank; per phase the median over ranks of "
                                       "each rank's median (communication: the part not hidden behind compute)",
-                            "median_ms": {k: statistics.median(p[k] for p in phase_ranks) for k in keys}}
-    peaks = [s["peak_rss_bytes"] for s in sections if s["peak_rss_bytes"]] + \
+                               median_ms={k: statistics.median(p[k] for p in phase_ranks) for k in keys})
+    peaks = [s.peak_rss_bytes for s in sections if s.peak_rss_bytes] + \
             [s["peak_rss_bytes"] for s in servers if s.get("peak_rss_bytes")]
-    record["memory"] = {"peak_bytes": max(peaks) if peaks else None, "total_peak_bytes": sum(peaks) if peaks else None,
-                        "kind": "largest and summed per-process peak RSS over ranks and servers"}
-    record["interference"] = {**interference, "iteration_cv": cv(steps)}
-    record["settings"] = {**(ranks[0].get("settings") or {}), "threads_per_worker": config.threads,
-                          "stop_rule": "fixed warm-up and timed step counts on every rank, between barriers"}
-    record["distributed"] = {
-        "strategy": config.strategy, "workers": config.workers, "nodes": config.nodes,
-        "scaling": config.scaling, "worker_batch": config.worker_batch, "global_batch": config.global_batch,
-        "launch": launch, "backend": ranks[0].get("backend"), "link": link,
-        "params": ranks[0].get("params"), "grad_bytes": ranks[0].get("grad_bytes"),
-        "overlap_share": overlap_share(ranks), "ranks": sections, "servers": servers,
-        "accuracy": next((r["accuracy"] for r in ranks if r.get("accuracy")), None),
-        "global_step": "slowest rank per step" if config.strategy != "ps_async"
-                       else "chunk time / steps per worker (asynchronous: steps run on the workers as scheduled)",
-    }
+    record.memory = Memory(peak_bytes=max(peaks) if peaks else None, total_peak_bytes=sum(peaks) if peaks else None,
+                           kind="largest and summed per-process peak RSS over ranks and servers")
+    record.interference = Interference.from_json({**interference, "iteration_cv": cv(steps)})
+    record.settings = {**(ranks[0].get("settings") or {}), "threads_per_worker": config.threads,
+                       "stop_rule": "fixed warm-up and timed step counts on every rank, between barriers"}
+    record.distributed = Distributed(
+        strategy=config.strategy, workers=config.workers, nodes=config.nodes,
+        scaling=config.scaling, worker_batch=config.worker_batch, global_batch=config.global_batch,
+        launch=launch, backend=ranks[0].get("backend"), link=link,
+        params=ranks[0].get("params"), grad_bytes=ranks[0].get("grad_bytes"),
+        overlap_share=overlap_share(ranks), ranks=sections, servers=servers,
+        accuracy=next((r["accuracy"] for r in ranks if r.get("accuracy")), None),
+        global_step="slowest rank per step" if config.strategy != "ps_async"
+                    else "chunk time / steps per worker (asynchronous: steps run on the workers as scheduled)",
+    )

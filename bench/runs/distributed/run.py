@@ -14,12 +14,13 @@ from pathlib import Path
 from ...adapters import ADAPTERS
 from ...config import RunConfig
 from ...host.interference import TreeSampler
-from ...host.manifest import collect_manifest
 from ...measurement.certificate import run_checks
 from ...measurement.flags import run_flags
-from ...measurement.utilisation import utilisation
+from ...measurement.utilisation import apply_utilisation
 from ...paths import default_results_dir
 from ...ranks.rankio import SPEC_ENV
+from ...results.record import Manifest, ModelInfo, Record, SweepPlacement
+from ..failures import describe_failure
 from . import rank_main
 from . import record as records
 from .launcher import Launch, LaunchError, Task, free_port, python_module
@@ -173,48 +174,47 @@ def work_dir():
 
 
 def execute(config: RunConfig, results_dir: Path | str | None = None, repeat: int = 0, attempt: int = 0,
-            sweep: dict | None = None, cluster: dict | None = None) -> dict:
+            sweep: SweepPlacement | dict | None = None, cluster: dict | None = None) -> Record:
     """Measure a distributed config; a failed rank becomes an `error` record (never raises for it).
 
     `cluster` (real machines, PyTorch): {"node_rank", "master_addr", "master_port"}, as torchrun's
     static rendezvous; `nodes` is then the number of machines. Only node 0's record holds results;
     other nodes get a `skipped` record saying so (the CLI does not write it)."""
-    from ..single import base_record, describe_failure
-
     results_dir = Path(results_dir or default_results_dir())
     started = time.perf_counter()
-    record = base_record(config, repeat, attempt, sweep)
+    record = Record.new(config, repeat, attempt, sweep)
     try:
         with work_dir() as work:
             ranks, servers, link, interference, kind = launch(config, work, cluster=cluster)
             records.fill(record, config, ranks, servers, link, kind, interference)
             _utilisation(record, config, results_dir)
             _certificate(record, config, ranks[0])
-            record["flags"] = run_flags(record) + records.distributed_flags(config, ranks, link["fallback"])
+            record.flags = run_flags(record) + records.distributed_flags(config, ranks, link["fallback"])
     except NotLeadNode as exc:
-        record.update(status="skipped", reason=str(exc))
+        record.status, record.reason = "skipped", str(exc)
     except LaunchError as exc:
-        record.update(status="error", reason=f"distributed run failed: {exc}", traceback=traceback.format_exc())
+        record.status, record.reason = "error", f"distributed run failed: {exc}"
+        record.traceback = traceback.format_exc()
     except Exception as exc:
-        record.update(status="error", reason=describe_failure(exc, config), traceback=traceback.format_exc())
-    record["manifest"] = collect_manifest({"version": ADAPTERS.get(config.framework).version()})
-    record["duration_s"] = time.perf_counter() - started
+        record.status, record.reason = "error", describe_failure(exc, config)
+        record.traceback = traceback.format_exc()
+    record.manifest = Manifest.collect({"version": ADAPTERS.get(config.framework).version()})
+    record.duration_s = time.perf_counter() - started
     return record
 
 
-def _utilisation(record: dict, config: RunConfig, results_dir: Path) -> None:
+def _utilisation(record: Record, config: RunConfig, results_dir: Path) -> None:
     """Share of the machine's measured peak (all workers' threads) that the whole run's training work used."""
     try:
-        record.update(utilisation(results_dir, config, record["sweep"], record["distributed"]["params"],
-                                  (record["summary"] or {}).get("images_per_sec_median")))
+        apply_utilisation(record, results_dir, config, record.distributed.params)
     except Exception as exc:  # utilisation is extra; its absence is said, never faked
-        record["model"] = {"flops_note": f"not computed: {type(exc).__name__}: {exc}"}
+        record.model = ModelInfo(flops_note=f"not computed: {type(exc).__name__}: {exc}")
 
 
-def _certificate(record: dict, config: RunConfig, lead: dict) -> None:
+def _certificate(record: Record, config: RunConfig, lead: dict) -> None:
     """The single run's fairness certificate, from the lead rank (rank 0, or the asynchronous chief): its
     parameters, its settings (the record's), its weights before and after the timed steps, where its batch lived."""
-    record["fairness"] = run_checks(config, record["settings"], lead.get("params"),
-                                    (record["model"] or {}).get("flops_per_image"),
-                                    (lead.get("checksum_before"), lead.get("checksum_after")),
-                                    lead.get("input_placement"))
+    record.fairness = run_checks(config, record.settings, lead.get("params"),
+                                 record.model.flops_per_image if record.model else None,
+                                 (lead.get("checksum_before"), lead.get("checksum_after")),
+                                 lead.get("input_placement"))

@@ -1,0 +1,602 @@
+"""The result record: one run's typed sections, its versioned JSON (every older format loads), its schema, its row.
+
+Modelled on pyperf's Run: a run is built while it is measured, then written once and only read. Each
+section is a dataclass whose annotations are the JSON Schema (bench/results/schema.py generates it); keys a
+section does not declare (written by a newer checkout) are kept and written back unchanged, and optional
+keys an older record lacks stay absent when it is written again.
+
+Formats: 2 added repetitions (repeat, attempt), the sweep a run belongs to, interference and sanity flags;
+3 a `distributed` section (strategy, workers, link, one entry per rank), null for one process; 4 defines the
+`startup` section (prepare and first-iteration seconds), which format 3 records may carry or lack.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import typing
+import uuid
+from collections.abc import Iterable, Iterator, Mapping
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Self
+
+from ..errors import SchemaError
+from ..host.devices import device_label
+from ..host.manifest import collect_manifest, host_name
+from .schema import JSON, OPTIONAL, compile_check, json_fields, json_schema, key, strip_none
+
+if TYPE_CHECKING:
+    from ..config import RunConfig
+
+SCHEMA_VERSION = 4
+READABLE_VERSIONS = (1, 2, 3, 4)
+STATUSES = ("ok", "skipped", "error")
+
+# The per-run checks that make up the fairness certificate (True passed, False failed, None not applicable).
+CERTIFICATE_CHECKS = ("threads_match", "no_autograd_in_inference", "params_match_published", "recipe_match",
+                      "weights_changed", "data_placement_match")
+
+UNKNOWN = "unknown"  # how the environment table reads a CPU fact an older manifest did not record
+
+
+def _decode(tp: Any, value: Any) -> Any:
+    """A JSON value as the annotation's type: nested sections become their dataclasses."""
+    base, _ = strip_none(tp)
+    if value is None:
+        return None
+    if typing.get_origin(base) is list:
+        (item,) = typing.get_args(base) or (Any,)
+        return [_decode(item, v) for v in value]
+    if typing.get_origin(base) is None and isinstance(base, type) and issubclass(base, Section):
+        return value if isinstance(value, base) else base.from_json(value)
+    return value
+
+
+def _encode(value: Any) -> Any:
+    """A value as JSON: sections as their JSON, fresh containers (a caller's edits never reach the record)."""
+    if isinstance(value, Section):
+        return value.to_json()
+    if isinstance(value, list | tuple):
+        return [_encode(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _encode(v) for k, v in value.items()}
+    return value
+
+
+@dataclasses.dataclass(kw_only=True, eq=False, repr=False)
+class Section(Mapping):
+    """A record section: typed fields, the keys it does not declare in `unknown`, JSON in and out.
+
+    It is also a read-only mapping view of its JSON form (`s["key"]`, `s.get`, `s.keys()`, `"key" in s`),
+    for notebooks and JSON-minded callers (tests); package code reads the attributes. Like its JSON, a
+    section with no keys is falsy."""
+
+    unknown: dict[str, Any] = dataclasses.field(default_factory=dict, metadata={JSON: False})
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        absent = self.__dict__.get("_absent")
+        if absent:  # a key set after construction is written, even where the loaded record lacked it
+            absent.discard(name)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Self:
+        """The section from its JSON (unchecked: `Record.from_json` validates a whole record first)."""
+        types = {f.name: tp for f, tp in json_fields(cls)}
+        obj = cls(**{k: _decode(types[k], v) for k, v in data.items() if k in types},
+                  unknown={k: v for k, v in data.items() if k not in types})
+        object.__setattr__(obj, "_order", tuple(data))  # written back in the order it was read
+        return obj
+
+    def to_json(self) -> dict[str, Any]:
+        out = self._keys()
+        order = self.__dict__.get("_order")
+        return {**{k: out[k] for k in order if k in out}, **out} if order else out
+
+    def _keys(self) -> dict[str, Any]:
+        absent = self.__dict__.get("_absent", ())
+        out = {f.name: _encode(getattr(self, f.name)) for f, _ in json_fields(type(self)) if f.name not in absent}
+        out.update(_encode(self.unknown))
+        return out
+
+    def __getitem__(self, name: str) -> Any:
+        return self.to_json()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.to_json())
+
+    def __len__(self) -> int:
+        return len(self.to_json())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Section):
+            return type(self) is type(other) and self.to_json() == other.to_json()
+        return self.to_json() == dict(other) if isinstance(other, Mapping) else NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:  # as its JSON: tables that show a flag list read as they always did
+        return repr(self.to_json())
+
+
+def section(cls: type) -> type:
+    """Make `cls` a section dataclass; optional keys not given to the constructor stay out of its JSON."""
+    cls = dataclasses.dataclass(kw_only=True, eq=False, repr=False)(cls)
+    optional = frozenset(f.name for f, _ in json_fields(cls) if f.metadata.get(OPTIONAL))
+    init = cls.__init__
+
+    @functools.wraps(init)
+    def __init__(self, **given: Any) -> None:
+        init(self, **given)
+        object.__setattr__(self, "_absent", set(optional - given.keys()))
+
+    cls.__init__ = __init__
+    return cls
+
+
+def optional(default: Any = None, **schema) -> Any:
+    """An optional key; `default` is what reading it gives when a record lacks it."""
+    if isinstance(default, list | dict):
+        return key(optional=True, default_factory=lambda: type(default)(default), **schema)
+    return key(optional=True, default=default, **schema)
+
+
+@section
+class Flag(Section):
+    """A named reason to doubt a number (bench/measurement/flags.py says which numbers it makes unusable)."""
+
+    name: str = key(minLength=1)
+    reason: str
+
+
+@section
+class RunSettings(Section):
+    """The configuration measured, as plain data (the fields of bench.config.RunConfig, unchecked: loading
+    a record needs neither its framework nor its device). Keys older records lack read as their defaults."""
+
+    framework: str
+    model: str
+    mode: str
+    engine: str
+    device: str
+    precision: str
+    batch_size: int = key(minimum=1)
+    image_size: int | None
+    threads: int = key(minimum=1)
+    protocol: str
+    warmup: int | None
+    iterations: int | None
+    time_budget_s: float | None = optional()
+    ci_target: float | None = optional()
+    data: str
+    seed: int | None = optional()
+    phase_iterations: int | None = optional()
+    strategy: str = optional("none")
+    workers: int = optional(1)
+    nodes: int = optional(1)
+    link_gbit: float = optional(0.0)
+    link_delay_ms: float = optional(0.0)
+    bucket_mb: float = optional(25.0)
+    scaling: str | None = optional()
+    extra: dict[str, Any] = optional({})
+
+    @property
+    def distributed(self) -> bool:
+        return self.strategy != "none"
+
+
+@section
+class SweepPlacement(Section):
+    """Where a run sits in its sweep."""
+
+    id: str
+    order_index: int | None = optional()
+    profile: str | None = optional()
+    order_seed: int | None = optional()
+    round: int | None = optional()
+    planned_runs: int | None = optional()
+
+
+@section
+class Summary(Section):
+    """Throughput and latency of the timed iterations (bench.stats.summarize_latencies, plus cv)."""
+
+    n: int
+    images_per_sec_median: float
+    images_per_sec_ci_low: float | None = optional()
+    images_per_sec_ci_high: float | None = optional()
+    images_per_sec_mean: float | None = optional()
+    ci_coverage: float | None = optional()
+    ci_rel_halfwidth: float | None = optional()
+    latency_ms_median: float | None = optional()
+    latency_ms_mean: float | None = optional()
+    latency_ms_std: float | None = optional()
+    latency_ms_sem: float | None = optional()
+    latency_ms_mad: float | None = optional()
+    latency_ms_p50: float | None = optional()
+    latency_ms_p90: float | None = optional()
+    latency_ms_p99: float | None = optional()
+    latency_ms_min: float | None = optional()
+    latency_ms_max: float | None = optional()
+    cv: float | None = optional()
+
+
+_SECONDS = {"items": {"type": "number", "minimum": 0}}
+
+
+@section
+class Samples(Section):
+    """Seconds per iteration, warm-up and timed, and why each loop stopped."""
+
+    warmup_s: list[float] = key(default_factory=list, **_SECONDS)
+    timed_s: list[float] = key(default_factory=list, **_SECONDS)
+    warmup_stop: str | None = optional()
+    timed_stop: str | None = optional()
+    timed_wall_s: float | None = optional()
+
+
+@section
+class Phases(Section):
+    """Where a step goes: median milliseconds per phase, from an instrumented pass."""
+
+    iterations: int | None = optional()
+    method: str | None = optional()
+    median_ms: dict[str, float] = optional({})
+    samples_s: dict[str, Any] | None = optional()
+
+
+@section
+class Memory(Section):
+    peak_bytes: float | None = optional()
+    total_peak_bytes: float | None = optional()
+    rss_now_bytes: float | None = optional()
+    kind: str | None = optional()
+
+
+@section
+class Peak(Section):
+    """The device's measured peak FLOP/s the utilisation is a share of (bench/measurement/peak.py)."""
+
+    flops_per_sec: float | None = optional()
+    when: str | None = optional()
+    sweep_id: str | None = optional()
+
+
+@section
+class ModelInfo(Section):
+    params: int | None = optional()
+    params_published_millions: float | None = optional()
+    flops_per_image: float | None = optional()
+    flops_method: str | None = optional()
+    note: str | None = optional()
+    flops_note: str | None = optional()
+
+
+@section
+class Energy(Section):
+    available: bool | None = optional()
+    reason: str | None = optional()
+    meter: str | None = optional()
+    joules: float | None = optional()
+    joules_per_image: float | None = optional()
+
+
+@section
+class Interference(Section):
+    """What else ran on the machine during the timed loop (bench/host/interference.py)."""
+
+    judged: bool | None = optional()
+    other_cpu_share: float | None = optional()
+    steal_share: float | None = optional()
+    iteration_cv: float | None = optional()
+    wall_s: float | None = optional()
+    note: str | None = optional()
+
+
+@section
+class Certificate(Section):
+    """The fairness certificate: each of CERTIFICATE_CHECKS True, False, or None (not applicable), and the
+    facts they were judged on (bench/measurement/certificate.py)."""
+
+    threads_requested: int | None = optional()
+    threads_effective: int | None = optional()
+    threads_match: bool | None = optional()
+    no_autograd_in_inference: bool | None = optional()
+    params: int | None = optional()
+    params_published_millions: float | None = optional()
+    params_rel_diff_vs_published: float | None = optional()
+    params_match_published: bool | None = optional()
+    flops_per_image: float | None = optional()
+    optimizer: str | None = optional()
+    loss: str | None = optional()
+    recipe_match: bool | None = optional()
+    weights_checksum_before: float | None = optional()
+    weights_checksum_after: float | None = optional()
+    weights_changed: bool | None = optional()
+    data_placement: str | None = optional()
+    data_placement_observed: dict[str, Any] | None = optional()
+    data_placement_match: bool | None = optional()
+    inside_timer: Any = optional()
+    failed: list[str] = optional([])
+
+    def check(self, name: str) -> bool | None:
+        """One of CERTIFICATE_CHECKS."""
+        return getattr(self, name)
+
+    @property
+    def checked(self) -> int:
+        """How many checks applied."""
+        return sum(self.check(c) is not None for c in CERTIFICATE_CHECKS)
+
+    @property
+    def failed_checks(self) -> list[str]:
+        return [c for c in CERTIFICATE_CHECKS if self.check(c) is False]
+
+
+@section
+class Rank(Section):
+    """One process of a distributed run."""
+
+    rank: int = key(minimum=0)
+    role: str
+    node: int
+    samples: int = key(minimum=0)
+    phases_median_ms: dict[str, float] | None
+    peak_rss_bytes: float | None
+    pid: int | None = optional()
+    threads: Any = optional()  # a count (TensorFlow) or the intra/inter-op pools (PyTorch)
+    steps: int | None = optional()
+    comm_bytes_per_step: float | None = optional()
+    buckets_per_step: float | None = optional()
+    window: dict[str, Any] | None = optional()
+    checksum_before: float | None = optional()
+    checksum_after: float | None = optional()
+    loss_last: float | None = optional()
+
+
+@section
+class Distributed(Section):
+    """A distributed run: strategy, workers, link and one section per rank."""
+
+    strategy: str
+    workers: int = key(minimum=1)
+    nodes: int
+    scaling: str
+    worker_batch: int
+    global_batch: int
+    link: dict[str, Any]
+    ranks: list[Rank]
+    launch: str | None = optional()
+    backend: str | None = optional()
+    params: int | None = optional()
+    grad_bytes: float | None = optional()
+    overlap_share: float | None = optional()
+    servers: list[dict[str, Any]] = optional([])
+    accuracy: list[dict[str, Any]] | None = optional()
+    global_step: str | None = optional()
+
+
+@section
+class Startup(Section):
+    """Start-up cost, apart from steady-state throughput: building the model, and the first iteration."""
+
+    prepare_s: float | None = optional()
+    first_iteration_s: float | None = optional()
+
+
+@section
+class CpuInfo(Section):
+    model: str | None = optional()
+    arch: str | None = optional()
+    flags: list[str] = optional([])
+    physical_cores: int | None = optional()
+    logical_cpus: int | None = optional()
+    mhz_advertised: Any = optional()
+    smt: Any = optional(UNKNOWN)
+    virtual_machine: Any = optional(UNKNOWN)
+
+
+@section
+class GpuInfo(Section):
+    name: str | None = optional()
+    driver: str | None = optional()
+
+
+@section
+class GitInfo(Section):
+    commit: str | None = optional()
+    dirty: bool | None = optional()
+
+
+@section
+class FrameworkInfo(Section):
+    """What the framework's adapter said about itself (its version, or why it was unavailable)."""
+
+    version: str | None = optional()
+    unavailable: str | None = optional()
+
+
+@section
+class Manifest(Section):
+    """The machine and software a result depends on (bench/host/manifest.py), never secrets."""
+
+    host: str
+    cpu: CpuInfo
+    libraries: dict[str, str]
+    env: dict[str, str]
+    git: GitInfo
+    framework: FrameworkInfo | None = optional()
+    gpus: list[GpuInfo] = optional([])
+    python: str | None = optional()
+    platform: str | None = optional()
+    interpreter: str | None = optional()
+    memory_bytes: float = optional(0)
+
+    @classmethod
+    def collect(cls, framework: Mapping[str, Any] | None = None) -> Manifest:
+        """This machine's manifest, with what the framework's adapter said about itself."""
+        return cls.from_json(collect_manifest(dict(framework or {})))
+
+
+@section
+class Record(Section):
+    """One run. Build it with `Record.new` (or `Record.failure`), fill its sections, write it
+    (bench/results/store.py); read records back with `Record.from_json` or the store's loaders."""
+
+    record_id: str = key(default=None, minLength=8)
+    config_key: str = key(default=None, pattern="^[0-9a-f]{16}$")
+    repeat: int = key(default=0, minimum=0)
+    attempt: int = key(default=0, minimum=0)
+    sweep: SweepPlacement | None = None
+    interference: Interference | None = None
+    flags: list[Flag] = key(default_factory=list)
+    created: str = None
+    host: str = key(default=None, minLength=1)
+    hardware: str = key(default=None, minLength=1)
+    status: str = key(default="ok", enum=list(STATUSES))
+    reason: str | None = None
+    config: RunSettings = None
+    label: str = None
+    settings: dict[str, Any] = key(default_factory=dict)
+    model: ModelInfo = key(default_factory=ModelInfo)
+    samples: Samples = key(default_factory=Samples)
+    summary: Summary | None = None
+    phases: Phases | None = None
+    memory: Memory | None = None
+    peak: Peak | None = None
+    utilisation: float | None = None
+    energy: Energy = key(default_factory=Energy)
+    fairness: Certificate | None = None
+    traceback: str | None = None
+    distributed: Distributed | None = None
+    startup: Startup | None = None
+    manifest: Manifest = None  # collected when the run ends
+    duration_s: float = key(default=None, minimum=0)
+
+    @classmethod
+    def new(cls, config: RunConfig, repeat: int = 0, attempt: int = 0,
+            sweep: SweepPlacement | Mapping[str, Any] | None = None) -> Record:
+        """A record for `config` with nothing measured yet (status ok until something says otherwise).
+
+        `repeat` numbers the fresh process this is among the config's repetitions; `attempt` counts
+        retries of that repetition after a disturbed run; `sweep` places it in its sweep (id, order).
+        """
+        return cls(record_id=uuid.uuid4().hex, config_key=config.key, repeat=repeat, attempt=attempt,
+                   sweep=_decode(SweepPlacement, sweep), created=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+                   host=host_name(), hardware=device_label(config.device),
+                   config=RunSettings.from_json(config.to_dict()), label=config.label,
+                   energy=Energy(available=False, reason="run did not reach the timed loop"))
+
+    @classmethod
+    def failure(cls, config: RunConfig, reason: str, detail: str | None = None, repeat: int = 0, attempt: int = 0,
+                sweep: SweepPlacement | Mapping[str, Any] | None = None, status: str = "error",
+                framework: Mapping[str, Any] | None = None) -> Record:
+        """An `error` record for a run that died outside the harness (e.g. its notebook kernel), or a `skipped`
+        one for a run that could not start (its framework's environment is not built). `framework`: what the
+        manifest says of the framework (its version)."""
+        record = cls.new(config, repeat, attempt, sweep)
+        record.status, record.reason, record.traceback, record.duration_s = status, reason, detail, 0.0
+        record.manifest = Manifest.collect(framework)
+        return record
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], check: bool = True) -> Record:
+        """A record from its JSON in any readable format, validated and upgraded to the current one.
+        Raises SchemaError naming the problem. With `check=False`, the sections of a partial record as they
+        are (nothing upgraded or validated: for judging parts of a record held as JSON)."""
+        if check:
+            data = upgrade(data)
+            _validate(data)
+        record = super().from_json({k: v for k, v in data.items() if k != "schema_version"})
+        object.__setattr__(record, "_order", tuple(data))
+        return record
+
+    def _keys(self) -> dict[str, Any]:  # the record in the current format (what is written to disk)
+        return {"schema_version": SCHEMA_VERSION, **super()._keys()}
+
+    def to_row(self) -> dict[str, Any]:
+        """One tidy row: configuration, summary, phases and the derived columns the report tables use."""
+        interference = self.interference or Interference()
+        sweep = self.sweep or SweepPlacement(id=None)
+        startup = self.startup or Startup()
+        certificate = self.fairness or Certificate()
+        row = {"record_id": self.record_id, "config_key": self.config_key, "host": self.host,
+               "created": self.created, "status": self.status, "reason": self.reason, "label": self.label,
+               "repeat": self.repeat, "attempt": self.attempt, "sweep_id": sweep.id,
+               "order_index": sweep.order_index,
+               "run_flags": [f.name for f in self.flags], "run_flag_reasons": [f.reason for f in self.flags],
+               "other_cpu_share": interference.other_cpu_share,
+               "steal_share": interference.steal_share,
+               "warmup_iterations": len(self.samples.warmup_s),
+               "timed_stop": self.samples.timed_stop,
+               **self.config.to_json(),
+               "hardware": self.hardware,
+               "framework_version": self.framework_version,
+               "params": self.model.params, "flops_per_image": self.model.flops_per_image,
+               "peak_flops": self.peak.flops_per_sec if self.peak else None,
+               "utilisation": self.utilisation,
+               "peak_memory_bytes": self.memory.peak_bytes if self.memory else None,
+               "duration_s": self.duration_s,
+               "certificate_checked": certificate.checked, "certificate_failed": certificate.failed_checks,
+               "prepare_s": startup.prepare_s,
+               "first_iteration_s": startup.first_iteration_s}
+        row.pop("extra", None)
+        row.update(self.summary.to_json() if self.summary else {})
+        row.update({f"phase_{k}_ms": v for k, v in (self.phases.median_ms if self.phases else {}).items()})
+        return row
+
+    @property
+    def framework_version(self) -> str | None:
+        """The framework version the record's manifest names (None when it names none)."""
+        framework = self.manifest.framework if self.manifest else None
+        return framework.version if framework else None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+def as_records(records: Iterable[Record | Mapping[str, Any]]) -> list[Record]:
+    """Records as Records: those given as JSON (notebooks and tests hold records as dicts) loaded and checked."""
+    return [r if isinstance(r, Record) else Record.from_json(r) for r in records]
+
+
+def upgrade(data: Mapping[str, Any]) -> dict[str, Any]:
+    """A record's JSON in the current format (a version 1 record was one process, not judged for
+    interference; versions 1-2 had no distributed runs; versions 1-3 may lack the start-up section)."""
+    version = data.get("schema_version") if isinstance(data, Mapping) else None
+    if version not in READABLE_VERSIONS:
+        raise SchemaError(f"invalid record: schema_version {version!r}; "
+                          f"readable: {', '.join(map(str, READABLE_VERSIONS))}")
+    record = {**data, "schema_version": SCHEMA_VERSION}
+    if version == 1:
+        record.update(repeat=0, attempt=0, sweep=None, interference=None, flags=[])
+    if version <= 2:
+        record["distributed"] = None
+    record.setdefault("startup", None)
+    return record
+
+
+def _record_schema() -> dict:
+    schema = json_schema(Record)
+    schema["required"] = ["schema_version", *schema["required"]]
+    schema["properties"] = {"schema_version": {"const": SCHEMA_VERSION}, **schema["properties"]}
+    return {
+        "$schema": "http://json-schema.org/draft-07/schema#", **schema,
+        # An `ok` record carries its measurements (a summary, whose own schema requires the median and n,
+        # and at least one timed sample); a skipped/error one says why.
+        "if": {"properties": {"status": {"const": "ok"}}},
+        "then": {"properties": {"summary": {"type": "object"},
+                                "samples": {"properties": {"timed_s": {"minItems": 1}}}}},
+        "else": {"properties": {"reason": {"type": "string", "minLength": 1}}},
+    }
+
+
+RECORD_SCHEMA = _record_schema()
+_validate = compile_check(RECORD_SCHEMA)
+
+
+def validate_record(record: Record | Mapping[str, Any]) -> None:
+    """Raise SchemaError naming the first problem when `record` (a Record, or its JSON in any readable
+    format) is not a valid record."""
+    _validate(record.to_json() if isinstance(record, Record) else upgrade(record))
