@@ -5,12 +5,31 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import subprocess
 import sys
+from pathlib import Path
+
+import psutil
 
 from .adapters import ADAPTERS, reference_adapter
-from .config import FIELDS, make_config
+from .config import FIELDS, PRECISIONS, make_config
 from .errors import ConfigError
-from .paths import default_results_dir
+from .host import devices
+from .host.manifest import collect_manifest, host_name
+from .measurement.flops import count_forward_flops
+from .measurement.fresh_process import bench_environ
+from .measurement.peak import matmul_peak
+from .models import MODELS, get_model
+from .paths import PROJECT_ROOT, checked_dir, default_results_dir
+from .report.compare import compare_results, to_text, verdict_counts
+from .report.export import ExportError, build_report
+from .report.systems import status_rows
+from .results.store import record_files, write_record
+from .runs import fidelity, maxbatch
+from .runs.distributed.run import execute
+from .runs.single import run
+from .sweep.profiles import load_profile
+from .sweep.runner import measure_peaks, plan, run_sweep
 
 EXIT_OK, EXIT_RUN_ERROR, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -110,13 +129,10 @@ def _cluster(args: argparse.Namespace, config) -> dict | None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from .runs.single import run
 
     config = make_config(**{k: getattr(args, k) for k in _RUN_FLAGS})
     cluster = _cluster(args, config)
     if cluster:
-        from .results.store import write_record
-        from .runs.distributed.run import execute
 
         config = dataclasses.replace(config, extra={**config.extra, "real_cluster": True})
         record = execute(config, args.results_dir, cluster=cluster)
@@ -143,7 +159,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _cmd_list(args: argparse.Namespace) -> int:
     if args.what == "models":
-        from .models import MODELS
 
         for name in MODELS.names(args.pattern):
             spec = MODELS.get(name)
@@ -153,7 +168,6 @@ def _cmd_list(args: argparse.Namespace) -> int:
                 cost = "test model" if spec.tiny else "no published cost in the reference data"
             print(f"{name:14s} {cost}")
     else:
-        from .report.systems import status_rows
 
         for name in ADAPTERS.names(args.pattern):
             a = ADAPTERS.get(name)
@@ -170,16 +184,12 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
-    from pathlib import Path
 
-    from .sweep.profiles import load_profile
-    from .sweep.runner import plan, run_sweep
 
     profile = load_profile(args.profile)  # validates every config before anything runs
     if args.repeats is not None and not 1 <= args.repeats <= 100:
         raise ConfigError(f"invalid --repeats {args.repeats}; it must be an integer from 1 to 100")
     if args.list:
-        from .sweep.runner import measure_peaks
 
         p = plan(profile, Path(args.results_dir), args.force, args.repeats,
                  measure_peaks(profile))
@@ -208,9 +218,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def _cmd_maxbatch(args: argparse.Namespace) -> int:
-    import psutil
 
-    from .runs import maxbatch
 
     config = make_config(**{k: getattr(args, k) for k in _MAXBATCH_FLAGS if getattr(args, k) is not None},
                          batch_size=1)
@@ -233,8 +241,6 @@ def _cmd_maxbatch(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from .report.export import ExportError, build_report
-    from .results.store import record_files
 
     if not record_files(args.results_dir):
         raise ConfigError(f"no results in {args.results_dir}: run `make sweep` (or `python -m bench sweep`) first")
@@ -249,7 +255,6 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_fidelity(args: argparse.Namespace) -> int:
-    from .runs import fidelity
 
     config = make_config(framework=args.framework or reference_adapter().name, model=args.model or "resnet50",
                          mode=args.mode, batch_size=args.batch_size, threads=args.threads)
@@ -261,7 +266,6 @@ def _cmd_fidelity(args: argparse.Namespace) -> int:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from .report.compare import compare_results, to_text, verdict_counts
 
     table = compare_results(args.a, args.b)
     if args.csv:
@@ -275,10 +279,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 def _check_inputs(args: argparse.Namespace) -> None:
     """Folders and the internal subcommands' values, checked before any work (ConfigError: exit 2)."""
-    from pathlib import Path
 
-    from .host.manifest import host_name
-    from .paths import PROJECT_ROOT, checked_dir
 
     host_name()  # BENCH_HOST must name one safe folder
     if hasattr(args, "results_dir"):
@@ -290,9 +291,6 @@ def _check_inputs(args: argparse.Namespace) -> None:
     if getattr(args, "out", None) is not None or args.command == "report":
         args.out = str(checked_dir(args.out, "output folder", PROJECT_ROOT / "report"))
     if args.command in ("peak", "flops"):
-        from .config import PRECISIONS
-        from .host import devices
-        from .models import get_model
 
         if args.command == "peak":
             try:
@@ -325,12 +323,10 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "list":
         return _cmd_list(args)
     if args.command == "env":
-        from .host.manifest import collect_manifest
 
         print(json.dumps(collect_manifest(), indent=1))
         return EXIT_OK
     if args.command == "peak":
-        from .measurement.peak import matmul_peak
 
         print(json.dumps(matmul_peak(args.device, args.precision, args.threads)))
         return EXIT_OK
@@ -345,7 +341,6 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "maxbatch":
         return _cmd_maxbatch(args)
     if args.command == "flops":
-        from .measurement.flops import count_forward_flops
 
         print(json.dumps(count_forward_flops(args.model, args.image_size)))
         return EXIT_OK
@@ -358,9 +353,7 @@ def main(argv: list[str] | None = None) -> int:
         _check_inputs(args)
         python = _framework_interpreter(args)
         if python:  # the framework lives in an environment of its own: the same command, run there
-            import subprocess
 
-            from .measurement.fresh_process import bench_environ
 
             return subprocess.call([str(python), "-m", "bench", *(sys.argv[1:] if argv is None else argv)],
                                    env=bench_environ())

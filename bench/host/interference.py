@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import os
 import resource
+import statistics
+import threading
 import time
 from pathlib import Path
+
+import psutil
 
 from .devices import current_cpu_mhz
 
@@ -105,7 +109,6 @@ def interference_reasons(interference: dict | None) -> list[str]:
 
 def cv_outlier_reason(run_cv: float, sibling_cvs) -> str | None:
     """A reason when this process's jitter is far above its config's other repetitions."""
-    import statistics
 
     sibling_cvs = [c for c in sibling_cvs if c is not None]
     # With one sibling there is no telling which of the two is the odd one: judge from two on.
@@ -128,14 +131,12 @@ class TreeSampler:
     """
 
     def __init__(self, interval: float = 0.1) -> None:
-        import threading
 
         self.interval, self.samples = interval, []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _tree_cpu_s(self) -> float:
-        import psutil
 
         me = psutil.Process()
         total = 0.0

@@ -10,9 +10,11 @@ scale, `bench.stats.process_ratio`) and a verdict stated as a factor of at least
 
 from __future__ import annotations
 
+import math
 import warnings
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError
@@ -164,7 +166,6 @@ def to_text(table: pd.DataFrame) -> str:
 def plot_comparison(table: pd.DataFrame):
     """B/A per config with its 95% CI on a log axis, unreliable rows grey and hollow; None when empty."""
     import matplotlib.pyplot as plt
-    import numpy as np
 
     t = table[table["ratio_b_over_a"].notna()].reset_index(drop=True)
     if t.empty:
@@ -203,7 +204,6 @@ _FACTORS = [2, 10, 100, 5, 50, 20, 1.5, 3, 1.25, 1.1, 1.05]
 
 def _ratio_ticks(ax, t: pd.DataFrame) -> None:
     """Plain-number ticks (1, 1.25, 0.8, ...) instead of powers of ten, with 1 always in view."""
-    import math
 
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 

@@ -7,9 +7,10 @@ from importlib import resources
 
 import pandas as pd
 
-from ..adapters import measures_a_framework
+from ..adapters import ADAPTERS, measures_a_framework
 from ..results.record import Record, as_records
 from ..results.store import runs_frame
+from ..results.sweep_manifest import sweep_peak
 from .soundness import aggregate, process_table
 
 GROUP = ["platform", "model", "mode", "precision"]
@@ -17,7 +18,6 @@ GROUP = ["platform", "model", "mode", "precision"]
 
 def series_label(row) -> str:
     """Framework, plus engine/precision when they are not the framework's default."""
-    from ..adapters import ADAPTERS
 
     label = row["framework"]
     if row["framework"] in ADAPTERS and row["engine"] != ADAPTERS.get(row["framework"]).engines[0]:
@@ -53,7 +53,6 @@ def best_batch(runs: pd.DataFrame) -> pd.DataFrame:
 
 def sweep_peaks(sweeps: list[dict]) -> dict[str, float]:
     """sweep id -> the peak its utilisations use: the best of its start and end measurements."""
-    from ..results.sweep_manifest import sweep_peak
 
     out = {}
     for m in sweeps:

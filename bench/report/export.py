@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 
 from ..paths import PROJECT_ROOT
-from ..sweep.jupyter_kernels import MAIN_KERNEL
+from ..sweep.jupyter_kernels import MAIN_KERNEL, kernel_environment
 
 REPORT_NOTEBOOK = PROJECT_ROOT / "notebooks" / "report.ipynb"
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "chromium-headless-shell", "chrome-headless-shell")
@@ -44,7 +44,6 @@ def chromium(*args: str, timeout: int = 180) -> None:
 def execute_report(results_dir: Path, out_dir: Path) -> Path:
     import papermill
 
-    from ..sweep.jupyter_kernels import kernel_environment
 
     executed = out_dir / "report.ipynb"
     with kernel_environment(out_dir / "kernels.log"):

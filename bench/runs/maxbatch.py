@@ -24,9 +24,15 @@ import tempfile
 import time
 from pathlib import Path
 
+import psutil
+
 from ..adapters import says_out_of_memory
 from ..config import RunConfig
+from ..host.devices import is_gpu
+from ..host.manifest import host_name
+from ..measurement.flops import FLOPS_FILE, flops_per_image
 from ..measurement.fresh_process import bench_environ, main_python
+from ..measurement.peak import PEAK_FILE, device_peak
 from ..results.store import atomic_write_json, host_dir, read_record
 
 MEMORY_DIR = "memory"
@@ -49,7 +55,6 @@ def _argv(config: RunConfig, results_dir: Path) -> list[str]:
 
 
 def _tree_rss(proc) -> int:
-    import psutil
 
     total = 0
     for p in [proc] + proc.children(recursive=True):
@@ -62,7 +67,6 @@ def _tree_rss(proc) -> int:
 
 def _watch(argv: list[str], cap_bytes: int | None) -> tuple[int, int, bool]:
     """Run `python -m bench *argv`; return (exit code, highest tree RSS seen, killed at the cap)."""
-    import psutil
 
     child = subprocess.Popen([main_python(), "-m", "bench", *argv], env=bench_environ(),
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -89,8 +93,6 @@ def _watch(argv: list[str], cap_bytes: int | None) -> tuple[int, int, bool]:
 def host_facts(config: RunConfig, results_dir: Path | str) -> tuple[Path, tuple[str, ...]]:
     """Measure (or reuse) the per-host facts a run needs, the device peak and the model's FLOPs, in the
     results folder, so no probe spends its time re-measuring them in its scratch folder."""
-    from ..measurement.flops import FLOPS_FILE, flops_per_image
-    from ..measurement.peak import PEAK_FILE, device_peak
 
     device_peak(results_dir, config.device, config.precision, config.threads)
     flops_per_image(results_dir, config.model, config.image_size, config.mode)
@@ -166,7 +168,6 @@ def result_path(results_dir: Path | str, config: RunConfig, cap_bytes: int | Non
 
 def run_search(config: RunConfig, results_dir: Path | str, cap_bytes: int | None, max_batch: int) -> dict:
     """Search and store results/<host>/memory/<...>.json (written once, whole); a stored result is reused."""
-    from ..host.manifest import host_name
 
     path = result_path(results_dir, config, cap_bytes, max_batch)
     if path.exists():
@@ -191,9 +192,7 @@ def load_searches(results_dir: Path | str) -> list[dict]:
 
 def default_cap_bytes(device: str) -> int | None:
     """On a CPU half of this machine's memory; on a GPU none (the device's own memory is the limit)."""
-    import psutil
 
-    from ..host.devices import is_gpu
 
     return None if is_gpu(device) else psutil.virtual_memory().total // 2
 

@@ -22,12 +22,16 @@ from ..config import RunConfig
 from ..errors import ConfigError, UnsupportedError
 from ..host.interference import cv_outlier_reason
 from ..host.manifest import host_name
+from ..measurement.flops import flops_per_image
 from ..measurement.peak import measure_peak, peak_key
 from ..measurement.utilisation import peak_threads
 from ..paths import PROJECT_ROOT, default_results_dir
 from ..results.record import Record
 from ..results.store import finished_runs, host_dir, host_records, write_record
 from ..results.sweep_manifest import new_sweep_id, write_sweep
+from ..runs import maxbatch
+from ..runs.distributed import network
+from ..runs.distributed.launcher import LaunchError
 from .jupyter_kernels import kernel_environment
 from .plan import Task, estimate_run_s, fit_budget, interleaved_order
 from .profiles import Profile
@@ -135,7 +139,6 @@ class _Estimator:
                 self.history.setdefault(r.config_key, []).append(r.duration_s)
 
     def __call__(self, task: Task) -> float:
-        from ..measurement.flops import flops_per_image
 
         c = task.config
         peak = self.peaks.get(peak_key(c.device, c.precision, peak_threads(c))) or {}
@@ -172,8 +175,6 @@ def measure_peaks(profile: Profile) -> dict[str, dict]:
 
 def measure_networks(profile: Profile, results_dir: Path, force: bool, announce) -> list[str]:
     """Fit alpha-beta for every link the profile's distributed configs use (cached per host)."""
-    from ..runs.distributed import network
-    from ..runs.distributed.launcher import LaunchError
 
     links = sorted({(c.workers, c.nodes, c.link_gbit, c.link_delay_ms) for c in profile.configs
                     if c.distributed and c.workers > 1})
@@ -189,7 +190,6 @@ def measure_networks(profile: Profile, results_dir: Path, force: bool, announce)
 
 def measure_memory(profile: Profile, results_dir: Path, announce) -> list[str]:
     """The profile's largest-batch searches (bench/runs/maxbatch.py), each stored once per host and reused."""
-    from ..runs import maxbatch
 
     done = []
     for config, cap, max_batch in profile.memory_searches:

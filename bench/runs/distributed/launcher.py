@@ -8,6 +8,7 @@ non-zero (or is killed) stops the run within about a second, with a message nami
 
 from __future__ import annotations
 
+import ctypes
 import os
 import re
 import signal
@@ -45,7 +46,6 @@ class LaunchError(RuntimeError):
 def _die_with_parent() -> None:
     """In the child before exec: SIGTERM when the launcher dies, even by SIGKILL (Linux prctl), so a
     killed sweep or kernel leaves no rank behind (torchrun passes SIGTERM on to its workers)."""
-    import ctypes
 
     PR_SET_PDEATHSIG = 1
     libc = ctypes.CDLL(None, use_errno=True)
