@@ -4,18 +4,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..config import RunConfig
 from ..models import get_model
 from ..results.sweep_manifest import read_sweep
 from .flops import flops_per_image
 from .peak import device_peak, peak_key
 
 
-def peak_threads(config) -> int:
+def peak_threads(config: RunConfig) -> int:
     """The threads a run is judged against: a distributed run's workers share the machine, so all of theirs."""
     return config.threads * config.workers
 
 
-def run_peak(results_dir: Path, config, sweep: dict | None) -> dict:
+def run_peak(results_dir: Path, config: RunConfig, sweep: dict | None) -> dict:
     """The peak measured at the start of this run's sweep; outside a sweep, the host's cached one."""
     threads = peak_threads(config)
     if sweep:
@@ -27,7 +28,7 @@ def run_peak(results_dir: Path, config, sweep: dict | None) -> dict:
             "when": "cached for this host (run outside a sweep)"}
 
 
-def utilisation(results_dir: Path, config, sweep: dict | None, params: int | None,
+def utilisation(results_dir: Path, config: RunConfig, sweep: dict | None, params: int | None,
                 images_per_sec: float | None) -> dict:
     """A record's `model`, `peak` and `utilisation` sections: the model's FLOPs per image (measured once per
     host), the peak the run is judged against, and the share of it that `images_per_sec` used (None when the
