@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..models import get_model
 from ..results.record import ModelInfo, Peak, Record, SweepPlacement
@@ -10,13 +11,16 @@ from ..results.sweep_manifest import read_sweep
 from .flops import flops_per_image
 from .peak import device_peak, peak_key
 
+if TYPE_CHECKING:
+    from ..config import RunConfig
 
-def peak_threads(config) -> int:
+
+def peak_threads(config: RunConfig) -> int:
     """The threads a run is judged against: a distributed run's workers share the machine, so all of theirs."""
     return config.threads * config.workers
 
 
-def run_peak(results_dir: Path, config, sweep: SweepPlacement | None) -> Peak:
+def run_peak(results_dir: Path, config: RunConfig, sweep: SweepPlacement | None) -> Peak:
     """The peak measured at the start of this run's sweep; outside a sweep, the host's cached one."""
     threads = peak_threads(config)
     if sweep:
@@ -28,7 +32,7 @@ def run_peak(results_dir: Path, config, sweep: SweepPlacement | None) -> Peak:
                            "when": "cached for this host (run outside a sweep)"})
 
 
-def apply_utilisation(record: Record, results_dir: Path, config, params: int | None) -> None:
+def apply_utilisation(record: Record, results_dir: Path, config: RunConfig, params: int | None) -> None:
     """Fill a record's `model`, `peak` and `utilisation` sections: the model's FLOPs per image (measured once per
     host), the peak the run is judged against, and the share of it that the run's median throughput used (None
     when the FLOPs or the throughput are unknown)."""

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+from typing import TYPE_CHECKING
 
 from ...errors import UnsupportedError
 from ..base import LEARNING_RATE, MOMENTUM
 from ..keras_models import build_keras_model
+
+if TYPE_CHECKING:
+    from ...config import RunConfig
 
 POLICIES = {"fp32": "float32", "tf32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
 LOSS = "SparseCategoricalCrossentropy(from_logits=True)"
@@ -34,7 +38,7 @@ def set_tf_threads(tf, threads: int) -> dict:
             "inter_op_threads": tf.config.threading.get_inter_op_parallelism_threads()}
 
 
-def build_model(keras, config):
+def build_model(keras, config: RunConfig):
     """The untrained model of `config`, its layers in the precision's dtype policy (set only while building, so
     nothing built later inherits it). Call it inside the device or distribution-strategy scope that owns it."""
     previous = keras.mixed_precision.dtype_policy()

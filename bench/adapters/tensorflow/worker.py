@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -22,6 +23,9 @@ from ...models import get_model
 from ...ranks import digits, rankio
 from ..base import OPTIMIZER
 from .recipe import LOSS, build_model, import_tf, make_loss, make_optimizer, set_tf_threads
+
+if TYPE_CHECKING:  # the task gets its config handed in: adapters sit below bench.config
+    from ...config import RunConfig
 
 EVAL_EVERY = 10  # steps between accuracy evaluations (digits runs)
 
@@ -220,7 +224,7 @@ def _chief_async(config, spec) -> dict:
                          "optimizer": OPTIMIZER, "optimizer_placement": "on the parameter server", "loss": LOSS}}
 
 
-def run_rank(config, spec: dict) -> None:
+def run_rank(config: RunConfig, spec: dict) -> None:
     """This process's TF_CONFIG task of `config`: a server (ps_async's ps and workers) or a training task."""
     task = json.loads(os.environ.get("TF_CONFIG", "{}")).get("task") or {"type": "worker", "index": 0}
     if config.strategy == "ps_async" and task["type"] in ("ps", "worker"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ...errors import UnsupportedError
@@ -128,7 +129,7 @@ class TorchWorkload(Workload):
 
     # The training step's parts, for a distributed strategy that puts its communication between them
     # (bench/adapters/torch/worker.py); `step` above is the single-process step.
-    def wrap(self, wrapper) -> None:
+    def wrap(self, wrapper: Callable) -> None:
         """Train through `wrapper(module)` (a data-parallel wrapper such as DDP) from now on."""
         self.model = self._engine(wrapper(self.module))
 

@@ -18,10 +18,16 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+from collections.abc import Callable
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from ...ranks import rankio
 from ...ranks.timeline import step_phases
+
+if TYPE_CHECKING:  # the rank gets its config and workload handed in: adapters sit below bench.config
+    from ...config import RunConfig
+    from .adapter import TorchAdapter, TorchWorkload
 
 # What each strategy puts inside the timed step besides the workload's own step (for the record's settings).
 EXCHANGES = {
@@ -36,7 +42,7 @@ class Trainer:
     """A rank's training step: the workload's parts (`TorchWorkload.zero_grad/forward/backward/update`) around the
     strategy's communication, each timed."""
 
-    def __init__(self, workload, dist, config, rank: int, world: int) -> None:
+    def __init__(self, workload: TorchWorkload, dist, config: RunConfig, rank: int, world: int) -> None:
         self.workload, self.dist, self.config, self.rank, self.world = workload, dist, config, rank, world
         module = workload.module
         self.comm: list[tuple[float, float]] = []
@@ -63,7 +69,7 @@ class Trainer:
         self.ddp.register_comm_hook(None, self._timed_allreduce(default_hooks.allreduce_hook))
         return self.ddp
 
-    def _timed_allreduce(self, hook):
+    def _timed_allreduce(self, hook: Callable) -> Callable:
         def timed(state, bucket):
             t0 = time.perf_counter()
             nbytes = bucket.buffer().numel() * bucket.buffer().element_size()
@@ -151,7 +157,7 @@ class Trainer:
                 "init": "same seed on every rank"}
 
 
-def run_rank(adapter, config, spec: dict) -> None:
+def run_rank(adapter: TorchAdapter, config: RunConfig, spec: dict) -> None:
     """This process's rank of `config` (torchrun's RANK / WORLD_SIZE): the adapter's workload for the rank's share
     of the batch and its own data, prepared before the process group so that its thread settings come first."""
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
