@@ -12,7 +12,7 @@ from pathlib import Path
 import psutil
 
 from .adapters import ADAPTERS, reference_adapter
-from .config import FIELDS, PRECISIONS, make_config
+from .config import FIELD_TYPES, PRECISIONS, make_config
 from .errors import ConfigError
 from .host import devices
 from .host.manifest import collect_manifest, host_name
@@ -33,18 +33,9 @@ from .sweep.runner import measure_peaks, plan, run_sweep
 
 EXIT_OK, EXIT_RUN_ERROR, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 
-# CLI flag -> RunConfig field, with the argparse type (choices are validated by RunConfig itself,
-# so the CLI, notebooks and tests all get the same messages).
-_RUN_FLAGS = {
-    "framework": str, "model": str, "mode": str, "engine": str, "device": str, "precision": str,
-    "batch_size": int, "image_size": int, "threads": int, "protocol": str, "warmup": int,
-    "iterations": int, "time_budget_s": float, "ci_target": float, "data": str, "seed": int,
-    "phase_iterations": int,
-    # distributed data-parallel training (bench/distributed/)
-    "strategy": str, "workers": int, "nodes": int, "link_gbit": float, "link_delay_ms": float,
-    "bucket_mb": float, "scaling": str,
-}
-assert set(_RUN_FLAGS) <= set(FIELDS)
+# CLI flag -> RunConfig field, every one, with its type from RunConfig (choices are validated by RunConfig
+# itself, so the CLI, notebooks and tests all get the same messages).
+_RUN_FLAGS = FIELD_TYPES
 # What a largest-batch search is over (the batch size is what it searches)
 _MAXBATCH_FLAGS = ("framework", "model", "mode", "engine", "device", "precision", "image_size", "threads")
 

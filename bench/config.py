@@ -221,6 +221,9 @@ class RunConfig:
 
 
 FIELDS = tuple(f.name for f in dataclasses.fields(RunConfig) if f.name != "extra")
+# Each field's value type, read from its annotation ("int | None" -> int): what a command-line flag parses to.
+FIELD_TYPES = {f.name: {"str": str, "int": int, "float": float}[f.type.split(" | ")[0]]
+               for f in dataclasses.fields(RunConfig) if f.name != "extra"}
 DISTRIBUTED_FIELDS = ("strategy", "workers", "nodes", "link_gbit", "link_delay_ms", "bucket_mb", "scaling")
 
 

@@ -14,16 +14,16 @@ AGGREGATES = ["per_hardware", "per_framework", "details", "report"]
 def test_every_notebook_runs_under_nbval(tiny_sweep, tmp_path):
     results, _ = tiny_sweep
     tiny = dict(zip([a.removeprefix("--").replace("-", "_") for a in TINY_RUN[0::2]], TINY_RUN[1::2]))
-    params = {**{k: int(v) if v.isdigit() else v for k, v in tiny.items()}, "framework": "torch",
-              "results_dir": str(tmp_path / "nb-results")}
+    settings = {**{k: int(v) if v.isdigit() else v for k, v in tiny.items()}, "framework": "torch"}
+    params = {"settings": settings, "results_dir": str(tmp_path / "nb-results")}
     papermill.execute_notebook(str(ROOT / "notebooks" / "benchmark.ipynb"), str(tmp_path / "benchmark.ipynb"),
                                parameters=params, prepare_only=True)
     for name in AGGREGATES:
         papermill.execute_notebook(str(ROOT / "notebooks" / f"{name}.ipynb"), str(tmp_path / f"{name}.ipynb"),
                                    parameters={"results_dir": str(results)}, prepare_only=True)
     papermill.execute_notebook(str(ROOT / "notebooks" / "distributed.ipynb"), str(tmp_path / "distributed.ipynb"),
-                               parameters={**params, "image_size": 16, "iterations": 3, "warmup": 1,
-                                           "mode": "training", "strategy": "allreduce", "workers": 2},
+                               parameters={**params, "settings": {**settings, "image_size": 16, "iterations": 3,
+                                           "warmup": 1, "mode": "training", "strategy": "allreduce", "workers": 2}},
                                prepare_only=True)
     papermill.execute_notebook(str(ROOT / "notebooks" / "compare.ipynb"), str(tmp_path / "compare.ipynb"),
                                parameters={"a": str(results), "b": str(results)}, prepare_only=True)

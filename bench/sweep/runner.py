@@ -57,9 +57,9 @@ class SweepResult:
 
 
 def notebook_parameters(config: RunConfig, results_dir: Path, task: Task, sweep: dict) -> dict:
-    # both notebooks declare every config field (papermill warns of a parameter a notebook does not declare)
-    params = {k: v for k, v in config.to_dict().items() if k != "extra"}
-    return {**params, "results_dir": str(results_dir), "repeat": task.repeat, "attempt": task.attempt,
+    """The benchmark notebook's parameters: the config's fields as `settings` (the notebook repeats no default)."""
+    settings = {k: v for k, v in config.to_dict().items() if k != "extra"}
+    return {"settings": settings, "results_dir": str(results_dir), "repeat": task.repeat, "attempt": task.attempt,
             "sweep": sweep}
 
 
