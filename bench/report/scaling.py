@@ -20,6 +20,7 @@ from ..results.record import Distributed, Record, RunSettings, as_records
 from ..runs.distributed import model as netmodel
 from ..runs.distributed.network import SIZES, link_key
 from ..stats import process_interval, process_ratio, welch_interval
+from .text import prose
 
 PHASES = ("forward", "backward", "forward_backward", "update", "exposed_comm", "other")
 ID = ["platform", "framework", "model", "worker_batch", "image_size", "scaling"]
@@ -464,23 +465,4 @@ def methodology(data) -> str:
     procs = data.processes
     if procs.empty:
         return "No distributed runs in this report."
-    return (
-        "**Distributed runs.** Each configuration runs as fresh processes like the rest: a launcher starts every "
-        "rank (torchrun for PyTorch, one process per TF_CONFIG task for TensorFlow), each in its own process group, "
-        "and stops all of them when one fails. Every rank runs the same fixed number of warm-up and timed steps "
-        "between barriers (no rank decides alone when to stop). The global step time is the slowest rank's per "
-        "step; images/s = global batch / that time. PyTorch phases come from timestamps around forward, backward "
-        "and the optimizer step, and DDP communication hooks timestamping each gradient bucket's all-reduce; "
-        "overlap = compute + communication - their union. TensorFlow's all-reduce (MultiWorkerMirroredStrategy, "
-        "ring) is a separate timed step between the local gradient and the update (no overlap by construction). "
-        "The asynchronous parameter server (TensorFlow ParameterServerStrategy) is timed by its chief over chunks "
-        "of scheduled steps. Communication cost = step(strategy, N) - step(independent, N), with a Welch interval "
-        "over processes; scaling efficiency = throughput(N) / (N x throughput(1)), with a Welch interval on logs. "
-        "Threads per worker = cores / workers, so one worker uses the whole machine and N workers share it. "
-        "Emulated nodes are network namespaces behind a bridge; each node's egress is shaped with tc's token "
-        "bucket (tbf); they are removed after every run. The alpha-beta model is fitted to gloo all-reduce and "
-        f"ping-pong times from {_size(SIZES[0])} to {_size(SIZES[-1])}: the bandwidth from a least-squares line over "
-        "all sizes (the large messages dominate it), the latency from the median excess over that line among "
-        "latency-dominated messages (bandwidth term at most half their time). Other processes' CPU use is read "
-        "from /proc/stat minus the run's own process tree, sampled every 0.1 s inside the ranks' timed window."
-    )
+    return prose("distributed_methodology", smallest=_size(SIZES[0]), largest=_size(SIZES[-1])).strip()

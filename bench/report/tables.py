@@ -17,6 +17,7 @@ from ..measurement.peak import PEAK_N, PEAK_TRIALS
 from ..results.record import Certificate, Record, as_records
 from . import soundness
 from .systems import status_rows
+from .text import prose
 
 
 def environment_table(records: list[Record]) -> pd.DataFrame:
@@ -335,70 +336,18 @@ def methodology(d) -> str:
             + ("; ".join(peaks) or "not measured") + ".")
     procs = d.processes
     n_disturbed = int((~procs["clean"]).sum()) if not procs.empty else 0
-    return f"""
-**What ran.** {len(ok)} successful process runs. Protocols: {protocols}. Warm-up iterations run: {_spread(warm)}
-(stop reasons: {_counts(r['samples'].get('warmup_stop') for r in ok)}). Timed iterations per process:
-{_spread(timed)} (stop reasons: {_counts(r['samples'].get('timed_stop') for r in ok)}). Adaptive time budgets per
-process: {', '.join(f'{b:g} s' for b in budgets) or 'none'}. Thread settings: {threads}.
-
-**Inside the timer.** Inference: the forward pass with autograd off. Training: forward + cross-entropy loss +
-backward + {OPTIMIZER} update. Synthetic data resident on the device; each record states exactly what was inside
-its timer. The device is synchronised before every clock read.
-
-**Fairness certificate**, per run (column "fairness certificate" beside each comparison): the thread count read
-back from the framework equals the one asked for; no autograd in inference; the parameter count matches the
-published one; training uses the shared recipe ({OPTIMIZER}, cross-entropy); the trainable weights change over the
-timed loop (a checksum before and after); the batch lives where the config says, observed on the framework's own
-tensor after the timed loop (one resident batch in the run device's memory, not a fresh copy each step). Records
-written before a check existed show it as not applicable.
-
-**Warm-up.** `seed` protocol: a fixed count. `adaptive`: until two consecutive iterations agree within
-{WARMUP_TOLERANCE:.0%} (or the profile's cap, or half the time budget); then at least the minimum number of timed
-iterations, continuing until the 95% CI of the median is within the CI target or the budget ends.
-
-**Repetitions and order.** Each config runs in several fresh processes: the process, not the iteration, is the
-unit of replication (Kalibera & Jones 2013), because drift between processes exceeds the noise inside one. Each
-round runs every config once, in an order shuffled with the recorded seed, so a busy period touches every
-framework alike.
-{chr(10).join(sweep_lines) or '- no sweep manifests (single runs)'}
-
-**Statistics.** A process's value is its median images/s. A config's number is the geometric mean over its clean
-processes, with a 95% t-interval over processes on the log scale. A comparison is the ratio of geometric means
-with a Welch t-interval on the log scale (so never narrower than the between-process spread allows); *within
-noise* when it contains 1. A winner is stated only when both sides are sound (at least
-{soundness.MIN_PROCESSES} clean processes, no throughput flag) and the interval excludes 1. Per-process
-summaries (mean, SEM, MAD, p50/p90/p99) stay in the records.
-
-**Interference and sanity guards** (thresholds are the code's constants). During each timed loop the run records
-system-wide busy CPU time (/proc/stat) against its own (rusage), steal time, load average and clock.
-- *disturbed*: other processes used more than {interference.OTHER_CPU_LIMIT:.0%} of the CPUs, or steal exceeded
-  {interference.STEAL_LIMIT:.0%} (judged on timed loops of at least {interference.MIN_WINDOW_S:g} s); retried at
-  the end of the sweep, and kept but flagged if still disturbed.
-- *cv_outlier*: iteration-time CV above {interference.CV_OUTLIER_FACTOR:g}x the median of the config's other
-  repetitions (and above {interference.CV_FLOOR:.0%}); needs at least two other repetitions.
-- *utilisation_over_peak*: utilisation above {checks.UTILISATION_LIMIT:.0%} of the peak (blocks utilisation
-  claims).
-- *phase_sum_mismatch*: instrumented phases that differ from the headline step by more than
-  {checks.PHASE_SUM_TOLERANCE:.0%} (blocks the phase breakdown).
-- *batch_jump*: a larger batch taking less time per iteration than a smaller one, or throughput falling by more
-  than {soundness.BATCH_DROP_LIMIT:.0%} between neighbouring batch sizes, beyond the CIs.
-- *training_cheaper_than_inference*: training images/s above inference images/s beyond the CIs.
-- *too_few_processes*: fewer than {soundness.MIN_PROCESSES} processes, so the between-process spread is unknown.
-This report: {n_disturbed} of {len(procs)} process runs flagged; flagged numbers are drawn hollow in the charts
-and listed under "Flagged numbers".
-
-**Phases** come from a separate instrumented pass in each config's first repetition, so instrumentation never
-slows the headline number.
-
-**Utilisation** = model FLOPs per image (PyTorch's FLOP counter; training = 3x forward) x images/s / the peak of
-the run's own sweep: the best of {PEAK_TRIALS} timings of an n x n matrix product (n = {PEAK_N['cpu']} on a CPU,
-{PEAK_N['gpu']} on a GPU) at the run's threads and precision, measured at the start and at the end of the sweep,
-in every matrix-product library the main environment has (on a CPU PyTorch's BLAS, NumPy's OpenBLAS and
-OpenVINO's oneDNN, which differ by vendor), the fastest being the peak: an engine cannot look better than
-100% merely because one library is slow here.
-
-**Memory.** CPU: the run process's peak resident set size. GPU: the framework allocator's peak.
-"""
+    return prose("methodology", runs=len(ok), protocols=protocols, warmup=_spread(warm),
+                 warmup_stops=_counts(r.samples.warmup_stop for r in ok), timed=_spread(timed),
+                 timed_stops=_counts(r.samples.timed_stop for r in ok),
+                 budgets=", ".join(f"{b:g} s" for b in budgets) or "none", threads=threads, optimizer=OPTIMIZER,
+                 warmup_tolerance=WARMUP_TOLERANCE,
+                 sweeps="\n".join(sweep_lines) or "- no sweep manifests (single runs)",
+                 min_processes=soundness.MIN_PROCESSES, other_cpu_limit=interference.OTHER_CPU_LIMIT,
+                 steal_limit=interference.STEAL_LIMIT, min_window_s=interference.MIN_WINDOW_S,
+                 cv_outlier_factor=interference.CV_OUTLIER_FACTOR, cv_floor=interference.CV_FLOOR,
+                 utilisation_limit=checks.UTILISATION_LIMIT, phase_sum_tolerance=checks.PHASE_SUM_TOLERANCE,
+                 batch_drop_limit=soundness.BATCH_DROP_LIMIT, disturbed=n_disturbed, processes=len(procs),
+                 peak_trials=PEAK_TRIALS, peak_n_cpu=PEAK_N["cpu"], peak_n_gpu=PEAK_N["gpu"])
 
 
 
