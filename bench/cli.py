@@ -3,41 +3,30 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import json
+import importlib
 import subprocess
 import sys
 from pathlib import Path
 
-import psutil
-
 from .adapters import ADAPTERS, reference_adapter
-from .config import FIELD_TYPES, PRECISIONS, make_config
+from .commands import EXIT_BAD_INPUT, EXIT_INTERRUPTED, MAXBATCH_FLAGS
+from .config import FIELD_TYPES, PRECISIONS
 from .errors import ConfigError
 from .host import devices
-from .host.manifest import collect_manifest, host_name
-from .measurement.flops import count_forward_flops
+from .host.manifest import host_name
 from .measurement.fresh_process import bench_environ
-from .measurement.peak import matmul_peak
-from .models import MODELS, get_model
-from .paths import PROJECT_ROOT, checked_dir, default_results_dir
-from .report.compare import compare_results, to_text, verdict_counts
-from .report.export import ExportError, build_report
-from .report.systems import status_rows
-from .results.store import record_files, write_record
-from .runs import fidelity, maxbatch
-from .runs.distributed.run import execute
-from .runs.single import run
-from .sweep.profiles import load_profile
-from .sweep.runner import measure_peaks, plan, run_sweep
+from .models import get_model
+from .paths import PROJECT_ROOT, checked_dir
 
-EXIT_OK, EXIT_RUN_ERROR, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+# Each command's handler, loaded only when it is the command given: the report's commands import pandas and
+# matplotlib, which `bench run` must not need (it also runs in a framework's own lean environment).
+COMMANDS = {"run": "measure:run_one", "list": "measure:listing", "env": "measure:env", "peak": "measure:peak",
+            "flops": "measure:flops", "fidelity": "measure:fidelity_check", "maxbatch": "measure:largest_batch",
+            "sweep": "sweep:sweep", "report": "report:report", "compare": "report:compare"}
 
 # CLI flag -> RunConfig field, every one, with its type from RunConfig (choices are validated by RunConfig
 # itself, so the CLI, notebooks and tests all get the same messages).
 _RUN_FLAGS = FIELD_TYPES
-# What a largest-batch search is over (the batch size is what it searches)
-_MAXBATCH_FLAGS = ("framework", "model", "mode", "engine", "device", "precision", "image_size", "threads")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -81,7 +70,7 @@ def _parser() -> argparse.ArgumentParser:
     fid.add_argument("--baseline-only", action="store_true", help="run only the hand-written loop, here")
     mb = sub.add_parser("maxbatch", help="the largest batch that fits (within a memory cap on a CPU), and peak "
                                          "memory against batch size: one fresh-process probe per batch size")
-    for name in _MAXBATCH_FLAGS:
+    for name in MAXBATCH_FLAGS:
         mb.add_argument("--" + name.replace("_", "-"), dest=name, type=_RUN_FLAGS[name],
                         required=name in ("framework", "model"))
     mb.add_argument("--memory-cap-gb", type=float, default=None, help="CPU: stop a probe whose resident memory "
@@ -98,180 +87,8 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _cluster(args: argparse.Namespace, config) -> dict | None:
-    """The real-cluster rendezvous from --master-addr/--node-rank, checked before any work."""
-    if args.master_addr is None and args.node_rank is None:
-        return None
-    adapter = ADAPTERS.get(config.framework)
-    if not config.distributed or not adapter.multi_machine:
-        able = [n for n in ADAPTERS if ADAPTERS.get(n).multi_machine]
-        raise ConfigError(f"--master-addr/--node-rank start this machine's ranks of a distributed run across "
-                          f"machines; valid choices: --framework {' or '.join(able)} with --strategy "
-                          f"({', '.join(ADAPTERS.get(able[0]).distributed_strategies)})")
-    if args.master_addr is None or args.node_rank is None or not 0 <= args.node_rank < config.nodes:
-        raise ConfigError(f"a real cluster needs --master-addr and --node-rank in 0..{config.nodes - 1} "
-                          f"(--nodes {config.nodes} machines); got {args.master_addr!r}, {args.node_rank!r}")
-    if config.link_gbit or config.link_delay_ms:
-        raise ConfigError("--link-gbit/--link-delay-ms shape emulated links; a real cluster's network is what it is: "
-                          "leave them out with --master-addr")
-    if not 0 < args.master_port < 65536:
-        raise ConfigError(f"invalid --master-port {args.master_port}; it must be 1..65535")
-    return {"master_addr": args.master_addr, "master_port": args.master_port, "node_rank": args.node_rank}
-
-
-def _cmd_run(args: argparse.Namespace) -> int:
-
-    config = make_config(**{k: getattr(args, k) for k in _RUN_FLAGS})
-    cluster = _cluster(args, config)
-    if cluster:
-
-        config = dataclasses.replace(config, extra={**config.extra, "real_cluster": True})
-        record = execute(config, args.results_dir, cluster=cluster)
-        if record.status == "skipped":
-            print(record.reason)
-            return EXIT_OK
-        path = write_record(record, args.results_dir or default_results_dir())
-    else:
-        record, path = run(config, args.results_dir)
-    if args.json:
-        print(json.dumps(record.to_json(), indent=1))
-    s = record.summary
-    if record.status == "ok":
-        util = record.utilisation
-        print(f"{config.label}: {s.images_per_sec_median:.2f} img/s "
-              f"[95% CI {s.images_per_sec_ci_low:.2f}-{s.images_per_sec_ci_high:.2f}], "
-              f"median latency {s.latency_ms_median:.2f} ms over {s.n} iterations"
-              + (f", utilisation {util:.1%}" if util is not None else ""))
-    else:
-        print(f"{config.label}: {record.status}: {record.reason}", file=sys.stderr)
-    print(f"record: {path}")
-    return EXIT_RUN_ERROR if record.status == "error" else EXIT_OK
-
-
-def _cmd_list(args: argparse.Namespace) -> int:
-    if args.what == "models":
-
-        for name in MODELS.names(args.pattern):
-            spec = MODELS.get(name)
-            if spec.published_gmacs_224:
-                cost = f"{spec.published_gmacs_224} GMACs, {spec.published_params_millions} M params"
-            else:
-                cost = "test model" if spec.tiny else "no published cost in the reference data"
-            print(f"{name:14s} {cost}")
-    else:
-
-        for name in ADAPTERS.names(args.pattern):
-            a = ADAPTERS.get(name)
-            print(f"{name:12s} engines: {', '.join(a.engines):22s} version: {a.version() or 'not installed'}")
-            if a.distributed_strategies:
-                strategies = ", ".join(a.distributed_strategies)
-                print(f"{'':12s} distributed: {strategies} (started by {a.distributed_launch})")
-        print("\nsystems compared by the source studies and by users today:")
-        for row in status_rows():
-            why = f" - {row['reason']}" if row["reason"] else ""
-            succ = row["closest runnable successor"]
-            print(f"  {row['framework']:13s} {row['status']}{why}" + (f" (successor: {succ})" if succ != "-" else ""))
-    return EXIT_OK
-
-
-def _cmd_sweep(args: argparse.Namespace) -> int:
-
-
-    profile = load_profile(args.profile)  # validates every config before anything runs
-    if args.repeats is not None and not 1 <= args.repeats <= 100:
-        raise ConfigError(f"invalid --repeats {args.repeats}; it must be an integer from 1 to 100")
-    if args.list:
-
-        p = plan(profile, Path(args.results_dir), args.force, args.repeats,
-                 measure_peaks(profile))
-        for i, t in enumerate(p["tasks"]):
-            print(f"{i:4d}  todo  round {t.round}  {t.config.label}")
-        for c in p["dropped"]:
-            print(f"      not run: over budget  {c.label}")
-        print(f"{len(p['tasks'])} runs to do, {len(p['done'])} already recorded, {len(p['dropped'])} configs over "
-              f"budget; estimated {p['estimate_s'] / 60:.1f} min")
-        return EXIT_OK
-    result = run_sweep(profile, args.results_dir, force=args.force, repeats=args.repeats)
-    n = len(result.ran)
-    print(f"sweep {profile.name} ({result.sweep_id}): {n} runs, {len(result.already_done)} already recorded, "
-          f"{len(result.retried)} retried after a disturbance, {len(result.still_disturbed)} still disturbed, "
-          f"{len(result.dropped)} configs over budget, {len(result.failures)} not ok")
-    if n:
-        overhead = result.papermill_s - result.measured_s
-        print(f"time: {result.papermill_s:.0f} s in papermill, of which {result.measured_s:.0f} s inside the "
-              f"harness; per-config notebook overhead {overhead / n:.1f} s "
-              f"({overhead / max(result.papermill_s, 1e-9):.0%} of the sweep)")
-    for label, status, reason in result.failures:
-        print(f"  {status}: {label}: {reason}")
-    for line in result.still_disturbed:
-        print(f"  disturbed (kept, flagged): {line}")
-    return EXIT_OK
-
-
-def _cmd_maxbatch(args: argparse.Namespace) -> int:
-
-
-    config = make_config(**{k: getattr(args, k) for k in _MAXBATCH_FLAGS if getattr(args, k) is not None},
-                         batch_size=1)
-    total = psutil.virtual_memory().total
-    if args.memory_cap_gb is not None and not 0.1 <= args.memory_cap_gb <= total / 2**30:
-        raise ConfigError(f"invalid --memory-cap-gb {args.memory_cap_gb}; it must be from 0.1 to this machine's "
-                          f"{total / 2**30:.1f} GiB")
-    if not 1 <= args.max_batch <= 65_536:
-        raise ConfigError(f"invalid --max-batch {args.max_batch}; it must be an integer from 1 to 65536")
-    cap = int(args.memory_cap_gb * 2**30) if args.memory_cap_gb else maxbatch.default_cap_bytes(config.device)
-    found = maxbatch.run_search(config, args.results_dir or default_results_dir(), cap, args.max_batch)
-    for p in found["probes"]:
-        mem = f"{p['peak_bytes'] / 2**30:.2f} GiB" if p["peak_bytes"] else "-"
-        state = {True: "fits", False: "does not fit", None: "error"}[p["fits"]]
-        print(f"  batch {p['batch_size']:6d}: {state:12s} peak {mem:>10s}  {p['reason']}")
-    print(f"{config.framework} {config.model} {config.mode} {config.precision} {config.device}: largest batch "
-          f"{found['largest_batch'] or 'none'} (limited by {found['limited_by']}; {maxbatch.cap_text(cap)}, at most "
-          f"{args.max_batch})")
-    return EXIT_OK if found["limited_by"] != "error" else EXIT_RUN_ERROR
-
-
-def _cmd_report(args: argparse.Namespace) -> int:
-
-    if not record_files(args.results_dir):
-        raise ConfigError(f"no results in {args.results_dir}: run `make sweep` (or `python -m bench sweep`) first")
-    try:
-        outputs = build_report(args.results_dir, args.out, pdf=not args.no_pdf)
-    except ExportError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_RUN_ERROR
-    for path in outputs:
-        print(f"wrote {path}")
-    return EXIT_OK
-
-
-def _cmd_fidelity(args: argparse.Namespace) -> int:
-
-    config = make_config(framework=args.framework or reference_adapter().name, model=args.model or "resnet50",
-                         mode=args.mode, batch_size=args.batch_size, threads=args.threads)
-    if args.baseline_only:
-        print(json.dumps({"images_per_sec": fidelity.baseline(config)}))
-    else:
-        print(json.dumps(fidelity.compare(config, args.rounds, args.results_dir)))
-    return EXIT_OK
-
-
-def _cmd_compare(args: argparse.Namespace) -> int:
-
-    table = compare_results(args.a, args.b)
-    if args.csv:
-        table.to_csv(args.csv, index=False)
-    print(to_text(table))
-    print(verdict_counts(table))
-    if args.csv:
-        print(f"wrote {args.csv}")
-    return EXIT_OK
-
-
 def _check_inputs(args: argparse.Namespace) -> None:
     """Folders and the internal subcommands' values, checked before any work (ConfigError: exit 2)."""
-
-
     host_name()  # BENCH_HOST must name one safe folder
     if hasattr(args, "results_dir"):
         args.results_dir = str(checked_dir(args.results_dir))
@@ -282,7 +99,6 @@ def _check_inputs(args: argparse.Namespace) -> None:
     if getattr(args, "out", None) is not None or args.command == "report":
         args.out = str(checked_dir(args.out, "output folder", PROJECT_ROOT / "report"))
     if args.command in ("peak", "flops"):
-
         if args.command == "peak":
             try:
                 devices.normalise_device(args.device)
@@ -308,47 +124,16 @@ def _framework_interpreter(args: argparse.Namespace):
     return adapter.interpreter() if adapter.environment and not adapter.runs_here() else None
 
 
-def _dispatch(args: argparse.Namespace) -> int:
-    if args.command == "run":
-        return _cmd_run(args)
-    if args.command == "list":
-        return _cmd_list(args)
-    if args.command == "env":
-
-        print(json.dumps(collect_manifest(), indent=1))
-        return EXIT_OK
-    if args.command == "peak":
-
-        print(json.dumps(matmul_peak(args.device, args.precision, args.threads)))
-        return EXIT_OK
-    if args.command == "sweep":
-        return _cmd_sweep(args)
-    if args.command == "report":
-        return _cmd_report(args)
-    if args.command == "fidelity":
-        return _cmd_fidelity(args)
-    if args.command == "compare":
-        return _cmd_compare(args)
-    if args.command == "maxbatch":
-        return _cmd_maxbatch(args)
-    if args.command == "flops":
-
-        print(json.dumps(count_forward_flops(args.model, args.image_size)))
-        return EXIT_OK
-    return EXIT_BAD_INPUT
-
-
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         _check_inputs(args)
         python = _framework_interpreter(args)
         if python:  # the framework lives in an environment of its own: the same command, run there
-
-
             return subprocess.call([str(python), "-m", "bench", *(sys.argv[1:] if argv is None else argv)],
                                    env=bench_environ())
-        return _dispatch(args)
+        module, handler = COMMANDS[args.command].split(":")
+        return getattr(importlib.import_module(f"{__package__}.commands.{module}"), handler)(args)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -1,0 +1,146 @@
+"""The commands that measure or describe one thing: run, list, env, peak, flops, fidelity, maxbatch."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+
+import psutil
+
+from ..adapters import ADAPTERS, reference_adapter
+from ..config import FIELD_TYPES, make_config
+from ..errors import ConfigError
+from ..host.manifest import collect_manifest
+from ..measurement.flops import count_forward_flops
+from ..measurement.peak import matmul_peak
+from ..models import MODELS
+from ..paths import default_results_dir
+from ..report.systems import status_rows
+from ..results.store import write_record
+from ..runs import fidelity, maxbatch
+from ..runs.distributed.run import execute
+from ..runs.single import run
+from . import EXIT_OK, EXIT_RUN_ERROR, MAXBATCH_FLAGS
+
+
+def _cluster(args: argparse.Namespace, config) -> dict | None:
+    """The real-cluster rendezvous from --master-addr/--node-rank, checked before any work."""
+    if args.master_addr is None and args.node_rank is None:
+        return None
+    adapter = ADAPTERS.get(config.framework)
+    if not config.distributed or not adapter.multi_machine:
+        able = [n for n in ADAPTERS if ADAPTERS.get(n).multi_machine]
+        raise ConfigError(f"--master-addr/--node-rank start this machine's ranks of a distributed run across "
+                          f"machines; valid choices: --framework {' or '.join(able)} with --strategy "
+                          f"({', '.join(ADAPTERS.get(able[0]).distributed_strategies)})")
+    if args.master_addr is None or args.node_rank is None or not 0 <= args.node_rank < config.nodes:
+        raise ConfigError(f"a real cluster needs --master-addr and --node-rank in 0..{config.nodes - 1} "
+                          f"(--nodes {config.nodes} machines); got {args.master_addr!r}, {args.node_rank!r}")
+    if config.link_gbit or config.link_delay_ms:
+        raise ConfigError("--link-gbit/--link-delay-ms shape emulated links; a real cluster's network is what it is: "
+                          "leave them out with --master-addr")
+    if not 0 < args.master_port < 65536:
+        raise ConfigError(f"invalid --master-port {args.master_port}; it must be 1..65535")
+    return {"master_addr": args.master_addr, "master_port": args.master_port, "node_rank": args.node_rank}
+
+
+def run_one(args: argparse.Namespace) -> int:
+    config = make_config(**{k: getattr(args, k) for k in FIELD_TYPES})
+    cluster = _cluster(args, config)
+    if cluster:
+
+        config = dataclasses.replace(config, extra={**config.extra, "real_cluster": True})
+        record = execute(config, args.results_dir, cluster=cluster)
+        if record.status == "skipped":
+            print(record.reason)
+            return EXIT_OK
+        path = write_record(record, args.results_dir or default_results_dir())
+    else:
+        record, path = run(config, args.results_dir)
+    if args.json:
+        print(json.dumps(record.to_json(), indent=1))
+    s = record.summary
+    if record.status == "ok":
+        util = record.utilisation
+        print(f"{config.label}: {s.images_per_sec_median:.2f} img/s "
+              f"[95% CI {s.images_per_sec_ci_low:.2f}-{s.images_per_sec_ci_high:.2f}], "
+              f"median latency {s.latency_ms_median:.2f} ms over {s.n} iterations"
+              + (f", utilisation {util:.1%}" if util is not None else ""))
+    else:
+        print(f"{config.label}: {record.status}: {record.reason}", file=sys.stderr)
+    print(f"record: {path}")
+    return EXIT_RUN_ERROR if record.status == "error" else EXIT_OK
+
+
+def listing(args: argparse.Namespace) -> int:
+    if args.what == "models":
+
+        for name in MODELS.names(args.pattern):
+            spec = MODELS.get(name)
+            if spec.published_gmacs_224:
+                cost = f"{spec.published_gmacs_224} GMACs, {spec.published_params_millions} M params"
+            else:
+                cost = "test model" if spec.tiny else "no published cost in the reference data"
+            print(f"{name:14s} {cost}")
+    else:
+
+        for name in ADAPTERS.names(args.pattern):
+            a = ADAPTERS.get(name)
+            print(f"{name:12s} engines: {', '.join(a.engines):22s} version: {a.version() or 'not installed'}")
+            if a.distributed_strategies:
+                strategies = ", ".join(a.distributed_strategies)
+                print(f"{'':12s} distributed: {strategies} (started by {a.distributed_launch})")
+        print("\nsystems compared by the source studies and by users today:")
+        for row in status_rows():
+            why = f" - {row['reason']}" if row["reason"] else ""
+            succ = row["closest runnable successor"]
+            print(f"  {row['framework']:13s} {row['status']}{why}" + (f" (successor: {succ})" if succ != "-" else ""))
+    return EXIT_OK
+
+
+def env(args: argparse.Namespace) -> int:
+    print(json.dumps(collect_manifest(), indent=1))
+    return EXIT_OK
+
+
+def peak(args: argparse.Namespace) -> int:
+    print(json.dumps(matmul_peak(args.device, args.precision, args.threads)))
+    return EXIT_OK
+
+
+def flops(args: argparse.Namespace) -> int:
+    print(json.dumps(count_forward_flops(args.model, args.image_size)))
+    return EXIT_OK
+
+
+def fidelity_check(args: argparse.Namespace) -> int:
+    config = make_config(framework=args.framework or reference_adapter().name, model=args.model or "resnet50",
+                         mode=args.mode, batch_size=args.batch_size, threads=args.threads)
+    if args.baseline_only:
+        print(json.dumps({"images_per_sec": fidelity.baseline(config)}))
+    else:
+        print(json.dumps(fidelity.compare(config, args.rounds, args.results_dir)))
+    return EXIT_OK
+
+
+def largest_batch(args: argparse.Namespace) -> int:
+    config = make_config(**{k: getattr(args, k) for k in MAXBATCH_FLAGS if getattr(args, k) is not None},
+                         batch_size=1)
+    total = psutil.virtual_memory().total
+    if args.memory_cap_gb is not None and not 0.1 <= args.memory_cap_gb <= total / 2**30:
+        raise ConfigError(f"invalid --memory-cap-gb {args.memory_cap_gb}; it must be from 0.1 to this machine's "
+                          f"{total / 2**30:.1f} GiB")
+    if not 1 <= args.max_batch <= 65_536:
+        raise ConfigError(f"invalid --max-batch {args.max_batch}; it must be an integer from 1 to 65536")
+    cap = int(args.memory_cap_gb * 2**30) if args.memory_cap_gb else maxbatch.default_cap_bytes(config.device)
+    found = maxbatch.run_search(config, args.results_dir or default_results_dir(), cap, args.max_batch)
+    for p in found["probes"]:
+        mem = f"{p['peak_bytes'] / 2**30:.2f} GiB" if p["peak_bytes"] else "-"
+        state = {True: "fits", False: "does not fit", None: "error"}[p["fits"]]
+        print(f"  batch {p['batch_size']:6d}: {state:12s} peak {mem:>10s}  {p['reason']}")
+    print(f"{config.framework} {config.model} {config.mode} {config.precision} {config.device}: largest batch "
+          f"{found['largest_batch'] or 'none'} (limited by {found['limited_by']}; {maxbatch.cap_text(cap)}, at most "
+          f"{args.max_batch})")
+    return EXIT_OK if found["limited_by"] != "error" else EXIT_RUN_ERROR

@@ -1,0 +1,43 @@
+"""The sweep command: run (or list) a profile's configs as papermill notebooks, resumably."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..errors import ConfigError
+from ..sweep.profiles import load_profile
+from ..sweep.runner import measure_peaks, plan, run_sweep
+from . import EXIT_OK
+
+
+def sweep(args: argparse.Namespace) -> int:
+    profile = load_profile(args.profile)  # validates every config before anything runs
+    if args.repeats is not None and not 1 <= args.repeats <= 100:
+        raise ConfigError(f"invalid --repeats {args.repeats}; it must be an integer from 1 to 100")
+    if args.list:
+
+        p = plan(profile, Path(args.results_dir), args.force, args.repeats,
+                 measure_peaks(profile))
+        for i, t in enumerate(p["tasks"]):
+            print(f"{i:4d}  todo  round {t.round}  {t.config.label}")
+        for c in p["dropped"]:
+            print(f"      not run: over budget  {c.label}")
+        print(f"{len(p['tasks'])} runs to do, {len(p['done'])} already recorded, {len(p['dropped'])} configs over "
+              f"budget; estimated {p['estimate_s'] / 60:.1f} min")
+        return EXIT_OK
+    result = run_sweep(profile, args.results_dir, force=args.force, repeats=args.repeats)
+    n = len(result.ran)
+    print(f"sweep {profile.name} ({result.sweep_id}): {n} runs, {len(result.already_done)} already recorded, "
+          f"{len(result.retried)} retried after a disturbance, {len(result.still_disturbed)} still disturbed, "
+          f"{len(result.dropped)} configs over budget, {len(result.failures)} not ok")
+    if n:
+        overhead = result.papermill_s - result.measured_s
+        print(f"time: {result.papermill_s:.0f} s in papermill, of which {result.measured_s:.0f} s inside the "
+              f"harness; per-config notebook overhead {overhead / n:.1f} s "
+              f"({overhead / max(result.papermill_s, 1e-9):.0%} of the sweep)")
+    for label, status, reason in result.failures:
+        print(f"  {status}: {label}: {reason}")
+    for line in result.still_disturbed:
+        print(f"  disturbed (kept, flagged): {line}")
+    return EXIT_OK
