@@ -79,7 +79,7 @@ def test_a_probe_over_the_cap_is_stopped_and_leaves_no_process(tmp_path, monkeyp
     # Importing torch alone needs more than 0.3 GiB: the watchdog stops the probe, the search says so.
     monkeypatch.setattr(maxbatch, "host_facts", lambda config, results_dir: None)  # stopped before it needs them
     before = {p.pid for p in psutil.process_iter()}
-    found = maxbatch.run_search(config(), tmp_path, int(0.3 * GIB), 4)
+    found = maxbatch.execute(config(), tmp_path, int(0.3 * GIB), 4)
     assert found["largest_batch"] is None and found["limited_by"] == "memory"
     (p,) = found["probes"]
     assert p["fits"] is False and "passed the cap (0.3 GiB)" in p["reason"] and p["tree_peak_rss_bytes"] > 0.3 * GIB
@@ -89,7 +89,7 @@ def test_a_probe_over_the_cap_is_stopped_and_leaves_no_process(tmp_path, monkeyp
     stored = maxbatch.load_searches(tmp_path)
     assert len(stored) == 1 and stored[0]["probes"] == found["probes"]
     # a stored search is reused, not redone
-    assert maxbatch.run_search(config(), tmp_path, int(0.3 * GIB), 4)["created"] == found["created"]
+    assert maxbatch.execute(config(), tmp_path, int(0.3 * GIB), 4)["created"] == found["created"]
 
 
 def test_a_probe_that_fits_reports_the_runs_own_peak_memory(tmp_path):

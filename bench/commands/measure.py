@@ -121,7 +121,7 @@ def fidelity_check(args: argparse.Namespace) -> int:
     if args.baseline_only:
         print(json.dumps({"images_per_sec": fidelity.baseline(config)}))
     else:
-        print(json.dumps(fidelity.compare(config, args.rounds, args.results_dir)))
+        print(json.dumps(fidelity.execute(config, args.results_dir, args.rounds)))
     return EXIT_OK
 
 
@@ -135,7 +135,7 @@ def largest_batch(args: argparse.Namespace) -> int:
     if not 1 <= args.max_batch <= 65_536:
         raise ConfigError(f"invalid --max-batch {args.max_batch}; it must be an integer from 1 to 65536")
     cap = int(args.memory_cap_gb * 2**30) if args.memory_cap_gb else maxbatch.default_cap_bytes(config.device)
-    found = maxbatch.run_search(config, args.results_dir or default_results_dir(), cap, args.max_batch)
+    found = maxbatch.execute(config, args.results_dir or default_results_dir(), cap, args.max_batch)
     for p in found["probes"]:
         mem = f"{p['peak_bytes'] / 2**30:.2f} GiB" if p["peak_bytes"] else "-"
         state = {True: "fits", False: "does not fit", None: "error"}[p["fits"]]

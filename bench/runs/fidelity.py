@@ -47,7 +47,7 @@ def _bench(args: list[str]) -> str:
                           check=True, env=bench_environ()).stdout
 
 
-def compare(config: RunConfig, rounds: int, results_dir: str) -> dict:
+def execute(config: RunConfig, results_dir: str, rounds: int = 2) -> dict:
     """Alternate baseline and harness processes for `rounds` rounds; ratio of the medians of each arm."""
     if not ADAPTERS.get(config.framework).has_hand_loop:
         raise ConfigError(f"framework {config.framework!r} has no hand-written loop to compare with; valid: "

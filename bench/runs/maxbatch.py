@@ -166,7 +166,7 @@ def result_path(results_dir: Path | str, config: RunConfig, cap_bytes: int | Non
     return host_dir(results_dir) / MEMORY_DIR / f"{config.framework}-{config.model}-{config.mode}-{key}.json"
 
 
-def run_search(config: RunConfig, results_dir: Path | str, cap_bytes: int | None, max_batch: int) -> dict:
+def execute(config: RunConfig, results_dir: Path | str, cap_bytes: int | None, max_batch: int) -> dict:
     """Search and store results/<host>/memory/<...>.json (written once, whole); a stored result is reused."""
 
     path = result_path(results_dir, config, cap_bytes, max_batch)

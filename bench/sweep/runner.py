@@ -202,7 +202,7 @@ def measure_memory(profile: Profile, results_dir: Path, announce) -> list[str]:
             continue
         announce(f"largest batch for {what} ({maxbatch.cap_text(cap)}, at most {max_batch})")
         try:
-            found = maxbatch.run_search(config, results_dir, cap, max_batch)
+            found = maxbatch.execute(config, results_dir, cap, max_batch)
         except (OSError, ValueError) as exc:  # an extra section: say so and go on (nothing is stored for it)
             announce(f"  largest batch for {what} failed: {exc}")
             continue
