@@ -9,8 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import psutil
-
 from .adapters import ADAPTERS, reference_adapter
 from .config import FIELD_TYPES, PRECISIONS, make_config
 from .errors import ConfigError
@@ -40,13 +38,20 @@ _RUN_FLAGS = FIELD_TYPES
 _MAXBATCH_FLAGS = ("framework", "model", "mode", "engine", "device", "precision", "image_size", "threads")
 
 
+def _yes_no(text: str) -> bool:
+    """A switch's value: `--oversubscribe` alone means true; `--oversubscribe false` (as a probe passes it) too."""
+    if text.lower() not in ("true", "false", "yes", "no", "1", "0"):
+        raise argparse.ArgumentTypeError(f"invalid value {text!r}; valid choices: true, false")
+    return text.lower() in ("true", "yes", "1")
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="measure one configuration and write its record")
     for name, typ in _RUN_FLAGS.items():
-        run.add_argument("--" + name.replace("_", "-"), dest=name, type=typ,
-                         required=name in ("framework", "model"))
+        switch = dict(type=_yes_no, nargs="?", const=True) if typ is bool else dict(type=typ)
+        run.add_argument("--" + name.replace("_", "-"), dest=name, required=name in ("framework", "model"), **switch)
     run.add_argument("--results-dir", default=None, help="default: results/ in the project (BENCH_RESULTS)")
     run.add_argument("--json", action="store_true", help="print the whole record")
     real = run.add_argument_group("real cluster (PyTorch): run this machine's ranks; node 0 writes the record")
@@ -213,12 +218,13 @@ def _cmd_maxbatch(args: argparse.Namespace) -> int:
 
     config = make_config(**{k: getattr(args, k) for k in _MAXBATCH_FLAGS if getattr(args, k) is not None},
                          batch_size=1)
-    total = psutil.virtual_memory().total
-    if args.memory_cap_gb is not None and not 0.1 <= args.memory_cap_gb <= total / 2**30:
-        raise ConfigError(f"invalid --memory-cap-gb {args.memory_cap_gb}; it must be from 0.1 to this machine's "
-                          f"{total / 2**30:.1f} GiB")
-    if not 1 <= args.max_batch <= 65_536:
-        raise ConfigError(f"invalid --max-batch {args.max_batch}; it must be an integer from 1 to 65536")
+    if args.memory_cap_gb is not None:
+        maxbatch.check_limit("memory_cap_gb", args.memory_cap_gb, "--memory-cap-gb")
+    maxbatch.check_limit("max_batch", args.max_batch, "--max-batch")
+    # what `run` would skip: refused before the device peak or a probe
+    reason = ADAPTERS.get(config.framework).cannot_run(config.mode, config.precision, config.device)
+    if reason:
+        raise ConfigError(f"no largest batch to search for {config.label}: {reason}")
     cap = int(args.memory_cap_gb * 2**30) if args.memory_cap_gb else maxbatch.default_cap_bytes(config.device)
     found = maxbatch.run_search(config, args.results_dir or default_results_dir(), cap, args.max_batch)
     for p in found["probes"]:

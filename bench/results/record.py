@@ -178,6 +178,7 @@ class RunSettings(Section):
     link_delay_ms: float = optional(0.0)
     bucket_mb: float = optional(25.0)
     scaling: str | None = optional()
+    oversubscribe: bool = optional(False)
     extra: dict[str, Any] = optional({})
 
     @property

@@ -195,10 +195,9 @@ def measure_memory(profile: Profile, results_dir: Path, announce) -> list[str]:
     for config, cap, max_batch in profile.memory_searches:
         cap = cap or maxbatch.default_cap_bytes(config.device)
         what = f"{config.framework}/{config.engine} {config.model} {config.mode} {config.precision} {config.device}"
-        try:
-            ADAPTERS.get(config.framework).check_available()
-        except UnsupportedError as exc:
-            announce(f"largest batch for {what}: skipped ({exc})")
+        reason = ADAPTERS.get(config.framework).cannot_run(config.mode, config.precision, config.device)
+        if reason:  # what a run would skip (the profile already left out what the framework cannot do)
+            announce(f"largest batch for {what}: skipped ({reason})")
             continue
         announce(f"largest batch for {what} ({maxbatch.cap_text(cap)}, at most {max_batch})")
         try:
