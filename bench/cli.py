@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 from .adapters import ADAPTERS, reference_adapter
-from .config import FIELD_TYPES, PRECISIONS, make_config
-from .errors import ConfigError
+from .config import FIELD_TYPES, check_value, make_config
+from .errors import ConfigError, Terminated, terminations_unwind
 from .host import devices
 from .host.manifest import collect_manifest, host_name
 from .measurement.flops import count_forward_flops
@@ -24,8 +24,9 @@ from .report.export import ExportError, build_report
 from .report.systems import status_rows
 from .results.store import record_files, write_record
 from .runs import fidelity, maxbatch
-from .runs.distributed.run import execute
+from .runs.distributed.run import execute, remove_stale_scratch
 from .runs.single import run
+from .sweep.jupyter_kernels import remove_stale as remove_stale_kernels
 from .sweep.profiles import load_profile
 from .sweep.runner import measure_peaks, plan, run_sweep
 
@@ -128,6 +129,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     config = make_config(**{k: getattr(args, k) for k in _RUN_FLAGS})
     cluster = _cluster(args, config)
+    remove_stale_kernels()  # what a killed run or sweep left: connection files, scratch folders, namespaces
+    remove_stale_scratch()
     if cluster:
 
         config = dataclasses.replace(config, extra={**config.extra, "real_cluster": True})
@@ -290,12 +293,9 @@ def _check_inputs(args: argparse.Namespace) -> None:
     if args.command in ("peak", "flops"):
 
         if args.command == "peak":
-            try:
-                devices.normalise_device(args.device)
-            except ValueError:
-                raise ConfigError(f"invalid --device {args.device!r}; valid choices: cpu, cuda, cuda:N") from None
-            if args.precision not in PRECISIONS:
-                raise ConfigError(f"invalid --precision {args.precision!r}; valid choices: {', '.join(PRECISIONS)}")
+            check_value("device", args.device)  # a GPU this machine lacks is refused here, as `run` refuses it
+            check_value("precision", args.precision)
+            args.device = devices.normalise_device(args.device)
             if not 1 <= args.threads <= 1024:
                 raise ConfigError(f"invalid --threads {args.threads}; it must be an integer from 1 to 1024")
         else:
@@ -354,10 +354,15 @@ def main(argv: list[str] | None = None) -> int:
 
             return subprocess.call([str(python), "-m", "bench", *(sys.argv[1:] if argv is None else argv)],
                                    env=bench_environ())
-        return _dispatch(args)
+        with terminations_unwind():
+            return _dispatch(args)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except Terminated as exc:
+        print(f"terminated by {exc}: what it started was stopped and removed, finished runs are kept; run the same "
+              "command again to resume", file=sys.stderr)
+        return 128 + exc.signum
     except KeyboardInterrupt:
         print("interrupted: finished runs are kept and nothing is half-written; run the same command again "
               "to resume", file=sys.stderr)
