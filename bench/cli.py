@@ -10,8 +10,8 @@ from pathlib import Path
 
 from .adapters import ADAPTERS, reference_adapter
 from .commands import EXIT_BAD_INPUT, EXIT_INTERRUPTED, MAXBATCH_FLAGS
-from .config import FIELD_TYPES, PRECISIONS
-from .errors import ConfigError
+from .config import FIELD_TYPES, check_value
+from .errors import ConfigError, Terminated, terminations_unwind
 from .host import devices
 from .host.manifest import host_name
 from .measurement.fresh_process import bench_environ
@@ -29,13 +29,20 @@ COMMANDS = {"run": "measure:run_one", "list": "measure:listing", "env": "measure
 _RUN_FLAGS = FIELD_TYPES
 
 
+def _yes_no(text: str) -> bool:
+    """A switch's value: `--oversubscribe` alone means true; `--oversubscribe false` (as a probe passes it) too."""
+    if text.lower() not in ("true", "false", "yes", "no", "1", "0"):
+        raise argparse.ArgumentTypeError(f"invalid value {text!r}; valid choices: true, false")
+    return text.lower() in ("true", "yes", "1")
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="measure one configuration and write its record")
     for name, typ in _RUN_FLAGS.items():
-        run.add_argument("--" + name.replace("_", "-"), dest=name, type=typ,
-                         required=name in ("framework", "model"))
+        switch = dict(type=_yes_no, nargs="?", const=True) if typ is bool else dict(type=typ)
+        run.add_argument("--" + name.replace("_", "-"), dest=name, required=name in ("framework", "model"), **switch)
     run.add_argument("--results-dir", default=None, help="default: results/ in the project (BENCH_RESULTS)")
     run.add_argument("--json", action="store_true", help="print the whole record")
     real = run.add_argument_group("real cluster (PyTorch): run this machine's ranks; node 0 writes the record")
@@ -100,12 +107,9 @@ def _check_inputs(args: argparse.Namespace) -> None:
         args.out = str(checked_dir(args.out, "output folder", PROJECT_ROOT / "report"))
     if args.command in ("peak", "flops"):
         if args.command == "peak":
-            try:
-                devices.normalise_device(args.device)
-            except ValueError:
-                raise ConfigError(f"invalid --device {args.device!r}; valid choices: cpu, cuda, cuda:N") from None
-            if args.precision not in PRECISIONS:
-                raise ConfigError(f"invalid --precision {args.precision!r}; valid choices: {', '.join(PRECISIONS)}")
+            check_value("device", args.device)  # a GPU this machine lacks is refused here, as `run` refuses it
+            check_value("precision", args.precision)
+            args.device = devices.normalise_device(args.device)
             if not 1 <= args.threads <= 1024:
                 raise ConfigError(f"invalid --threads {args.threads}; it must be an integer from 1 to 1024")
         else:
@@ -133,10 +137,15 @@ def main(argv: list[str] | None = None) -> int:
             return subprocess.call([str(python), "-m", "bench", *(sys.argv[1:] if argv is None else argv)],
                                    env=bench_environ())
         module, handler = COMMANDS[args.command].split(":")
-        return getattr(importlib.import_module(f"{__package__}.commands.{module}"), handler)(args)
+        with terminations_unwind():
+            return getattr(importlib.import_module(f"{__package__}.commands.{module}"), handler)(args)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except Terminated as exc:
+        print(f"terminated by {exc}: what it started was stopped and removed, finished runs are kept; run the same "
+              "command again to resume", file=sys.stderr)
+        return 128 + exc.signum
     except KeyboardInterrupt:
         print("interrupted: finished runs are kept and nothing is half-written; run the same command again "
               "to resume", file=sys.stderr)

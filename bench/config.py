@@ -8,9 +8,12 @@ import json
 import math
 from dataclasses import dataclass, field
 
+import psutil
+
 from .adapters import ADAPTERS
 from .errors import ConfigError
 from .host import devices
+from .host.links import MAX_EMULATED_NODES, netem_unavailable
 from .models import get_model
 
 MODES = ("inference", "training")
@@ -28,6 +31,8 @@ PROTOCOL_DEFAULTS = {
     "adaptive": dict(warmup=50, iterations=10, time_budget_s=60.0),
 }
 DEFAULT_CI_TARGET = 0.02  # +-2% relative half-width of the median's 95% CI
+# What one distributed rank needs at least: a whole framework process (interpreter, framework, model, batch).
+RANK_MEMORY_BYTES = 2**30
 
 
 def _choice(field_name: str, value: object, valid) -> None:
@@ -44,6 +49,70 @@ def _positive(field_name: str, value: object, allow_zero: bool = False, upper: f
     if not ok or value < 0 or (value == 0 and not allow_zero) or value > upper:
         bound = ">= 0" if allow_zero else "> 0"
         raise ConfigError(f"invalid {field_name} {value!r}; it must be a finite number {bound} and <= {upper:g}")
+
+
+def _integer(field_name: str, value: object) -> None:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ConfigError(f"invalid {field_name} {value!r}; it must be an integer")
+
+
+def _device(value: object) -> None:
+    try:
+        device = devices.normalise_device(value) if isinstance(value, str) else None
+    except ValueError:
+        device = None
+    if device is None:
+        raise ConfigError(f"invalid device {value!r}; valid choices: cpu, cuda, cuda:N")
+    if devices.is_gpu(device):
+        present = [f"cuda:{g['index']}" for g in devices.gpus()]
+        if device not in present:
+            raise ConfigError(
+                f"device {value!r} asked for, but this machine has "
+                f"{'GPUs ' + ', '.join(present) if present else 'no GPU'}; valid choices: cpu"
+                + "".join(f", {p}" for p in present))
+
+
+def _switch(field_name: str, value: object) -> None:
+    if not isinstance(value, bool):
+        raise ConfigError(f"invalid {field_name} {value!r}; valid choices: true, false")
+
+
+_CHOICES = {"mode": MODES, "precision": PRECISIONS, "protocol": PROTOCOLS, "data": DATA_PLACEMENTS,
+            "strategy": STRATEGIES, "scaling": SCALINGS}
+# name -> (a count: integers only, zero allowed, upper bound)
+_NUMBERS = {"batch_size": (True, False, MAX_VALUE), "seed": (True, True, 2**31 - 1),
+            "image_size": (True, False, MAX_VALUE), "threads": (True, False, MAX_VALUE),
+            "warmup": (True, True, MAX_VALUE), "iterations": (True, False, MAX_VALUE),
+            "time_budget_s": (False, True, MAX_VALUE), "ci_target": (False, False, 1.0),
+            "phase_iterations": (True, True, MAX_VALUE), "workers": (True, False, 1024), "nodes": (True, False, 1024),
+            "link_gbit": (False, True, 1000), "link_delay_ms": (False, True, 1000), "bucket_mb": (False, False, 10_000)}
+
+
+def check_value(name: str, value: object) -> None:
+    """Refuse a value of the setting `name` that no run could have, naming it and the valid choices (ConfigError).
+
+    The one check of a single value: RunConfig makes it for every field it is given, and a profile for every item
+    of every block's axes and settings before it expands them, so a value refused on the command line is refused
+    in every block. What depends on other settings (an engine of the framework, a strategy it implements, this
+    machine's limits) RunConfig checks when the whole config is built."""
+    if name == "framework":
+        ADAPTERS.get(value)
+    elif name == "model":
+        get_model(value)
+    elif name == "device":
+        _device(value)
+    elif name == "engine":
+        if not isinstance(value, str):
+            raise ConfigError(f"invalid engine {value!r}; it must be an engine's name")
+    elif name == "oversubscribe":
+        _switch(name, value)
+    elif name in _CHOICES:
+        _choice(name, value, _CHOICES[name])
+    elif name in _NUMBERS:
+        count, allow_zero, upper = _NUMBERS[name]
+        if count:
+            _integer(name, value)
+        _positive(name, value, allow_zero=allow_zero, upper=upper)
 
 
 @dataclass(frozen=True)
@@ -79,67 +148,36 @@ class RunConfig:
     link_delay_ms: float = 0.0  # one-way delay added on the emulated link
     bucket_mb: float = 25.0  # DDP gradient bucket size (allreduce)
     scaling: str = "weak"
+    # Run more workers than this machine has cores or memory for (an oversubscription experiment): refused otherwise.
+    oversubscribe: bool = False
     extra: dict = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:
+        for name in FIELDS:  # every value given, on its own: the checks a profile makes of its blocks too
+            if getattr(self, name) is not None:
+                check_value(name, getattr(self, name))
         adapter = ADAPTERS.get(self.framework)
         spec = get_model(self.model)
-        _choice("mode", self.mode, MODES)
-        _choice("precision", self.precision, PRECISIONS)
-        _choice("protocol", self.protocol, PROTOCOLS)
-        _choice("data", self.data, DATA_PLACEMENTS)
         engine = adapter.engines[0] if self.engine is None else self.engine
         _choice(f"engine for {self.framework}", engine, adapter.engines)
-        try:
-            device = devices.normalise_device(self.device)
-        except ValueError:
-            raise ConfigError(f"invalid device {self.device!r}; valid choices: cpu, cuda, cuda:N") from None
-        if devices.is_gpu(device):
-            present = [f"cuda:{g['index']}" for g in devices.gpus()]
-            if device not in present:
-                raise ConfigError(
-                    f"device {self.device!r} asked for, but this machine has "
-                    f"{'GPUs ' + ', '.join(present) if present else 'no GPU'}; valid choices: cpu"
-                    + "".join(f", {p}" for p in present))
-        for name in ("batch_size", "seed"):
-            if not isinstance(getattr(self, name), int) or isinstance(getattr(self, name), bool):
-                raise ConfigError(f"invalid {name} {getattr(self, name)!r}; it must be an integer")
-        _positive("batch_size", self.batch_size)
-        _positive("seed", self.seed, allow_zero=True, upper=2**31 - 1)
+        device = devices.normalise_device(self.device)
         image_size = spec.default_image_size if self.image_size is None else self.image_size
-        _positive("image_size", image_size)
         if not spec.min_image_size <= image_size <= spec.max_image_size:
             raise ConfigError(f"image_size {image_size} does not suit {self.model}; "
                               f"it accepts {spec.min_image_size} to {spec.max_image_size}")
         self._check_distributed(adapter)
         # Workers share this machine's cores: each gets cores / workers threads unless told otherwise.
         threads = max(1, devices.default_threads() // self.workers) if self.threads is None else self.threads
-        _positive("threads", threads)
         proto = PROTOCOL_DEFAULTS[self.protocol]
         warmup = proto["warmup"] if self.warmup is None else self.warmup
         iterations = proto["iterations"] if self.iterations is None else self.iterations
         budget = proto["time_budget_s"] if self.time_budget_s is None else self.time_budget_s
-        _positive("warmup", warmup, allow_zero=True)
-        _positive("iterations", iterations)
-        _positive("time_budget_s", budget, allow_zero=True)
-        _positive("ci_target", self.ci_target, upper=1.0)
-        _positive("phase_iterations", self.phase_iterations, allow_zero=True)
         for name, value in dict(engine=engine, device=device, image_size=image_size,
                                 threads=threads, warmup=warmup, iterations=iterations,
                                 time_budget_s=float(budget)).items():
             object.__setattr__(self, name, value)
 
     def _check_distributed(self, adapter) -> None:
-        _choice("strategy", self.strategy, STRATEGIES)
-        _choice("scaling", self.scaling, SCALINGS)
-        for name in ("workers", "nodes"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise ConfigError(f"invalid {name} {value!r}; it must be an integer")
-            _positive(name, value, upper=1024)
-        for name in ("link_gbit", "link_delay_ms"):
-            _positive(name, getattr(self, name), allow_zero=True, upper=1000)
-        _positive("bucket_mb", self.bucket_mb, upper=10_000)
         if self.strategy == "none":
             if self.workers != 1 or self.nodes != 1:
                 raise ConfigError(f"workers={self.workers}, nodes={self.nodes} need a distributed strategy; "
@@ -161,6 +199,29 @@ class RunConfig:
         if self.scaling == "strong" and self.batch_size % self.workers:
             raise ConfigError(f"strong scaling splits batch_size={self.batch_size} over workers={self.workers}: "
                               "it must divide evenly")
+        self._check_machine()
+
+    def _check_machine(self) -> None:
+        """What this machine cannot run, refused before any process starts: more emulated nodes than the emulation
+        has addresses for, a link delay without netem, more ranks than cores or memory (unless oversubscribed)."""
+        real_cluster = bool(self.extra.get("real_cluster"))
+        if not real_cluster and self.nodes > MAX_EMULATED_NODES:
+            raise ConfigError(f"invalid nodes {self.nodes}: emulated nodes on this machine are 2 to "
+                              f"{MAX_EMULATED_NODES} (real machines: --master-addr and --node-rank)")
+        if not real_cluster and self.nodes > 1 and self.link_delay_ms:
+            reason = netem_unavailable()
+            if reason:
+                raise ConfigError(f"invalid link_delay_ms {self.link_delay_ms:g}: a link delay cannot be emulated "
+                                  f"here ({reason}); valid here: link_delay_ms 0 (rate shaping with link_gbit works)")
+        ranks = self.workers // self.nodes if real_cluster else self.workers  # the ranks this machine runs
+        cores, memory = devices.usable_cpus(), psutil.virtual_memory().total
+        fit = max(1, min(cores, memory // RANK_MEMORY_BYTES))
+        if ranks > fit and not self.oversubscribe:
+            raise ConfigError(
+                f"invalid workers {self.workers}: {ranks} worker processes on this machine, each a whole framework "
+                f"process that needs a core and about {RANK_MEMORY_BYTES / 2**30:g} GiB, but it has {cores} cores "
+                f"and {memory / 2**30:.1f} GiB; valid here: workers 1 to {fit} per machine (oversubscribe=true "
+                "runs more anyway, for an oversubscription experiment)")
 
     @property
     def distributed(self) -> bool:
@@ -222,9 +283,10 @@ class RunConfig:
 
 FIELDS = tuple(f.name for f in dataclasses.fields(RunConfig) if f.name != "extra")
 # Each field's value type, read from its annotation ("int | None" -> int): what a command-line flag parses to.
-FIELD_TYPES = {f.name: {"str": str, "int": int, "float": float}[f.type.split(" | ")[0]]
+FIELD_TYPES = {f.name: {"str": str, "int": int, "float": float, "bool": bool}[f.type.split(" | ")[0]]
                for f in dataclasses.fields(RunConfig) if f.name != "extra"}
-DISTRIBUTED_FIELDS = ("strategy", "workers", "nodes", "link_gbit", "link_delay_ms", "bucket_mb", "scaling")
+DISTRIBUTED_FIELDS = ("strategy", "workers", "nodes", "link_gbit", "link_delay_ms", "bucket_mb", "scaling",
+                      "oversubscribe")
 
 
 

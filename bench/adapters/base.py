@@ -243,6 +243,18 @@ class Adapter(ABC):
             return f"{self.name} does not run {precision} (it runs {', '.join(self.precisions)})"
         return precision_unsupported(self.name, device, precision)
 
+    def cannot_run(self, mode: str, precision: str, device: str) -> str | None:
+        """Why a run of (mode, precision, device) would be skipped here before it starts, or None: what it cannot
+        do, or the framework not being available. A run, a largest-batch search and a sweep ask this first."""
+        reason = self.not_applicable(mode, precision, device)
+        if reason:
+            return reason
+        try:
+            self.check_available()
+        except UnsupportedError as exc:
+            return str(exc)
+        return None
+
     def info(self) -> dict:
         """Library details for the manifest (versions, BLAS/oneDNN, CUDA); called after prepare."""
         return {"version": self.version()}

@@ -7,8 +7,6 @@ import dataclasses
 import json
 import sys
 
-import psutil
-
 from ..adapters import ADAPTERS, reference_adapter
 from ..config import FIELD_TYPES, make_config
 from ..errors import ConfigError
@@ -20,8 +18,9 @@ from ..paths import default_results_dir
 from ..report.systems import status_rows
 from ..results.store import write_record
 from ..runs import fidelity, maxbatch
-from ..runs.distributed.run import execute
+from ..runs.distributed.run import execute, remove_stale_scratch
 from ..runs.single import run
+from ..sweep.jupyter_kernels import remove_stale as remove_stale_kernels
 from . import EXIT_OK, EXIT_RUN_ERROR, MAXBATCH_FLAGS
 
 
@@ -49,6 +48,8 @@ def _cluster(args: argparse.Namespace, config) -> dict | None:
 def run_one(args: argparse.Namespace) -> int:
     config = make_config(**{k: getattr(args, k) for k in FIELD_TYPES})
     cluster = _cluster(args, config)
+    remove_stale_kernels()  # what a killed run or sweep left: connection files, scratch folders, namespaces
+    remove_stale_scratch()
     if cluster:
 
         config = dataclasses.replace(config, extra={**config.extra, "real_cluster": True})
@@ -128,12 +129,13 @@ def fidelity_check(args: argparse.Namespace) -> int:
 def largest_batch(args: argparse.Namespace) -> int:
     config = make_config(**{k: getattr(args, k) for k in MAXBATCH_FLAGS if getattr(args, k) is not None},
                          batch_size=1)
-    total = psutil.virtual_memory().total
-    if args.memory_cap_gb is not None and not 0.1 <= args.memory_cap_gb <= total / 2**30:
-        raise ConfigError(f"invalid --memory-cap-gb {args.memory_cap_gb}; it must be from 0.1 to this machine's "
-                          f"{total / 2**30:.1f} GiB")
-    if not 1 <= args.max_batch <= 65_536:
-        raise ConfigError(f"invalid --max-batch {args.max_batch}; it must be an integer from 1 to 65536")
+    if args.memory_cap_gb is not None:
+        maxbatch.check_limit("memory_cap_gb", args.memory_cap_gb, "--memory-cap-gb")
+    maxbatch.check_limit("max_batch", args.max_batch, "--max-batch")
+    # what `run` would skip: refused before the device peak or a probe
+    reason = ADAPTERS.get(config.framework).cannot_run(config.mode, config.precision, config.device)
+    if reason:
+        raise ConfigError(f"no largest batch to search for {config.label}: {reason}")
     cap = int(args.memory_cap_gb * 2**30) if args.memory_cap_gb else maxbatch.default_cap_bytes(config.device)
     found = maxbatch.execute(config, args.results_dir or default_results_dir(), cap, args.max_batch)
     for p in found["probes"]:

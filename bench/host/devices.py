@@ -35,6 +35,11 @@ def default_threads() -> int:
     return max(1, min(physical, len(os.sched_getaffinity(0))))
 
 
+def usable_cpus() -> int:
+    """Logical CPUs this process may run on: how many processes can each have a core of their own."""
+    return max(1, len(os.sched_getaffinity(0)))
+
+
 def normalise_device(device: str) -> str:
     """'cpu' stays; 'cuda' becomes 'cuda:0'; anything else raises ValueError."""
     if device == "cpu":

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..adapters import measures_a_framework
 from ..errors import ConfigError
 from ..results.store import load_records, record_files
 from ..results.sweep_manifest import load_sweeps
@@ -46,7 +47,12 @@ def _configs(folder: str | Path, side: str) -> pd.DataFrame:
         raise ConfigError(f"no results in {folder}{bad}: run a sweep first")
     _, _, configs = config_tables(records, load_sweeps(path))
     if configs.empty:
-        raise ConfigError(f"no successful runs in {folder} ({len(records)} records, none ok): run a sweep first")
+        harness = sum(not measures_a_framework(r.config.framework) for r in records)
+        only = (f"all {harness} measure the harness itself, not a framework" if harness == len(records)
+                else f"{len(records) - harness} of a framework, none ok" + (f"; {harness} of the harness itself"
+                                                                           if harness else ""))
+        raise ConfigError(f"nothing to compare in {folder}: its {len(records)} records hold no successful framework "
+                          f"run ({only}): run a sweep of a framework first")
     return configs
 
 

@@ -33,6 +33,8 @@ def runs_table(records: list[Record]) -> pd.DataFrame:
     if runs.empty:
         return runs
     runs = runs[runs["framework"].map(measures_a_framework)].copy()
+    if runs.empty:  # only the harness's own runs: no framework's numbers to label
+        return runs.assign(platform=pd.Series(dtype=str), series=pd.Series(dtype=str))
     runs["platform"] = runs["hardware"] + " [" + runs["host"] + "]"
     runs["series"] = runs.apply(series_label, axis=1)
     return runs.sort_values(["platform", "model", "mode", "series", "batch_size"]).reset_index(drop=True)

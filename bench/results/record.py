@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 from ..errors import SchemaError
 from ..host.devices import device_label
-from ..host.manifest import collect_manifest, host_name
+from ..host.manifest import collect_manifest, host_name, mask_text
 from .schema import JSON, OPTIONAL, compile_check, json_fields, json_schema, key, strip_none
 
 if TYPE_CHECKING:
@@ -178,6 +178,7 @@ class RunSettings(Section):
     link_delay_ms: float = optional(0.0)
     bucket_mb: float = optional(25.0)
     scaling: str | None = optional()
+    oversubscribe: bool = optional(False)
     extra: dict[str, Any] = optional({})
 
     @property
@@ -472,6 +473,13 @@ class Record(Section):
     startup: Startup | None = None
     manifest: Manifest = None  # collected when the run ends
     duration_s: float = key(default=None, minimum=0)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # A reason or traceback may quote a child process (a rank's stderr, a kernel's error), which may print the
+        # environment: masked as the manifest masks a value, whenever it is set or loaded, before anything shows it.
+        if name in ("reason", "traceback") and isinstance(value, str):
+            value = mask_text(value)
+        super().__setattr__(name, value)
 
     @classmethod
     def new(cls, config: RunConfig, repeat: int = 0, attempt: int = 0,

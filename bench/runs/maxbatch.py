@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import shutil
 import subprocess
 import tempfile
@@ -28,6 +29,7 @@ import psutil
 
 from ..adapters import says_out_of_memory
 from ..config import RunConfig
+from ..errors import ConfigError
 from ..host.devices import is_gpu
 from ..host.manifest import host_name
 from ..measurement.flops import FLOPS_FILE, flops_per_image
@@ -38,6 +40,8 @@ from ..results.store import atomic_write_json, host_dir, read_record
 MEMORY_DIR = "memory"
 POLL_S = 0.05
 PROBE_TIMEOUT_S = 900
+
+
 def probe_config(config: RunConfig, batch_size: int) -> RunConfig:
     """The config of one probe: the searched config at `batch_size`, a short fixed-count protocol."""
     return dataclasses.replace(config, batch_size=batch_size, protocol="seed", warmup=1, iterations=2,
@@ -188,6 +192,25 @@ def execute(config: RunConfig, results_dir: Path | str, cap_bytes: int | None, m
 def load_searches(results_dir: Path | str) -> list[dict]:
     """Every stored search under every host folder."""
     return [json.loads(p.read_text()) for p in sorted(Path(results_dir).glob(f"*/{MEMORY_DIR}/*.json"))]
+
+
+def _limits() -> dict[str, tuple[type | tuple[type, ...], float, float, str]]:
+    """A search's own settings: (type, lowest, highest, what the highest is). A cap above this machine's memory
+    would never stop a probe: the machine would swap first."""
+    total_gb = psutil.virtual_memory().total / 2**30
+    return {"memory_cap_gb": ((int, float), 0.1, total_gb, f"this machine's {total_gb:.1f} GiB"),
+            "max_batch": (int, 1, 65_536, "65536")}
+
+
+def check_limit(name: str, value: object, shown: str | None = None) -> None:
+    """Refuse a search setting (`memory_cap_gb`, `max_batch`) out of its range, by name (`shown`: the CLI's flag):
+    the command line and a profile's `memory` blocks check through here."""
+    typ, low, high, what = _limits()[name]
+    ok = isinstance(value, typ) and not isinstance(value, bool) and math.isfinite(value) and low <= value <= high
+    if not ok:
+        kind = "an integer" if typ is int else "a number"
+        text = f"{value:g}" if isinstance(value, int | float) and not isinstance(value, bool) else repr(value)
+        raise ConfigError(f"invalid {shown or name} {text}; it must be {kind} from {low:g} to {what}")
 
 
 def default_cap_bytes(device: str) -> int | None:

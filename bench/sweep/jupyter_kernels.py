@@ -23,12 +23,15 @@ import psutil
 
 from ..adapters import ADAPTERS
 from ..adapters.base import MAIN_KERNEL
+from ..errors import terminations_unwind
+from ..host.manifest import mask_text
 from ..paths import PROJECT_ROOT
 
 PREFIX = "bench-kernels-"
 
 
-def _remove_stale() -> None:
+def remove_stale() -> None:
+    """Remove the private kernel folders (connection files, HMAC keys) of sweeps or reports that were killed."""
     for folder in Path(tempfile.gettempdir()).glob(f"{PREFIX}*"):
         try:
             pid = int(folder.name.removeprefix(PREFIX).split("-")[0])
@@ -36,6 +39,15 @@ def _remove_stale() -> None:
             continue
         if not psutil.pid_exists(pid):
             shutil.rmtree(folder, ignore_errors=True)
+
+
+def mask_file(path: Path) -> None:
+    """Mask a log the kernels wrote themselves (their stderr), once they are gone, as their notebooks are masked."""
+    with contextlib.suppress(OSError):
+        text = path.read_text(errors="replace")
+        masked = mask_text(text)
+        if masked != text:
+            path.write_text(masked)
 
 
 def _private_kernelspecs(folder: str) -> None:
@@ -59,7 +71,7 @@ def kernel_environment(log_path: Path | str | None = None):
     paths = [str(PROJECT_ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    _remove_stale()
+    remove_stale()
     runtime = tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-")  # mode 0700
     _private_kernelspecs(runtime)
     if log_path is not None:
@@ -70,9 +82,12 @@ def kernel_environment(log_path: Path | str | None = None):
     previous = {k: os.environ.get(k) for k in settings}
     os.environ.update(settings)
     try:
-        yield runtime
+        with terminations_unwind():  # SIGTERM / SIGHUP remove the folder of connection files as Ctrl-C does
+            yield runtime
     finally:
         shutil.rmtree(runtime, ignore_errors=True)
+        if log_path is not None:
+            mask_file(Path(log_path))
         for k, v in previous.items():
             if v is None:
                 os.environ.pop(k, None)

@@ -11,7 +11,9 @@ data-parallel training runs (frameworks x models x batch sizes x strategies x wo
 with their own `settings` over the top-level ones), expanded last; a strategy a framework does not
 implement is left out and listed in `not_applicable`. `memory` lists blocks of largest-batch searches
 (frameworks x models x modes x precisions x devices, with `memory_cap_gb` and `max_batch`; bench/runs/maxbatch.py),
-run after the timed runs.
+run after the timed runs. Every item and setting of every block is checked as the command line checks it, and
+errors name the block, the key and the value; a framework with none of a block's listed engines is left out with
+the reason (never run at its default engine instead).
 """
 
 from __future__ import annotations
@@ -24,10 +26,11 @@ from pathlib import Path
 import yaml
 
 from ..adapters import ADAPTERS, reference_adapter
-from ..config import FIELDS, RunConfig, make_config
+from ..config import FIELDS, RunConfig, check_value, make_config
 from ..errors import ConfigError
 from ..host import devices
 from ..paths import PROJECT_ROOT
+from ..runs import maxbatch
 
 PROFILES_DIR = PROJECT_ROOT / "profiles"
 AXES = {"frameworks": str, "models": str, "modes": str, "batch_sizes": int, "precisions": str, "devices": str}
@@ -41,7 +44,12 @@ DIST_AXES = {"frameworks": str, "models": str, "batch_sizes": int, "strategies":
              "bucket_mbs": (int, float)}
 DIST_KEYS = {*DIST_AXES, "settings"}
 MEMORY_AXES = {k: v for k, v in AXES.items() if k != "batch_sizes"}
-MEMORY_LIMITS = {"memory_cap_gb": ((int, float), 0.1, 100_000), "max_batch": (int, 1, 65_536)}
+MEMORY_LIMITS = ("memory_cap_gb", "max_batch")
+# The RunConfig field each list key's items are values of (checked as the command line checks that field).
+AXIS_FIELDS = {"frameworks": "framework", "models": "model", "modes": "mode", "batch_sizes": "batch_size",
+               "precisions": "precision", "devices": "device", "strategies": "strategy", "workers": "workers",
+               "bucket_mbs": "bucket_mb"}
+ALL_GPUS = "all-gpus"  # a device list item: every GPU this machine has (none on a CPU-only machine)
 
 
 @dataclass(frozen=True)
@@ -90,48 +98,56 @@ def _read(path: Path) -> dict:
     return spec
 
 
+def _block_names(spec: dict) -> list[tuple[str, str, dict]]:
+    """(kind, name, block) of every block: the top level, then each `also`, `distributed`, `memory` block."""
+    blocks = [("main", "top level", spec)]
+    for kind in ("also", "distributed", "memory"):
+        blocks += [(kind, f"{kind} block {i}", b) for i, b in enumerate(spec.get(kind) or [], 1)]
+    return blocks
+
+
 def _check_structure(name: str, spec: dict) -> None:
-    """Types and ranges of every key, with the file, the key and what was expected."""
+    """Types and ranges of every key of every block, with the file, the block, the key and the value: each item and
+    setting is checked as the command line checks it (`check_value`), so what one refuses the other refuses."""
     unknown = sorted(set(map(str, spec)) - KEYS)
     if unknown:
         raise ConfigError(f"profile {name}: unknown key(s) {', '.join(unknown)}; valid: {', '.join(sorted(KEYS))}")
-    also = spec.get("also", [])
-    if not isinstance(also, list) or not all(isinstance(b, dict) for b in also):
-        raise ConfigError(f"profile {name}: 'also' must be a list of mappings of axes, got {also!r}")
-    for block in also:
-        extra = sorted(set(map(str, block)) - {*AXES, "engines"})
-        if extra:
-            raise ConfigError(f"profile {name}: an 'also' block may set only {', '.join(AXES)}, engines; "
-                              f"got {', '.join(extra)}")
-        _check_axes(name, block)
-        _check_engines(name, block.get("engines", "default"))
-    _check_axes(name, spec)
-    _check_settings(name, spec)
-    dist = spec.get("distributed", [])
-    if not isinstance(dist, list) or not all(isinstance(b, dict) for b in dist):
-        raise ConfigError(f"profile {name}: 'distributed' must be a list of mappings, got {dist!r}")
-    for block in dist:
-        extra = sorted(set(map(str, block)) - DIST_KEYS)
-        if extra:
-            raise ConfigError(f"profile {name}: a 'distributed' block may set only {', '.join(sorted(DIST_KEYS))}; "
-                              f"got {', '.join(extra)}")
-        _check_axes(name, block, DIST_AXES)
-        _check_settings(name, {"settings": block.get("settings", {})})
-    memory = spec.get("memory", [])
-    if not isinstance(memory, list) or not all(isinstance(b, dict) for b in memory):
-        raise ConfigError(f"profile {name}: 'memory' must be a list of mappings, got {memory!r}")
-    for block in memory:
-        extra = sorted(set(map(str, block)) - {*MEMORY_AXES, *MEMORY_LIMITS, "engines"})
-        if extra:
-            raise ConfigError(f"profile {name}: a 'memory' block may set only "
-                              f"{', '.join(sorted({*MEMORY_AXES, *MEMORY_LIMITS, 'engines'}))}; got {', '.join(extra)}")
-        _check_axes(name, block, MEMORY_AXES)
-        _check_engines(name, block.get("engines", "default"))
-        for key, (typ, low, high) in MEMORY_LIMITS.items():
-            value = block.get(key, low)
-            if not _number_in(value, typ, low, high):
-                raise ConfigError(f"profile {name}: memory block: '{key}' must be a number from {low} to {high}, "
-                                  f"got {value!r}")
+    for kind in ("also", "distributed", "memory"):
+        blocks = spec.get(kind, [])
+        if not isinstance(blocks, list) or not all(isinstance(b, dict) for b in blocks):
+            raise ConfigError(f"profile {name}: '{kind}' must be a list of mappings, got {blocks!r}")
+    allowed = {"also": {*AXES, "engines"}, "distributed": DIST_KEYS,
+               "memory": {*MEMORY_AXES, *MEMORY_LIMITS, "engines"}}
+    for kind, block_name, block in _block_names(spec):
+        where = f"profile {name}: {block_name}"
+        if kind in allowed:
+            extra = sorted(set(map(str, block)) - allowed[kind])
+            if extra:
+                article = "an" if kind == "also" else "a"
+                raise ConfigError(f"{where}: {article} '{kind}' block may set only "
+                                  f"{', '.join(sorted(allowed[kind]))}; got {', '.join(extra)}")
+        _check_axes(where, block, DIST_AXES if kind == "distributed" else MEMORY_AXES if kind == "memory" else AXES)
+        if kind in ("main", "distributed"):
+            _check_settings(where, block.get("settings", {}), distributed=kind == "distributed")
+        if kind != "distributed":
+            frameworks = block.get("frameworks", spec.get("frameworks", DEFAULT_AXES["frameworks"]))
+            _check_engines(where, block.get("engines", spec.get("engines", "default") if kind == "also" else
+                                            "default"), frameworks)
+        if kind == "memory":
+            for key in MEMORY_LIMITS:
+                if key in block:
+                    _refused(where, key, maxbatch.check_limit, key, block[key])
+    for key, (typ, low, high, _) in REPETITION.items():
+        if key in spec and not _number_in(spec[key], typ, low, high):
+            raise ConfigError(f"profile {name}: '{key}' must be a number from {low} to {high}, got {spec[key]!r}")
+
+
+def _refused(where: str, key: str, check, *args) -> None:
+    """Run `check(*args)`; its ConfigError names the block and key it came from."""
+    try:
+        check(*args)
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: '{key}': {exc}") from None
 
 
 def _number_in(value, typ, low, high) -> bool:
@@ -139,100 +155,109 @@ def _number_in(value, typ, low, high) -> bool:
     return isinstance(value, typ) and not isinstance(value, bool) and math.isfinite(value) and low <= value <= high
 
 
-def _check_axes(name: str, spec: dict, axes: dict = AXES) -> None:
+def _framework(item) -> str:
+    # YAML reads a bare `null` as None; in a frameworks list it can only mean the null framework.
+    return "null" if item is None else item
+
+
+def _check_axes(where: str, spec: dict, axes: dict) -> None:
     for key, typ in axes.items():
         if key not in spec:
             continue
         value = spec[key]
         if not isinstance(value, list) or not value:
-            raise ConfigError(f"profile {name}: '{key}' must be a non-empty list, got {value!r}")
+            raise ConfigError(f"{where}: '{key}' must be a non-empty list, got {value!r}")
         for item in value:
-            # YAML reads a bare `null` as None; in a frameworks list it can only mean the null framework.
             if key == "frameworks" and item is None:
                 continue
             if not isinstance(item, typ) or isinstance(item, bool):
                 kind = typ.__name__ if isinstance(typ, type) else "number"
-                raise ConfigError(f"profile {name}: every item of '{key}' must be a {kind}, got {item!r}")
+                raise ConfigError(f"{where}: every item of '{key}' must be a {kind}, got {item!r}")
+            if not (key == "devices" and item == ALL_GPUS):
+                _refused(where, key, check_value, AXIS_FIELDS[key], _framework(item) if key == "frameworks" else item)
 
 
-def _check_engines(name: str, engines) -> None:
+def _check_engines(where: str, engines, frameworks: list) -> None:
+    """`default`, `all`, or engine names each of which one of the block's frameworks has."""
     if not (engines in ("default", "all") or (isinstance(engines, list) and engines
                                                and all(isinstance(e, str) for e in engines))):
-        raise ConfigError(f"profile {name}: 'engines' must be 'default', 'all' or a list of engine names, "
-                          f"got {engines!r}")
-    known = {e for fw in ADAPTERS for e in ADAPTERS.get(fw).engines}
-    unknown = [e for e in engines if e not in known] if isinstance(engines, list) else []
+        raise ConfigError(f"{where}: 'engines' must be 'default', 'all' or a list of engine names, got {engines!r}")
+    if not isinstance(engines, list):
+        return
+    names = [_framework(fw) for fw in frameworks]
+    known = list(dict.fromkeys(e for fw in names for e in ADAPTERS.get(fw).engines))
+    unknown = [e for e in engines if e not in known]
     if unknown:
-        raise ConfigError(f"profile {name}: unknown engine(s) {', '.join(unknown)}; valid: {', '.join(sorted(known))}")
+        raise ConfigError(f"{where}: 'engines': {', '.join(map(repr, unknown))} is no engine of "
+                          f"{', '.join(names)}; valid choices: {', '.join(known)}")
 
 
-def _check_settings(name: str, spec: dict) -> None:
-    _check_engines(name, spec.get("engines", "default"))
-    settings = spec.get("settings", {}) or {}
+def _check_settings(where: str, settings, distributed: bool = False) -> None:
+    settings = settings or {}
     if not isinstance(settings, dict):
-        raise ConfigError(f"profile {name}: 'settings' must be a mapping, got {settings!r}")
-    axis_fields = {"framework", "model", "mode", "batch_size", "precision", "device", "engine"}
-    clash = sorted(set(settings) & axis_fields)
+        raise ConfigError(f"{where}: 'settings' must be a mapping, got {settings!r}")
+    # The fields a block's lists say (and a distributed block's own lists): a setting would say them twice.
+    axis_fields = {"engine", *(AXIS_FIELDS[k] for k in (*AXES, *DIST_AXES))}
+    clash = sorted(set(map(str, settings)) & axis_fields)
     if clash:
-        raise ConfigError(f"profile {name}: 'settings' may not set {', '.join(clash)}: use the list keys "
-                          f"({', '.join(sorted(AXES))}, engines)")
+        lists = sorted(DIST_AXES) if distributed else [*sorted(AXES), "engines", "a distributed block's "
+                                                        + ", ".join(sorted(set(DIST_AXES) - set(AXES)))]
+        raise ConfigError(f"{where}: 'settings' may not set {', '.join(clash)}: use the list keys ({', '.join(lists)})")
     unknown = sorted(set(map(str, settings)) - set(FIELDS))
     if unknown:
-        raise ConfigError(f"profile {name}: unknown setting(s) {', '.join(unknown)}; valid: "
+        raise ConfigError(f"{where}: unknown setting(s) {', '.join(unknown)}; valid: "
                           f"{', '.join(sorted(set(FIELDS) - axis_fields))}")
     for key, value in settings.items():
         if isinstance(value, (list, dict)):
-            raise ConfigError(f"profile {name}: setting '{key}' must be a single value, got {value!r}")
-    for key, (typ, low, high, _) in REPETITION.items():
-        if key not in spec:
-            continue
-        value = spec[key]
-        if not _number_in(value, typ, low, high):
-            raise ConfigError(f"profile {name}: '{key}' must be a number from {low} to {high}, got {value!r}")
+            raise ConfigError(f"{where}: setting '{key}' must be a single value, got {value!r}")
+        _refused(where, f"settings: {key}", check_value, key, value)
 
 
 def _devices(listed: list[str]) -> list[str]:
     out = []
     for d in listed:
-        out += [f"cuda:{g['index']}" for g in devices.gpus()] if d == "all-gpus" else [d]
+        out += [f"cuda:{g['index']}" for g in devices.gpus()] if d == ALL_GPUS else [d]
     return out
 
 
-def _expand(name: str, axes: dict, engines, settings: dict) -> tuple[list[RunConfig], list[str]]:
+def _expand(where: str, axes: dict, engines, settings: dict) -> tuple[list[RunConfig], list[str]]:
     """One block's configs in priority order: model, mode, batch size as listed; frameworks innermost,
     so a comparison group (the same config in every framework) sits together and is kept or dropped whole.
     Combinations a framework declares it cannot run here are left out, each with the reason."""
-    frameworks = ["null" if fw is None else fw for fw in axes["frameworks"]]
+    frameworks = [_framework(fw) for fw in axes["frameworks"]]
     configs, left_out = [], []
     for model, mode, bs, precision, device, fw in itertools.product(
             axes["models"], axes["modes"], axes["batch_sizes"], axes["precisions"], _devices(axes["devices"]),
             frameworks):
-        try:
-            adapter = ADAPTERS.get(fw)
-            reason = adapter.not_applicable(mode, precision, device)
-            if reason:
-                left_out.append(f"{fw} {mode} {precision} {device}: {reason}")
-                continue
-            if isinstance(engines, list):  # a listed engine applies to the frameworks that have it
-                names = [e for e in engines if e in adapter.engines] or [None]
-            else:
-                names = adapter.engines if engines == "all" else [None]
-            for engine in names:
+        adapter = ADAPTERS.get(fw)
+        reason = adapter.not_applicable(mode, precision, device)
+        if isinstance(engines, list):  # a listed engine applies to the frameworks that have it
+            names = [e for e in engines if e in adapter.engines]
+            if not names:  # never the default engine in place of the ones asked for
+                reason = reason or (f"{fw} has none of the engines {', '.join(engines)} "
+                                    f"(it has {', '.join(adapter.engines)})")
+        else:
+            names = list(adapter.engines) if engines == "all" else [None]
+        if reason:
+            left_out.append(f"{fw} {mode} {precision} {device}: {reason}")
+            continue
+        for engine in names:
+            try:
                 configs.append(make_config(framework=fw, model=model, mode=mode, batch_size=bs,
                                            precision=precision, device=device, engine=engine, **settings))
-        except ConfigError as exc:
-            raise ConfigError(f"profile {name}: {exc}") from None
+            except ConfigError as exc:
+                raise ConfigError(f"{where}: {exc}") from None
     return configs, left_out
 
 
-def _expand_distributed(name: str, block: dict, settings: dict) -> tuple[list[RunConfig], list[str]]:
+def _expand_distributed(where: str, block: dict, settings: dict) -> tuple[list[RunConfig], list[str]]:
     """A distributed block's training configs; (framework, strategy) pairs not implemented are left out."""
     configs, skipped = [], []
     merged = {**settings, **(block.get("settings") or {})}
     for model, bs, strategy, workers, bucket, fw in itertools.product(
             block.get("models", ["resnet18"]), block.get("batch_sizes", [16]), block.get("strategies", ["allreduce"]),
             block.get("workers", [2]), block.get("bucket_mbs", [None]),
-            block.get("frameworks", DEFAULT_AXES["frameworks"])):
+            [_framework(fw) for fw in block.get("frameworks", DEFAULT_AXES["frameworks"])]):
         if strategy not in ("none", *ADAPTERS.get(fw).distributed_strategies):
             skipped.append(f"{fw} {strategy}: {fw} does not implement {strategy} (it has: "
                            f"{', '.join(ADAPTERS.get(fw).distributed_strategies) or 'no distributed runs'})")
@@ -241,7 +266,7 @@ def _expand_distributed(name: str, block: dict, settings: dict) -> tuple[list[Ru
             configs.append(make_config(framework=fw, model=model, mode="training", batch_size=bs, strategy=strategy,
                                        workers=workers, bucket_mb=bucket, **merged))
         except ConfigError as exc:
-            raise ConfigError(f"profile {name}: distributed block: {exc}") from None
+            raise ConfigError(f"{where}: {exc}") from None
     return configs, skipped
 
 
@@ -251,23 +276,24 @@ def load_profile(name_or_path: str) -> Profile:
     spec = _read(path)
     _check_structure(path.name, spec)
     main = {k: spec.get(k, DEFAULT_AXES.get(k, [])) for k in AXES}
+    settings = spec.get("settings") or {}
     configs = []
     skipped: list[str] = []
-    for block in [main] + [{**main, **b} for b in spec.get("also", [])]:
-        more, left_out = _expand(path.name, block, block.get("engines", spec.get("engines", "default")),
-                                 spec.get("settings") or {})
-        configs += more
-        skipped += left_out
-    for block in spec.get("distributed", []):
-        more, left_out = _expand_distributed(path.name, block, spec.get("settings") or {})
-        configs += more
-        skipped += left_out
     searches = []
-    for block in spec.get("memory", []):
-        axes = {**main, **{k: block[k] for k in MEMORY_AXES if k in block}, "batch_sizes": [1]}
-        more, left_out = _expand(path.name, axes, block.get("engines", "default"), spec.get("settings") or {})
-        cap = block.get("memory_cap_gb")
-        searches += [(c, int(cap * 2**30) if cap else None, block.get("max_batch", 256)) for c in more]
+    for kind, block_name, block in _block_names(spec):
+        where = f"profile {path.name}: {block_name}"
+        if kind in ("main", "also"):
+            axes = {**main, **{k: block[k] for k in AXES if k in block}}
+            more, left_out = _expand(where, axes, block.get("engines", spec.get("engines", "default")), settings)
+            configs += more
+        elif kind == "distributed":
+            more, left_out = _expand_distributed(where, block, settings)
+            configs += more
+        else:
+            axes = {**main, **{k: block[k] for k in MEMORY_AXES if k in block}, "batch_sizes": [1]}
+            more, left_out = _expand(where, axes, block.get("engines", "default"), settings)
+            cap = block.get("memory_cap_gb")
+            searches += [(c, int(cap * 2**30) if cap else None, block.get("max_batch", 256)) for c in more]
         skipped += left_out
     if not configs:
         raise ConfigError(f"profile {path.name} expands to no runs (is 'models' empty?)")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import logging
 import os
 import time
@@ -21,17 +22,18 @@ from ..adapters import ADAPTERS, measures_a_framework
 from ..config import RunConfig
 from ..errors import ConfigError, UnsupportedError
 from ..host.interference import cv_outlier_reason
-from ..host.manifest import host_name
+from ..host.manifest import host_name, mask_text
 from ..measurement.flops import flops_per_image
 from ..measurement.peak import measure_peak, peak_key
 from ..measurement.utilisation import peak_threads
 from ..paths import PROJECT_ROOT, default_results_dir
 from ..results.record import Record
-from ..results.store import finished_runs, host_dir, host_records, write_record
+from ..results.store import atomic_write_json, finished_runs, host_dir, host_records, write_record
 from ..results.sweep_manifest import new_sweep_id, write_sweep
 from ..runs import maxbatch
 from ..runs.distributed import network
 from ..runs.distributed.launcher import LaunchError
+from ..runs.distributed.run import remove_stale_scratch
 from .jupyter_kernels import kernel_environment
 from .plan import Task, estimate_run_s, fit_budget, interleaved_order
 from .profiles import Profile
@@ -78,11 +80,34 @@ def run_notebook(config: RunConfig, results_dir: Path, task: Task, sweep: dict) 
     out = executed_notebook_path(config, results_dir, task.repeat, task.attempt)
     out.parent.mkdir(parents=True, exist_ok=True)
     notebook = DISTRIBUTED_NOTEBOOK if config.distributed else BENCHMARK_NOTEBOOK
-    papermill.execute_notebook(str(notebook), str(out),
-                               parameters=notebook_parameters(config, results_dir, task, sweep),
-                               kernel_name=ADAPTERS.get(config.framework).kernel, cwd=str(PROJECT_ROOT),
-                               progress_bar=False,
-                               request_save_on_cell_execute=True)  # an interrupted run keeps its notebook
+    try:
+        papermill.execute_notebook(str(notebook), str(out),
+                                   parameters=notebook_parameters(config, results_dir, task, sweep),
+                                   kernel_name=ADAPTERS.get(config.framework).kernel, cwd=str(PROJECT_ROOT),
+                                   progress_bar=False,
+                                   request_save_on_cell_execute=True)  # an interrupted run keeps its notebook
+    finally:
+        mask_notebook(out)
+
+
+def mask_notebook(path: Path) -> None:
+    """Mask what the kernel printed into an executed notebook (outputs, errors), as a record's reason is masked."""
+    if not path.exists():
+        return
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    cells = [{**c, "outputs": _mask_json(c["outputs"])} if "outputs" in c else c for c in nb.get("cells", [])]
+    if cells != nb.get("cells"):
+        atomic_write_json(path, {**nb, "cells": cells})
+
+
+def _mask_json(value):
+    if isinstance(value, str):
+        return mask_text(value)
+    if isinstance(value, list):
+        return [_mask_json(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _mask_json(v) for k, v in value.items()}
+    return value
 
 
 def _failure_reason(exc: BaseException) -> str:
@@ -184,7 +209,8 @@ def measure_networks(profile: Profile, results_dir: Path, force: bool, announce)
             entry = network.measure(results_dir, workers, nodes, gbit, delay, force=force)
             done.append(entry["key"])
         except (LaunchError, ConfigError, OSError) as exc:  # the model is extra: say so, go on
-            announce(f"network micro-benchmark for {network.link_key(workers, nodes, gbit, delay)} failed: {exc}")
+            announce(f"network micro-benchmark for {network.link_key(workers, nodes, gbit, delay)} failed: "
+                     f"{mask_text(str(exc))}")
     return done
 
 
@@ -195,16 +221,15 @@ def measure_memory(profile: Profile, results_dir: Path, announce) -> list[str]:
     for config, cap, max_batch in profile.memory_searches:
         cap = cap or maxbatch.default_cap_bytes(config.device)
         what = f"{config.framework}/{config.engine} {config.model} {config.mode} {config.precision} {config.device}"
-        try:
-            ADAPTERS.get(config.framework).check_available()
-        except UnsupportedError as exc:
-            announce(f"largest batch for {what}: skipped ({exc})")
+        reason = ADAPTERS.get(config.framework).cannot_run(config.mode, config.precision, config.device)
+        if reason:  # what a run would skip (the profile already left out what the framework cannot do)
+            announce(f"largest batch for {what}: skipped ({reason})")
             continue
         announce(f"largest batch for {what} ({maxbatch.cap_text(cap)}, at most {max_batch})")
         try:
             found = maxbatch.execute(config, results_dir, cap, max_batch)
         except (OSError, ValueError) as exc:  # an extra section: say so and go on (nothing is stored for it)
-            announce(f"  largest batch for {what} failed: {exc}")
+            announce(f"  largest batch for {what} failed: {mask_text(str(exc))}")
             continue
         announce(f"  largest batch {found['largest_batch']} (limited by {found['limited_by']}), "
                  f"{len(found['probes'])} probes in {found['seconds']:.0f} s")
@@ -246,6 +271,7 @@ def run_sweep(profile: Profile, results_dir: Path | str | None = None, force: bo
     from tqdm.auto import tqdm
 
     results_dir = Path(results_dir or default_results_dir()).resolve()
+    remove_stale_scratch()  # a killed sweep's distributed scratch and namespaces (its kernel folders: below)
     with kernel_environment(host_dir(results_dir) / NOTEBOOKS / "kernels.log"), results_lock(results_dir):
         t0 = time.perf_counter()
         peaks = measure_peaks(profile)

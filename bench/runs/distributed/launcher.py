@@ -21,6 +21,7 @@ from pathlib import Path
 
 import psutil
 
+from ...host.manifest import mask_text
 from ...paths import PROJECT_ROOT
 
 POLL_S = 0.1
@@ -71,12 +72,29 @@ _EXCEPTION = re.compile(r"^[\w.]*(Error|Exception|Interrupt)\b.*")
 _ABORT = re.compile(r"terminate called|what\(\):")
 
 
+# An agent's (torchrun's) summary of its failed ranks: one entry per rank, "rank : N ..." then "exitcode : C ...".
+_FAILED_RANK = re.compile(r"^\s*rank\s*:\s*(\d+).*\n\s*exitcode\s*:\s*(-?\d+)", re.MULTILINE)
+
+
+def _first_death(text: str) -> str | None:
+    """Which rank an agent's failure summary says died first, and how. A rank killed by a signal is named before
+    the ranks that then failed talking to it (a peer's "Connection reset" is an effect, not the cause); the agent's
+    own "first observed" order cannot tell them apart when both were seen in one poll."""
+    failed = [(int(rank), int(code)) for rank, code in _FAILED_RANK.findall(text)]
+    if not failed:
+        return None
+    rank, code = min(failed, key=lambda f: (f[1] >= 0, f[0]))
+    return f"rank {rank} {_exit_text(code)}"
+
+
 def _tail(path: Path, lines: int = 4) -> str:
-    """The last exception line a process printed (a rank's, not its launcher's summary), else its last lines."""
+    """The last exception line a process printed (a rank's, not its launcher's summary), else its last lines; every
+    line masked as the manifest masks a value, since it may quote the environment."""
     try:
-        text = [ln.strip() for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
+        raw = path.read_text(errors="replace")
     except OSError:
         return ""
+    text = [ln.strip() for ln in mask_text(raw).splitlines() if ln.strip()]
     text = [re.sub(r"^\[rank\d+\]:\s*", "", ln) for ln in text]  # torchrun's per-rank prefix
     aborts = [ln for ln in text if _ABORT.search(ln)]  # a C++ exception (gloo) ends in SIGABRT, no traceback
     errors = [ln for ln in text if _EXCEPTION.match(ln) and "ChildFailedError" not in ln]
@@ -120,13 +138,21 @@ class Launch:
         deadline = time.monotonic() + self.timeout_s
         while True:
             self._remember_descendants()
+            failed = {name: proc.poll() for name, proc in self.procs.items() if proc.poll() not in (None, 0)}
+            if failed:  # a process killed by a signal first: the others' errors follow from its death
+                name = min(failed, key=lambda n: failed[n] >= 0)
+                log = self.log_dir / f"{name}.log"
+                try:
+                    death = _first_death(log.read_text(errors="replace"))
+                except OSError:
+                    death = None
+                tail = _tail(log)
+                who = f"{death} (in {name}, which {_exit_text(failed[name])})" if death else \
+                    f"{name} {_exit_text(failed[name])}"
+                raise LaunchError(f"{who}; the other processes were stopped"
+                                  + (f". Its log ends:\n{tail}" if tail else ""))
             for name, proc in self.procs.items():
-                code = proc.poll()
-                if code not in (None, 0):
-                    tail = _tail(self.log_dir / f"{name}.log")
-                    raise LaunchError(f"{name} {_exit_text(code)}; the other processes were stopped"
-                                      + (f". Its log ends:\n{tail}" if tail else ""))
-                if code == 0 and name in daemons:
+                if proc.poll() == 0 and name in daemons:
                     raise LaunchError(f"{name} (a server) exited before the run finished")
             if all(p.poll() == 0 for n, p in self.procs.items() if n not in daemons):
                 return

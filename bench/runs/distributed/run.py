@@ -11,8 +11,11 @@ import time
 import traceback
 from pathlib import Path
 
+import psutil
+
 from ...adapters import ADAPTERS
 from ...config import RunConfig
+from ...errors import terminations_unwind
 from ...host.interference import TreeSampler
 from ...measurement.certificate import run_checks
 from ...measurement.flags import run_flags
@@ -24,7 +27,7 @@ from ..failures import describe_failure
 from . import rank_main
 from . import record as records
 from .launcher import Launch, LaunchError, Task, free_port, python_module
-from .topology import EmulationUnavailable, emulated_nodes
+from .topology import EmulationUnavailable, emulated_nodes, remove_stale, unavailable_reason
 
 COLLECTIVE_TIMEOUT_S = 120  # a rank blocked this long in a collective fails (gloo / TF)
 LAUNCH_TIMEOUT_S = 900  # the whole run, processes' start-up included
@@ -108,6 +111,8 @@ def topology(config: RunConfig, cluster: dict | None = None):
         try:
             nodes = stack.enter_context(emulated_nodes(config.nodes, config.link_gbit, config.link_delay_ms))
         except EmulationUnavailable as exc:
+            if config.link_delay_ms:  # a delay that is not there is no measurement of it: an error, never loopback
+                raise
             yield None, {**loopback, "fallback": str(exc)}
             return
         yield nodes, {"kind": "emulated", "gbit": config.link_gbit or None,
@@ -162,10 +167,26 @@ def launch(config: RunConfig, work: Path, module: str | None = None, extra_spec:
     return ranks, servers, link, interference, adapter.distributed_launch
 
 
+SCRATCH_PREFIX = "dlbench-dist-"
+
+
+def remove_stale_scratch() -> list[str]:
+    """Remove what launchers killed outright left (their scratch folders and namespaces carry their pid)."""
+    stale = remove_stale() if unavailable_reason() is None else []
+    for folder in Path(tempfile.gettempdir()).glob(f"{SCRATCH_PREFIX}*-*"):
+        pid = folder.name.removeprefix(SCRATCH_PREFIX).split("-")[0]
+        if pid.isdigit() and not psutil.pid_exists(int(pid)) and not os.environ.get("BENCH_KEEP_DIST"):
+            shutil.rmtree(folder, ignore_errors=True)
+            stale.append(str(folder))
+    return stale
+
+
 @contextlib.contextmanager
 def work_dir():
-    """Scratch folder for the spec, rank results and logs (kept when BENCH_KEEP_DIST is set)."""
-    work = Path(tempfile.mkdtemp(prefix="dlbench-dist-"))
+    """Scratch folder for the spec, rank results and logs (kept when BENCH_KEEP_DIST is set); a killed launcher's
+    are removed by the next run."""
+    remove_stale_scratch()
+    work = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-"))
     try:
         yield work
     finally:
@@ -184,7 +205,8 @@ def execute(config: RunConfig, results_dir: Path | str | None = None, repeat: in
     started = time.perf_counter()
     record = Record.new(config, repeat, attempt, sweep)
     try:
-        with work_dir() as work:
+        # The launcher owns the namespaces, the scratch folder and every rank: SIGTERM and SIGHUP unwind like Ctrl-C.
+        with terminations_unwind(), work_dir() as work:
             ranks, servers, link, interference, kind = launch(config, work, cluster=cluster)
             records.fill(record, config, ranks, servers, link, kind, interference)
             _utilisation(record, config, results_dir)

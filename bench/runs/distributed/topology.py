@@ -5,19 +5,20 @@ always removes what it created (on success, on an exception and on Ctrl-C), and 
 it removes namespaces left by a process that was killed outright (their names carry its pid).
 Only addresses inside the project's own namespaces (10.213.0.0/24) are used; nothing is routed out.
 Without root (or without `ip` / `tc`) it raises `EmulationUnavailable` with the reason, and the
-caller falls back to loopback and says so.
+caller falls back to loopback and says so; a link delay that cannot be emulated is refused instead (a
+delay that is not there is no measurement of it).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import subprocess
 import uuid
 from dataclasses import dataclass
 
-PREFIX = "dlb"
+from ...host.links import MAX_EMULATED_NODES, PREFIX, namespaces_unavailable
+
 SUBNET = "10.213.0"
 IFNAME = "eth0"
 
@@ -51,14 +52,7 @@ def _in(ns: str, *args: str) -> None:
         raise EmulationUnavailable(f"`{' '.join(args)}` in {ns} failed: {done.stderr.strip() or done.returncode}")
 
 
-def unavailable_reason() -> str | None:
-    """Why nodes cannot be emulated here (None when they can)."""
-    if os.geteuid() != 0:
-        return "network namespaces need root (this process is not root)"
-    missing = [tool for tool in ("ip", "tc") if shutil.which(tool) is None]
-    if missing:
-        return f"{' and '.join(missing)} not found (install iproute2)"
-    return None
+unavailable_reason = namespaces_unavailable  # why nodes cannot be emulated here (None when they can)
 
 
 def project_namespaces() -> list[str]:
@@ -97,8 +91,8 @@ def emulated_nodes(n: int, gbit: float = 0.0, delay_ms: float = 0.0):
     reason = unavailable_reason()
     if reason:
         raise EmulationUnavailable(reason)
-    if not 2 <= n <= 200:
-        raise ValueError(f"emulated nodes: n must be 2..200, got {n}")
+    if not 2 <= n <= MAX_EMULATED_NODES:
+        raise ValueError(f"emulated nodes: n must be 2..{MAX_EMULATED_NODES}, got {n}")
     remove_stale()
     tag = f"{PREFIX}{os.getpid()}x{uuid.uuid4().hex[:4]}"
     bridge_ns = f"{tag}br"
