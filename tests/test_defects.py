@@ -164,8 +164,9 @@ def test_a_killed_launchers_scratch_and_kernel_folders_are_removed_by_the_next_r
 
 def _ranks_of(pid: int) -> list[psutil.Process]:
     try:
-        return [p for p in psutil.Process(pid).children(recursive=True)
-                if "bench.runs.distributed.rank_main" in " ".join(p.cmdline())]
+        return [p for p in psutil.Process(pid).children(recursive=True)  # the ranks, not their agents
+                if "bench.runs.distributed.rank_main" in " ".join(p.cmdline())
+                and "torch.distributed.run" not in " ".join(p.cmdline()) and p.name() != "pt_elastic"]
     except psutil.Error:
         return []
 
@@ -214,7 +215,7 @@ Root Cause (first observed failure):
   time      : 2026-11-23_10:00:01
   host      : h
   rank      : 0 (local_rank: 0)
-  exitcode  : 1 (pid: 4241)
+  exitcode  : {survivor} (pid: 4241)
   error_file: <N/A>
   traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
 ============================================================"""
@@ -227,8 +228,9 @@ def _launch(tmp_path: Path, *scripts: str) -> str:
     return str(exc.value)
 
 
-def test_the_reason_names_the_rank_killed_first_not_the_peer_that_lost_it(tmp_path):
-    agent = f"import sys; print({AGENT_SUMMARY!r}); sys.exit(1)"
+@pytest.mark.parametrize("survivor", ["1", "-15 (SIGTERM)"], ids=["peer errored", "agent stopped the peer"])
+def test_the_reason_names_the_rank_killed_first_not_the_peer_that_lost_it(tmp_path, survivor):
+    agent = f"import sys; print({AGENT_SUMMARY.format(survivor=survivor)!r}); sys.exit(1)"
     reason = _launch(tmp_path, agent)
     assert reason.startswith("rank 1 was killed by SIGKILL (in node0, which exited with code 1)"), reason
     # the peer fails 50 ms after the victim was killed, often within one poll of the launcher: the victim is named
@@ -311,3 +313,28 @@ def test_compare_on_harness_only_results_says_so(tmp_path, capsys):
     code = main(["compare", str(tmp_path / "a"), str(tmp_path / "b")])
     err = capsys.readouterr().err
     assert code == EXIT_BAD_INPUT and "harness itself" in err and "Traceback" not in err
+
+
+def test_a_worker_killed_on_one_node_is_named_in_the_reason(tmp_path):
+    import threading
+
+    from bench import make_config
+    from bench.runs.single import execute
+
+    config = make_config(framework="torch", model="tiny_cnn", mode="training", batch_size=4, image_size=16,
+                         warmup=1, iterations=100_000, strategy="allreduce", workers=2)
+    out = {}
+    runner = threading.Thread(target=lambda: out.update(record=execute(config, tmp_path)))
+    runner.start()
+    deadline = time.monotonic() + 120
+    ranks = []
+    while len(ranks) != 2 and time.monotonic() < deadline:
+        ranks = _ranks_of(os.getpid())
+        time.sleep(0.5)
+    assert len(ranks) == 2, "the ranks did not start"
+    time.sleep(3)
+    victim = max(ranks, key=lambda p: p.pid)
+    victim.kill()
+    runner.join(timeout=60)
+    reason = out["record"]["reason"]
+    assert out["record"]["status"] == "error" and "was killed by SIGKILL" in reason.splitlines()[0], reason

@@ -76,14 +76,21 @@ _ABORT = re.compile(r"terminate called|what\(\):")
 _FAILED_RANK = re.compile(r"^\s*rank\s*:\s*(\d+).*\n\s*exitcode\s*:\s*(-?\d+)", re.MULTILINE)
 
 
+def _cause_first(code: int) -> int:
+    """Sort key of a failed process's exit code, the likeliest cause first: killed by a signal from outside (SIGKILL,
+    SIGSEGV, ...), then an error exit (often a peer losing its connection to the killed one), then SIGTERM (how an
+    agent or this launcher stops the survivors once one has failed)."""
+    return 2 if code == -signal.SIGTERM else 0 if code < 0 else 1
+
+
 def _first_death(text: str) -> str | None:
-    """Which rank an agent's failure summary says died first, and how. A rank killed by a signal is named before
-    the ranks that then failed talking to it (a peer's "Connection reset" is an effect, not the cause); the agent's
-    own "first observed" order cannot tell them apart when both were seen in one poll."""
+    """Which rank an agent's failure summary says died first, and how. The agent's own "first observed" order
+    cannot tell the killed rank from the peers that then failed talking to it (a "Connection reset" is an effect,
+    not the cause) or that it stopped: they are seen in the same poll."""
     failed = [(int(rank), int(code)) for rank, code in _FAILED_RANK.findall(text)]
     if not failed:
         return None
-    rank, code = min(failed, key=lambda f: (f[1] >= 0, f[0]))
+    rank, code = min(failed, key=lambda f: (_cause_first(f[1]), f[0]))
     return f"rank {rank} {_exit_text(code)}"
 
 
@@ -139,8 +146,8 @@ class Launch:
         while True:
             self._remember_descendants()
             failed = {name: proc.poll() for name, proc in self.procs.items() if proc.poll() not in (None, 0)}
-            if failed:  # a process killed by a signal first: the others' errors follow from its death
-                name = min(failed, key=lambda n: failed[n] >= 0)
+            if failed:  # the likeliest cause first: the others' errors follow from its death
+                name = min(failed, key=lambda n: _cause_first(failed[n]))
                 log = self.log_dir / f"{name}.log"
                 try:
                     death = _first_death(log.read_text(errors="replace"))
