@@ -103,7 +103,8 @@ def test_a_failing_config_is_recorded_and_the_sweep_goes_on(tmp_path, monkeypatc
     from bench.sweep import runner as sweep
 
     nb = nbformat.read(sweep.BENCHMARK_NOTEBOOK, as_version=4)
-    planted = nbformat.v4.new_code_cell('if settings["mode"] == "training":\n    raise RuntimeError("planted failure")')
+    planted = nbformat.v4.new_code_cell('if settings.get("mode") == "training":\n'
+                                        '    raise RuntimeError("planted failure")')
     nb.cells.insert(2, planted)  # after the parameters cell
     broken = tmp_path / "broken.ipynb"
     nbformat.write(nb, broken)
