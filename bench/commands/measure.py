@@ -51,7 +51,6 @@ def run_one(args: argparse.Namespace) -> int:
     remove_stale_kernels()  # what a killed run or sweep left: connection files, scratch folders, namespaces
     remove_stale_scratch()
     if cluster:
-
         config = dataclasses.replace(config, extra={**config.extra, "real_cluster": True})
         record = execute(config, args.results_dir, cluster=cluster)
         if record.status == "skipped":
@@ -77,7 +76,6 @@ def run_one(args: argparse.Namespace) -> int:
 
 def listing(args: argparse.Namespace) -> int:
     if args.what == "models":
-
         for name in MODELS.names(args.pattern):
             spec = MODELS.get(name)
             if spec.published_gmacs_224:
@@ -86,7 +84,6 @@ def listing(args: argparse.Namespace) -> int:
                 cost = "test model" if spec.tiny else "no published cost in the reference data"
             print(f"{name:14s} {cost}")
     else:
-
         for name in ADAPTERS.names(args.pattern):
             a = ADAPTERS.get(name)
             print(f"{name:12s} engines: {', '.join(a.engines):22s} version: {a.version() or 'not installed'}")

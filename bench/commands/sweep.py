@@ -16,7 +16,6 @@ def sweep(args: argparse.Namespace) -> int:
     if args.repeats is not None and not 1 <= args.repeats <= 100:
         raise ConfigError(f"invalid --repeats {args.repeats}; it must be an integer from 1 to 100")
     if args.list:
-
         p = plan(profile, Path(args.results_dir), args.force, args.repeats,
                  measure_peaks(profile))
         for i, t in enumerate(p["tasks"]):

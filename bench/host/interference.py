@@ -131,13 +131,11 @@ class TreeSampler:
     """
 
     def __init__(self, interval: float = 0.1) -> None:
-
         self.interval, self.samples = interval, []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _tree_cpu_s(self) -> float:
-
         me = psutil.Process()
         total = 0.0
         for p in [me, *me.children(recursive=True)]:

@@ -59,7 +59,6 @@ def _argv(config: RunConfig, results_dir: Path) -> list[str]:
 
 
 def _tree_rss(proc) -> int:
-
     total = 0
     for p in [proc] + proc.children(recursive=True):
         try:

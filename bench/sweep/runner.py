@@ -164,7 +164,6 @@ class _Estimator:
                 self.history.setdefault(r.config_key, []).append(r.duration_s)
 
     def __call__(self, task: Task) -> float:
-
         c = task.config
         peak = self.peaks.get(peak_key(c.device, c.precision, peak_threads(c))) or {}
         flops = None
