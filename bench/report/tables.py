@@ -15,7 +15,7 @@ from ..measurement.certificate import CERTIFICATE_CHECKS, parity_table
 from ..measurement.loop import WARMUP_TOLERANCE
 from ..measurement.peak import PEAK_N, PEAK_TRIALS
 from ..results.record import Certificate, Record, as_records
-from . import soundness
+from . import coverage, soundness
 from .systems import status_rows
 from .text import prose
 
@@ -162,25 +162,18 @@ def _config_name(r) -> str:
 
 def over_budget_table(sweeps: list[dict], runs: pd.DataFrame) -> pd.DataFrame:
     """Configs the newest sweep of each host and profile dropped to fit its budget and never measured."""
-    newest: dict[tuple[str, str], dict] = {}
-    for m in sweeps:
-        newest[m["host"], m["profile"]] = m
     measured = set(runs["config_key"]) if not runs.empty else set()
-    rows = [{"host": host, "profile": profile, "config": d["label"], "status": d["reason"]}
-            for (host, profile), m in sorted(newest.items()) for d in m.get("dropped", [])
-            if d["config_key"] not in measured]
+    rows = [{"host": m["host"], "profile": m["profile"], "config": d["label"], "status": d["reason"]}
+            for m in coverage.newest_sweeps(sweeps) for d in m.get("dropped", []) if d["config_key"] not in measured]
     return pd.DataFrame(rows)
 
 
 def not_applicable_table(sweeps: list[dict]) -> pd.DataFrame:
     """What the newest sweep of each host and profile asked for that a framework cannot run there, and why
     (expanded away before any kernel started)."""
-    newest: dict[tuple[str, str], dict] = {}
-    for m in sweeps:
-        newest[m["host"], m["profile"]] = m
-    rows = [{"host": host, "profile": profile, "left out": item.split(": ", 1)[0],
+    rows = [{"host": m["host"], "profile": m["profile"], "left out": item.split(": ", 1)[0],
              "reason": item.split(": ", 1)[1] if ": " in item else "not implemented by this framework"}
-            for (host, profile), m in sorted(newest.items()) for item in m.get("not_applicable", [])]
+            for m in coverage.newest_sweeps(sweeps) for item in m.get("not_applicable", [])]
     return pd.DataFrame(rows)
 
 
@@ -261,24 +254,39 @@ def findings(configs: pd.DataFrame, summary: pd.DataFrame) -> list[str]:
     return out
 
 
+def _all_records(d) -> list[Record]:
+    """Every record of the report, distributed ones included: a sweep's coverage counts both."""
+    return list(d.records) + (list(d.scaling.records) if d.scaling else [])
+
+
 def header(d) -> str:
-    """The first lines of the report: when, which profile(s), which machines, how much was flagged."""
+    """The first lines of the report: an unfinished sweep first, then when, which profile(s), which machines,
+    how much was covered and flagged (coverage from the sweep manifests and records, never assumed)."""
     runs, configs = d.runs, d.configs
     built = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    top = coverage.banner(d.sweeps, _all_records(d))
+    top = top + "\n\n" if top else ""
     if runs.empty:
-        return f"Built {built}. No results yet."
+        return f"{top}Built {built}. No results yet."
     hosts = "; ".join(f"**{h}** ({', '.join(sorted(set(g['hardware'])))})" for h, g in runs.groupby("host"))
-    profiles = ", ".join(sorted({m["profile"] for m in d.sweeps})) or "single runs (no sweep)"
+    sweeps = "; ".join(f"`{c.profile}` on {c.host}: {'complete' if c.complete else c.status}, {c.done} of {c.planned} "
+                       f"planned runs recorded" for c in coverage.coverages(d.sweeps, _all_records(d)))
     dates = sorted(runs["created"].str[:10])
     flagged = d.processes[~d.processes["clean"]] if not d.processes.empty else d.processes
     unsound = configs[~configs["sound"]] if not configs.empty else configs
-    n_err = int((runs["status"] != "ok").sum())
-    return (f"Built {built} from **{len(runs)} process runs** measured {dates[0]}"
-            f"{' to ' + dates[-1] if dates[-1] != dates[0] else ''} on {hosts}; profile(s): {profiles}. "
+    status = runs["status"].value_counts()
+    return (f"{top}Built {built} from **{len(runs)} process runs** recorded {dates[0]}"
+            f"{' to ' + dates[-1] if dates[-1] != dates[0] else ''} on {hosts}; "
+            f"sweep(s): {sweeps or 'none (single runs)'}. "
             f"{len(configs)} configs, each measured in {_processes_phrase(configs)}. "
             f"**{len(flagged)} process runs were flagged** (disturbed or far jitterier than their repetitions) and "
-            f"**{len(unsound)} configs are not used for findings**; {n_err} runs failed or were skipped. "
+            f"**{len(unsound)} configs are not used for findings**; of the {len(runs)} recorded runs "
+            f"{int(status.get('error', 0))} failed and {int(status.get('skipped', 0))} were skipped. "
             "Every number below was measured by this project unless it is labelled *published*.")
+
+
+def _minutes(budget) -> str:
+    return f"{budget:g} min" if budget else "none"
 
 
 def _processes_phrase(configs: pd.DataFrame) -> str:
@@ -315,6 +323,7 @@ def methodology(d) -> str:
     sweeps = [m for m in d.sweeps if any(r.sweep and r.sweep.id == m["sweep_id"] for r in ok)]
     sweep_lines = []
     for m in sweeps:
+        c = coverage.sweep_coverage(m, _all_records(d))
         peaks = []
         for key, p in (m.get("peaks") or {}).items():
             start, end = p.get("start"), p.get("end")
@@ -330,9 +339,9 @@ def methodology(d) -> str:
         sweep_lines.append(
             f"- sweep `{m['sweep_id']}` on {m['host']}: profile `{m['profile']}`, {m['repeats']} repetitions "
             f"per config, order seed {m['order_seed']}, up to {m['retries']} retries of a disturbed run "
-            f"({len(m.get('retried', []))} retried), budget {m['budget_minutes'] or 'none'} min "
-            f"(estimated {m['estimate_s'] / 60:.0f} min, took {m.get('elapsed_s', 0) / 60:.0f} min; "
-            f"{len(m.get('dropped', []))} configs over budget); status {m['status']}. Device peak: "
+            f"({c.retries()}); {c.done} of {c.planned} planned runs recorded, {c.failed} failed or skipped; "
+            f"budget {_minutes(m['budget_minutes'])} (estimated {m['estimate_s'] / 60:.0f} min, "
+            f"{c.duration()}; {len(m.get('dropped', []))} configs over budget); status {m['status']}. Device peak: "
             + ("; ".join(peaks) or "not measured") + ".")
     procs = d.processes
     n_disturbed = int((~procs["clean"]).sum()) if not procs.empty else 0
