@@ -91,6 +91,38 @@ def test_a_complete_sweep_has_no_banner_and_states_its_duration(tmp_path):
     assert "took 7 min" in T.methodology(d) and "no disturbed run retried" in T.methodology(d)
 
 
+def test_each_environment_is_listed_with_its_own_runs_and_values(tmp_path):
+    own = next(T.ADAPTERS.get(n).environment for n in T.ADAPTERS if T.ADAPTERS.get(n).environment)
+    main = [record(framework="torch", repeat=i, seed=i) for i in range(3)]
+    other = [record(framework="tensorflow", repeat=i, seed=i) for i in range(2)]
+    for r in main:
+        r["manifest"].update(interpreter="/p/.venv", libraries={"numpy": "2.1.3"}, env={})
+    for r in other:  # as runs in a framework's environment of its own record them
+        r["manifest"].update(interpreter=f"/p/{own}", libraries={"numpy": "1.23.5"}, env={"OMP_NUM_THREADS": "2"})
+    write(main + other, tmp_path)
+    env = T.environment_table(load(tmp_path).records)
+    assert sorted(env.columns) == sorted([f"{HOST}: main", f"{HOST}: {own}"])
+    a, b = env[f"{HOST}: main"], env[f"{HOST}: {own}"]
+    assert (a["environment (interpreter)"], a["runs"], a["frameworks (runs)"], a["numpy"], a["recorded env vars"]) \
+        == ("/p/.venv", "3", "torch (3)", "2.1.3", "none")
+    assert (b["environment (interpreter)"], b["runs"], b["frameworks (runs)"], b["numpy"], b["recorded env vars"]) \
+        == (f"/p/{own}", "2", "tensorflow (2)", "1.23.5", "OMP_NUM_THREADS=2")
+
+
+def test_two_unnamed_environments_on_one_host_stay_apart(tmp_path):
+    runs = [record(framework="torch", repeat=i, seed=i) for i in range(2)]
+    for r, prefix in zip(runs, ("/a/.venv", "/b/.venv")):
+        r["manifest"]["interpreter"] = prefix
+    env = T.environment_table(load(write(runs, tmp_path)).records)
+    assert len(env.columns) == 2 and set(env.loc["environment (interpreter)"]) == {"/a/.venv", "/b/.venv"}
+
+
+def test_a_framework_s_own_environment_is_named_after_its_folder():
+    own = next(T.ADAPTERS.get(n).environment for n in T.ADAPTERS if T.ADAPTERS.get(n).environment)
+    assert T._environment_name(f"/p/{own}") == own
+    assert T._environment_name("/p/.venv") == "main" and T._environment_name(None) == "not recorded"
+
+
 def test_the_notebook_shows_the_header_first():
     cells = [c for c in json.loads(NOTEBOOK.read_text())["cells"] if c["cell_type"] == "code"]
     first_output = [c for c in cells if "parameters" not in c.get("metadata", {}).get("tags", [])][0]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from datetime import UTC, datetime
+from pathlib import PurePath
 
 import pandas as pd
 
@@ -20,17 +21,35 @@ from .systems import status_rows
 from .text import prose
 
 
+def _environment_name(interpreter: str | None) -> str:
+    """'main', or the folder of a framework's own environment (declared by its adapter), from sys.prefix."""
+    if not interpreter:
+        return "not recorded"
+    own = {a.environment for a in (ADAPTERS.get(n) for n in ADAPTERS) if a.environment}
+    folder = PurePath(interpreter).name
+    return folder if folder in own else "main"
+
+
 def environment_table(records: list[Record]) -> pd.DataFrame:
-    """One column per host: the machine and software its newest record was measured with."""
-    newest: dict[str, Record] = {}
+    """One column per host and environment (interpreter) that produced runs: the runs and frameworks it covers,
+    and the machine and software of its newest record. A framework with an environment of its own (other
+    library versions, other variables) is never described by another environment's values."""
+    groups: dict[tuple[str, str | None], list[Record]] = {}
     for r in sorted(as_records(records), key=lambda r: r.created):
-        if measures_a_framework(r.config.framework):
-            newest[r.host] = r
+        if measures_a_framework(r.config.framework) and r.manifest is not None:
+            groups.setdefault((r.host, r.manifest.interpreter), []).append(r)
     cols = {}
-    for host, r in sorted(newest.items()):
-        m = r.manifest
+    for (host, interpreter), rs in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
+        m = rs[-1].manifest
         cpu = m.cpu
-        cols[host] = {
+        frameworks = Counter(r.config.framework for r in rs)
+        name = f"{host}: {_environment_name(interpreter)}"
+        if name in cols:  # two main environments on one host (two checkouts): the interpreter tells them apart
+            name += f" ({interpreter})"
+        cols[name] = {
+            "environment (interpreter)": interpreter or "not recorded",
+            "runs": str(len(rs)),
+            "frameworks (runs)": ", ".join(f"{f} ({n})" for f, n in sorted(frameworks.items())),
             "CPU": cpu.model,
             "physical cores / logical CPUs": f"{cpu.physical_cores} / {cpu.logical_cpus}",
             "CPU flags (vector/matrix)": " ".join(cpu.flags),
@@ -44,7 +63,8 @@ def environment_table(records: list[Record]) -> pd.DataFrame:
             "git commit": (m.git.commit or "unknown")[:12] + (" (dirty)" if m.git.dirty else ""),
             "recorded env vars": ", ".join(f"{k}={v}" for k, v in m.env.items()) or "none",
         }
-    return pd.DataFrame(cols)
+    # Libraries one environment lacks stay blank in its column rather than borrowing another's version.
+    return pd.DataFrame(cols).fillna("")
 
 
 def fairness_summary(records: list[Record]) -> pd.DataFrame:
