@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from ..results.record import Record, as_records
 
@@ -23,7 +23,7 @@ class SweepCoverage:
     failed: int  # of the sweep's own runs, whose latest attempt failed or was skipped
     retries_queued: int
     retries_done: int
-    minutes: float | None  # elapsed; for a running sweep up to its newest record
+    minutes: float | None  # elapsed; for a running sweep up to the end of its newest run
     minutes_so_far: bool  # True when the sweep had not ended: `minutes` is a lower bound
 
     @property
@@ -42,7 +42,7 @@ class SweepCoverage:
         if self.minutes is None:
             return "no run recorded yet"
         if self.minutes_so_far:
-            return f"{self.minutes:.0f} min so far, up to its newest record"
+            return f"{self.minutes:.0f} min so far, up to the end of its newest run"
         return f"took {self.minutes:.0f} min"
 
     def retries(self) -> str:
@@ -80,7 +80,9 @@ def sweep_coverage(manifest: dict, records: list[Record]) -> SweepCoverage:
     if ended:
         minutes = manifest["elapsed_s"] / 60
     elif mine and manifest.get("started"):
-        minutes = (max(_time(r.created) for r in mine) - _time(manifest["started"])).total_seconds() / 60
+        # A record is created when its run starts: its own duration brings it to the run's end.
+        last = max(_time(r.created) + timedelta(seconds=r.duration_s or 0) for r in mine)
+        minutes = (last - _time(manifest["started"])).total_seconds() / 60
     else:
         minutes = None
     return SweepCoverage(
@@ -102,8 +104,9 @@ def banner(sweeps: list[dict], records: list[Record]) -> str:
     for c in coverages(sweeps, records):
         if c.complete:
             continue
-        state = "is still running" if c.status == "running" else f"is {c.status}" if c.status != FINISHED \
-            else "finished, but not every planned run is recorded"
+        # "running" is what the manifest says until the sweep ends; a killed sweep never rewrites it.
+        state = ("has not finished (status running)" if c.status == "running" else
+                 "finished, but not every planned run is recorded" if c.status == FINISHED else f"is {c.status}")
         lines.append(
             f"> **Incomplete: sweep `{c.sweep_id}` (profile `{c.profile}`, {c.host}) {state}.** "
             f"{c.done} of {c.planned} planned runs recorded ({c.planned - c.done} not yet run), {c.failed} failed "
