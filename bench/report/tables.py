@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from datetime import UTC, datetime
+from pathlib import PurePath
 
 import pandas as pd
 
@@ -15,22 +16,40 @@ from ..measurement.certificate import CERTIFICATE_CHECKS, parity_table
 from ..measurement.loop import WARMUP_TOLERANCE
 from ..measurement.peak import PEAK_N, PEAK_TRIALS
 from ..results.record import Certificate, Record, as_records
-from . import soundness
+from . import coverage, soundness
 from .systems import status_rows
 from .text import prose
 
 
+def _environment_name(interpreter: str | None) -> str:
+    """'main', or the folder of a framework's own environment (declared by its adapter), from sys.prefix."""
+    if not interpreter:
+        return "not recorded"
+    own = {a.environment for a in (ADAPTERS.get(n) for n in ADAPTERS) if a.environment}
+    folder = PurePath(interpreter).name
+    return folder if folder in own else "main"
+
+
 def environment_table(records: list[Record]) -> pd.DataFrame:
-    """One column per host: the machine and software its newest record was measured with."""
-    newest: dict[str, Record] = {}
+    """One column per host and environment (interpreter) that produced runs: the runs and frameworks it covers,
+    and the machine and software of its newest record. A framework with an environment of its own (other
+    library versions, other variables) is never described by another environment's values."""
+    groups: dict[tuple[str, str | None], list[Record]] = {}
     for r in sorted(as_records(records), key=lambda r: r.created):
-        if measures_a_framework(r.config.framework):
-            newest[r.host] = r
+        if measures_a_framework(r.config.framework) and r.manifest is not None:
+            groups.setdefault((r.host, r.manifest.interpreter), []).append(r)
     cols = {}
-    for host, r in sorted(newest.items()):
-        m = r.manifest
+    for (host, interpreter), rs in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
+        m = rs[-1].manifest
         cpu = m.cpu
-        cols[host] = {
+        frameworks = Counter(r.config.framework for r in rs)
+        name = f"{host}: {_environment_name(interpreter)}"
+        if name in cols:  # two main environments on one host (two checkouts): the interpreter tells them apart
+            name += f" ({interpreter})"
+        cols[name] = {
+            "environment (interpreter)": interpreter or "not recorded",
+            "runs": str(len(rs)),
+            "frameworks (runs)": ", ".join(f"{f} ({n})" for f, n in sorted(frameworks.items())),
             "CPU": cpu.model,
             "physical cores / logical CPUs": f"{cpu.physical_cores} / {cpu.logical_cpus}",
             "CPU flags (vector/matrix)": " ".join(cpu.flags),
@@ -44,7 +63,8 @@ def environment_table(records: list[Record]) -> pd.DataFrame:
             "git commit": (m.git.commit or "unknown")[:12] + (" (dirty)" if m.git.dirty else ""),
             "recorded env vars": ", ".join(f"{k}={v}" for k, v in m.env.items()) or "none",
         }
-    return pd.DataFrame(cols)
+    # Libraries one environment lacks stay blank in its column rather than borrowing another's version.
+    return pd.DataFrame(cols).fillna("")
 
 
 def fairness_summary(records: list[Record]) -> pd.DataFrame:
@@ -162,25 +182,18 @@ def _config_name(r) -> str:
 
 def over_budget_table(sweeps: list[dict], runs: pd.DataFrame) -> pd.DataFrame:
     """Configs the newest sweep of each host and profile dropped to fit its budget and never measured."""
-    newest: dict[tuple[str, str], dict] = {}
-    for m in sweeps:
-        newest[m["host"], m["profile"]] = m
     measured = set(runs["config_key"]) if not runs.empty else set()
-    rows = [{"host": host, "profile": profile, "config": d["label"], "status": d["reason"]}
-            for (host, profile), m in sorted(newest.items()) for d in m.get("dropped", [])
-            if d["config_key"] not in measured]
+    rows = [{"host": m["host"], "profile": m["profile"], "config": d["label"], "status": d["reason"]}
+            for m in coverage.newest_sweeps(sweeps) for d in m.get("dropped", []) if d["config_key"] not in measured]
     return pd.DataFrame(rows)
 
 
 def not_applicable_table(sweeps: list[dict]) -> pd.DataFrame:
     """What the newest sweep of each host and profile asked for that a framework cannot run there, and why
     (expanded away before any kernel started)."""
-    newest: dict[tuple[str, str], dict] = {}
-    for m in sweeps:
-        newest[m["host"], m["profile"]] = m
-    rows = [{"host": host, "profile": profile, "left out": item.split(": ", 1)[0],
+    rows = [{"host": m["host"], "profile": m["profile"], "left out": item.split(": ", 1)[0],
              "reason": item.split(": ", 1)[1] if ": " in item else "not implemented by this framework"}
-            for (host, profile), m in sorted(newest.items()) for item in m.get("not_applicable", [])]
+            for m in coverage.newest_sweeps(sweeps) for item in m.get("not_applicable", [])]
     return pd.DataFrame(rows)
 
 
@@ -261,24 +274,39 @@ def findings(configs: pd.DataFrame, summary: pd.DataFrame) -> list[str]:
     return out
 
 
+def _all_records(d) -> list[Record]:
+    """Every record of the report, distributed ones included: a sweep's coverage counts both."""
+    return list(d.records) + (list(d.scaling.records) if d.scaling else [])
+
+
 def header(d) -> str:
-    """The first lines of the report: when, which profile(s), which machines, how much was flagged."""
+    """The first lines of the report: an unfinished sweep first, then when, which profile(s), which machines,
+    how much was covered and flagged (coverage from the sweep manifests and records, never assumed)."""
     runs, configs = d.runs, d.configs
     built = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    top = coverage.banner(d.sweeps, _all_records(d))
+    top = top + "\n\n" if top else ""
     if runs.empty:
-        return f"Built {built}. No results yet."
+        return f"{top}Built {built}. No results yet."
     hosts = "; ".join(f"**{h}** ({', '.join(sorted(set(g['hardware'])))})" for h, g in runs.groupby("host"))
-    profiles = ", ".join(sorted({m["profile"] for m in d.sweeps})) or "single runs (no sweep)"
+    sweeps = "; ".join(f"`{c.profile}` on {c.host}: {'complete' if c.complete else c.status}, {c.done} of {c.planned} "
+                       f"planned runs recorded" for c in coverage.coverages(d.sweeps, _all_records(d)))
     dates = sorted(runs["created"].str[:10])
     flagged = d.processes[~d.processes["clean"]] if not d.processes.empty else d.processes
     unsound = configs[~configs["sound"]] if not configs.empty else configs
-    n_err = int((runs["status"] != "ok").sum())
-    return (f"Built {built} from **{len(runs)} process runs** measured {dates[0]}"
-            f"{' to ' + dates[-1] if dates[-1] != dates[0] else ''} on {hosts}; profile(s): {profiles}. "
+    status = runs["status"].value_counts()
+    return (f"{top}Built {built} from **{len(runs)} process runs** recorded {dates[0]}"
+            f"{' to ' + dates[-1] if dates[-1] != dates[0] else ''} on {hosts}; "
+            f"sweep(s): {sweeps or 'none (single runs)'}. "
             f"{len(configs)} configs, each measured in {_processes_phrase(configs)}. "
             f"**{len(flagged)} process runs were flagged** (disturbed or far jitterier than their repetitions) and "
-            f"**{len(unsound)} configs are not used for findings**; {n_err} runs failed or were skipped. "
+            f"**{len(unsound)} configs are not used for findings**; of the {len(runs)} recorded runs "
+            f"{int(status.get('error', 0))} failed and {int(status.get('skipped', 0))} were skipped. "
             "Every number below was measured by this project unless it is labelled *published*.")
+
+
+def _minutes(budget) -> str:
+    return f"{budget:g} min" if budget else "none"
 
 
 def _processes_phrase(configs: pd.DataFrame) -> str:
@@ -315,6 +343,7 @@ def methodology(d) -> str:
     sweeps = [m for m in d.sweeps if any(r.sweep and r.sweep.id == m["sweep_id"] for r in ok)]
     sweep_lines = []
     for m in sweeps:
+        c = coverage.sweep_coverage(m, _all_records(d))
         peaks = []
         for key, p in (m.get("peaks") or {}).items():
             start, end = p.get("start"), p.get("end")
@@ -330,9 +359,9 @@ def methodology(d) -> str:
         sweep_lines.append(
             f"- sweep `{m['sweep_id']}` on {m['host']}: profile `{m['profile']}`, {m['repeats']} repetitions "
             f"per config, order seed {m['order_seed']}, up to {m['retries']} retries of a disturbed run "
-            f"({len(m.get('retried', []))} retried), budget {m['budget_minutes'] or 'none'} min "
-            f"(estimated {m['estimate_s'] / 60:.0f} min, took {m.get('elapsed_s', 0) / 60:.0f} min; "
-            f"{len(m.get('dropped', []))} configs over budget); status {m['status']}. Device peak: "
+            f"({c.retries()}); {c.done} of {c.planned} planned runs recorded, {c.failed} failed or skipped; "
+            f"budget {_minutes(m['budget_minutes'])} (estimated {m['estimate_s'] / 60:.0f} min, "
+            f"{c.duration()}; {len(m.get('dropped', []))} configs over budget); status {m['status']}. Device peak: "
             + ("; ".join(peaks) or "not measured") + ".")
     procs = d.processes
     n_disturbed = int((~procs["clean"]).sum()) if not procs.empty else 0
