@@ -179,6 +179,7 @@ class RunSettings(Section):
     bucket_mb: float = optional(25.0)
     scaling: str | None = optional()
     oversubscribe: bool = optional(False)
+    backend: str = optional("auto")
     extra: dict[str, Any] = optional({})
 
     @property
