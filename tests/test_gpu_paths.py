@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+import sys
+
 import pytest
 
 from bench.config import make_config
@@ -64,3 +67,62 @@ def test_backend_is_refused_where_it_means_nothing(monkeypatch):
         make_config(framework="torch", model="tiny_cnn", backend="gloo")
     with pytest.raises(ConfigError, match="invalid backend 'mpi'"):
         make_config(**DIST, backend="mpi")
+
+
+class FakeNvml:
+    """pynvml at the device boundary: GPUs whose energy counters (millijoules) advance by `step_mj` per reading."""
+
+    class NVMLError(Exception):
+        pass
+
+    def __init__(self, step_mj: int = 0, supported: bool = True) -> None:
+        self.step_mj, self.supported, self.readings, self.shut = step_mj, supported, {}, 0
+
+    def nvmlInit(self) -> None:
+        pass
+
+    def nvmlShutdown(self) -> None:
+        self.shut += 1
+
+    def nvmlDeviceGetHandleByIndex(self, index: int) -> str:
+        return f"gpu{index}"
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, handle: str) -> int:
+        if not self.supported:
+            raise self.NVMLError("Not Supported")
+        self.readings[handle] = self.readings.get(handle, 1_000_000) + self.step_mj
+        return self.readings[handle]
+
+
+def test_nvml_energy_over_the_loop_gives_images_per_joule(monkeypatch):
+    from bench.host.energy import energy_meter
+
+    fake = FakeNvml(step_mj=50_000)  # 50 J between two readings
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    with energy_meter("cuda:1") as meter:
+        pass
+    result = meter.result(images=100)
+    assert result["available"] and result["meter"] == "NVML total energy, GPU 1"
+    assert result["joules"] == pytest.approx(50.0) and result["images_per_joule"] == pytest.approx(2.0)
+    assert result["joules_per_image"] == pytest.approx(0.5) and fake.shut == 1
+
+
+@pytest.mark.parametrize("module, reason", [
+    (None, "pynvml is not installed"),
+    (FakeNvml(supported=False), "NVML total energy not readable on GPU \\[0\\]: Not Supported \\(needs Volta"),
+])
+def test_nvml_energy_says_why_it_is_not_measured(monkeypatch, module, reason):
+    from bench.host.energy import NvmlEnergyMeter
+
+    monkeypatch.setitem(sys.modules, "pynvml", module)  # None: `import pynvml` raises ImportError
+    with NvmlEnergyMeter([0]) as meter:
+        pass
+    result = meter.result(images=10)
+    assert not result["available"] and re.search(reason, result["reason"])
+    assert NvmlEnergyMeter([]).result(10) == {"available": False, "reason": "no GPU to measure"}
+
+
+def test_cpu_runs_keep_the_rapl_meter():
+    from bench.host.energy import EnergyMeter, energy_meter
+
+    assert type(energy_meter("cpu")) is EnergyMeter

@@ -281,6 +281,7 @@ class Energy(Section):
     meter: str | None = optional()
     joules: float | None = optional()
     joules_per_image: float | None = optional()
+    images_per_joule: float | None = optional()
 
 
 @section
