@@ -261,11 +261,12 @@ class RunConfig:
         """The seed of this process's synthetic data: `seed`, or a distributed rank's own (see `for_rank`)."""
         return self.extra.get("data_seed", self.seed)
 
-    def for_rank(self, rank: int) -> RunConfig:
+    def for_rank(self, rank: int, device: str | None = None) -> RunConfig:
         """What one rank of this distributed run trains, as a single process: its share of the batch and its own
-        shard of the data (its own data seed); the weights' seed stays `seed`, the same on every rank."""
+        shard of the data (its own data seed), on its own `device` (a GPU rank's, from its local rank); the weights'
+        seed stays `seed`, the same on every rank."""
         single = {name: getattr(RunConfig, name) for name in DISTRIBUTED_FIELDS}  # the declared defaults
-        return dataclasses.replace(self, batch_size=self.worker_batch, **single,
+        return dataclasses.replace(self, batch_size=self.worker_batch, device=device or self.device, **single,
                                    extra={**self.extra, "data_seed": self.seed + 1000 * (rank + 1)})
 
     @property

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from bench.config import make_config
+from bench.config import RunConfig, make_config
 from bench.errors import ConfigError
 from bench.host import devices
 from bench.host.devices import rank_placement
@@ -126,3 +126,100 @@ def test_cpu_runs_keep_the_rapl_meter():
     from bench.host.energy import EnergyMeter, energy_meter
 
     assert type(energy_meter("cpu")) is EnergyMeter
+
+
+class FakeCuda:
+    """torch.cuda at the device boundary: a device count, and events stamped with a fake GPU clock (milliseconds)."""
+
+    def __init__(self, count: int = 0) -> None:
+        self.count, self.gpu_ms, self.synchronized = count, 0.0, 0
+
+    def device_count(self) -> int:
+        return self.count
+
+    def synchronize(self, device=None) -> None:
+        self.synchronized += 1
+
+    def Event(self, enable_timing: bool = False):  # noqa: N802 (torch.cuda's name)
+        cuda = self
+
+        class Event:
+            def record(self) -> None:
+                self.ms = cuda.gpu_ms
+
+            def elapsed_time(self, end) -> float:
+                return end.ms - self.ms
+
+        assert enable_timing
+        return Event()
+
+
+def _rank_env(local: int, ranks: int, base: int = 0) -> dict:
+    from bench.ranks import rankio
+
+    return {"LOCAL_RANK": str(local), rankio.MACHINE_RANKS_ENV: str(ranks), rankio.GPU_BASE_ENV: str(base)}
+
+
+def test_a_rank_takes_the_gpu_of_its_local_rank(monkeypatch):
+    from bench.adapters.torch.worker import Placement, rank_device
+
+    _gpus(monkeypatch, 4)
+    config = make_config(**{**DIST, "workers": 4}, device="cuda", oversubscribe=True)  # this machine: 2 cores
+    assert rank_device(config, _rank_env(2, 4), FakeCuda(4)) == Placement("cuda:2", "nccl", True)
+    # emulated nodes share this machine's GPUs: node 1's local rank 0 is the machine's third rank
+    assert rank_device(config, _rank_env(0, 4, base=2), FakeCuda(4)).device == "cuda:2"
+    cpu = make_config(**DIST)
+    assert rank_device(cpu, _rank_env(1, 2), FakeCuda(0)) == Placement("cpu", "gloo", False)
+
+
+def test_ranks_sharing_one_gpu_use_gloo_and_one_measures_its_energy(monkeypatch):
+    from bench.adapters.torch.worker import Placement, rank_device
+
+    _gpus(monkeypatch, 1)
+    config = make_config(**DIST, device="cuda", backend="gloo")
+    assert rank_device(config, _rank_env(0, 2), FakeCuda(1)) == Placement("cuda:0", "gloo", True)
+    assert rank_device(config, _rank_env(1, 2), FakeCuda(1)) == Placement("cuda:0", "gloo", False)
+    nccl = make_config(**{**DIST, "workers": 1}, device="cuda")
+    with pytest.raises(ValueError, match="NCCL cannot run two ranks on one GPU"):  # a process seeing fewer GPUs
+        rank_device(nccl, _rank_env(1, 2), FakeCuda(1))
+
+
+def test_gpu_comm_is_timed_by_cuda_events_on_the_host_axis():
+    from bench.adapters.torch.worker import CudaEventClock, HostClock, make_clock
+    from bench.ranks.timeline import step_phases
+
+    cuda = FakeCuda(1)
+    clock = make_clock("cuda:0", cuda)
+    assert isinstance(clock, CudaEventClock) and isinstance(make_clock("cpu", cuda), HostClock)
+    t0 = clock.begin()
+    spans = []
+    for start_ms, end_ms in ((4.0, 9.0), (8.0, 12.0)):  # two buckets' all-reduces on the GPU's clock
+        cuda.gpu_ms = start_ms
+        a = clock.mark()
+        cuda.gpu_ms = end_ms
+        spans.append((a, clock.mark()))
+    comm = clock.seconds(spans)
+    assert comm == [pytest.approx((t0 + 0.004, t0 + 0.009)), pytest.approx((t0 + 0.008, t0 + 0.012))]
+    phases = step_phases((t0, t0 + 0.002), (t0 + 0.002, t0 + 0.008), (t0 + 0.012, t0 + 0.013), comm, (t0, t0 + 0.013))
+    assert phases["comm_s"] == pytest.approx(0.008) and phases["overlap_s"] == pytest.approx(0.004)
+    assert cuda.synchronized == 2  # at the step's start (the reference) and before reading the events
+
+
+def test_cpu_comm_keeps_host_timestamps():
+    from bench.adapters.torch.worker import HostClock
+
+    clock = HostClock()
+    a = clock.mark()
+    assert isinstance(a, float) and clock.seconds([(a, a + 1.0)]) == [(a, a + 1.0)]
+
+
+def test_torchrun_tasks_tell_each_agent_its_machine_ranks_and_gpu_base():
+    from bench.ranks import rankio
+    from bench.runs.distributed.run import torchrun_tasks
+
+    config = make_config(**DIST)
+    (task,) = torchrun_tasks(config, "m", {}, None)
+    assert (task.env[rankio.MACHINE_RANKS_ENV], task.env[rankio.GPU_BASE_ENV]) == ("2", "0")
+    cluster = torchrun_tasks(RunConfig(**{**DIST, "nodes": 2}, extra={"real_cluster": True}), "m", {}, None,
+                             {"node_rank": 1, "master_addr": "10.0.0.1", "master_port": 29500})
+    assert (cluster[0].env[rankio.MACHINE_RANKS_ENV], cluster[0].env[rankio.GPU_BASE_ENV]) == ("1", "0")

@@ -355,6 +355,8 @@ class Rank(Section):
     checksum_before: float | None = optional()
     checksum_after: float | None = optional()
     loss_last: float | None = optional()
+    device: str | None = optional()  # a GPU rank's own (cuda:<local rank>, or the GPU its ranks share)
+    energy: dict[str, Any] | None = optional()  # Energy's fields: NVML over the timed steps (GPU ranks)
 
 
 @section
