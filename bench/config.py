@@ -78,7 +78,7 @@ def _switch(field_name: str, value: object) -> None:
 
 
 _CHOICES = {"mode": MODES, "precision": PRECISIONS, "protocol": PROTOCOLS, "data": DATA_PLACEMENTS,
-            "strategy": STRATEGIES, "scaling": SCALINGS}
+            "strategy": STRATEGIES, "scaling": SCALINGS, "backend": devices.BACKENDS}
 # name -> (a count: integers only, zero allowed, upper bound)
 _NUMBERS = {"batch_size": (True, False, MAX_VALUE), "seed": (True, True, 2**31 - 1),
             "image_size": (True, False, MAX_VALUE), "threads": (True, False, MAX_VALUE),
@@ -148,6 +148,7 @@ class RunConfig:
     link_delay_ms: float = 0.0  # one-way delay added on the emulated link
     bucket_mb: float = 25.0  # DDP gradient bucket size (allreduce)
     scaling: str = "weak"
+    backend: str = "auto"  # collectives: auto = NCCL with a GPU per rank, gloo on CPUs; gloo shares one GPU
     # Run more workers than this machine has cores or memory for (an oversubscription experiment): refused otherwise.
     oversubscribe: bool = False
     extra: dict = field(default_factory=dict, compare=False, hash=False)
@@ -179,8 +180,9 @@ class RunConfig:
 
     def _check_distributed(self, adapter) -> None:
         if self.strategy == "none":
-            if self.workers != 1 or self.nodes != 1:
-                raise ConfigError(f"workers={self.workers}, nodes={self.nodes} need a distributed strategy; "
+            if self.workers != 1 or self.nodes != 1 or self.backend != "auto":
+                raise ConfigError(f"workers={self.workers}, nodes={self.nodes}, backend={self.backend} need a "
+                                  "distributed strategy; "
                                   f"valid choices: {', '.join(STRATEGIES[1:])}")
             return
         supported = getattr(adapter, "distributed_strategies", ())
@@ -189,9 +191,6 @@ class RunConfig:
                               f"{', '.join(supported) or 'none (this framework has no distributed runs)'}")
         if self.mode != "training":
             raise ConfigError(f"strategy {self.strategy!r} needs mode 'training' (got {self.mode!r})")
-        if self.device != "cpu":  # a GPU run on CPU workers would be a fake: refuse it up front
-            raise ConfigError(f"distributed runs use CPU worker processes (gloo / gRPC); device {self.device!r} "
-                              "workers (NCCL) are not implemented yet: valid choice: cpu")
         if self.workers % self.nodes:
             raise ConfigError(f"workers={self.workers} do not divide evenly over nodes={self.nodes}")
         if self.nodes == 1 and (self.link_gbit or self.link_delay_ms):
@@ -213,7 +212,8 @@ class RunConfig:
             if reason:
                 raise ConfigError(f"invalid link_delay_ms {self.link_delay_ms:g}: a link delay cannot be emulated "
                                   f"here ({reason}); valid here: link_delay_ms 0 (rate shaping with link_gbit works)")
-        ranks = self.workers // self.nodes if real_cluster else self.workers  # the ranks this machine runs
+        ranks = self.ranks_here
+        self._check_gpus(ranks)
         cores, memory = devices.usable_cpus(), psutil.virtual_memory().total
         fit = max(1, min(cores, memory // RANK_MEMORY_BYTES))
         if ranks > fit and not self.oversubscribe:
@@ -222,6 +222,26 @@ class RunConfig:
                 f"process that needs a core and about {RANK_MEMORY_BYTES / 2**30:g} GiB, but it has {cores} cores "
                 f"and {memory / 2**30:.1f} GiB; valid here: workers 1 to {fit} per machine (oversubscribe=true "
                 "runs more anyway, for an oversubscription experiment)")
+
+    def _check_gpus(self, ranks: int) -> None:
+        """GPU ranks need their GPUs (one each, or one shared over gloo when asked for); never CPU workers instead."""
+        if self.backend != "auto" and ADAPTERS.get(self.framework).distributed_launch != "torchrun":
+            raise ConfigError(f"invalid backend {self.backend!r} for {self.framework}: its collectives are its own; "
+                              "valid choice: auto")
+        if not devices.is_gpu(self.device) and self.backend == "auto":
+            return
+        if devices.is_gpu(self.device) and ADAPTERS.get(self.framework).distributed_launch != "torchrun":
+            raise ConfigError(f"distributed {self.framework} ranks on {self.device} are not written yet (GPU ranks: "
+                              "torchrun ranks only); valid choice: cpu")
+        try:
+            devices.rank_placement(self.device, 0, ranks, len(devices.gpus()), self.backend)
+        except ValueError as exc:
+            raise ConfigError(f"invalid distributed config: {exc}") from None
+
+    @property
+    def ranks_here(self) -> int:
+        """The ranks this machine runs: all of them, or on a real cluster its share."""
+        return self.workers // self.nodes if self.extra.get("real_cluster") else self.workers
 
     @property
     def distributed(self) -> bool:
@@ -241,11 +261,12 @@ class RunConfig:
         """The seed of this process's synthetic data: `seed`, or a distributed rank's own (see `for_rank`)."""
         return self.extra.get("data_seed", self.seed)
 
-    def for_rank(self, rank: int) -> RunConfig:
+    def for_rank(self, rank: int, device: str | None = None) -> RunConfig:
         """What one rank of this distributed run trains, as a single process: its share of the batch and its own
-        shard of the data (its own data seed); the weights' seed stays `seed`, the same on every rank."""
+        shard of the data (its own data seed), on its own `device` (a GPU rank's, from its local rank); the weights'
+        seed stays `seed`, the same on every rank."""
         single = {name: getattr(RunConfig, name) for name in DISTRIBUTED_FIELDS}  # the declared defaults
-        return dataclasses.replace(self, batch_size=self.worker_batch, **single,
+        return dataclasses.replace(self, batch_size=self.worker_batch, device=device or self.device, **single,
                                    extra={**self.extra, "data_seed": self.seed + 1000 * (rank + 1)})
 
     @property
@@ -286,7 +307,7 @@ FIELDS = tuple(f.name for f in dataclasses.fields(RunConfig) if f.name != "extra
 FIELD_TYPES = {f.name: {"str": str, "int": int, "float": float, "bool": bool}[f.type.split(" | ")[0]]
                for f in dataclasses.fields(RunConfig) if f.name != "extra"}
 DISTRIBUTED_FIELDS = ("strategy", "workers", "nodes", "link_gbit", "link_delay_ms", "bucket_mb", "scaling",
-                      "oversubscribe")
+                      "oversubscribe", "backend")
 
 
 

@@ -87,10 +87,10 @@ def test_cli_bad_input_exits_2_and_writes_nothing(tmp_path, args):
 
 
 def test_distributed_runs_on_a_gpu_are_refused_not_faked(monkeypatch):
-    # The workers are CPU processes (gloo / gRPC): a GPU distributed config must not run there silently.
+    # A GPU distributed config on a machine without the GPUs it needs is refused, never run on CPU workers.
     from bench.host import devices
 
     monkeypatch.setattr(devices, "gpus", lambda: [{"index": 0, "name": "a GPU"}])
-    with pytest.raises(ConfigError, match="distributed runs use CPU worker processes.*valid choice: cpu"):
+    with pytest.raises(ConfigError, match="NCCL cannot run two ranks on one GPU.*backend gloo"):
         make_config(framework="torch", model="tiny_cnn", mode="training", device="cuda", strategy="allreduce",
                     workers=2)

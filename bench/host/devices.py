@@ -94,3 +94,33 @@ def current_cpu_mhz() -> float | None:
     except (OSError, ValueError, IndexError):
         pass
     return None
+
+
+# Collective backends of a distributed run; "auto" picks NCCL when every rank has a GPU of its own, gloo on CPUs.
+BACKENDS = ("auto", "gloo", "nccl")
+
+
+def rank_placement(device: str, local_rank: int, ranks_here: int, gpu_count: int,
+                   backend: str = "auto") -> tuple[str, str]:
+    """(device, collective backend) of the rank `local_rank` of the `ranks_here` ranks on this machine.
+
+    CPU ranks stay on the CPU over gloo. GPU ranks take one GPU each (`cuda:<local_rank>`, NCCL unless gloo is
+    asked for) when the machine has as many GPUs as ranks; more ranks than GPUs share the configured GPU over gloo
+    with CUDA tensors, asked for explicitly (the only multi-rank run a one-GPU machine has). ValueError, with the
+    reason, for what cannot run: NCCL on CPUs, a GPU run without a GPU, NCCL with two ranks on one GPU."""
+    if backend not in BACKENDS:
+        raise ValueError(f"invalid backend {backend!r}; valid choices: {', '.join(BACKENDS)}")
+    if not is_gpu(device):
+        if backend == "nccl":
+            raise ValueError("backend 'nccl' needs GPU ranks; CPU ranks use gloo: valid choices: auto, gloo")
+        return device, "gloo"
+    if gpu_count < 1:
+        raise ValueError(f"device {device!r} asked for, but this machine has no GPU; valid choices: cpu")
+    if ranks_here <= gpu_count:  # one GPU per rank, whatever index the config named: the rank's own
+        return f"cuda:{local_rank}", "nccl" if backend == "auto" else backend
+    if backend == "gloo":
+        return device, "gloo"
+    # NCCL keys its communicators by device: two ranks on one GPU fail at the first collective ("Duplicate GPU").
+    raise ValueError(f"{ranks_here} ranks on this machine but it has {gpu_count} GPU(s): NCCL cannot run two ranks "
+                     f"on one GPU; valid here: workers per machine 1 to {gpu_count}, or backend gloo to share "
+                     f"{device} over gloo with CUDA tensors")

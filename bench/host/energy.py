@@ -1,14 +1,23 @@
-"""Energy per run from the CPU package power meter (Linux RAPL powercap), when the machine exposes one."""
+"""Energy over a timed loop: CPU package counters (Linux RAPL powercap) or NVIDIA GPUs' NVML energy counters."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+
+from .devices import is_gpu
 
 RAPL = Path("/sys/class/powercap")
 
 
 def _counters() -> list[Path]:
     return sorted(p for p in RAPL.glob("intel-rapl:*/energy_uj") if p.parent.name.count(":") == 1)
+
+
+def _measured(meter: str, joules: float, images: int) -> dict:
+    return {"available": True, "meter": meter, "joules": joules,
+            "joules_per_image": joules / images if images else None,
+            "images_per_joule": images / joules if joules > 0 else None}
 
 
 class EnergyMeter:
@@ -31,8 +40,7 @@ class EnergyMeter:
             return {"available": False, "reason": "no readable RAPL power meter (/sys/class/powercap)"}
         ranges = [int((p.parent / "max_energy_range_uj").read_text()) for p in self.paths]
         joules = sum(((e - s) % r) / 1e6 for s, e, r in zip(self.start, self.end, ranges))
-        return {"available": True, "meter": "RAPL package counters", "joules": joules,
-                "joules_per_image": joules / images if images else None}
+        return _measured("RAPL package counters", joules, images)
 
 
 def _readable(path: Path) -> bool:
@@ -41,3 +49,63 @@ def _readable(path: Path) -> bool:
         return True
     except (OSError, ValueError):
         return False
+
+
+class NvmlEnergyMeter:
+    """Energy of the GPUs `indices` (NVML's numbering, nvidia-smi's) over a block, from NVML's total-energy counters
+    (millijoules since the driver loaded; Volta or newer); `result()` says why when they cannot be read."""
+
+    def __init__(self, indices: Sequence[int]) -> None:
+        self.indices = list(indices)
+        self.nvml, self.handles, self.reason = None, [], None
+        self.start: list[int] = []
+        self.end: list[int] = []
+        if not self.indices:
+            self.reason = "no GPU to measure"
+            return
+        try:  # lazily: pynvml (nvidia-ml-py) is only needed, and only installed, where there are GPUs
+            import pynvml
+        except ImportError:
+            self.reason = "pynvml is not installed (pip install nvidia-ml-py): no NVML energy counters"
+            return
+        try:
+            pynvml.nvmlInit()
+            self.handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in self.indices]
+            for h in self.handles:  # older GPUs (before Volta) answer NotSupported: say so before the loop
+                pynvml.nvmlDeviceGetTotalEnergyConsumption(h)
+        except pynvml.NVMLError as exc:
+            self.reason = f"NVML total energy not readable on GPU {self.indices}: {exc} (needs Volta or newer)"
+            _shutdown(pynvml)
+            return
+        self.nvml = pynvml
+
+    def _read(self) -> list[int]:
+        return [int(self.nvml.nvmlDeviceGetTotalEnergyConsumption(h)) for h in self.handles]
+
+    def __enter__(self) -> NvmlEnergyMeter:
+        if self.nvml:
+            self.start = self._read()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.nvml:
+            self.end = self._read()
+            _shutdown(self.nvml)
+
+    def result(self, images: int) -> dict:
+        if self.reason:
+            return {"available": False, "reason": self.reason}
+        joules = sum(e - s for s, e in zip(self.start, self.end)) / 1e3
+        return _measured(f"NVML total energy, GPU {', '.join(map(str, self.indices))}", joules, images)
+
+
+def _shutdown(pynvml) -> None:
+    try:
+        pynvml.nvmlShutdown()
+    except pynvml.NVMLError:  # shutting down is tidying up: its failure changes no reading
+        pass
+
+
+def energy_meter(device: str) -> EnergyMeter | NvmlEnergyMeter:
+    """The meter of a run on `device`: its GPU's NVML counter, or the CPU packages' RAPL counters."""
+    return NvmlEnergyMeter([int(device.split(":")[1])]) if is_gpu(device) else EnergyMeter()

@@ -13,6 +13,10 @@ import time
 from pathlib import Path
 
 SPEC_ENV = "BENCH_DIST_SPEC"
+# Set by the launcher for GPU placement: how many ranks this machine runs, and the machine-wide index of this agent's
+# first rank (emulated nodes share one machine's GPUs, while each node's LOCAL_RANK starts at 0).
+MACHINE_RANKS_ENV = "BENCH_MACHINE_RANKS"
+GPU_BASE_ENV = "BENCH_GPU_BASE"
 
 
 def read_spec() -> dict:

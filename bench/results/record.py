@@ -179,6 +179,7 @@ class RunSettings(Section):
     bucket_mb: float = optional(25.0)
     scaling: str | None = optional()
     oversubscribe: bool = optional(False)
+    backend: str = optional("auto")
     extra: dict[str, Any] = optional({})
 
     @property
@@ -280,6 +281,7 @@ class Energy(Section):
     meter: str | None = optional()
     joules: float | None = optional()
     joules_per_image: float | None = optional()
+    images_per_joule: float | None = optional()
 
 
 @section
@@ -353,6 +355,8 @@ class Rank(Section):
     checksum_before: float | None = optional()
     checksum_after: float | None = optional()
     loss_last: float | None = optional()
+    device: str | None = optional()  # a GPU rank's own (cuda:<local rank>, or the GPU its ranks share)
+    energy: dict[str, Any] | None = optional()  # Energy's fields: NVML over the timed steps (GPU ranks)
 
 
 @section

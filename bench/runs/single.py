@@ -13,7 +13,7 @@ import numpy as np
 from ..adapters import ADAPTERS
 from ..config import RunConfig
 from ..errors import UnsupportedError
-from ..host.energy import EnergyMeter
+from ..host.energy import energy_meter
 from ..host.interference import InterferenceMonitor
 from ..measurement.certificate import run_checks
 from ..measurement.flags import run_flags
@@ -86,7 +86,7 @@ def _measure_into(record: Record, adapter, config: RunConfig, results_dir: Path)
     record.settings = dict(workload.settings)
     workload.reset_memory()
     weights_before = workload.weights_checksum()
-    with EnergyMeter() as meter, InterferenceMonitor() as monitor:
+    with energy_meter(config.device) as meter, InterferenceMonitor() as monitor:
         samples = measure(workload.timed_iteration, config)
     weights_after = workload.weights_checksum()
     # Start-up cost, kept apart from steady-state throughput: building (exporting, compiling) the model,

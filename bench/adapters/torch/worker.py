@@ -2,8 +2,9 @@
 
 Strategies
 - independent: no communication (each rank trains alone): the baseline for communication cost.
-- allreduce: DistributedDataParallel over gloo (CPU workers), gradient buckets of `bucket_mb`;
-  a communication hook timestamps each bucket's all-reduce, so overlap with backward is measured.
+- allreduce: DistributedDataParallel (gloo on CPUs; NCCL with a GPU per rank, or gloo over CUDA tensors when ranks
+  share a GPU), gradient buckets of `bucket_mb`; a communication hook times each bucket's all-reduce (perf_counter
+  on CPUs, CUDA events on GPUs), so overlap with backward is measured.
 - allreduce_nosync: DDP's `no_sync()` for the whole backward, then one explicit all-reduce of the
   flattened gradients: what overlap buys, by its absence.
 - ps_sync: synchronous parameter server on rank 0 (which also trains, as SINGA's first GPU did):
@@ -20,8 +21,10 @@ import os
 import time
 from collections.abc import Callable
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
+from ...host.devices import is_gpu, rank_placement
+from ...host.energy import NvmlEnergyMeter
 from ...ranks import rankio
 from ...ranks.timeline import step_phases
 
@@ -38,6 +41,75 @@ EXCHANGES = {
 }
 
 
+class HostClock:
+    """CPU ranks' timestamps: perf_counter seconds, the timeline's axis. A mark is a timestamp."""
+
+    def begin(self) -> float:
+        return time.perf_counter()
+
+    def now(self) -> float:
+        return time.perf_counter()
+
+    def mark(self) -> float:
+        return time.perf_counter()
+
+    def seconds(self, spans: list) -> list[tuple[float, float]]:
+        return list(spans)
+
+
+class CudaEventClock:
+    """GPU ranks' timestamps. Host time says when work was queued, not done: a mark is a CUDA event recorded on the
+    rank's stream, placed on the host's perf_counter axis by its distance from a reference event recorded when the
+    step began on an idle (synchronised) GPU; `now` synchronises first, so phase boundaries are the GPU's."""
+
+    def __init__(self, cuda, device) -> None:
+        self.cuda, self.device = cuda, device
+        self.ref, self.t0 = None, 0.0
+
+    def _event(self):
+        event = self.cuda.Event(enable_timing=True)
+        event.record()
+        return event
+
+    def begin(self) -> float:
+        self.cuda.synchronize(self.device)
+        self.ref, self.t0 = self._event(), time.perf_counter()
+        return self.t0
+
+    def now(self) -> float:
+        self.cuda.synchronize(self.device)
+        return time.perf_counter()
+
+    def mark(self):
+        return self._event()
+
+    def seconds(self, spans: list) -> list[tuple[float, float]]:
+        self.cuda.synchronize(self.device)  # elapsed_time needs both events complete
+        return [(self.t0 + self.ref.elapsed_time(a) / 1e3, self.t0 + self.ref.elapsed_time(b) / 1e3)
+                for a, b in spans]
+
+
+class Placement(NamedTuple):
+    device: str
+    backend: str
+    measures_energy: bool  # a GPU rank with a GPU of its own, or the first of the ranks sharing one
+
+
+def rank_device(config: RunConfig, env: dict, cuda) -> Placement:
+    """This rank's device and collective backend: its GPU from LOCAL_RANK (plus the launcher's base on emulated nodes)
+    and the GPUs this process sees, or the CPU over gloo. Raises ValueError with the reason for what cannot run."""
+    local = int(env.get("LOCAL_RANK", 0)) + int(env.get(rankio.GPU_BASE_ENV, 0))
+    ranks_here = int(env.get(rankio.MACHINE_RANKS_ENV, env.get("LOCAL_WORLD_SIZE", 1)))
+    gpu_count = cuda.device_count() if is_gpu(config.device) else 0
+    device, backend = rank_placement(config.device, local, ranks_here, gpu_count, config.backend)
+    # ranks sharing a GPU would each read the whole GPU's energy: one of them measures it
+    return Placement(device, backend, is_gpu(device) and (ranks_here <= gpu_count or local == 0))
+
+
+def make_clock(device: str, cuda) -> HostClock | CudaEventClock:
+    return CudaEventClock(cuda, device) if is_gpu(device) else HostClock()
+
+
 class Trainer:
     """A rank's training step: the workload's parts (`TorchWorkload.zero_grad/forward/backward/update`) around the
     strategy's communication, each timed."""
@@ -45,7 +117,8 @@ class Trainer:
     def __init__(self, workload: TorchWorkload, dist, config: RunConfig, rank: int, world: int) -> None:
         self.workload, self.dist, self.config, self.rank, self.world = workload, dist, config, rank, world
         module = workload.module
-        self.comm: list[tuple[float, float]] = []
+        self.clock = make_clock(str(workload.device), self.torch.cuda)  # the rank's own device
+        self.spans: list = []  # the clock's marks (start, end) of each communication
         self.bucket_bytes: list[int] = []
         self.ddp = None
         if config.strategy in ("allreduce_nosync", "ps_sync"):
@@ -71,11 +144,11 @@ class Trainer:
 
     def _timed_allreduce(self, hook: Callable) -> Callable:
         def timed(state, bucket):
-            t0 = time.perf_counter()
+            t0 = self.clock.mark()  # on a GPU: when the bucket's gradients are ready on the stream
             nbytes = bucket.buffer().numel() * bucket.buffer().element_size()
 
-            def done(fut):
-                self.comm.append((t0, time.perf_counter()))
+            def done(fut):  # on a GPU the callback's stream waits for the all-reduce: its mark is the end
+                self.spans.append((t0, self.clock.mark()))
                 self.bucket_bytes.append(nbytes)
                 return fut.value()
 
@@ -89,7 +162,8 @@ class Trainer:
         torch = self.torch
         params = list(model.parameters())
         total = sum(p.numel() for p in params)
-        self.flat_p, self.flat_g = torch.empty(total), torch.zeros(total)
+        device = params[0].device  # a GPU rank's buffers live on its GPU (NCCL sends device memory only)
+        self.flat_p, self.flat_g = torch.empty(total, device=device), torch.zeros(total, device=device)
         offset = 0
         with torch.no_grad():
             for p in params:
@@ -100,52 +174,54 @@ class Trainer:
                 offset += p.numel()
 
     def step(self) -> dict:
-        dist, strategy, workload = self.dist, self.config.strategy, self.workload
-        self.comm, self.bucket_bytes = [], []
-        t0 = time.perf_counter()
+        dist, strategy, workload, clock = self.dist, self.config.strategy, self.workload, self.clock
+        self.spans, self.bucket_bytes = [], []
+        t0 = clock.begin()
         workload.zero_grad()
         nosync = self.ddp.no_sync() if strategy == "allreduce_nosync" else contextlib.nullcontext()
         with nosync:
             loss = workload.forward()
-            t_f = time.perf_counter()
+            t_f = clock.now()
             workload.backward(loss)
-        t_b = time.perf_counter()
-        backward_end = max((a for a, _ in self.comm), default=t_b) if strategy == "allreduce" else t_b
+        t_b = clock.now()
         if strategy == "allreduce_nosync":
-            c0 = time.perf_counter()
+            c0 = clock.mark()
             dist.all_reduce(self.flat_g)
-            self.comm.append((c0, time.perf_counter()))
+            self.spans.append((c0, clock.mark()))
             self.bucket_bytes.append(self.flat_g.numel() * self.flat_g.element_size())
             self.flat_g.div_(self.world)  # in place: the parameters' .grad are views of it
         if strategy == "ps_sync":
             update = self._ps_exchange()
         else:
-            u0 = time.perf_counter()
+            u0 = clock.now()
             workload.update()
-            update = (u0, time.perf_counter())
-        t_u = time.perf_counter()
-        phases = step_phases((t0, t_f), (t_f, backward_end), update, self.comm, (t0, t_u))
+            update = (u0, clock.now())
+        t_u = clock.now()
+        comm = clock.seconds(self.spans)
+        # DDP's backward ends when its last bucket was ready: the last all-reduce's start
+        backward_end = max((a for a, _ in comm), default=t_b) if strategy == "allreduce" else t_b
+        phases = step_phases((t0, t_f), (t_f, backward_end), update, comm, (t0, t_u))
         return {**phases, "start": t0, "end": t_u, "loss": float(loss.detach()),
                 "buckets": len(self.bucket_bytes), "comm_bytes": int(sum(self.bucket_bytes))}
 
     def _ps_exchange(self) -> tuple[float, float]:
         """Gradients to the server (rank 0), its aggregation and update, parameters back; returns the
         update interval (the server's; empty on the other ranks, which receive parameters in place)."""
-        dist, nbytes = self.dist, self.flat_g.numel() * self.flat_g.element_size()
-        c0 = time.perf_counter()
+        dist, nbytes, clock = self.dist, self.flat_g.numel() * self.flat_g.element_size(), self.clock
+        c0 = clock.mark()
         dist.gather(self.flat_g, self.gathered, dst=0)
-        self.comm.append((c0, time.perf_counter()))
+        self.spans.append((c0, clock.mark()))
         self.bucket_bytes.append(nbytes * (self.world if self.rank == 0 else 1))
-        u0 = time.perf_counter()
+        u0 = clock.now()
         if self.rank == 0:
             for g in self.gathered[1:]:  # gathered[0] is rank 0's own gradient, already in flat_g
                 self.flat_g.add_(g)
             self.flat_g.div_(self.world)
             self.workload.update()
-        u1 = time.perf_counter()
-        b0 = time.perf_counter()
+        u1 = clock.now()
+        b0 = clock.mark()
         dist.broadcast(self.flat_p, src=0)
-        self.comm.append((b0, time.perf_counter()))
+        self.spans.append((b0, clock.mark()))
         self.bucket_bytes.append(nbytes)
         return u0, u1
 
@@ -161,18 +237,24 @@ def run_rank(adapter: TorchAdapter, config: RunConfig, spec: dict) -> None:
     """This process's rank of `config` (torchrun's RANK / WORLD_SIZE): the adapter's workload for the rank's share
     of the batch and its own data, prepared before the process group so that its thread settings come first."""
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    import torch
     import torch.distributed as dist
 
-    workload = adapter.prepare(config.for_rank(rank))
-    dist.init_process_group("gloo", timeout=timedelta(seconds=spec["timeout_s"]))
+    device, backend, measures_energy = rank_device(config, dict(os.environ), torch.cuda)
+    if is_gpu(device):  # NCCL (and gather_object) use the current device: this rank's own
+        torch.cuda.set_device(device)
+    workload = adapter.prepare(config.for_rank(rank, device))
+    dist.init_process_group(backend, timeout=timedelta(seconds=spec["timeout_s"]))
     trainer = Trainer(workload, dist, config, rank, world)
     warmup = [trainer.step()["step_s"] for _ in range(config.warmup)]
     before = workload.weights_checksum()
     dist.barrier()
-    w0, cpu0 = time.perf_counter(), rankio.cpu_seconds()
-    steps = [trainer.step() for _ in range(config.iterations)]
-    dist.barrier()
-    w1, cpu1 = time.perf_counter(), rankio.cpu_seconds()
+    meter = NvmlEnergyMeter([int(device.split(":")[1])]) if measures_energy else contextlib.nullcontext()
+    with meter as energy:
+        w0, cpu0 = time.perf_counter(), rankio.cpu_seconds()
+        steps = [trainer.step() for _ in range(config.iterations)]
+        dist.barrier()
+        w1, cpu1 = time.perf_counter(), rankio.cpu_seconds()
     result = rankio.stamped({
         "rank": rank, "world": world, "role": "server+worker" if config.strategy == "ps_sync" and rank == 0
         else "worker", "node": int(os.environ.get("GROUP_RANK", 0)), "host": os.uname().nodename,
@@ -181,7 +263,8 @@ def run_rank(adapter: TorchAdapter, config: RunConfig, spec: dict) -> None:
         "samples_per_step": config.worker_batch,
         "warmup_s": warmup, "steps": steps, "window": {"start": w0, "end": w1, "cpu_s": cpu1 - cpu0},
         "checksum_before": before, "checksum_after": workload.weights_checksum(),
-        "settings": trainer.settings(), "input_placement": workload.input_placement(),
+        "settings": trainer.settings(), "input_placement": workload.input_placement(), "device": device,
+        "energy": energy.result(config.worker_batch * config.iterations) if energy else None,
     })
     # every rank's result goes to rank 0, which writes them all: on a real cluster the record is
     # assembled on node 0 only, from every machine's ranks

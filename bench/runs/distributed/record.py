@@ -35,7 +35,8 @@ def _rank_section(r: dict) -> Rank:
         buckets_per_step=statistics.median(s["buckets"] for s in steps) if steps and "buckets" in steps[0] else None,
         peak_rss_bytes=r.get("peak_rss_bytes"), window=r.get("window"),
         checksum_before=r.get("checksum_before"), checksum_after=r.get("checksum_after"),
-        loss_last=steps[-1].get("loss") if steps else None,
+        loss_last=steps[-1].get("loss") if steps else None, device=r.get("device"),
+        energy=r.get("energy"),
     )
 
 

@@ -21,7 +21,7 @@ from ...measurement.certificate import run_checks
 from ...measurement.flags import run_flags
 from ...measurement.utilisation import apply_utilisation
 from ...paths import default_results_dir
-from ...ranks.rankio import SPEC_ENV
+from ...ranks.rankio import GPU_BASE_ENV, MACHINE_RANKS_ENV, SPEC_ENV
 from ...results.record import Manifest, ModelInfo, Record, SweepPlacement
 from ..failures import describe_failure
 from . import rank_main
@@ -47,16 +47,20 @@ def torchrun_tasks(config: RunConfig, module: str, env: dict, nodes, cluster: di
                 f"--node-rank={cluster['node_rank']}", f"--nproc-per-node={config.workers // config.nodes}",
                 f"--master-addr={cluster['master_addr']}", f"--master-port={cluster['master_port']}",
                 "--max-restarts=0", "--monitor-interval=0.2", "--module", module]
-        return [Task(f"node{cluster['node_rank']}", argv, {**env, "BENCH_NODE": str(cluster["node_rank"])})]
+        node_env = {**env, "BENCH_NODE": str(cluster["node_rank"]), MACHINE_RANKS_ENV: str(config.ranks_here),
+                    GPU_BASE_ENV: "0"}
+        return [Task(f"node{cluster['node_rank']}", argv, node_env)]
     master = nodes[0].address if nodes else "127.0.0.1"
     port = free_port("127.0.0.1")
     tasks = []
+    per_node = config.workers // (len(nodes) if nodes else 1)
     for k in range(config.nodes if nodes else 1):
         argv = [*agent, f"--nnodes={len(nodes) if nodes else 1}",
-                f"--node-rank={k}", f"--nproc-per-node={config.workers // (len(nodes) if nodes else 1)}",
+                f"--node-rank={k}", f"--nproc-per-node={per_node}",
                 f"--master-addr={master}", f"--master-port={port}", "--max-restarts=0",
                 "--monitor-interval=0.2", "--module", module]
-        node_env = {**env, "GLOO_SOCKET_IFNAME": nodes[k].ifname if nodes else "lo", "BENCH_NODE": str(k)}
+        node_env = {**env, "GLOO_SOCKET_IFNAME": nodes[k].ifname if nodes else "lo", "BENCH_NODE": str(k),
+                    MACHINE_RANKS_ENV: str(config.ranks_here), GPU_BASE_ENV: str(k * per_node)}
         tasks.append(Task(f"node{k}", nodes[k].command(argv) if nodes else argv, node_env))
     return tasks
 

@@ -1,0 +1,225 @@
+"""GPU paths without a GPU: rank placement, backend choice, CUDA-event comm timing, NVML energy (device fakes)."""
+
+from __future__ import annotations
+
+import re
+import sys
+
+import pytest
+
+from bench.config import RunConfig, make_config
+from bench.errors import ConfigError
+from bench.host import devices
+from bench.host.devices import rank_placement
+
+DIST = dict(framework="torch", model="tiny_cnn", mode="training", strategy="allreduce", workers=2)
+
+
+def _gpus(monkeypatch, count: int) -> None:
+    monkeypatch.setattr(devices, "gpus", lambda: tuple({"index": str(i), "name": "a GPU"} for i in range(count)))
+
+
+@pytest.mark.parametrize("local_rank", [0, 1, 3])
+def test_each_rank_takes_its_own_gpu_over_nccl(local_rank):
+    assert rank_placement("cuda:0", local_rank, 4, 4) == (f"cuda:{local_rank}", "nccl")
+    assert rank_placement("cuda", local_rank, 4, 8, "gloo") == (f"cuda:{local_rank}", "gloo")
+
+
+def test_cpu_ranks_stay_on_the_cpu_over_gloo():
+    assert rank_placement("cpu", 1, 2, 0) == ("cpu", "gloo")
+    assert rank_placement("cpu", 1, 2, 8, "gloo") == ("cpu", "gloo")
+    with pytest.raises(ValueError, match="'nccl' needs GPU ranks"):
+        rank_placement("cpu", 0, 2, 8, "nccl")
+
+
+def test_ranks_share_one_gpu_only_over_gloo_asked_for():
+    assert rank_placement("cuda:0", 1, 2, 1, "gloo") == ("cuda:0", "gloo")
+    for backend in ("auto", "nccl"):
+        with pytest.raises(ValueError, match="NCCL cannot run two ranks on one GPU"):
+            rank_placement("cuda:0", 1, 2, 1, backend)
+
+
+def test_gpu_ranks_without_a_gpu_are_refused():
+    with pytest.raises(ValueError, match="this machine has no GPU"):
+        rank_placement("cuda:0", 0, 1, 0)
+
+
+def test_gpu_distributed_config_on_this_gpu_less_machine_is_refused(monkeypatch):
+    _gpus(monkeypatch, 0)
+    with pytest.raises(ConfigError, match="this machine has no GPU; valid choices: cpu"):
+        make_config(**DIST, device="cuda")
+
+
+def test_gpu_distributed_config_is_accepted_with_the_gpus_it_needs(monkeypatch):
+    _gpus(monkeypatch, 2)
+    assert make_config(**DIST, device="cuda").device == "cuda:0"
+    _gpus(monkeypatch, 1)
+    shared = make_config(**DIST, device="cuda", backend="gloo")
+    assert (shared.backend, shared.for_rank(1).backend) == ("gloo", "auto")
+    with pytest.raises(ConfigError, match="NCCL cannot run two ranks on one GPU"):
+        make_config(**DIST, device="cuda", backend="nccl")
+
+
+def test_backend_is_refused_where_it_means_nothing(monkeypatch):
+    with pytest.raises(ConfigError, match="'nccl' needs GPU ranks"):
+        make_config(**DIST, backend="nccl")
+    with pytest.raises(ConfigError, match="need a distributed strategy"):
+        make_config(framework="torch", model="tiny_cnn", backend="gloo")
+    with pytest.raises(ConfigError, match="invalid backend 'mpi'"):
+        make_config(**DIST, backend="mpi")
+
+
+class FakeNvml:
+    """pynvml at the device boundary: GPUs whose energy counters (millijoules) advance by `step_mj` per reading."""
+
+    class NVMLError(Exception):
+        pass
+
+    def __init__(self, step_mj: int = 0, supported: bool = True) -> None:
+        self.step_mj, self.supported, self.readings, self.shut = step_mj, supported, {}, 0
+
+    def nvmlInit(self) -> None:
+        pass
+
+    def nvmlShutdown(self) -> None:
+        self.shut += 1
+
+    def nvmlDeviceGetHandleByIndex(self, index: int) -> str:
+        return f"gpu{index}"
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, handle: str) -> int:
+        if not self.supported:
+            raise self.NVMLError("Not Supported")
+        self.readings[handle] = self.readings.get(handle, 1_000_000) + self.step_mj
+        return self.readings[handle]
+
+
+def test_nvml_energy_over_the_loop_gives_images_per_joule(monkeypatch):
+    from bench.host.energy import energy_meter
+
+    fake = FakeNvml(step_mj=50_000)  # 50 J between two readings
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    with energy_meter("cuda:1") as meter:
+        pass
+    result = meter.result(images=100)
+    assert result["available"] and result["meter"] == "NVML total energy, GPU 1"
+    assert result["joules"] == pytest.approx(50.0) and result["images_per_joule"] == pytest.approx(2.0)
+    assert result["joules_per_image"] == pytest.approx(0.5) and fake.shut == 1
+
+
+@pytest.mark.parametrize("module, reason", [
+    (None, "pynvml is not installed"),
+    (FakeNvml(supported=False), "NVML total energy not readable on GPU \\[0\\]: Not Supported \\(needs Volta"),
+])
+def test_nvml_energy_says_why_it_is_not_measured(monkeypatch, module, reason):
+    from bench.host.energy import NvmlEnergyMeter
+
+    monkeypatch.setitem(sys.modules, "pynvml", module)  # None: `import pynvml` raises ImportError
+    with NvmlEnergyMeter([0]) as meter:
+        pass
+    result = meter.result(images=10)
+    assert not result["available"] and re.search(reason, result["reason"])
+    assert NvmlEnergyMeter([]).result(10) == {"available": False, "reason": "no GPU to measure"}
+
+
+def test_cpu_runs_keep_the_rapl_meter():
+    from bench.host.energy import EnergyMeter, energy_meter
+
+    assert type(energy_meter("cpu")) is EnergyMeter
+
+
+class FakeCuda:
+    """torch.cuda at the device boundary: a device count, and events stamped with a fake GPU clock (milliseconds)."""
+
+    def __init__(self, count: int = 0) -> None:
+        self.count, self.gpu_ms, self.synchronized = count, 0.0, 0
+
+    def device_count(self) -> int:
+        return self.count
+
+    def synchronize(self, device=None) -> None:
+        self.synchronized += 1
+
+    def Event(self, enable_timing: bool = False):  # noqa: N802 (torch.cuda's name)
+        cuda = self
+
+        class Event:
+            def record(self) -> None:
+                self.ms = cuda.gpu_ms
+
+            def elapsed_time(self, end) -> float:
+                return end.ms - self.ms
+
+        assert enable_timing
+        return Event()
+
+
+def _rank_env(local: int, ranks: int, base: int = 0) -> dict:
+    from bench.ranks import rankio
+
+    return {"LOCAL_RANK": str(local), rankio.MACHINE_RANKS_ENV: str(ranks), rankio.GPU_BASE_ENV: str(base)}
+
+
+def test_a_rank_takes_the_gpu_of_its_local_rank(monkeypatch):
+    from bench.adapters.torch.worker import Placement, rank_device
+
+    _gpus(monkeypatch, 4)
+    config = make_config(**{**DIST, "workers": 4}, device="cuda", oversubscribe=True)  # this machine: 2 cores
+    assert rank_device(config, _rank_env(2, 4), FakeCuda(4)) == Placement("cuda:2", "nccl", True)
+    # emulated nodes share this machine's GPUs: node 1's local rank 0 is the machine's third rank
+    assert rank_device(config, _rank_env(0, 4, base=2), FakeCuda(4)).device == "cuda:2"
+    cpu = make_config(**DIST)
+    assert rank_device(cpu, _rank_env(1, 2), FakeCuda(0)) == Placement("cpu", "gloo", False)
+
+
+def test_ranks_sharing_one_gpu_use_gloo_and_one_measures_its_energy(monkeypatch):
+    from bench.adapters.torch.worker import Placement, rank_device
+
+    _gpus(monkeypatch, 1)
+    config = make_config(**DIST, device="cuda", backend="gloo")
+    assert rank_device(config, _rank_env(0, 2), FakeCuda(1)) == Placement("cuda:0", "gloo", True)
+    assert rank_device(config, _rank_env(1, 2), FakeCuda(1)) == Placement("cuda:0", "gloo", False)
+    nccl = make_config(**{**DIST, "workers": 1}, device="cuda")
+    with pytest.raises(ValueError, match="NCCL cannot run two ranks on one GPU"):  # a process seeing fewer GPUs
+        rank_device(nccl, _rank_env(1, 2), FakeCuda(1))
+
+
+def test_gpu_comm_is_timed_by_cuda_events_on_the_host_axis():
+    from bench.adapters.torch.worker import CudaEventClock, HostClock, make_clock
+    from bench.ranks.timeline import step_phases
+
+    cuda = FakeCuda(1)
+    clock = make_clock("cuda:0", cuda)
+    assert isinstance(clock, CudaEventClock) and isinstance(make_clock("cpu", cuda), HostClock)
+    t0 = clock.begin()
+    spans = []
+    for start_ms, end_ms in ((4.0, 9.0), (8.0, 12.0)):  # two buckets' all-reduces on the GPU's clock
+        cuda.gpu_ms = start_ms
+        a = clock.mark()
+        cuda.gpu_ms = end_ms
+        spans.append((a, clock.mark()))
+    comm = clock.seconds(spans)
+    assert comm == [pytest.approx((t0 + 0.004, t0 + 0.009)), pytest.approx((t0 + 0.008, t0 + 0.012))]
+    phases = step_phases((t0, t0 + 0.002), (t0 + 0.002, t0 + 0.008), (t0 + 0.012, t0 + 0.013), comm, (t0, t0 + 0.013))
+    assert phases["comm_s"] == pytest.approx(0.008) and phases["overlap_s"] == pytest.approx(0.004)
+    assert cuda.synchronized == 2  # at the step's start (the reference) and before reading the events
+
+
+def test_cpu_comm_keeps_host_timestamps():
+    from bench.adapters.torch.worker import HostClock
+
+    clock = HostClock()
+    a = clock.mark()
+    assert isinstance(a, float) and clock.seconds([(a, a + 1.0)]) == [(a, a + 1.0)]
+
+
+def test_torchrun_tasks_tell_each_agent_its_machine_ranks_and_gpu_base():
+    from bench.ranks import rankio
+    from bench.runs.distributed.run import torchrun_tasks
+
+    config = make_config(**DIST)
+    (task,) = torchrun_tasks(config, "m", {}, None)
+    assert (task.env[rankio.MACHINE_RANKS_ENV], task.env[rankio.GPU_BASE_ENV]) == ("2", "0")
+    cluster = torchrun_tasks(RunConfig(**{**DIST, "nodes": 2}, extra={"real_cluster": True}), "m", {}, None,
+                             {"node_rank": 1, "master_addr": "10.0.0.1", "master_port": 29500})
+    assert (cluster[0].env[rankio.MACHINE_RANKS_ENV], cluster[0].env[rankio.GPU_BASE_ENV]) == ("1", "0")
