@@ -2,16 +2,81 @@
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
+import re
 
-from bench.measurement.flags import IMPOSSIBLE, forward_backward_flag
+import matplotlib.pyplot as plt
+import pandas as pd
+import pytest
+
+from bench.measurement.flags import EFFICIENCY_TOLERANCE, IMPOSSIBLE, forward_backward_flag
 from bench.report import figures as F
+from bench.report import scaling as S
+from bench.report import scaling_figures as SF
 from bench.report.context import load
 from bench.report.style import FLAGGED_HATCH
 from bench.report.tables import methodology
-from tests.synthetic import record, write
+from tests.synthetic import dist_record, record, write
 
 BUSY = [{"name": "disturbed", "reason": "other processes used 67% of the CPUs"}]
+
+
+def _percentages(text: str) -> list[int]:
+    return [int(p) for p in re.findall(r"(\d+)%", text)]
+
+
+def _scaling(tmp_path, one_worker_ms: float, two_worker_ms: float, one_worker_flags=None):
+    recs = []
+    for rep in range(3):
+        recs += [dist_record("independent", 1, one_worker_ms, rep, flags=one_worker_flags),
+                 dist_record("independent", 2, two_worker_ms, rep),
+                 dist_record("allreduce", 2, two_worker_ms * 1.2, rep, comm_ms=5.0, overlap=0.2)]
+    write(recs, tmp_path)
+    return load(tmp_path).scaling
+
+
+def _row(table, strategy: str, workers: int):
+    return table[(table["strategy"] == strategy) & (table["workers"] == workers)].iloc[0]
+
+
+def test_a_disturbed_one_worker_baseline_gives_efficiency_na_with_the_reason(tmp_path):
+    # the baseline: one slow, disturbed worker, so the ratio would read 150% and more
+    data = _scaling(tmp_path, 300.0, 100.0, one_worker_flags=BUSY)
+    ar = _row(data.table, "allreduce", 2)
+    assert pd.isna(ar["efficiency"])
+    assert "disturbed_baseline" in [f.name for f in ar["efficiency_flags"]]
+    shown = S.scaling_for_display(data.table)
+    cells = [c for c in shown["efficiency [CI]"] if c]
+    assert cells and all(c.startswith("n/a (disturbed_baseline: the 1-worker baseline is not sound") for c in cells)
+    assert all(p <= 100 for c in cells for p in _percentages(c.split("(", 1)[0]))
+    text = " ".join(S.findings(data))
+    assert "allreduce x2 (loopback; 25 MB buckets): scaling efficiency n/a (disturbed_baseline" in text
+    assert "67% of the CPUs" in text
+    assert not [p for p in _percentages(text) if p > 100 + 100 * EFFICIENCY_TOLERANCE], text
+
+
+def test_an_efficiency_above_100_percent_from_clean_data_is_na_with_its_flag(tmp_path):
+    data = _scaling(tmp_path, 100.0, 80.0)  # 2 workers in 80 ms against 1 in 100 ms: 125%
+    ind = _row(data.table, "independent", 2)
+    assert [f.name for f in ind["efficiency_flags"]] == ["efficiency_over_100"]
+    assert ind["efficiency_raw"] == pytest.approx(1.25, rel=0.03) and pd.isna(ind["efficiency"])
+    shown = S.scaling_for_display(data.table)
+    assert any(c.startswith("n/a (efficiency_over_100: weak-scaling efficiency above 105%")
+               for c in shown["efficiency [CI]"])
+    fig = SF.efficiency(data.table)
+    texts = [t.get_text() for a in fig.axes for t in a.texts]
+    assert "n/a (efficiency_over_100)" in texts
+    assert not any(int(t[:-1]) > 100 + 100 * EFFICIENCY_TOLERANCE for t in texts if t[:-1].isdigit())
+    plt.close(fig)
+
+
+def test_a_sane_scaling_run_still_prints_its_numbers(tmp_path):
+    data = _scaling(tmp_path, 100.0, 150.0)
+    ar = _row(data.table, "allreduce", 2)
+    assert not ar["efficiency_flags"] and not ar["comm_flags"] and not ar["phase_flags"]
+    assert ar["efficiency"] == pytest.approx(100 / 180, rel=0.03)
+    text = " ".join(S.findings(data))
+    assert "allreduce x2 (loopback; 25 MB buckets): scaling efficiency 56%" in text
+    assert "n/a" not in text
 
 
 def _training(forward_ms: float, backward_ms: float, rep: int) -> dict:
@@ -39,6 +104,24 @@ def test_a_sane_training_breakdown_is_drawn_plain(tmp_path):
     assert "forward_over_backward" not in d.configs.iloc[0]["flags"]
     fig = F.phase_breakdown(d.configs)
     assert not any(p.get_hatch() for p in fig.axes[0].patches)
+    plt.close(fig)
+
+
+def test_a_distributed_forward_over_backward_is_na_in_the_table_and_flagged_in_the_chart(tmp_path):
+    recs = []
+    for rep in range(3):
+        r = dist_record("allreduce", 2, 200.0, rep)
+        r["phases"]["median_ms"].update(forward=120.0, backward=60.0)
+        recs += [r, dist_record("independent", 1, 100.0, rep)]
+    write(recs, tmp_path)
+    data = load(tmp_path).scaling
+    shown = S.scaling_for_display(data.table)
+    assert any("step breakdown n/a (forward_over_backward: training forward 120 ms exceeds its backward 60 ms"
+               in c for c in shown["flags"])
+    fig = SF.phases(data.table)
+    ax = fig.axes[0]
+    assert any(p.get_hatch() == FLAGGED_HATCH for p in ax.patches)
+    assert any("forward_over_backward (flagged)" in t.get_text() for t in ax.texts)
     plt.close(fig)
 
 

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..adapters import declared
-from ..measurement.flags import FLAG_SCOPE
+from ..measurement.flags import FLAG_SCOPE, baseline_flag, efficiency_flag, forward_backward_flag, not_available
 from ..results.record import Distributed, Record, RunSettings, as_records
 from ..runs.distributed import model as netmodel
 from ..runs.distributed.network import SIZES, link_key
@@ -97,6 +97,8 @@ def configs(procs: pd.DataFrame) -> pd.DataFrame:
         for p in PHASES:
             col = used[f"{p}_ms"].dropna()
             row[f"{p}_ms"] = float(col.mean()) if len(col) else None
+        # distributed runs are training steps: the forward/backward guard applies to every config
+        row["phase_flags"] = [f for f in (forward_backward_flag(row["forward_ms"], row["backward_ms"]),) if f]
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -118,25 +120,51 @@ def scaling_table(cfgs: pd.DataFrame) -> pd.DataFrame:
     out = []
     for _, row in cfgs.iterrows():
         same_n, one = _baseline(cfgs, row, row["workers"]), _baseline(cfgs, row, 1)
-        comm = (None, None, None)
+        comm, comm_flags = (None, None, None), []
         if same_n is not None and row["strategy"] != "independent":
             comm = welch_interval(row["step_values"], same_n["step_values"])
-        eff = {"ratio": None, "ci_low": None, "ci_high": None}
+            comm_flags = [f for f in (baseline_flag("the independent baseline at the same N", same_n["sound"],
+                                                    same_n["flag_reasons"]),) if f]
+        eff, eff_flags = {"ratio": None, "ci_low": None, "ci_high": None}, []
+        n = row["workers"]
         if one is not None:
             eff = process_ratio(row["values"], one["values"])
-        n = row["workers"]
-        out.append({**row.to_dict(), "comm_cost_ms": comm[0], "comm_ci_low": comm[1], "comm_ci_high": comm[2],
-                    "efficiency": eff["ratio"] / n if eff["ratio"] else None,
-                    "eff_ci_low": eff["ci_low"] / n if eff["ci_low"] else None,
-                    "eff_ci_high": eff["ci_high"] / n if eff["ci_high"] else None})
+            if n > 1 and eff["ratio"]:
+                eff_flags = [f for f in (baseline_flag("the 1-worker baseline", one["sound"], one["flag_reasons"]),
+                                         efficiency_flag(eff["ratio"] / n, row["scaling"])) if f]
+        efficiency = eff["ratio"] / n if eff["ratio"] else None
+        # a guarded number leaves the table's number columns, so no reader of them can print it; the raw value
+        # stays beside it for the record (never displayed)
+        out.append({**row.to_dict(), "comm_flags": comm_flags, "comm_cost_raw_ms": comm[0],
+                    **dict(zip(("comm_cost_ms", "comm_ci_low", "comm_ci_high"),
+                               (None, None, None) if comm_flags else comm)),
+                    "efficiency_flags": eff_flags, "efficiency_raw": efficiency,
+                    "efficiency": None if eff_flags else efficiency,
+                    "eff_ci_low": eff["ci_low"] / n if eff["ci_low"] and not eff_flags else None,
+                    "eff_ci_high": eff["ci_high"] / n if eff["ci_high"] and not eff_flags else None})
     table = pd.DataFrame(out)
-    # the no-communication ceiling: the independent run's efficiency at the same N (workers share the cores)
+    # the no-communication ceiling: the independent run's efficiency at the same N (workers share the cores);
+    # a guarded ceiling is None (its flags go with the row's efficiency flags when displayed)
     ceilings = []
     for _, row in table.iterrows():
         base = _baseline(table, row, row["workers"])
         ceilings.append(base["efficiency"] if base is not None and row["workers"] > 1 else None)
     table["ceiling"] = ceilings
     return table
+
+
+def efficiency_text(r) -> str:
+    """A row's efficiency as printed everywhere: the number with its CI, or n/a with the guard that fired."""
+    if r["efficiency_flags"]:
+        return not_available(r["efficiency_flags"])
+    return _ci(r["efficiency"], r["eff_ci_low"], r["eff_ci_high"], ".0%")
+
+
+def comm_text(r) -> str:
+    """A row's communication cost as printed everywhere: the number with its CI, or n/a with the guard."""
+    if r["comm_flags"]:
+        return not_available(r["comm_flags"])
+    return _ci(r["comm_cost_ms"], r["comm_ci_low"], r["comm_ci_high"], ".1f")
 
 
 def _link_for(networks: dict, row, kind: str) -> netmodel.Link | None:
@@ -317,12 +345,13 @@ def scaling_for_display(table: pd.DataFrame) -> pd.DataFrame:
         "batch, threads per worker": [f"{b}, {n}" for b, n in zip(t["worker_batch"], t["threads"])],
         "images/s [95% CI]": [_ci(r.images_per_sec, r.ci_low, r.ci_high, ".1f") for r in t.itertuples()],
         "step ms": t["step_ms"].round(1),
-        "comm. cost ms/step [CI]": [_ci(r.comm_cost_ms, r.comm_ci_low, r.comm_ci_high, ".1f") for r in t.itertuples()],
-        "efficiency [CI]": [_ci(r.efficiency, r.eff_ci_low, r.eff_ci_high, ".0%") if r.workers > 1 else ""
-                            for r in t.itertuples()],
+        "comm. cost ms/step [CI]": [comm_text(r) for _, r in t.iterrows()],
+        "efficiency [CI]": [efficiency_text(r) if r["workers"] > 1 else "" for _, r in t.iterrows()],
         "overlap": [f"{v:.0%}" if v is not None and not pd.isna(v) else "" for v in t["overlap_share"]],
         "processes": t["processes"],
-        "flags": [f"{n} flagged: {why}" if n else "" for n, why in zip(t["flagged"], t["flag_reasons"])],
+        "flags": ["; ".join(x for x in (f"{n} flagged: {why}" if n else "",
+                                         f"step breakdown {not_available(ph)}" if ph else "") if x)
+                  for n, why, ph in zip(t["flagged"], t["flag_reasons"], t["phase_flags"])],
     })
 
 
@@ -397,6 +426,8 @@ def _comm_clause(r) -> str:
         return (f" with no communication at all: on {r['threads']} thread(s) per worker instead of "
                 f"{r['threads'] * r['workers']}, what is lost is the shared cores, not the network; this is the "
                 f"ceiling for every strategy at {r['workers']} workers here")
+    if r["comm_flags"]:
+        return f"; communication cost {comm_text(r)}"
     if r["comm_cost_ms"] is None or pd.isna(r["comm_cost_ms"]):
         return ""
     ceiling = (f" (ceiling without communication: {r['ceiling']:.0%})"
@@ -438,8 +469,12 @@ def findings(data) -> list[str]:
     t = data.table
     if t.empty:
         return ["No distributed run has finished yet."]
-    for _, r in t[(t["workers"] > 1) & t["efficiency"].notna()].sort_values(["framework", "strategy"]).iterrows():
+    shown = t["efficiency"].notna() | t["efficiency_flags"].map(bool)
+    for _, r in t[(t["workers"] > 1) & shown].sort_values(["framework", "strategy"]).iterrows():
         what = f"{r['framework']} {r['model']} {r['strategy']} x{r['workers']} ({r['link']}{_buckets(r)})"
+        if r["efficiency_flags"]:
+            out.append(f"{what}: scaling efficiency {efficiency_text(r)}.")
+            continue
         if not r["sound"] or r["eff_ci_low"] is None or pd.isna(r["eff_ci_low"]):
             out.append(f"{what}: not measured reliably ({r['flag_reasons'] or 'fewer than 2 clean processes'}).")
             continue
