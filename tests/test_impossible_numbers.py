@@ -132,3 +132,33 @@ def test_the_guards_live_in_one_place_and_the_methodology_lists_them(tmp_path):
     text = methodology(load(tmp_path))
     for name, rule in IMPOSSIBLE.items():
         assert f"*{name}*: {rule}." in text
+
+
+FIT = {"alpha_s": 5e-5, "bandwidth_Bps": 1e9, "r2": 0.99}
+NETWORKS = {"test-host": {"loopback x2": {"key": "loopback x2", "fit_allreduce": FIT, "fit_p2p": FIT}}}
+
+
+@pytest.mark.parametrize("disturbed", [True, False])
+def test_a_prediction_from_a_disturbed_independent_baseline_is_na(tmp_path, disturbed):
+    recs = []
+    for rep in range(3):
+        recs += [dist_record("independent", 1, 100.0, rep),
+                 dist_record("independent", 2, 150.0, rep, flags=BUSY if disturbed else None),
+                 dist_record("allreduce", 2, 200.0, rep, comm_ms=40.0, overlap=0.2)]
+    write(recs, tmp_path)
+    table = load(tmp_path).scaling.table
+    ar = _row(table, "allreduce", 2)
+    pred = S.predictions(table, NETWORKS)
+    shown = S.predictions_for_display(pred).iloc[0]
+    comm = S.scaling_for_display(table)["comm. cost ms/step [CI]"]
+    if disturbed:
+        assert [f.name for f in ar["comm_flags"]] == ["disturbed_baseline"] and pd.isna(ar["comm_cost_ms"])
+        assert any(c.startswith("n/a (disturbed_baseline: the independent baseline at the same N") for c in comm)
+        assert shown["predicted ms"].startswith("n/a (disturbed_baseline") and shown["error"].startswith("n/a (")
+        fig = SF.predicted_vs_measured(pred)  # its only point is guarded: no point drawn, and the title says so
+        assert not fig.axes[0].collections and "every prediction n/a" in fig.axes[0].get_title()
+        plt.close(fig)
+    else:
+        assert ar["comm_cost_ms"] == pytest.approx(50.0, rel=0.03)
+        assert float(shown["predicted ms"]) > 150 and shown["error"].endswith("%")
+        plt.close(SF.predicted_vs_measured(pred))

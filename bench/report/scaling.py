@@ -201,12 +201,15 @@ def predictions(table: pd.DataFrame, networks: dict) -> pd.DataFrame:
             compute += max(0.0, row["server_update_ms"] - base["update_ms"])
         pred = netmodel.predict_step_s(row["strategy"], compute / 1e3, link, row["workers"],
                                        row["grad_bytes"], overlap) * 1e3
+        # the prediction's compute is the baseline's step: an unsound baseline makes the prediction n/a
+        flags = [f for f in (baseline_flag("the independent baseline at the same N (the model's compute)",
+                                           base["sound"], base["flag_reasons"]),) if f]
         rows.append({"framework": row["framework"], "model": row["model"], "strategy": row["strategy"],
                      "workers": row["workers"], "link": row["link"], "bucket_mb": row["bucket_mb"],
-                     "compute_ms": compute, "comm_model_ms": pred - compute,
-                     "overlap_share": overlap, "predicted_ms": pred, "measured_ms": row["step_ms"],
-                     "exposed_comm_ms": row["exposed_comm_ms"],
-                     "error": pred / row["step_ms"] - 1,
+                     "compute_ms": None if flags else compute, "comm_model_ms": pred - compute,
+                     "overlap_share": overlap, "predicted_ms": None if flags else pred,
+                     "measured_ms": row["step_ms"], "exposed_comm_ms": row["exposed_comm_ms"],
+                     "error": None if flags else pred / row["step_ms"] - 1, "flags": flags,
                      "alpha_us": link.alpha_s * 1e6, "bandwidth_gbit": link.bandwidth_Bps * 8 / 1e9})
     return pd.DataFrame(rows)
 
@@ -355,6 +358,11 @@ def scaling_for_display(table: pd.DataFrame) -> pd.DataFrame:
     })
 
 
+def _guarded(frame: pd.DataFrame, column: str, fmt: str) -> list[str]:
+    """A column as printed: each value in `fmt`, or n/a with the guards in the row's `flags`."""
+    return [not_available(fl) if fl else f"{v:{fmt}}" for v, fl in zip(frame[column], frame["flags"])]
+
+
 def predictions_for_display(pred: pd.DataFrame) -> pd.DataFrame:
     if pred.empty:
         return pred
@@ -362,10 +370,10 @@ def predictions_for_display(pred: pd.DataFrame) -> pd.DataFrame:
         "framework": pred["framework"], "strategy": pred["strategy"], "workers": pred["workers"],
         "link": pred["link"], "DDP buckets (MB)": [f"{b:g}" if _bucketed(s, f) else "" for b, s, f in
                                                     zip(pred["bucket_mb"], pred["strategy"], pred["framework"])],
-        "compute ms (independent)": pred["compute_ms"].round(1),
+        "compute ms (independent)": _guarded(pred, "compute_ms", ".1f"),
         "model comm. ms": pred["comm_model_ms"].round(1), "overlap used": pred["overlap_share"].map("{:.0%}".format),
-        "predicted ms": pred["predicted_ms"].round(1), "measured ms": pred["measured_ms"].round(1),
-        "error": pred["error"].map("{:+.0%}".format),
+        "predicted ms": _guarded(pred, "predicted_ms", ".1f"), "measured ms": pred["measured_ms"].round(1),
+        "error": _guarded(pred, "error", "+.0%"),
         "link fit": [f"{a:.0f} us, {b:.2f} Gbit/s" for a, b in zip(pred["alpha_us"], pred["bandwidth_gbit"])],
     })
 
@@ -482,6 +490,10 @@ def findings(data) -> list[str]:
                    f"{_comm_clause(r)}.")
     out += _overlap_findings(t)
     for _, p in data.predictions.iterrows():
+        if p["flags"]:
+            out.append(f"Model vs measurement, {p['framework']} {p['model']} {p['strategy']} x{p['workers']} "
+                       f"on {p['link']}{_buckets(p)}: {not_available(p['flags'])}.")
+            continue
         out.append(f"Model vs measurement, {p['framework']} {p['model']} {p['strategy']} x{p['workers']} "
                    f"on {p['link']}{_buckets(p)}: "
                    f"predicted {p['predicted_ms']:.0f} ms, measured {p['measured_ms']:.0f} ms ({p['error']:+.0%})"

@@ -191,7 +191,14 @@ def accuracy_over_time(curves: pd.DataFrame):
 def predicted_vs_measured(pred: pd.DataFrame):
     if pred.empty:
         return None
+    guarded = pred["flags"].map(bool)
+    pred = pred[~guarded]
     fig, ax = plt.subplots(figsize=(5.2, 4.2))
+    if pred.empty:  # every prediction guarded: the figure says so rather than vanish
+        ax.text(0.5, 0.5, "every prediction n/a: its baseline is not sound\n(reasons in the table above)",
+                ha="center", va="center", fontsize=8, transform=ax.transAxes)
+        ax.set_axis_off()
+        return _finish(fig, ax, "Alpha-beta model vs measurement: every prediction n/a")
     for k, (_, r) in enumerate(pred.iterrows(), 1):
         ax.scatter(r["measured_ms"], r["predicted_ms"], color=framework_colour(r["framework"]),
                    marker="o" if r["link"] == "loopback" else "s", s=36, zorder=3,
@@ -207,6 +214,8 @@ def predicted_vs_measured(pred: pd.DataFrame):
     ax.set_ylim(0, hi)
     ax.set_xlabel("measured step (ms)")
     ax.set_ylabel("predicted: compute + comm - overlap (ms)")
+    if guarded.any():
+        footnote(ax, f"{int(guarded.sum())} prediction(s) not drawn: " + GUARDED_NOTE)
     return _finish(fig, ax, "Alpha-beta model vs measurement")
 
 
