@@ -51,6 +51,9 @@ def test_a_disturbed_one_worker_baseline_gives_efficiency_na_with_the_reason(tmp
     text = " ".join(S.findings(data))
     assert "allreduce x2 (loopback; 25 MB buckets): scaling efficiency n/a (disturbed_baseline" in text
     assert "67% of the CPUs" in text
+    fig = SF.efficiency(data.table)  # every row guarded: the title says so
+    assert fig.axes[0].get_title().endswith("every efficiency n/a") and not fig.axes[0].patches
+    plt.close(fig)
     assert not [p for p in _percentages(text) if p > 100 + 100 * EFFICIENCY_TOLERANCE], text
 
 
@@ -64,7 +67,7 @@ def test_an_efficiency_above_100_percent_from_clean_data_is_na_with_its_flag(tmp
                for c in shown["efficiency [CI]"])
     fig = SF.efficiency(data.table)
     texts = [t.get_text() for a in fig.axes for t in a.texts]
-    assert "n/a (efficiency_over_100)" in texts
+    assert "n/a (efficiency_over_100)" in texts and "every efficiency n/a" not in fig.axes[0].get_title()
     assert not any(int(t[:-1]) > 100 + 100 * EFFICIENCY_TOLERANCE for t in texts if t[:-1].isdigit())
     plt.close(fig)
 

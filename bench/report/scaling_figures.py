@@ -135,9 +135,11 @@ def efficiency(table: pd.DataFrame):
     ax.set_xlabel("scaling efficiency = throughput(N) / (N x throughput(1 worker)), 95% CI")
     ax.set_xlim(0, max(1.1, float(t["eff_ci_high"].fillna(t["efficiency"]).fillna(0).max()) + 0.15))
     ax.invert_yaxis()
-    if t["efficiency_flags"].map(bool).any():
+    guarded = t["efficiency_flags"].map(bool)
+    if guarded.any():
         footnote(ax, GUARDED_NOTE)
-    return _finish(fig, ax, f"Scaling efficiency ({WHICH})")
+    every = ": every efficiency n/a" if guarded.all() else ""
+    return _finish(fig, ax, f"Scaling efficiency ({WHICH}){every}")
 
 
 def phases(table: pd.DataFrame):
