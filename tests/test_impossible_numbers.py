@@ -165,3 +165,14 @@ def test_a_prediction_from_a_disturbed_independent_baseline_is_na(tmp_path, dist
         assert ar["comm_cost_ms"] == pytest.approx(50.0, rel=0.03)
         assert float(shown["predicted ms"]) > 150 and shown["error"].endswith("%")
         plt.close(SF.predicted_vs_measured(pred))
+
+
+def test_a_guarded_ceiling_is_na_in_a_sound_finding(tmp_path):
+    recs = []
+    for rep in range(3):  # the independent x2 run beats 2 x one worker (impossible); all-reduce is sane
+        recs += [dist_record("independent", 1, 100.0, rep), dist_record("independent", 2, 80.0, rep),
+                 dist_record("allreduce", 2, 200.0, rep, comm_ms=40.0, overlap=0.2)]
+    write(recs, tmp_path)
+    text = " ".join(S.findings(load(tmp_path).scaling))
+    assert "scaling efficiency 50% [" in text
+    assert "(ceiling without communication: n/a (efficiency_over_100: weak-scaling efficiency above 105%" in text

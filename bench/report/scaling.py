@@ -145,11 +145,14 @@ def scaling_table(cfgs: pd.DataFrame) -> pd.DataFrame:
     table = pd.DataFrame(out)
     # the no-communication ceiling: the independent run's efficiency at the same N (workers share the cores);
     # a guarded ceiling is None (its flags go with the row's efficiency flags when displayed)
-    ceilings = []
+    ceilings, ceiling_flags = [], []
     for _, row in table.iterrows():
         base = _baseline(table, row, row["workers"])
-        ceilings.append(base["efficiency"] if base is not None and row["workers"] > 1 else None)
+        has = base is not None and row["workers"] > 1
+        ceilings.append(base["efficiency"] if has else None)
+        ceiling_flags.append(base["efficiency_flags"] if has else [])
     table["ceiling"] = ceilings
+    table["ceiling_flags"] = ceiling_flags
     return table
 
 
@@ -438,7 +441,8 @@ def _comm_clause(r) -> str:
         return f"; communication cost {comm_text(r)}"
     if r["comm_cost_ms"] is None or pd.isna(r["comm_cost_ms"]):
         return ""
-    ceiling = (f" (ceiling without communication: {r['ceiling']:.0%})"
+    ceiling = (f" (ceiling without communication: {not_available(r['ceiling_flags'])})" if r["ceiling_flags"]
+               else f" (ceiling without communication: {r['ceiling']:.0%})"
                if r["ceiling"] is not None and not pd.isna(r["ceiling"]) else "")
     lo, hi = r["comm_ci_low"], r["comm_ci_high"]
     if lo is None or pd.isna(lo):
