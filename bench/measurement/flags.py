@@ -14,6 +14,12 @@ from ..results.record import Certificate, Flag, Record
 
 # A utilisation above the measured peak means the peak or the throughput is wrong.
 UTILISATION_LIMIT = 1.0
+# Weak-scaling efficiency above 100% by more than this (workers sharing one machine cannot beat N x one worker
+# with all of it; the slack is for timing noise) means the 1-worker baseline or the timing is wrong.
+EFFICIENCY_TOLERANCE = 0.05
+# Training's backward does about twice the forward's work; a forward longer than its backward by more than this
+# share means the phases were timed wrongly (a clock read before the device finished, say).
+FORWARD_BACKWARD_TOLERANCE = 0.10
 # The instrumented phases of one step must add up to the headline step time within this share.
 PHASE_SUM_TOLERANCE = 0.25
 
@@ -27,12 +33,30 @@ FLAG_SCOPE = {
     "too_few_processes": "throughput",
     "utilisation_over_peak": "utilisation",
     "phase_sum_mismatch": "phases",
+    # impossible numbers (IMPOSSIBLE below): the number is shown as "n/a (reason)", never as a number
+    "forward_over_backward": "phases",
+    "efficiency_over_100": "efficiency",
+    "disturbed_baseline": "ratio",
     # distributed runs (bench/runs/distributed/record.py)
     "no_emulated_link": "throughput",
     "ranks_disagree": "throughput",
     "weights_unchanged": "throughput",
     # the run's fairness certificate (bench/measurement/certificate.py) has a failed check
     "certificate_failed": "throughput",
+}
+
+
+# The impossible-number guards, in one place: the scaling table, the findings, the figures and the methodology
+# all read this. name -> the rule as the methodology states it.
+IMPOSSIBLE = {
+    "efficiency_over_100": f"weak-scaling efficiency above {1 + EFFICIENCY_TOLERANCE:.0%} (100% plus "
+                           f"{EFFICIENCY_TOLERANCE:.0%} for timing noise): N workers sharing one machine cannot beat "
+                           f"N x one worker with all of it, so the baseline or the timing is wrong",
+    "disturbed_baseline": "a ratio (scaling efficiency, communication cost, the no-communication ceiling) whose "
+                          "baseline config (1 worker, or the independent run at the same N) is not sound",
+    "forward_over_backward": f"a training forward longer than its backward by more than "
+                             f"{FORWARD_BACKWARD_TOLERANCE:.0%} (backward does about twice the forward's work): the "
+                             f"phases were timed wrongly",
 }
 
 
@@ -62,6 +86,38 @@ def phase_sum_flag(phases_median_ms: dict | None, step_ms: float | None) -> Flag
     return None
 
 
+def not_available(flags: list[Flag]) -> str:
+    """How a guarded number is printed: 'n/a (name: reason; ...)', never the number."""
+    return "n/a (" + "; ".join(dict.fromkeys(f"{f.name}: {f.reason}" for f in flags)) + ")"
+
+
+def efficiency_flag(efficiency: float | None, scaling: str) -> Flag | None:
+    """Weak-scaling efficiency beyond 100% plus the tolerance (strong scaling may be superlinear: caches)."""
+    if efficiency is not None and scaling == "weak" and efficiency > 1 + EFFICIENCY_TOLERANCE:
+        # the reason does not quote the value: an impossible number is not printed, not even as a reason
+        return flag("efficiency_over_100", f"weak-scaling efficiency above {1 + EFFICIENCY_TOLERANCE:.0%}: the "
+                                           f"1-worker baseline or the timing is wrong")
+    return None
+
+
+def baseline_flag(what: str, sound: bool, reason: str) -> Flag | None:
+    """A ratio against an unsound baseline config: the ratio inherits the baseline's disturbance."""
+    if sound:
+        return None
+    return flag("disturbed_baseline", f"{what} is not sound ({reason or 'fewer than 2 clean processes'})")
+
+
+def forward_backward_flag(forward_ms: float | None, backward_ms: float | None) -> Flag | None:
+    """A training step's forward cannot take longer than its backward beyond the tolerance."""
+    if not forward_ms or not backward_ms or forward_ms != forward_ms or backward_ms != backward_ms:
+        return None
+    if forward_ms > backward_ms * (1 + FORWARD_BACKWARD_TOLERANCE):
+        return flag("forward_over_backward",
+                    f"training forward {forward_ms:,.0f} ms exceeds its backward {backward_ms:,.0f} ms "
+                    f"(tolerance {FORWARD_BACKWARD_TOLERANCE:.0%}): the phases were timed wrongly")
+    return None
+
+
 def run_flags(record: Record | Mapping[str, Any]) -> list[Flag]:
     """Every flag one record earns on its own (a record held as JSON is read as one, unchecked)."""
     if not isinstance(record, Record):
@@ -71,6 +127,8 @@ def run_flags(record: Record | Mapping[str, Any]) -> list[Flag]:
     phases = record.phases.median_ms if record.phases else None
     step = record.summary.latency_ms_median if record.summary else None
     out += [f for f in (utilisation_flag(record.utilisation), phase_sum_flag(phases, step)) if f]
+    if phases and record.config.mode == "training":
+        out += [f for f in (forward_backward_flag(phases.get("forward"), phases.get("backward")),) if f]
     return out + certificate_flags(record.fairness)
 
 

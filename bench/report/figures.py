@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from ..measurement.flags import FLAG_SCOPE
 from .data import GROUP, ok_runs
 from .style import (
     BEST_BATCH_HATCH,
@@ -15,6 +16,7 @@ from .style import (
     FLAGGED_NOTE,
     PHASE_COLOURS,
     PHASE_ORDER,
+    PHASES_FLAGGED_NOTE,
     flag_bar,
     footnote,
     legend_patch,
@@ -247,6 +249,12 @@ def utilisation(runs: pd.DataFrame):
     return platform_rows(best, draw, "Utilisation at the best batch size", w=9, h=3.2)
 
 
+def _phase_flags(row) -> list[str]:
+    """The flags on a row that make its phase breakdown unusable (phase sum, forward over backward)."""
+    names = [n.strip() for n in str(row.get("flags", "") or "").split(",")]
+    return [n for n in names if FLAG_SCOPE.get(n) == "phases"]
+
+
 def phase_breakdown(runs: pd.DataFrame):
     """Stacked median phase times per iteration (from the separate instrumented pass), largest batch per series."""
     ok = ok_runs(runs)
@@ -263,16 +271,22 @@ def phase_breakdown(runs: pd.DataFrame):
     def draw(ax, g):
         g = g.sort_values("bar")
         left = np.zeros(len(g))
+        flagged = [_phase_flags(r) for _, r in g.iterrows()]
+        hatches = [FLAGGED_HATCH if f else None for f in flagged]
         for c in cols:
             v = g[c].fillna(0).to_numpy(dtype=float)
             name = c.removeprefix("phase_").removesuffix("_ms")
-            ax.barh(g["bar"], v, left=left, label=name, color=PHASE_COLOURS.get(name, "#a6761d"),
-                    edgecolor="white")
+            bars = ax.barh(g["bar"], v, left=left, label=name, color=PHASE_COLOURS.get(name, "#a6761d"),
+                           edgecolor="white")
+            for bar, hatch in zip(bars, hatches):
+                bar.set_hatch(hatch)
             left += v
-        for y, (_, r) in enumerate(g.iterrows()):
-            if "phase_sum_mismatch" in str(r.get("flags", "")):
-                ax.annotate(" ! phases do not add up to the step (flagged)", (left[y], y), va="center",
-                            fontsize=7, color="black")
+        for y, names in enumerate(flagged):
+            if names:
+                ax.annotate(f" ! {', '.join(names)} (flagged)", (left[y], y), va="center", fontsize=7,
+                            color="black")
+        if any(flagged):
+            footnote(ax, PHASES_FLAGGED_NOTE)
         ax.set_xlabel("median ms per iteration")
         ax.tick_params(axis="y", labelsize=8)
 

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..adapters import declared
-from ..measurement.flags import FLAG_SCOPE
+from ..measurement.flags import FLAG_SCOPE, baseline_flag, efficiency_flag, forward_backward_flag, not_available
 from ..results.record import Distributed, Record, RunSettings, as_records
 from ..runs.distributed import model as netmodel
 from ..runs.distributed.network import SIZES, link_key
@@ -97,6 +97,8 @@ def configs(procs: pd.DataFrame) -> pd.DataFrame:
         for p in PHASES:
             col = used[f"{p}_ms"].dropna()
             row[f"{p}_ms"] = float(col.mean()) if len(col) else None
+        # distributed runs are training steps: the forward/backward guard applies to every config
+        row["phase_flags"] = [f for f in (forward_backward_flag(row["forward_ms"], row["backward_ms"]),) if f]
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -118,25 +120,54 @@ def scaling_table(cfgs: pd.DataFrame) -> pd.DataFrame:
     out = []
     for _, row in cfgs.iterrows():
         same_n, one = _baseline(cfgs, row, row["workers"]), _baseline(cfgs, row, 1)
-        comm = (None, None, None)
+        comm, comm_flags = (None, None, None), []
         if same_n is not None and row["strategy"] != "independent":
             comm = welch_interval(row["step_values"], same_n["step_values"])
-        eff = {"ratio": None, "ci_low": None, "ci_high": None}
+            comm_flags = [f for f in (baseline_flag("the independent baseline at the same N", same_n["sound"],
+                                                    same_n["flag_reasons"]),) if f]
+        eff, eff_flags = {"ratio": None, "ci_low": None, "ci_high": None}, []
+        n = row["workers"]
         if one is not None:
             eff = process_ratio(row["values"], one["values"])
-        n = row["workers"]
-        out.append({**row.to_dict(), "comm_cost_ms": comm[0], "comm_ci_low": comm[1], "comm_ci_high": comm[2],
-                    "efficiency": eff["ratio"] / n if eff["ratio"] else None,
-                    "eff_ci_low": eff["ci_low"] / n if eff["ci_low"] else None,
-                    "eff_ci_high": eff["ci_high"] / n if eff["ci_high"] else None})
+            if n > 1 and eff["ratio"]:
+                eff_flags = [f for f in (baseline_flag("the 1-worker baseline", one["sound"], one["flag_reasons"]),
+                                         efficiency_flag(eff["ratio"] / n, row["scaling"])) if f]
+        efficiency = eff["ratio"] / n if eff["ratio"] else None
+        # a guarded number leaves the table's number columns, so no reader of them can print it; the raw value
+        # stays beside it for the record (never displayed)
+        out.append({**row.to_dict(), "comm_flags": comm_flags, "comm_cost_raw_ms": comm[0],
+                    **dict(zip(("comm_cost_ms", "comm_ci_low", "comm_ci_high"),
+                               (None, None, None) if comm_flags else comm)),
+                    "efficiency_flags": eff_flags, "efficiency_raw": efficiency,
+                    "efficiency": None if eff_flags else efficiency,
+                    "eff_ci_low": eff["ci_low"] / n if eff["ci_low"] and not eff_flags else None,
+                    "eff_ci_high": eff["ci_high"] / n if eff["ci_high"] and not eff_flags else None})
     table = pd.DataFrame(out)
-    # the no-communication ceiling: the independent run's efficiency at the same N (workers share the cores)
-    ceilings = []
+    # the no-communication ceiling: the independent run's efficiency at the same N (workers share the cores);
+    # a guarded ceiling is None (its flags go with the row's efficiency flags when displayed)
+    ceilings, ceiling_flags = [], []
     for _, row in table.iterrows():
         base = _baseline(table, row, row["workers"])
-        ceilings.append(base["efficiency"] if base is not None and row["workers"] > 1 else None)
+        has = base is not None and row["workers"] > 1
+        ceilings.append(base["efficiency"] if has else None)
+        ceiling_flags.append(base["efficiency_flags"] if has else [])
     table["ceiling"] = ceilings
+    table["ceiling_flags"] = ceiling_flags
     return table
+
+
+def efficiency_text(r) -> str:
+    """A row's efficiency as printed everywhere: the number with its CI, or n/a with the guard that fired."""
+    if r["efficiency_flags"]:
+        return not_available(r["efficiency_flags"])
+    return _ci(r["efficiency"], r["eff_ci_low"], r["eff_ci_high"], ".0%")
+
+
+def comm_text(r) -> str:
+    """A row's communication cost as printed everywhere: the number with its CI, or n/a with the guard."""
+    if r["comm_flags"]:
+        return not_available(r["comm_flags"])
+    return _ci(r["comm_cost_ms"], r["comm_ci_low"], r["comm_ci_high"], ".1f")
 
 
 def _link_for(networks: dict, row, kind: str) -> netmodel.Link | None:
@@ -173,12 +204,15 @@ def predictions(table: pd.DataFrame, networks: dict) -> pd.DataFrame:
             compute += max(0.0, row["server_update_ms"] - base["update_ms"])
         pred = netmodel.predict_step_s(row["strategy"], compute / 1e3, link, row["workers"],
                                        row["grad_bytes"], overlap) * 1e3
+        # the prediction's compute is the baseline's step: an unsound baseline makes the prediction n/a
+        flags = [f for f in (baseline_flag("the independent baseline at the same N (the model's compute)",
+                                           base["sound"], base["flag_reasons"]),) if f]
         rows.append({"framework": row["framework"], "model": row["model"], "strategy": row["strategy"],
                      "workers": row["workers"], "link": row["link"], "bucket_mb": row["bucket_mb"],
-                     "compute_ms": compute, "comm_model_ms": pred - compute,
-                     "overlap_share": overlap, "predicted_ms": pred, "measured_ms": row["step_ms"],
-                     "exposed_comm_ms": row["exposed_comm_ms"],
-                     "error": pred / row["step_ms"] - 1,
+                     "compute_ms": None if flags else compute, "comm_model_ms": pred - compute,
+                     "overlap_share": overlap, "predicted_ms": None if flags else pred,
+                     "measured_ms": row["step_ms"], "exposed_comm_ms": row["exposed_comm_ms"],
+                     "error": None if flags else pred / row["step_ms"] - 1, "flags": flags,
                      "alpha_us": link.alpha_s * 1e6, "bandwidth_gbit": link.bandwidth_Bps * 8 / 1e9})
     return pd.DataFrame(rows)
 
@@ -317,13 +351,19 @@ def scaling_for_display(table: pd.DataFrame) -> pd.DataFrame:
         "batch, threads per worker": [f"{b}, {n}" for b, n in zip(t["worker_batch"], t["threads"])],
         "images/s [95% CI]": [_ci(r.images_per_sec, r.ci_low, r.ci_high, ".1f") for r in t.itertuples()],
         "step ms": t["step_ms"].round(1),
-        "comm. cost ms/step [CI]": [_ci(r.comm_cost_ms, r.comm_ci_low, r.comm_ci_high, ".1f") for r in t.itertuples()],
-        "efficiency [CI]": [_ci(r.efficiency, r.eff_ci_low, r.eff_ci_high, ".0%") if r.workers > 1 else ""
-                            for r in t.itertuples()],
+        "comm. cost ms/step [CI]": [comm_text(r) for _, r in t.iterrows()],
+        "efficiency [CI]": [efficiency_text(r) if r["workers"] > 1 else "" for _, r in t.iterrows()],
         "overlap": [f"{v:.0%}" if v is not None and not pd.isna(v) else "" for v in t["overlap_share"]],
         "processes": t["processes"],
-        "flags": [f"{n} flagged: {why}" if n else "" for n, why in zip(t["flagged"], t["flag_reasons"])],
+        "flags": ["; ".join(x for x in (f"{n} flagged: {why}" if n else "",
+                                         f"step breakdown {not_available(ph)}" if ph else "") if x)
+                  for n, why, ph in zip(t["flagged"], t["flag_reasons"], t["phase_flags"])],
     })
+
+
+def _guarded(frame: pd.DataFrame, column: str, fmt: str) -> list[str]:
+    """A column as printed: each value in `fmt`, or n/a with the guards in the row's `flags`."""
+    return [not_available(fl) if fl else f"{v:{fmt}}" for v, fl in zip(frame[column], frame["flags"])]
 
 
 def predictions_for_display(pred: pd.DataFrame) -> pd.DataFrame:
@@ -333,10 +373,10 @@ def predictions_for_display(pred: pd.DataFrame) -> pd.DataFrame:
         "framework": pred["framework"], "strategy": pred["strategy"], "workers": pred["workers"],
         "link": pred["link"], "DDP buckets (MB)": [f"{b:g}" if _bucketed(s, f) else "" for b, s, f in
                                                     zip(pred["bucket_mb"], pred["strategy"], pred["framework"])],
-        "compute ms (independent)": pred["compute_ms"].round(1),
+        "compute ms (independent)": _guarded(pred, "compute_ms", ".1f"),
         "model comm. ms": pred["comm_model_ms"].round(1), "overlap used": pred["overlap_share"].map("{:.0%}".format),
-        "predicted ms": pred["predicted_ms"].round(1), "measured ms": pred["measured_ms"].round(1),
-        "error": pred["error"].map("{:+.0%}".format),
+        "predicted ms": _guarded(pred, "predicted_ms", ".1f"), "measured ms": pred["measured_ms"].round(1),
+        "error": _guarded(pred, "error", "+.0%"),
         "link fit": [f"{a:.0f} us, {b:.2f} Gbit/s" for a, b in zip(pred["alpha_us"], pred["bandwidth_gbit"])],
     })
 
@@ -397,9 +437,12 @@ def _comm_clause(r) -> str:
         return (f" with no communication at all: on {r['threads']} thread(s) per worker instead of "
                 f"{r['threads'] * r['workers']}, what is lost is the shared cores, not the network; this is the "
                 f"ceiling for every strategy at {r['workers']} workers here")
+    if r["comm_flags"]:
+        return f"; communication cost {comm_text(r)}"
     if r["comm_cost_ms"] is None or pd.isna(r["comm_cost_ms"]):
         return ""
-    ceiling = (f" (ceiling without communication: {r['ceiling']:.0%})"
+    ceiling = (f" (ceiling without communication: {not_available(r['ceiling_flags'])})" if r["ceiling_flags"]
+               else f" (ceiling without communication: {r['ceiling']:.0%})"
                if r["ceiling"] is not None and not pd.isna(r["ceiling"]) else "")
     lo, hi = r["comm_ci_low"], r["comm_ci_high"]
     if lo is None or pd.isna(lo):
@@ -438,8 +481,12 @@ def findings(data) -> list[str]:
     t = data.table
     if t.empty:
         return ["No distributed run has finished yet."]
-    for _, r in t[(t["workers"] > 1) & t["efficiency"].notna()].sort_values(["framework", "strategy"]).iterrows():
+    shown = t["efficiency"].notna() | t["efficiency_flags"].map(bool)
+    for _, r in t[(t["workers"] > 1) & shown].sort_values(["framework", "strategy"]).iterrows():
         what = f"{r['framework']} {r['model']} {r['strategy']} x{r['workers']} ({r['link']}{_buckets(r)})"
+        if r["efficiency_flags"]:
+            out.append(f"{what}: scaling efficiency {efficiency_text(r)}.")
+            continue
         if not r["sound"] or r["eff_ci_low"] is None or pd.isna(r["eff_ci_low"]):
             out.append(f"{what}: not measured reliably ({r['flag_reasons'] or 'fewer than 2 clean processes'}).")
             continue
@@ -447,6 +494,10 @@ def findings(data) -> list[str]:
                    f"{_comm_clause(r)}.")
     out += _overlap_findings(t)
     for _, p in data.predictions.iterrows():
+        if p["flags"]:
+            out.append(f"Model vs measurement, {p['framework']} {p['model']} {p['strategy']} x{p['workers']} "
+                       f"on {p['link']}{_buckets(p)}: {not_available(p['flags'])}.")
+            continue
         out.append(f"Model vs measurement, {p['framework']} {p['model']} {p['strategy']} x{p['workers']} "
                    f"on {p['link']}{_buckets(p)}: "
                    f"predicted {p['predicted_ms']:.0f} ms, measured {p['measured_ms']:.0f} ms ({p['error']:+.0%})"

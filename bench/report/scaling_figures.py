@@ -7,7 +7,18 @@ import numpy as np
 import pandas as pd
 
 from ..adapters import declared
-from .style import PHASE_COLOURS, footnote, framework_colour, legend_below, plain_numbers
+from .style import (
+    FLAGGED_HATCH,
+    PHASE_COLOURS,
+    PHASES_FLAGGED_NOTE,
+    footnote,
+    framework_colour,
+    legend_below,
+    plain_numbers,
+)
+
+# Said under a figure where a guard kept a number out (bench/measurement/flags.py: IMPOSSIBLE has the rules).
+GUARDED_NOTE = "n/a: an impossible number, kept out by the named guard (reason in the scaling table)"
 
 STRATEGY_NAMES = {"independent": "independent (no communication)", "allreduce": "all-reduce (DDP / MWMS)",
                   "allreduce_nosync": "all-reduce after backward (no overlap)",
@@ -86,7 +97,8 @@ def throughput_and_comm(table: pd.DataFrame):
             ax2.set_ylim(bottom=min(0, float(np.nanmin(lo.fillna(0)))))
             handles, labels = ax2.get_legend_handles_labels()
             ax.plot([], [], "ko", ms=4, label=labels[0])
-        footnote(ax, "bars: geometric mean over processes, 95% CI; faded: fewer than 2 clean processes")
+        footnote(ax, "bars: geometric mean over processes, 95% CI; faded: fewer than 2 clean processes"
+                 + ("; communication cost " + GUARDED_NOTE if g["comm_flags"].map(bool).any() else ""))
     fig.suptitle(f"Distributed training throughput and communication cost ({WHICH})", fontsize=10)
     legend_below(fig, axes)
     fig.tight_layout()
@@ -95,12 +107,19 @@ def throughput_and_comm(table: pd.DataFrame):
 
 def efficiency(table: pd.DataFrame):
     """Scaling efficiency throughput(N) / (N x throughput(1)) per strategy, with 95% CIs."""
-    t = table[(table["workers"] > 1) & table["efficiency"].notna()] if not table.empty else table
+    if table.empty:
+        return None
+    t = table[(table["workers"] > 1) & (table["efficiency"].notna() | table["efficiency_flags"].map(bool))]
     if t.empty:
         return None
     t = t.sort_values(["framework", "strategy", "link"]).reset_index(drop=True)
     fig, ax = plt.subplots(figsize=(8, 0.9 + 0.32 * len(t)))
     for i, r in t.iterrows():
+        if r["efficiency_flags"]:
+            # no bar: its length would be the impossible number
+            ax.text(0.01, i, "n/a (" + ", ".join(dict.fromkeys(f.name for f in r["efficiency_flags"])) + ")",
+                    va="center", fontsize=7)
+            continue
         lo = r["eff_ci_low"] if r["eff_ci_low"] is not None and not pd.isna(r["eff_ci_low"]) else r["efficiency"]
         hi = r["eff_ci_high"] if r["eff_ci_high"] is not None and not pd.isna(r["eff_ci_high"]) else r["efficiency"]
         ax.barh(i, r["efficiency"], color=framework_colour(r["framework"]),
@@ -114,9 +133,13 @@ def efficiency(table: pd.DataFrame):
                   fontsize=7)
     ax.axvline(1.0, color="#444444", lw=0.8, ls="--", label="N x one worker with all the cores")
     ax.set_xlabel("scaling efficiency = throughput(N) / (N x throughput(1 worker)), 95% CI")
-    ax.set_xlim(0, max(1.1, float(t["eff_ci_high"].fillna(t["efficiency"]).max()) + 0.15))
+    ax.set_xlim(0, max(1.1, float(t["eff_ci_high"].fillna(t["efficiency"]).fillna(0).max()) + 0.15))
     ax.invert_yaxis()
-    return _finish(fig, ax, f"Scaling efficiency ({WHICH})")
+    guarded = t["efficiency_flags"].map(bool)
+    if guarded.any():
+        footnote(ax, GUARDED_NOTE)
+    every = ": every efficiency n/a" if guarded.all() else ""
+    return _finish(fig, ax, f"Scaling efficiency ({WHICH}){every}")
 
 
 def phases(table: pd.DataFrame):
@@ -127,13 +150,17 @@ def phases(table: pd.DataFrame):
     t = t.sort_values(["framework", "strategy", "link", "bucket_mb"]).reset_index(drop=True)
     fig, ax = plt.subplots(figsize=(8, 0.9 + 0.32 * len(t)))
     for i, r in t.iterrows():
-        left = 0.0
+        left, flagged = 0.0, bool(r["phase_flags"])
         for p, colour in DIST_PHASE_COLOURS.items():
             v = r.get(f"{p}_ms")
             if v is not None and not pd.isna(v) and v > 0:
-                ax.barh(i, v, left=left, color=colour, label=p.replace("_", " "))
+                ax.barh(i, v, left=left, color=colour, label=p.replace("_", " "),
+                        hatch=FLAGGED_HATCH if flagged else None, edgecolor="white" if flagged else None)
                 left += v
-        if r["overlap_share"] is not None and not pd.isna(r["overlap_share"]):
+        if flagged:
+            ax.text(left + 1, i, "! " + ", ".join(f.name for f in r["phase_flags"]) + " (flagged)", va="center",
+                    fontsize=6.5)
+        elif r["overlap_share"] is not None and not pd.isna(r["overlap_share"]):
             ax.text(left + 1, i, f"{r['overlap_share']:.0%} of comm. overlapped", va="center", fontsize=6.5)
         elif r["strategy"] == "ps_async":
             ax.text(1, i, "asynchronous: steps run on the servers' workers, no per-step phases", va="center",
@@ -142,6 +169,8 @@ def phases(table: pd.DataFrame):
                   fontsize=7)
     ax.invert_yaxis()
     ax.set_xlabel("median ms per step (median over ranks; communication: the part not hidden behind compute)")
+    if t["phase_flags"].map(bool).any():
+        footnote(ax, PHASES_FLAGGED_NOTE)
     return _finish(fig, ax, "Step breakdown per strategy")
 
 
@@ -164,7 +193,14 @@ def accuracy_over_time(curves: pd.DataFrame):
 def predicted_vs_measured(pred: pd.DataFrame):
     if pred.empty:
         return None
+    guarded = pred["flags"].map(bool)
+    pred = pred[~guarded]
     fig, ax = plt.subplots(figsize=(5.2, 4.2))
+    if pred.empty:  # every prediction guarded: the figure says so rather than vanish
+        ax.text(0.5, 0.5, "every prediction n/a: its baseline is not sound\n(reasons in the table above)",
+                ha="center", va="center", fontsize=8, transform=ax.transAxes)
+        ax.set_axis_off()
+        return _finish(fig, ax, "Alpha-beta model vs measurement: every prediction n/a")
     for k, (_, r) in enumerate(pred.iterrows(), 1):
         ax.scatter(r["measured_ms"], r["predicted_ms"], color=framework_colour(r["framework"]),
                    marker="o" if r["link"] == "loopback" else "s", s=36, zorder=3,
@@ -180,6 +216,8 @@ def predicted_vs_measured(pred: pd.DataFrame):
     ax.set_ylim(0, hi)
     ax.set_xlabel("measured step (ms)")
     ax.set_ylabel("predicted: compute + comm - overlap (ms)")
+    if guarded.any():
+        footnote(ax, f"{int(guarded.sum())} prediction(s) not drawn: " + GUARDED_NOTE)
     return _finish(fig, ax, "Alpha-beta model vs measurement")
 
 

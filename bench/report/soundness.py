@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..host.interference import cv_outlier_reason
-from ..measurement.flags import FLAG_SCOPE, flag, phase_sum_flag, utilisation_flag
+from ..measurement.flags import FLAG_SCOPE, flag, forward_backward_flag, phase_sum_flag, utilisation_flag
 from ..results.record import Flag, Record
 from ..stats import process_interval, process_ratio, variance_components
 
@@ -100,6 +100,10 @@ def aggregate(processes: pd.DataFrame, runs: pd.DataFrame, peaks: dict[str, floa
         if est["estimate"] and not any(f.name == "phase_sum_mismatch" for f in flags):
             if (p := phase_sum_flag(phase_ms, first["batch_size"] / est["estimate"] * 1e3)) is not None:
                 flags.append(p)
+        # judged here too, not only when the run was recorded: records written before the guard existed
+        if first["mode"] == "training" and not any(f.name == "forward_over_backward" for f in flags):
+            if (fb := forward_backward_flag(phase_ms.get("phase_forward_ms"), phase_ms.get("phase_backward_ms"))):
+                flags.append(fb)
         one = est["ci_low"] is None  # a single process: only its own (within-process) interval exists
         row.update({
             "images_per_sec_median": est["estimate"],

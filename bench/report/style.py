@@ -50,6 +50,10 @@ FLAGGED_BAR_NOTE = "cross-hatched with '!': flagged, not used for findings"
 FLAGGED_HATCH = "xx"
 
 
+# Under a phase chart with a flagged breakdown: its bars are drawn, but marked as not a measurement.
+PHASES_FLAGGED_NOTE = "cross-hatched with '!': phase breakdown flagged (guard named beside the bar), not a measurement"
+
+
 BEST_BATCH_HATCH = "//"
 
 

@@ -376,7 +376,8 @@ def methodology(d) -> str:
                  cv_outlier_factor=interference.CV_OUTLIER_FACTOR, cv_floor=interference.CV_FLOOR,
                  utilisation_limit=checks.UTILISATION_LIMIT, phase_sum_tolerance=checks.PHASE_SUM_TOLERANCE,
                  batch_drop_limit=soundness.BATCH_DROP_LIMIT, disturbed=n_disturbed, processes=len(procs),
-                 peak_trials=PEAK_TRIALS, peak_n_cpu=PEAK_N["cpu"], peak_n_gpu=PEAK_N["gpu"])
+                 peak_trials=PEAK_TRIALS, peak_n_cpu=PEAK_N["cpu"], peak_n_gpu=PEAK_N["gpu"],
+                 impossible_guards="\n".join(f"- *{name}*: {rule}." for name, rule in checks.IMPOSSIBLE.items()))
 
 
 
