@@ -135,3 +135,10 @@ def test_the_notebook_shows_the_header_first():
     cells = [c for c in json.loads(NOTEBOOK.read_text())["cells"] if c["cell_type"] == "code"]
     first_output = [c for c in cells if "parameters" not in c.get("metadata", {}).get("tags", [])][0]
     assert "".join(first_output["source"]).rstrip().endswith("Markdown(T.header(d))")
+
+
+def test_an_interpreter_in_a_home_folder_does_not_name_its_user(tmp_path):
+    runs = [record(framework="torch", repeat=0, seed=0)]
+    runs[0]["manifest"]["interpreter"] = "/home/alice/proj/.venv"
+    env = T.environment_table(load(write(runs, tmp_path)).records)
+    assert env.loc["environment (interpreter)"].tolist() == ["~/proj/.venv"]

@@ -11,6 +11,7 @@ import pandas as pd
 from ..adapters import ADAPTERS, measures_a_framework
 from ..adapters.base import OPTIMIZER
 from ..host import interference
+from ..host.manifest import mask_text
 from ..measurement import flags as checks
 from ..measurement.certificate import CERTIFICATE_CHECKS, parity_table
 from ..measurement.loop import WARMUP_TOLERANCE
@@ -44,10 +45,11 @@ def environment_table(records: list[Record]) -> pd.DataFrame:
         cpu = m.cpu
         frameworks = Counter(r.config.framework for r in rs)
         name = f"{host}: {_environment_name(interpreter)}"
+        shown = mask_text(interpreter) if interpreter else "not recorded"  # a home folder names its user: masked
         if name in cols:  # two main environments on one host (two checkouts): the interpreter tells them apart
-            name += f" ({interpreter})"
+            name += f" ({shown})"
         cols[name] = {
-            "environment (interpreter)": interpreter or "not recorded",
+            "environment (interpreter)": shown,
             "runs": str(len(rs)),
             "frameworks (runs)": ", ".join(f"{f} ({n})" for f, n in sorted(frameworks.items())),
             "CPU": cpu.model,
