@@ -63,14 +63,12 @@ def _gemms(device: str, precision: str, threads: int, n: int) -> dict:
     framework's first (a peak without it is an error). On a CPU the frameworks do not share one BLAS (PyTorch:
     MKL or OpenBLAS, OpenVINO and TensorFlow: oneDNN, NumPy: OpenBLAS), and one of them can be far from the
     hardware on a given vendor's CPU; the peak is the best."""
-    adapters = [reference_adapter()] + [ADAPTERS.get(n) for n in ADAPTERS if not ADAPTERS.get(n).reference]
-    gemms = {}
-    for adapter in adapters[:1]:
-        gemms[adapter.gemm_label(device, precision)] = functools.partial(adapter.gemm, device, precision, threads, n)
+    reference = reference_adapter()
+    gemms = {reference.gemm_label(device, precision): functools.partial(reference.gemm, device, precision, threads, n)}
     if not is_gpu(device) and precision == "fp32":
         gemms["numpy.matmul (OpenBLAS)"] = lambda: _numpy_matmul(threads, n)
-    for adapter in adapters[1:]:
-        label = adapter.gemm_label(device, precision)
+    for adapter in (ADAPTERS.get(name) for name in ADAPTERS):
+        label = adapter.gemm_label(device, precision) if adapter is not reference else None
         if label:
             gemms[label] = functools.partial(adapter.gemm, device, precision, threads, n)
     return gemms
