@@ -1,0 +1,138 @@
+"""A real one-node Slurm cluster on this machine, for the tests of the Slurm executor (and for trying it by hand).
+
+    python tests/local_slurm.py start | stop | status
+
+`start` needs root and Debian's `slurm-wlm` and `munge` (`make system-deps` installs them with apt when
+missing). It writes its own slurm.conf under STATE (never /etc/slurm, so a machine's real Slurm is left
+alone), starts munged when none runs, then slurmctld and slurmd, and waits until the node is idle. Every
+command that talks to this cluster needs SLURM_CONF=<STATE>/slurm.conf in its environment: `environment()`
+gives it. `stop` ends the daemons it started (`scontrol shutdown`). A cluster already up is reused, not
+restarted, and `start` says why it cannot run (not root, no packages) without changing anything.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+STATE = Path(os.environ.get("DLBENCH_SLURM_STATE", "/var/lib/dlbench-slurm"))
+CONF = STATE / "slurm.conf"
+PARTITION = "dlbench"
+DAEMONS = ("slurmctld", "slurmd", "munged", "sbatch", "squeue", "scancel", "sinfo", "scontrol")
+
+
+def unavailable_reason() -> str | None:
+    """Why this machine cannot run the local cluster (None when it can)."""
+    if os.geteuid() != 0:
+        return "the local Slurm cluster needs root (slurmd runs jobs as their user)"
+    missing = [d for d in DAEMONS if shutil.which(d) is None and not Path("/usr/sbin", d).exists()]
+    if missing:
+        return f"Slurm/munge are not installed (missing {', '.join(missing)}; `make system-deps` installs them)"
+    return None
+
+
+def environment() -> dict[str, str]:
+    """The environment of a command talking to this cluster."""
+    return {**os.environ, "SLURM_CONF": str(CONF)}
+
+
+def _conf_text() -> str:
+    host = socket.gethostname().split(".")[0]
+    cpus = os.cpu_count() or 1
+    memory_mb = max(1000, int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**20 * 0.8))
+    return "\n".join([
+        "ClusterName=dlbench",
+        f"SlurmctldHost={host}",
+        "SlurmUser=root", "SlurmdUser=root", "AuthType=auth/munge",
+        "ProctrackType=proctrack/linuxproc", "TaskPlugin=task/none",
+        "SelectType=select/cons_tres", "SelectTypeParameters=CR_CPU",
+        "MpiDefault=none", "ReturnToService=2",
+        "JobAcctGatherType=jobacct_gather/none", "AccountingStorageType=accounting_storage/none",
+        "SlurmctldPort=6917", "SlurmdPort=6918",
+        f"StateSaveLocation={STATE / 'ctld'}", f"SlurmdSpoolDir={STATE / 'slurmd'}",
+        f"SlurmctldPidFile={STATE / 'slurmctld.pid'}", f"SlurmdPidFile={STATE / 'slurmd.pid'}",
+        f"SlurmctldLogFile={STATE / 'slurmctld.log'}", f"SlurmdLogFile={STATE / 'slurmd.log'}",
+        "MinJobAge=600", "KillWait=5", "InactiveLimit=0",
+        f"NodeName={host} CPUs={cpus} RealMemory={memory_mb} State=UNKNOWN",
+        f"PartitionName={PARTITION} Nodes={host} Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO",
+        "",
+    ])
+
+
+def _run(*argv: str, check: bool = True) -> subprocess.CompletedProcess:
+    done = subprocess.run(list(argv), capture_output=True, text=True, env=environment())
+    if check and done.returncode:
+        raise RuntimeError(f"`{' '.join(argv)}` failed ({done.returncode}): {done.stderr.strip() or done.stdout.strip()}")
+    return done
+
+
+def node_state() -> str | None:
+    """The node's state as sinfo prints it (idle, mixed, down, ...), None when the controller does not answer."""
+    done = _run("sinfo", "-h", "-p", PARTITION, "-o", "%T", check=False)
+    return done.stdout.strip().lower().rstrip("*~#") or None if done.returncode == 0 else None
+
+
+def _munge_running() -> bool:
+    return subprocess.run(["munge", "-n"], capture_output=True).returncode == 0
+
+
+def start(timeout_s: float = 60) -> None:
+    """Start (or reuse) the cluster; raises RuntimeError with the reason when it cannot."""
+    reason = unavailable_reason()
+    if reason:
+        raise RuntimeError(reason)
+    if node_state() in ("idle", "mixed", "allocated"):
+        return
+    for folder in (STATE, STATE / "ctld", STATE / "slurmd"):
+        folder.mkdir(parents=True, exist_ok=True)
+    CONF.write_text(_conf_text())
+    if not _munge_running():
+        key = Path("/etc/munge/munge.key")
+        if not key.exists():
+            _run("mungekey", "--create")
+        shutil.chown(key, "munge", "munge")
+        key.chmod(0o400)
+        Path("/run/munge").mkdir(exist_ok=True)
+        shutil.chown("/run/munge", "munge", "munge")
+        _run("runuser", "-u", "munge", "--", "munged", "--force")
+    _run("slurmctld")
+    _run("slurmd")
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        state = node_state()
+        if state == "idle":
+            return
+        if state and state.startswith("down"):
+            _run("scontrol", "update", f"nodename={socket.gethostname().split('.')[0]}", "state=resume", check=False)
+        time.sleep(0.5)
+    log = (STATE / "slurmctld.log").read_text(errors="replace")[-800:] if (STATE / "slurmctld.log").exists() else ""
+    raise RuntimeError(f"the local Slurm node did not become idle within {timeout_s:g} s (state {node_state()}). {log}")
+
+
+def stop() -> None:
+    """Stop the cluster's daemons (munged stays: other things may use it)."""
+    _run("scontrol", "shutdown", check=False)
+    for pid_file in (STATE / "slurmctld.pid", STATE / "slurmd.pid"):
+        for _ in range(50):
+            if not pid_file.exists() or not Path(f"/proc/{pid_file.read_text().strip() or 0}").exists():
+                break
+            time.sleep(0.1)
+
+
+if __name__ == "__main__":
+    action = sys.argv[1] if len(sys.argv) > 1 else "status"
+    if action == "start":
+        start()
+        print(f"local Slurm up: partition {PARTITION}; export SLURM_CONF={CONF}")
+    elif action == "stop":
+        stop()
+        print("local Slurm stopped")
+    elif action == "status":
+        print(node_state() or "not running", "" if unavailable_reason() is None else f"({unavailable_reason()})")
+    else:
+        sys.exit(f"unknown action {action!r}; choose start, stop or status")
