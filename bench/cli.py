@@ -45,10 +45,16 @@ def _parser() -> argparse.ArgumentParser:
         run.add_argument("--" + name.replace("_", "-"), dest=name, required=name in ("framework", "model"), **switch)
     run.add_argument("--results-dir", default=None, help="default: results/ in the project (BENCH_RESULTS)")
     run.add_argument("--json", action="store_true", help="print the whole record")
-    real = run.add_argument_group("real cluster (PyTorch): run this machine's ranks; node 0 writes the record")
-    real.add_argument("--master-addr", default=None, help="node 0's address, reachable from every machine")
-    real.add_argument("--master-port", type=int, default=29500)
-    real.add_argument("--node-rank", type=int, default=None, help="this machine's index, 0..nodes-1")
+    real = run.add_argument_group("real machines (--cluster host0,host1,... or slurm): run this machine's ranks; "
+                                  "node 0 writes the record")
+    real.add_argument("--node-rank", type=int, default=None, help="this machine's index in --cluster's host list")
+    real.add_argument("--master-port", type=int, default=None,
+                      help="torchrun's master / c10d port, TF tasks' first port (default 29500; Slurm: MASTER_PORT "
+                           "or drawn from the job id)")
+    real.add_argument("--master-addr", default=None, help="torchrun's static rendezvous without --cluster: node 0's "
+                                                          "address, reachable from every machine")
+    real.add_argument("--measure-link", action="store_true",
+                      help="first measure the link between the machines (alpha-beta fit, stored by node 0)")
     ls = sub.add_parser("list", help="list models or frameworks")
     ls.add_argument("what", choices=["models", "frameworks"])
     ls.add_argument("pattern", nargs="?", default="*")

@@ -14,6 +14,7 @@ from .adapters import ADAPTERS
 from .errors import ConfigError
 from .host import devices
 from .host.links import MAX_EMULATED_NODES, netem_unavailable
+from .host.machines import RENDEZVOUS, SLURM, check_cluster, parse_hosts
 from .models import get_model
 
 MODES = ("inference", "training")
@@ -78,7 +79,7 @@ def _switch(field_name: str, value: object) -> None:
 
 
 _CHOICES = {"mode": MODES, "precision": PRECISIONS, "protocol": PROTOCOLS, "data": DATA_PLACEMENTS,
-            "strategy": STRATEGIES, "scaling": SCALINGS, "backend": devices.BACKENDS}
+            "strategy": STRATEGIES, "scaling": SCALINGS, "backend": devices.BACKENDS, "rendezvous": RENDEZVOUS}
 # name -> (a count: integers only, zero allowed, upper bound)
 _NUMBERS = {"batch_size": (True, False, MAX_VALUE), "seed": (True, True, 2**31 - 1),
             "image_size": (True, False, MAX_VALUE), "threads": (True, False, MAX_VALUE),
@@ -104,6 +105,8 @@ def check_value(name: str, value: object) -> None:
     elif name == "engine":
         if not isinstance(value, str):
             raise ConfigError(f"invalid engine {value!r}; it must be an engine's name")
+    elif name == "cluster":
+        check_cluster(value)
     elif name == "oversubscribe":
         _switch(name, value)
     elif name in _CHOICES:
@@ -151,6 +154,10 @@ class RunConfig:
     backend: str = "auto"  # collectives: auto = NCCL with a GPU per rank, gloo on CPUs; gloo shares one GPU
     # Run more workers than this machine has cores or memory for (an oversubscription experiment): refused otherwise.
     oversubscribe: bool = False
+    # Real machines instead of this one: "" (this machine: loopback or emulated nodes), "slurm" (the Slurm step's
+    # tasks, bench/runs/distributed/cluster.py), or a host list "a,b" (node 0 first, one `bench run` per machine).
+    cluster: str = ""
+    rendezvous: str = "static"  # torchrun on real machines: "static" (fixed master) or "c10d"
     extra: dict = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:
@@ -180,9 +187,11 @@ class RunConfig:
 
     def _check_distributed(self, adapter) -> None:
         if self.strategy == "none":
-            if self.workers != 1 or self.nodes != 1 or self.backend != "auto":
-                raise ConfigError(f"workers={self.workers}, nodes={self.nodes}, backend={self.backend} need a "
-                                  "distributed strategy; "
+            if self.workers != 1 or self.nodes != 1 or self.backend != "auto" or self.cluster or \
+                    self.rendezvous != "static":
+                raise ConfigError(f"workers={self.workers}, nodes={self.nodes}, backend={self.backend}, "
+                                  f"cluster={self.cluster!r}, rendezvous={self.rendezvous} need a distributed "
+                                  "strategy; "
                                   f"valid choices: {', '.join(STRATEGIES[1:])}")
             return
         supported = getattr(adapter, "distributed_strategies", ())
@@ -191,7 +200,8 @@ class RunConfig:
                               f"{', '.join(supported) or 'none (this framework has no distributed runs)'}")
         if self.mode != "training":
             raise ConfigError(f"strategy {self.strategy!r} needs mode 'training' (got {self.mode!r})")
-        if self.workers % self.nodes:
+        self._check_cluster(adapter)
+        if self.workers % self.nodes and not self._tf_tasks_on_slurm(adapter):
             raise ConfigError(f"workers={self.workers} do not divide evenly over nodes={self.nodes}")
         if self.nodes == 1 and (self.link_gbit or self.link_delay_ms):
             raise ConfigError("link_gbit / link_delay_ms shape the link between emulated nodes: set nodes >= 2")
@@ -200,13 +210,52 @@ class RunConfig:
                               "it must divide evenly")
         self._check_machine()
 
+    def _tf_tasks_on_slurm(self, adapter) -> bool:
+        """TF_CONFIG tasks on Slurm: one Slurm task (a `node` of the run) per TF task, SlurmClusterResolver's layout."""
+        return self.cluster == SLURM and adapter.distributed_launch == "tf_config"
+
+    def _check_cluster(self, adapter) -> None:
+        """Real machines: a framework that joins them, one host per node, no emulated link, a rendezvous its
+        launcher has."""
+        if self.rendezvous != "static":
+            if adapter.distributed_launch != "torchrun":
+                raise ConfigError(f"invalid rendezvous {self.rendezvous!r} for {self.framework}: its tasks are given "
+                                  "every address (TF_CONFIG); valid choice: static")
+            if not self.on_real_cluster:
+                raise ConfigError(f"rendezvous {self.rendezvous!r} joins real machines: set cluster (a host list or "
+                                  f"'{SLURM}'); valid choice here: static")
+        if not self.cluster:
+            return
+        if not adapter.multi_machine:
+            able = [n for n in ADAPTERS if ADAPTERS.get(n).multi_machine]
+            raise ConfigError(f"invalid cluster {self.cluster!r} for {self.framework}: its ranks run on one machine; "
+                              f"valid choices: framework {' or '.join(able)}")
+        if self.nodes < 2:
+            raise ConfigError(f"cluster {self.cluster!r} spans machines: set nodes >= 2 (a run on one machine leaves "
+                              "cluster out)")
+        if self.link_gbit or self.link_delay_ms:
+            raise ConfigError("link_gbit / link_delay_ms shape emulated links; a real cluster's network is what it "
+                              "is: leave them out with cluster")
+        if self.cluster != SLURM and len(parse_hosts(self.cluster)) != self.nodes:
+            raise ConfigError(f"cluster {self.cluster!r} lists {len(parse_hosts(self.cluster))} hosts for "
+                              f"nodes={self.nodes}; valid: one host per node, node 0 first")
+        if adapter.distributed_launch == "tf_config" and self.strategy == "independent":
+            raise ConfigError("independent TensorFlow workers never connect, so their results cannot reach one "
+                              "machine: run the independent baseline without cluster (one machine)")
+        if self._tf_tasks_on_slurm(adapter):
+            tasks = self.workers + (2 if self.strategy == "ps_async" else 0)
+            if self.nodes != tasks:
+                raise ConfigError(f"invalid nodes {self.nodes} for {self.framework} on Slurm: one Slurm task per TF "
+                                  f"task (SlurmClusterResolver), so nodes = {tasks} ({self.workers} workers"
+                                  + (", a ps and a chief" if tasks > self.workers else "") + ")")
+
     def _check_machine(self) -> None:
         """What this machine cannot run, refused before any process starts: more emulated nodes than the emulation
         has addresses for, a link delay without netem, more ranks than cores or memory (unless oversubscribed)."""
-        real_cluster = bool(self.extra.get("real_cluster"))
+        real_cluster = self.on_real_cluster
         if not real_cluster and self.nodes > MAX_EMULATED_NODES:
             raise ConfigError(f"invalid nodes {self.nodes}: emulated nodes on this machine are 2 to "
-                              f"{MAX_EMULATED_NODES} (real machines: --master-addr and --node-rank)")
+                              f"{MAX_EMULATED_NODES} (real machines: cluster, a host list or '{SLURM}')")
         if not real_cluster and self.nodes > 1 and self.link_delay_ms:
             reason = netem_unavailable()
             if reason:
@@ -239,9 +288,16 @@ class RunConfig:
             raise ConfigError(f"invalid distributed config: {exc}") from None
 
     @property
+    def on_real_cluster(self) -> bool:
+        """Real machines (a `cluster`, or --master-addr's rendezvous) rather than this one."""
+        return bool(self.cluster or self.extra.get("real_cluster"))
+
+    @property
     def ranks_here(self) -> int:
-        """The ranks this machine runs: all of them, or on a real cluster its share."""
-        return self.workers // self.nodes if self.extra.get("real_cluster") else self.workers
+        """The ranks this machine runs: all of them, or on a real cluster its share (one TF task per Slurm task)."""
+        if not self.on_real_cluster:
+            return self.workers
+        return 1 if self._tf_tasks_on_slurm(ADAPTERS.get(self.framework)) else self.workers // self.nodes
 
     @property
     def distributed(self) -> bool:
@@ -273,8 +329,8 @@ class RunConfig:
     def link(self) -> str:
         if self.nodes == 1:
             return "loopback"
-        if self.extra.get("real_cluster"):
-            return f"{self.nodes} machines"
+        if self.on_real_cluster:
+            return f"{self.nodes} machines" + (f" ({self.cluster})" if self.cluster == SLURM else "")
         rate = f"{self.link_gbit:g} Gbit/s" if self.link_gbit else "unshaped"
         return f"{self.nodes} emulated nodes, {rate}" + (f", +{self.link_delay_ms:g} ms" if self.link_delay_ms else "")
 
@@ -307,7 +363,7 @@ FIELDS = tuple(f.name for f in dataclasses.fields(RunConfig) if f.name != "extra
 FIELD_TYPES = {f.name: {"str": str, "int": int, "float": float, "bool": bool}[f.type.split(" | ")[0]]
                for f in dataclasses.fields(RunConfig) if f.name != "extra"}
 DISTRIBUTED_FIELDS = ("strategy", "workers", "nodes", "link_gbit", "link_delay_ms", "bucket_mb", "scaling",
-                      "oversubscribe", "backend")
+                      "oversubscribe", "backend", "cluster", "rendezvous")
 
 
 

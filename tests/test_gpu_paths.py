@@ -215,11 +215,12 @@ def test_cpu_comm_keeps_host_timestamps():
 
 def test_torchrun_tasks_tell_each_agent_its_machine_ranks_and_gpu_base():
     from bench.ranks import rankio
+    from bench.runs.distributed.cluster import Machines
     from bench.runs.distributed.run import torchrun_tasks
 
     config = make_config(**DIST)
     (task,) = torchrun_tasks(config, "m", {}, None)
     assert (task.env[rankio.MACHINE_RANKS_ENV], task.env[rankio.GPU_BASE_ENV]) == ("2", "0")
     cluster = torchrun_tasks(RunConfig(**{**DIST, "nodes": 2}, extra={"real_cluster": True}), "m", {}, None,
-                             {"node_rank": 1, "master_addr": "10.0.0.1", "master_port": 29500})
+                             Machines(("10.0.0.1",), node_rank=1, source="master"))
     assert (cluster[0].env[rankio.MACHINE_RANKS_ENV], cluster[0].env[rankio.GPU_BASE_ENV]) == ("1", "0")

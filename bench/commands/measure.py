@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import sys
 
 from ..adapters import ADAPTERS, reference_adapter
@@ -18,31 +19,39 @@ from ..paths import default_results_dir
 from ..report.systems import status_rows
 from ..results.store import write_record
 from ..runs import fidelity, maxbatch
+from ..runs.distributed import network
+from ..runs.distributed.cluster import DEFAULT_PORT, Machines, check_port, resolve
 from ..runs.distributed.run import execute, remove_stale_scratch
 from ..runs.single import run
 from ..sweep.jupyter_kernels import remove_stale as remove_stale_kernels
 from . import EXIT_OK, EXIT_RUN_ERROR, MAXBATCH_FLAGS
 
 
-def _cluster(args: argparse.Namespace, config) -> dict | None:
-    """The real-cluster rendezvous from --master-addr/--node-rank, checked before any work."""
+def _cluster(args: argparse.Namespace, config) -> Machines | None:
+    """This machine's place among real machines: --cluster (a host list with --node-rank, or slurm), or torchrun's
+    static rendezvous from --master-addr/--node-rank; checked before any work."""
+    if config.cluster:
+        if args.master_addr is not None:
+            raise ConfigError(f"--master-addr is node 0 of --cluster {config.cluster!r}: leave it out")
+        return resolve(config, args.node_rank, args.master_port, os.environ)
     if args.master_addr is None and args.node_rank is None:
+        if args.measure_link:
+            raise ConfigError("--measure-link measures the link between real machines: give --cluster")
         return None
     adapter = ADAPTERS.get(config.framework)
-    if not config.distributed or not adapter.multi_machine:
-        able = [n for n in ADAPTERS if ADAPTERS.get(n).multi_machine]
-        raise ConfigError(f"--master-addr/--node-rank start this machine's ranks of a distributed run across "
-                          f"machines; valid choices: --framework {' or '.join(able)} with --strategy "
-                          f"({', '.join(ADAPTERS.get(able[0]).distributed_strategies)})")
+    if not config.distributed or adapter.distributed_launch != "torchrun":
+        raise ConfigError("--master-addr/--node-rank start this machine's torchrun agent of a run across machines; "
+                          "valid choices: --strategy with a torchrun framework, or --cluster host0,host1,... "
+                          "--node-rank k (every framework that runs on several machines)")
     if args.master_addr is None or args.node_rank is None or not 0 <= args.node_rank < config.nodes:
         raise ConfigError(f"a real cluster needs --master-addr and --node-rank in 0..{config.nodes - 1} "
                           f"(--nodes {config.nodes} machines); got {args.master_addr!r}, {args.node_rank!r}")
     if config.link_gbit or config.link_delay_ms:
         raise ConfigError("--link-gbit/--link-delay-ms shape emulated links; a real cluster's network is what it is: "
                           "leave them out with --master-addr")
-    if not 0 < args.master_port < 65536:
-        raise ConfigError(f"invalid --master-port {args.master_port}; it must be 1..65535")
-    return {"master_addr": args.master_addr, "master_port": args.master_port, "node_rank": args.node_rank}
+    port = args.master_port or DEFAULT_PORT
+    check_port(port)
+    return Machines((args.master_addr,), args.node_rank, port, config.rendezvous, f"dlbench-{config.key}", "master")
 
 
 def run_one(args: argparse.Namespace) -> int:
@@ -51,12 +60,19 @@ def run_one(args: argparse.Namespace) -> int:
     remove_stale_kernels()  # what a killed run or sweep left: connection files, scratch folders, namespaces
     remove_stale_scratch()
     if cluster:
-        config = dataclasses.replace(config, extra={**config.extra, "real_cluster": True})
+        config = config if config.cluster else dataclasses.replace(config, extra={**config.extra,
+                                                                                  "real_cluster": True})
+        results_dir = args.results_dir or default_results_dir()
+        if args.measure_link:  # every machine runs the probe; node 0 stores the fit
+            entry = network.measure(results_dir, config.workers, config.nodes, machines=cluster)
+            if entry:
+                print(f"link {entry['key']}: all-reduce latency {entry['fit_allreduce']['alpha_s'] * 1e6:.0f} us, "
+                      f"bandwidth {entry['fit_allreduce']['bandwidth_Bps'] / 1e6:.1f} MB/s")
         record = execute(config, args.results_dir, cluster=cluster)
         if record.status == "skipped":
             print(record.reason)
             return EXIT_OK
-        path = write_record(record, args.results_dir or default_results_dir())
+        path = write_record(record, results_dir)
     else:
         record, path = run(config, args.results_dir)
     if args.json:

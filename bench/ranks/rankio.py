@@ -17,6 +17,8 @@ SPEC_ENV = "BENCH_DIST_SPEC"
 # first rank (emulated nodes share one machine's GPUs, while each node's LOCAL_RANK starts at 0).
 MACHINE_RANKS_ENV = "BENCH_MACHINE_RANKS"
 GPU_BASE_ENV = "BENCH_GPU_BASE"
+# A TensorFlow task on Slurm: {"jobs": {...}, "port_base": N} for SlurmClusterResolver, which resolves its cluster.
+TF_SLURM_ENV = "BENCH_TF_SLURM"
 
 
 def read_spec() -> dict:

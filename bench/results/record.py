@@ -180,6 +180,8 @@ class RunSettings(Section):
     scaling: str | None = optional()
     oversubscribe: bool = optional(False)
     backend: str = optional("auto")
+    cluster: str = optional("")
+    rendezvous: str = optional("static")
     extra: dict[str, Any] = optional({})
 
     @property

@@ -148,6 +148,7 @@ class TensorFlowAdapter(Adapter):
     engines = ("graph", "xla", "eager")
     distributed_strategies = ("independent", "allreduce", "ps_async")
     distributed_launch = "tf_config"
+    multi_machine = True  # TF_CONFIG from a host list, or SlurmClusterResolver inside Slurm
     module = "tensorflow"
     distribution = "tensorflow-cpu"
     libraries = ("tensorflow", "keras")

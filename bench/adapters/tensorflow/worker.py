@@ -4,6 +4,10 @@
   tooling notes): per step three tf.functions, timed apart - local forward+backward, the
   gradients' all-reduce across workers (ring), the SGD-momentum update.
 - independent: the same step without the all-reduce (no cluster: each process trains alone).
+- the cluster: TF_CONFIG from the launcher (this machine, emulated nodes, a host list), or inside Slurm
+  SlurmClusterResolver, whose cluster spec and task become this process's TF_CONFIG before any strategy reads it.
+  Synchronous workers send their results to worker 0 over the strategy's own collectives (all_gather), so the
+  machine of worker 0 writes every worker's result, wherever they ran.
 - ps_async: ParameterServerStrategy, asynchronous (Downpour SGD, as the thesis demo): the `ps`
   and `worker` tasks are TensorFlow servers; the `chief` builds the model, schedules steps with a
   ClusterCoordinator in chunks, and times each chunk (steps run remotely: no per-step phases).
@@ -19,6 +23,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ...host.machines import expand_tasks_per_node
 from ...models import get_model
 from ...ranks import digits, rankio
 from ..base import OPTIMIZER
@@ -127,7 +132,7 @@ def _train_sync(config, spec, task: dict) -> dict:
             accuracy.append({"train_s": e0 - w0 - eval_s, "steps": i + 1, "accuracy": acc})
             eval_s += time.perf_counter() - e0
     w1, cpu1 = time.perf_counter(), rankio.cpu_seconds()
-    return {"rank": worker, "role": "worker", "threads": threads, "steps": steps, "warmup_s": warmup,
+    result = {"rank": worker, "role": "worker", **_here(), "threads": threads, "steps": steps, "warmup_s": warmup,
             "params": int(sum(np.prod(v.shape) for v in variables)),
             "grad_bytes": int(sum(np.prod(v.shape) for v in variables) * 4),
             "samples_per_step": config.worker_batch, "accuracy": accuracy or None,
@@ -135,6 +140,47 @@ def _train_sync(config, spec, task: dict) -> dict:
             "checksum_before": before, "checksum_after": float(sum(np.abs(v.numpy()).sum() for v in variables)),
             "settings": {**threads, "strategy": type(strategy).__name__, "communication": "RING" if sync else None,
                          "optimizer": OPTIMIZER, "loss": LOSS}}
+    return _gather(tf, strategy, result) if sync else [result]
+
+
+def _here() -> dict:
+    """Where this task ran: its node of the run (the launcher's BENCH_NODE) and its machine."""
+    return {"node": int(os.environ.get("BENCH_NODE", 0)), "host": os.uname().nodename}
+
+
+def _gather(tf, strategy, result: dict) -> list[dict]:
+    """Every worker's result on worker 0 (the others get []): each one's stamped JSON as bytes, all-gathered with
+    the strategy's collective (unequal lengths padded by TensorFlow), then cut at the gathered lengths."""
+    payload = np.frombuffer(json.dumps(rankio.stamped(result)).encode(), dtype=np.uint8).astype(np.int32)
+    ctx = lambda: tf.distribute.get_replica_context()  # noqa: E731 - the replica's context inside strategy.run
+    lengths = strategy.run(tf.function(lambda: ctx().all_gather(tf.constant([len(payload)]), axis=0)))
+    joined = strategy.run(tf.function(lambda: ctx().all_gather(tf.constant(payload), axis=0)))
+    if result["rank"] != 0:
+        return []
+    data, out, start = joined.numpy().astype(np.uint8).tobytes(), [], 0
+    for n in lengths.numpy().tolist():
+        out.append(json.loads(data[start:start + n]))
+        start += n
+    return out
+
+
+def _resolve_cluster(threads: int) -> None:
+    """Inside Slurm (the launcher says so): this task's TF_CONFIG from SlurmClusterResolver, one Slurm task per TF
+    task, ports from port_base on each host."""
+    slurm = os.environ.get(rankio.TF_SLURM_ENV)
+    if not slurm:
+        return
+    tf, _, _ = _tf(threads)
+    spec = json.loads(slurm)
+    per_host = max(expand_tasks_per_node(os.environ.get("SLURM_STEP_TASKS_PER_NODE") or
+                                         os.environ.get("SLURM_TASKS_PER_NODE") or "1"))
+    # CPU tasks: the resolver pairs each task with GPU ids while it builds the spec (with 0 GPUs it places no task);
+    # one nominal id per task, never applied (auto_set_gpu=False leaves CUDA_VISIBLE_DEVICES alone)
+    resolver = tf.distribute.cluster_resolver.SlurmClusterResolver(
+        jobs=spec["jobs"], port_base=spec["port_base"], gpus_per_node=per_host, gpus_per_task=1, auto_set_gpu=False)
+    cluster = resolver.cluster_spec().as_dict()
+    os.environ["TF_CONFIG"] = json.dumps({"cluster": cluster, "task": {"type": resolver.task_type,
+                                                                      "index": resolver.task_id}})
 
 
 def _serve(task: dict, threads: int) -> None:
@@ -226,12 +272,14 @@ def _chief_async(config, spec) -> dict:
 
 def run_rank(config: RunConfig, spec: dict) -> None:
     """This process's TF_CONFIG task of `config`: a server (ps_async's ps and workers) or a training task."""
+    _resolve_cluster(config.threads)
     task = json.loads(os.environ.get("TF_CONFIG", "{}")).get("task") or {"type": "worker", "index": 0}
     if config.strategy == "ps_async" and task["type"] in ("ps", "worker"):
         _serve(task, config.threads if task["type"] == "worker" else 1)
         return
-    result = _chief_async(config, spec) if config.strategy == "ps_async" else _train_sync(config, spec, task)
-    name = "chief" if task["type"] == "chief" else f"rank{task['index']}"
-    rankio.write_result(spec, name, {**result, "node": int(os.environ.get("BENCH_NODE", 0)),
-                                     "host": os.uname().nodename})
+    if config.strategy == "ps_async":
+        rankio.write_result(spec, "chief", {**_chief_async(config, spec), **_here()})
+        return
+    for result in _train_sync(config, spec, task):
+        rankio.write_result(spec, f"rank{result['rank']}", result)
 

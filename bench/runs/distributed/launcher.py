@@ -38,6 +38,9 @@ class Task:
     # a process that serves until told to stop (a TF parameter server / worker server):
     # the run is done when every non-daemon task has exited 0
     daemon: bool = False
+    # a server on a machine without the chief (real machines): it serves until the task at this address (host:port)
+    # has come up and gone again, since the chief that ends the run runs elsewhere
+    serves_until: str | None = None
 
 
 class LaunchError(RuntimeError):
@@ -110,6 +113,27 @@ def _tail(path: Path, lines: int = 4) -> str:
     return "\n".join(text[-lines:])
 
 
+class _Watch:
+    """Whether a task on another machine has come up (accepts connections at its address) and gone again."""
+
+    EVERY_S = 1.0
+
+    def __init__(self, address: str) -> None:
+        host, _, port = address.rpartition(":")
+        self.host, self.port, self.seen, self.next = host, int(port), False, 0.0
+
+    def gone(self) -> bool:
+        if time.monotonic() < self.next:
+            return False
+        self.next = time.monotonic() + self.EVERY_S
+        try:
+            with socket.create_connection((self.host, self.port), timeout=self.EVERY_S):
+                self.seen = True
+                return False
+        except OSError:
+            return self.seen
+
+
 class Launch:
     """Run `tasks` to completion; `run()` returns wall seconds or raises LaunchError."""
 
@@ -142,6 +166,9 @@ class Launch:
 
     def wait(self) -> None:
         daemons = {t.name for t in self.tasks if t.daemon}
+        watches = [_Watch(t.serves_until) for t in self.tasks if t.serves_until]
+        if len(daemons) == len(self.procs) and not watches:
+            raise LaunchError("every task here is a server and none is told whose end ends the run")
         deadline = time.monotonic() + self.timeout_s
         while True:
             self._remember_descendants()
@@ -161,7 +188,10 @@ class Launch:
             for name, proc in self.procs.items():
                 if proc.poll() == 0 and name in daemons:
                     raise LaunchError(f"{name} (a server) exited before the run finished")
-            if all(p.poll() == 0 for n, p in self.procs.items() if n not in daemons):
+            if len(daemons) < len(self.procs):
+                if all(p.poll() == 0 for n, p in self.procs.items() if n not in daemons):
+                    return
+            elif all(watch.gone() for watch in watches):  # servers only: done when the chief elsewhere is
                 return
             if time.monotonic() > deadline:
                 raise LaunchError(f"the run did not finish within {self.timeout_s:g} s; every process was stopped")

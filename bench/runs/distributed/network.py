@@ -3,6 +3,7 @@ alpha-beta; results are cached per host in results/<host>/network.json, keyed by
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -11,11 +12,13 @@ from ...adapters import reference_adapter
 from ...config import make_config
 from ...results.store import host_dir
 from . import model
-from .run import launch, work_dir
+from .cluster import Machines
+from .run import NotLeadNode, launch, work_dir
 
 NETWORK_FILE = "network.json"
 SIZES = (1_024, 4_096, 65_536, 262_144, 1_048_576, 4_194_304, 16_777_216, 50_331_648)
 WARMUP = 3
+PROBE_PORT_OFFSET = 97  # the probe's rendezvous port on real machines: beside the run's, never the same store
 
 
 def repeats(nbytes: int) -> int:
@@ -23,7 +26,10 @@ def repeats(nbytes: int) -> int:
     return 40 if nbytes <= model.SMALL_BYTES else 10
 
 
-def link_key(workers: int, nodes: int, gbit: float, delay_ms: float) -> str:
+def link_key(workers: int, nodes: int, gbit: float, delay_ms: float, cluster: str = "") -> str:
+    """The link a run used: loopback, emulated nodes (rate, delay), or real machines (their `cluster` setting)."""
+    if cluster:
+        return f"{nodes} machines x{workers} {cluster}"
     if nodes == 1:
         return f"loopback x{workers}"
     return f"{nodes} nodes x{workers} {gbit:g}gbit {delay_ms:g}ms"
@@ -38,20 +44,30 @@ def _read(results_dir: Path, host: str | None = None) -> dict:
 
 
 def measure(results_dir: Path | str, workers: int = 2, nodes: int = 1, gbit: float = 0.0,
-            delay_ms: float = 0.0, force: bool = False) -> dict:
-    """The fitted link for this topology (measured now unless cached); raises LaunchError on failure."""
+            delay_ms: float = 0.0, force: bool = False, machines: Machines | None = None) -> dict | None:
+    """The fitted link for this topology (measured now unless cached); raises LaunchError on failure.
+
+    Between real `machines` every machine runs this at the same time (the probe's ranks span them) and is measured
+    every time (no machine can know another's cache); node 0 stores the fit, the others return None."""
     results_dir = Path(results_dir)
-    key = link_key(workers, nodes, gbit, delay_ms)
+    key = link_key(workers, nodes, gbit, delay_ms, machines.name if machines else "")
     cache = _read(results_dir)
-    if key in cache and not force:
+    if key in cache and not force and not machines:
         return cache[key]
     probe = reference_adapter()
+    real = {"cluster": machines.name if machines.source != "master" else ""} if machines else {}
     config = make_config(framework=probe.name, model="tiny_cnn", mode="training", strategy="allreduce",
-                         workers=workers, nodes=nodes, link_gbit=gbit, link_delay_ms=delay_ms, threads=1)
-    with work_dir() as work:
-        ranks, _, link, _, _ = launch(config, work, module=probe.link_probe_worker,
-                                      extra_spec={"sizes": list(SIZES), "repeats": [repeats(b) for b in SIZES],
-                                                  "warmup": WARMUP})
+                         workers=workers, nodes=nodes, link_gbit=gbit, link_delay_ms=delay_ms, threads=1, **real)
+    if machines:  # torchrun's static rendezvous beside the run's port: node 0 writes the probe's result
+        config = dataclasses.replace(config, extra={**config.extra, "real_cluster": True})
+        machines = dataclasses.replace(machines, rendezvous="static", port=machines.port + PROBE_PORT_OFFSET)
+    try:
+        with work_dir() as work:
+            ranks, _, link, _, _ = launch(config, work, module=probe.link_probe_worker, cluster=machines,
+                                          extra_spec={"sizes": list(SIZES), "repeats": [repeats(b) for b in SIZES],
+                                                      "warmup": WARMUP})
+    except NotLeadNode:
+        return None
     r = ranks[0]
     entry = {"key": key, "workers": workers, "nodes": nodes, "gbit": gbit or None, "delay_ms": delay_ms or None,
              "link": link, "measured": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),

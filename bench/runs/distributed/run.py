@@ -17,15 +17,17 @@ from ...adapters import ADAPTERS
 from ...config import RunConfig
 from ...errors import terminations_unwind
 from ...host.interference import TreeSampler
+from ...host.machines import SLURM
 from ...measurement.certificate import run_checks
 from ...measurement.flags import run_flags
 from ...measurement.utilisation import apply_utilisation
 from ...paths import default_results_dir
-from ...ranks.rankio import GPU_BASE_ENV, MACHINE_RANKS_ENV, SPEC_ENV
+from ...ranks.rankio import GPU_BASE_ENV, MACHINE_RANKS_ENV, SPEC_ENV, TF_SLURM_ENV
 from ...results.record import Manifest, ModelInfo, Record, SweepPlacement
 from ..failures import describe_failure
 from . import rank_main
 from . import record as records
+from .cluster import Machines, place_tf_tasks, resolve, slurm_tf_jobs, slurm_tf_layout, slurm_tf_task, tf_cluster
 from .launcher import Launch, LaunchError, Task, free_port, python_module
 from .topology import EmulationUnavailable, emulated_nodes, remove_stale, unavailable_reason
 
@@ -38,18 +40,22 @@ def thread_env(threads: int) -> dict:
     return {k: str(threads) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
 
 
-def torchrun_tasks(config: RunConfig, module: str, env: dict, nodes, cluster: dict | None = None) -> list[Task]:
-    """One torchrun agent per node (static rendezvous on node 0's address). On a real cluster, only
-    this machine's agent, with the rendezvous given (`cluster`: node_rank, master_addr, master_port)."""
+def torchrun_tasks(config: RunConfig, module: str, env: dict, nodes, cluster: Machines | None = None) -> list[Task]:
+    """One torchrun agent per node (static rendezvous on node 0's address). On real machines, only this
+    machine's agent, joining the others through torchrun's static rendezvous or its c10d rendezvous."""
     agent = python_module(ADAPTERS.get(config.framework).launcher_module)  # torchrun, as `python -m`
     if cluster:
-        argv = [*agent, f"--nnodes={config.nodes}",
-                f"--node-rank={cluster['node_rank']}", f"--nproc-per-node={config.workers // config.nodes}",
-                f"--master-addr={cluster['master_addr']}", f"--master-port={cluster['master_port']}",
+        if cluster.rendezvous == "c10d":  # node ranks assigned by the rendezvous; node 0's agent hosts its store
+            join = ["--rdzv-backend=c10d", f"--rdzv-endpoint={cluster.master_addr}:{cluster.port}",
+                    f"--rdzv-id={cluster.run_id}", f"--rdzv-conf=is_host={int(cluster.node_rank == 0)}"]
+        else:
+            join = [f"--node-rank={cluster.node_rank}", f"--master-addr={cluster.master_addr}",
+                    f"--master-port={cluster.port}"]
+        argv = [*agent, f"--nnodes={config.nodes}", f"--nproc-per-node={config.ranks_here}", *join,
                 "--max-restarts=0", "--monitor-interval=0.2", "--module", module]
-        node_env = {**env, "BENCH_NODE": str(cluster["node_rank"]), MACHINE_RANKS_ENV: str(config.ranks_here),
+        node_env = {**env, "BENCH_NODE": str(cluster.node_rank), MACHINE_RANKS_ENV: str(config.ranks_here),
                     GPU_BASE_ENV: "0"}
-        return [Task(f"node{cluster['node_rank']}", argv, node_env)]
+        return [Task(f"node{cluster.node_rank}", argv, node_env)]
     master = nodes[0].address if nodes else "127.0.0.1"
     port = free_port("127.0.0.1")
     tasks = []
@@ -65,35 +71,51 @@ def torchrun_tasks(config: RunConfig, module: str, env: dict, nodes, cluster: di
     return tasks
 
 
-def tf_tasks(config: RunConfig, module: str, env: dict, nodes, cluster: dict | None = None) -> list[Task]:
-    """One process per TF_CONFIG task: workers (and, for ps_async, a ps and a chief)."""
-    if cluster:
-        raise LaunchError("real clusters are wired for PyTorch (torchrun rendezvous) only so far; "
-                          "TensorFlow tasks run on one machine or on emulated nodes")
-    def place(i: int) -> int:  # task i's node: workers spread evenly, ps and chief on node 0
-        return i * len(nodes) // config.workers if nodes else 0
+def _tf_task(config: RunConfig, module: str, env: dict, role: str, index: int, node: int, tf_config: dict | None,
+             chief: str | None = None, wrap=None) -> Task:
+    """One TF_CONFIG task's process; a server (ps_async's ps and workers) serves until the run ends: on real
+    machines without the chief, until the chief at `chief` has come and gone."""
+    task_env = {**env, "BENCH_NODE": str(node)}
+    if tf_config is not None:
+        task_env["TF_CONFIG"] = json.dumps(tf_config)
+    if role == "ps" or role == "chief":
+        task_env.update(thread_env(1))
+    argv = python_module(module)
+    server = config.strategy == "ps_async" and role != "chief"
+    return Task(f"{role}{index}", wrap(argv) if wrap else argv, task_env, daemon=server,
+                serves_until=chief if server else None)
 
-    def address(node: int) -> str:
-        return f"{nodes[node].address if nodes else '127.0.0.1'}:{free_port('127.0.0.1')}"
 
-    roles = [("worker", i, place(i)) for i in range(config.workers)]
-    if config.strategy == "ps_async":
-        roles += [("ps", 0, 0), ("chief", 0, 0)]
-    cluster: dict[str, list[str]] = {}
-    for role, _, node in roles:
-        cluster.setdefault(role, []).append(address(node))
+def tf_tasks(config: RunConfig, module: str, env: dict, nodes, cluster: Machines | None = None) -> list[Task]:
+    """One process per TF_CONFIG task: workers (and, for ps_async, a ps and a chief). On real machines only this
+    machine's tasks: from a host list, TF_CONFIG with every task's address (port, port + 1, ...); on Slurm, this
+    Slurm task's one TF task, which resolves the cluster itself with SlurmClusterResolver."""
+    ps = config.strategy == "ps_async"
+    if cluster and cluster.source == SLURM:
+        jobs = slurm_tf_jobs(config.workers, ps)
+        role, index = slurm_tf_task(jobs, cluster.node_rank)
+        layout = slurm_tf_layout(cluster.hosts, jobs, cluster.port)
+        slurm_env = {**env, TF_SLURM_ENV: json.dumps({"jobs": jobs, "port_base": cluster.port})}
+        return [_tf_task(config, module, slurm_env, role, index, cluster.node_rank, None,
+                         chief=layout["chief"][0] if ps else None)]
+    if cluster and cluster.source != "hosts":
+        raise LaunchError("TensorFlow tasks need every machine's address: --cluster host0,host1,... with "
+                          "--node-rank (or --cluster slurm), not --master-addr")
+    roles = place_tf_tasks(config.workers, config.nodes if (nodes or cluster) else 1, ps)
+    if cluster:  # every machine derives the same ports
+        spec = tf_cluster(roles, cluster.hosts, [cluster.port + i for i in range(len(roles))])
+    else:  # this machine: any free port per task
+        spec = tf_cluster(roles, tuple(n.address for n in nodes) if nodes else ("127.0.0.1",),
+                          [free_port("127.0.0.1") for _ in roles])
     tasks = []
     for role, index, node in roles:
-        task_env = {**env, "BENCH_NODE": str(node)}
-        if config.strategy != "independent":
-            task_env["TF_CONFIG"] = json.dumps({"cluster": cluster, "task": {"type": role, "index": index}})
-        else:
-            task_env["TF_CONFIG"] = json.dumps({"task": {"type": "worker", "index": index}})
-        if role == "ps" or role == "chief":
-            task_env.update(thread_env(1))
-        argv = python_module(module)
-        tasks.append(Task(f"{role}{index}", nodes[node].command(argv) if nodes else argv, task_env,
-                          daemon=config.strategy == "ps_async" and role != "chief"))
+        if cluster and node != cluster.node_rank:
+            continue
+        tf_config = {"cluster": spec, "task": {"type": role, "index": index}} if config.strategy != "independent" \
+            else {"task": {"type": "worker", "index": index}}
+        wrap = nodes[node].command if nodes else None
+        chief = spec["chief"][0] if ps and cluster and cluster.node_rank != 0 else None
+        tasks.append(_tf_task(config, module, env, role, index, node, tf_config, chief, wrap))
     return tasks
 
 
@@ -101,12 +123,11 @@ LAUNCHERS = {"torchrun": torchrun_tasks, "tf_config": tf_tasks}
 
 
 @contextlib.contextmanager
-def topology(config: RunConfig, cluster: dict | None = None):
+def topology(config: RunConfig, cluster: Machines | None = None):
     """Yield (nodes or None, link description); emulated nodes are always removed afterwards."""
     loopback = {"kind": "loopback", "gbit": None, "delay_ms": None, "fallback": None}
     if cluster:  # real machines: the network is what it is
-        yield None, {"kind": "real cluster", "gbit": None, "delay_ms": None, "fallback": None,
-                     "master_addr": cluster["master_addr"], "node_rank": cluster["node_rank"]}
+        yield None, cluster.describe()
         return
     if config.nodes == 1:
         yield None, loopback
@@ -141,7 +162,7 @@ class NotLeadNode(Exception):
 
 
 def launch(config: RunConfig, work: Path, module: str | None = None, extra_spec: dict | None = None,
-           cluster: dict | None = None) -> tuple[list[dict], list[dict], dict, dict, str]:
+           cluster: Machines | None = None) -> tuple[list[dict], list[dict], dict, dict, str]:
     """Run every rank of `config` (as `module`, default: the rank entry point, which runs its framework's rank); returns
     (rank results, servers, link, interference, launch kind)."""
     adapter = ADAPTERS.get(config.framework)
@@ -160,8 +181,9 @@ def launch(config: RunConfig, work: Path, module: str | None = None, extra_spec:
 
         Launch(tasks, work / "logs", LAUNCH_TIMEOUT_S, before_stop=read_servers).run()
     ranks = [json.loads(p.read_text()) for p in sorted(work.glob("*.json")) if p.name != "spec.json"]
-    if not ranks and cluster and cluster["node_rank"] != 0:
-        raise NotLeadNode(f"node {cluster['node_rank']}'s ranks finished; node 0 writes the record")
+    if not ranks and cluster and (cluster.node_rank != 0 or cluster.rendezvous == "c10d"):
+        lead = "the machine whose agent the c10d rendezvous made node 0" if cluster.rendezvous == "c10d" else "node 0"
+        raise NotLeadNode(f"node {cluster.node_rank}'s ranks finished; {lead} writes the record")
     if not ranks:
         raise LaunchError("every process exited 0 but none wrote its result")
     ranks.sort(key=lambda r: (r["role"] != "chief", r["rank"]))
@@ -199,18 +221,21 @@ def work_dir():
 
 
 def execute(config: RunConfig, results_dir: Path | str | None = None, repeat: int = 0, attempt: int = 0,
-            sweep: SweepPlacement | dict | None = None, cluster: dict | None = None) -> Record:
+            sweep: SweepPlacement | dict | None = None, cluster: Machines | None = None) -> Record:
     """Measure a distributed config; a failed rank becomes an `error` record (never raises for it).
 
-    `cluster` (real machines, PyTorch): {"node_rank", "master_addr", "master_port"}, as torchrun's
-    static rendezvous; `nodes` is then the number of machines. Only node 0's record holds results;
-    other nodes get a `skipped` record saying so (the CLI does not write it)."""
+    `cluster`: the real machines as this one sees them (bench/runs/distributed/cluster.py); for a config with a
+    `cluster` setting it is resolved here when not given (Slurm's environment, or BENCH_NODE_RANK for a host list).
+    Only the lead machine's record holds results (gathered from every machine's ranks); the others get a `skipped`
+    record saying so (the CLI does not write it)."""
     results_dir = Path(results_dir or default_results_dir())
     started = time.perf_counter()
     record = Record.new(config, repeat, attempt, sweep)
     try:
         # The launcher owns the namespaces, the scratch folder and every rank: SIGTERM and SIGHUP unwind like Ctrl-C.
         with terminations_unwind(), work_dir() as work:
+            if cluster is None and config.cluster:
+                cluster = resolve(config, env=os.environ)
             ranks, servers, link, interference, kind = launch(config, work, cluster=cluster)
             records.fill(record, config, ranks, servers, link, kind, interference)
             _utilisation(record, config, results_dir)

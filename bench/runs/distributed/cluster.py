@@ -1,0 +1,159 @@
+"""Where the machines of a real multi-node run are and which one this is: a host list given on the command line
+(or a profile) with this machine's node rank, or the Slurm step's environment (the logic of submitit's
+`helpers.TorchDistributedEnvironment`: node rank = SLURM_PROCID, master = the first host of the node list, port
+from MASTER_PORT or drawn from the job id). Pure functions of their arguments, so every rule is unit-tested.
+
+A "node" is one `bench run` process on the cluster: one per machine in a host list; one per Slurm task on Slurm
+(for torchrun one task per machine, `srun --ntasks-per-node=1`; for TensorFlow one task per TF_CONFIG task, the
+layout `tf.distribute.cluster_resolver.SlurmClusterResolver` resolves).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ...errors import ConfigError
+from ...host.machines import SLURM, expand_nodelist, expand_tasks_per_node, parse_hosts
+
+DEFAULT_PORT = 29500
+NODE_RANK_ENV = "BENCH_NODE_RANK"  # a sweep's runs on a host list: this machine's node rank
+PORT_ENV = "BENCH_MASTER_PORT"
+# submitit's TorchDistributedEnvironment draws the master port from the job id in this range (unless MASTER_PORT).
+SLURM_PORTS = (20000, 60000)
+
+
+@dataclass(frozen=True)
+class Machines:
+    """The real machines of one run, as this one sees them."""
+
+    hosts: tuple[str, ...]  # node k's address (node 0 first); from --master-addr: node 0's only
+    node_rank: int
+    port: int = DEFAULT_PORT  # torchrun's master / c10d endpoint port; TF tasks use port, port + 1, ...
+    rendezvous: str = "static"
+    run_id: str = "dlbench"
+    source: str = "hosts"  # hosts (a host list), slurm, master (--master-addr)
+
+    @property
+    def master_addr(self) -> str:
+        return self.hosts[0]
+
+    @property
+    def name(self) -> str:
+        """The `cluster` setting these machines came from ('slurm' or the host list; node 0's for --master-addr)."""
+        return SLURM if self.source == SLURM else ",".join(self.hosts)
+
+    def describe(self) -> dict:
+        """What the record says of the network: real machines, whose link is what it is."""
+        return {"kind": "real cluster", "gbit": None, "delay_ms": None, "fallback": None, "source": self.source,
+                "hosts": list(self.hosts), "master_addr": self.master_addr, "node_rank": self.node_rank,
+                "rendezvous": self.rendezvous}
+
+
+def _slurm(env: Mapping[str, str], *names: str) -> str:
+    for name in names:
+        if env.get(name):
+            return env[name]
+    raise ConfigError(f"cluster 'slurm' needs the Slurm step's environment ({' or '.join(names)} is not set): run "
+                      "`bench run ... --cluster slurm` inside srun (one command per Slurm task)")
+
+
+def slurm_port(env: Mapping[str, str]) -> int:
+    """MASTER_PORT, else a port drawn from the job id (every task of the job draws the same), as submitit does."""
+    if env.get("MASTER_PORT"):
+        return int(env["MASTER_PORT"])
+    return random.Random(_slurm(env, "SLURM_JOB_ID")).randint(*SLURM_PORTS)
+
+
+def from_slurm(env: Mapping[str, str], nodes: int, rendezvous: str = "static") -> Machines:
+    """This Slurm task's view of the run: node rank = its task rank, one host per task (block distribution, as
+    Slurm places tasks by default), node 0's host the master; the step must have exactly `nodes` tasks."""
+    tasks = int(_slurm(env, "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS"))
+    if tasks != nodes:
+        raise ConfigError(f"the Slurm step has {tasks} tasks but the run has nodes={nodes}: one `bench run` per "
+                          f"node, so start it with `srun -n {nodes}` (or set --nodes {tasks})")
+    hostlist = expand_nodelist(_slurm(env, "SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST"))
+    per_node = expand_tasks_per_node(_slurm(env, "SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE"))
+    hosts = tuple(h for h, n in zip(hostlist, per_node) for _ in range(n))
+    if len(hosts) != tasks:
+        raise ConfigError(f"the Slurm step's node list {hostlist} with tasks per node {per_node} does not hold "
+                          f"its {tasks} tasks")
+    job = _slurm(env, "SLURM_JOB_ID")
+    return Machines(hosts, int(_slurm(env, "SLURM_PROCID")), slurm_port(env), rendezvous,
+                    f"slurm-{job}.{env.get('SLURM_STEP_ID', '0')}", SLURM)
+
+
+def resolve(config, node_rank: int | None = None, port: int | None = None, env: Mapping[str, str] | None = None,
+            ) -> Machines | None:
+    """The machines of `config` (its `cluster` setting) as this machine sees them; None for a run on this machine.
+    A host list needs this machine's node rank (argument, or BENCH_NODE_RANK for a sweep's runs); Slurm gives it."""
+    env = env or {}
+    if not config.cluster:
+        return None
+    if config.cluster == SLURM:
+        if node_rank is not None:
+            raise ConfigError("--node-rank is Slurm's to give (SLURM_PROCID) with --cluster slurm: leave it out")
+        return from_slurm({**env, "MASTER_PORT": str(port)} if port else env, config.nodes, config.rendezvous)
+    hosts = parse_hosts(config.cluster)
+    if node_rank is None and env.get(NODE_RANK_ENV):
+        node_rank = int(env[NODE_RANK_ENV])
+    if node_rank is None or not 0 <= node_rank < len(hosts):
+        raise ConfigError(f"cluster {config.cluster} needs this machine's --node-rank in 0..{len(hosts) - 1} (or "
+                          f"{NODE_RANK_ENV}); got {node_rank!r}")
+    port = port or int(env.get(PORT_ENV) or DEFAULT_PORT)
+    check_port(port)
+    return Machines(hosts, node_rank, port, config.rendezvous, f"dlbench-{config.key}", "hosts")
+
+
+def check_port(port: int) -> None:
+    if not 0 < port < 65536:
+        raise ConfigError(f"invalid --master-port {port}; it must be 1..65535")
+
+
+def place_tf_tasks(workers: int, nodes: int, parameter_server: bool) -> list[tuple[str, int, int]]:
+    """(role, index, node) of every TF_CONFIG task: workers spread evenly over the nodes, the ps and the chief
+    (asynchronous parameter server) on node 0."""
+    roles = [("worker", i, i * nodes // workers) for i in range(workers)]
+    if parameter_server:
+        roles += [("ps", 0, 0), ("chief", 0, 0)]
+    return roles
+
+
+def tf_cluster(roles: list[tuple[str, int, int]], hosts: tuple[str, ...], ports: list[int]) -> dict[str, list[str]]:
+    """TF_CONFIG's `cluster` for tasks placed on `hosts`: task i of the list listens on its node's host at ports[i]
+    (on real machines port, port + 1, ...: distinct even where several tasks share a host)."""
+    cluster: dict[str, list[str]] = {}
+    for (role, _, node), port in zip(roles, ports, strict=True):
+        cluster.setdefault(role, []).append(f"{hosts[node]}:{port}")
+    return cluster
+
+
+def slurm_tf_jobs(workers: int, parameter_server: bool) -> dict[str, int]:
+    """SlurmClusterResolver's `jobs`: one Slurm task per TF task."""
+    return {"worker": workers, **({"ps": 1, "chief": 1} if parameter_server else {})}
+
+
+def slurm_tf_layout(hosts: tuple[str, ...], jobs: dict[str, int], port: int) -> dict[str, list[str]]:
+    """The cluster SlurmClusterResolver builds from one host per Slurm task (its rule: hosts sorted, port_base +
+    the task's index on its host, jobs assigned in sorted name order), for the launcher, which cannot import
+    TensorFlow, to know where the chief listens."""
+    counts: dict[str, int] = {}
+    for h in hosts:
+        counts[h] = counts.get(h, 0) + 1
+    addresses = [f"{h}:{port + i}" for h in sorted(counts) for i in range(counts[h])]
+    out, start = {}, 0
+    for job in sorted(jobs):
+        out[job] = addresses[start:start + jobs[job]]
+        start += jobs[job]
+    return out
+
+
+def slurm_tf_task(jobs: dict[str, int], rank: int) -> tuple[str, int]:
+    """(type, index) SlurmClusterResolver gives the Slurm task of rank `rank` (jobs in sorted name order)."""
+    start = 0
+    for job in sorted(jobs):
+        if rank < start + jobs[job]:
+            return job, rank - start
+        start += jobs[job]
+    raise ConfigError(f"Slurm task {rank} has no TF task: the jobs {jobs} hold {start} tasks")
