@@ -276,3 +276,14 @@ def test_two_slurm_tasks_each_run_the_per_task_command(tmp_path, framework):
     link = record["distributed"]["link"]
     assert (link["source"], len(link["hosts"])) == ("slurm", 2) and record["config"]["cluster"] == "slurm"
     assert sorted(r["node"] for r in record["distributed"]["ranks"]) == [0, 1]
+
+
+def test_predicted_vs_measured_finds_a_real_clusters_fitted_link():
+    from bench.report.scaling import _link_for
+
+    fit = {"alpha_s": 1e-4, "bandwidth_Bps": 1e8, "r2": 0.9}
+    key = link_key(2, 2, 0.0, 0.0, HOSTS)
+    networks = {"h": {key: {"key": key, "fit_allreduce": fit, "fit_p2p": fit}}}
+    row = {"host": "h", "workers": 2, "nodes": 2, "link_gbit": 0.0, "link_delay_ms": 0.0, "cluster": HOSTS}
+    assert _link_for(networks, row, "ring").bandwidth_Bps == 1e8
+    assert _link_for(networks, {**row, "cluster": ""}, "ring") is None  # emulated nodes' link is another one

@@ -35,6 +35,8 @@ def link_label(config: RunSettings, link: dict | None) -> str:
         return "loopback"
     if link and link.get("fallback"):
         return "loopback (emulation unavailable)"
+    if link and link.get("kind") == "real cluster":
+        return f"{config.nodes} machines" + (f" ({config.cluster})" if config.cluster else "")
     rate = f"{config.link_gbit:g} Gbit/s" if config.link_gbit else "unshaped"
     delay = f", +{config.link_delay_ms:g} ms" if config.link_delay_ms else ""
     return f"{config.nodes} nodes, {rate}{delay}"
@@ -65,7 +67,7 @@ def processes(records: list[Record]) -> pd.DataFrame:
             **{f"{p}_ms": phases.get(p) for p in PHASES}, "overlap_share": d.overlap_share,
             "grad_bytes": d.grad_bytes, "accuracy": d.accuracy,
             "flags": [f for f in r.flags if FLAG_SCOPE.get(f.name, "throughput") == "throughput"],
-            "link_gbit": c.link_gbit, "link_delay_ms": c.link_delay_ms,
+            "link_gbit": c.link_gbit, "link_delay_ms": c.link_delay_ms, "cluster": c.cluster,
             "server_update_ms": _server_update_ms(d),
         })
     df = pd.DataFrame(rows)
@@ -85,7 +87,8 @@ def configs(procs: pd.DataFrame) -> pd.DataFrame:
         est = process_interval(used["images_per_sec"])
         first = g.iloc[0]
         row = {k: first[k] for k in ["config_key", "host", *ID, "strategy", "workers", "nodes", "link", "bucket_mb",
-                                       "global_batch", "threads", "grad_bytes", "link_gbit", "link_delay_ms", "device"]}
+                                       "global_batch", "threads", "grad_bytes", "link_gbit", "link_delay_ms", "device",
+                                       "cluster"]}
         server = used["server_update_ms"].dropna()
         row["server_update_ms"] = float(server.mean()) if len(server) else None
         row.update(processes=len(used), flagged=len(g) - len(clean), sound=len(clean) >= 2,
@@ -171,7 +174,7 @@ def comm_text(r) -> str:
 
 
 def _link_for(networks: dict, row, kind: str) -> netmodel.Link | None:
-    key = link_key(row["workers"], row["nodes"], row["link_gbit"], row["link_delay_ms"])
+    key = link_key(row["workers"], row["nodes"], row["link_gbit"], row["link_delay_ms"], row.get("cluster") or "")
     entry = networks.get(row["host"], {}).get(key)
     if not entry:
         return None

@@ -32,6 +32,7 @@ from ..results.store import atomic_write_json, finished_runs, host_dir, host_rec
 from ..results.sweep_manifest import new_sweep_id, write_sweep
 from ..runs import maxbatch
 from ..runs.distributed import network
+from ..runs.distributed.cluster import resolve
 from ..runs.distributed.launcher import LaunchError
 from ..runs.distributed.run import remove_stale_scratch
 from .jupyter_kernels import kernel_environment
@@ -200,16 +201,18 @@ def measure_peaks(profile: Profile) -> dict[str, dict]:
 def measure_networks(profile: Profile, results_dir: Path, force: bool, announce) -> list[str]:
     """Fit alpha-beta for every link the profile's distributed configs use (cached per host)."""
 
-    links = sorted({(c.workers, c.nodes, c.link_gbit, c.link_delay_ms) for c in profile.configs
-                    if c.distributed and c.workers > 1})
+    links = sorted({(c.workers, c.nodes, c.link_gbit, c.link_delay_ms, c.cluster) for c in profile.configs
+                    if c.distributed and c.workers > 1}, key=str)
+    examples = {(c.workers, c.nodes, c.cluster): c for c in profile.configs if c.cluster}
     done = []
-    for workers, nodes, gbit, delay in links:
-        try:
-            entry = network.measure(results_dir, workers, nodes, gbit, delay, force=force)
-            done.append(entry["key"])
+    for workers, nodes, gbit, delay, cluster in links:
+        try:  # real machines: every machine's sweep measures their link together (node 0 stores it)
+            machines = resolve(examples[workers, nodes, cluster], env=os.environ) if cluster else None
+            entry = network.measure(results_dir, workers, nodes, gbit, delay, force=force, machines=machines)
+            done += [entry["key"]] if entry else []
         except (LaunchError, ConfigError, OSError) as exc:  # the model is extra: say so, go on
-            announce(f"network micro-benchmark for {network.link_key(workers, nodes, gbit, delay)} failed: "
-                     f"{mask_text(str(exc))}")
+            announce(f"network micro-benchmark for {network.link_key(workers, nodes, gbit, delay, cluster)} "
+                     f"failed: {mask_text(str(exc))}")
     return done
 
 
