@@ -240,7 +240,7 @@ class RunConfig:
             raise ConfigError(f"cluster {self.cluster!r} lists {len(parse_hosts(self.cluster))} hosts for "
                               f"nodes={self.nodes}; valid: one host per node, node 0 first")
         if adapter.distributed_launch == "tf_config" and self.strategy == "independent":
-            raise ConfigError("independent TensorFlow workers never connect, so their results cannot reach one "
+            raise ConfigError(f"independent {self.framework} workers never connect, so their results cannot reach one "
                               "machine: run the independent baseline without cluster (one machine)")
         if self._tf_tasks_on_slurm(adapter):
             tasks = self.workers + (2 if self.strategy == "ps_async" else 0)

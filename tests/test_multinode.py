@@ -153,7 +153,8 @@ def test_torchrun_joins_by_static_or_c10d_rendezvous():
         <= set(task.argv)
     c10d = Machines(("h0", "h1"), 0, 29600, "c10d", "run7")
     (task,) = torchrun_tasks(_config(cluster="h0,h1", rendezvous="c10d"), "m", {}, None, c10d)
-    assert {"--rdzv-backend=c10d", "--rdzv-endpoint=h0:29600", "--rdzv-id=run7", "--rdzv-conf=is_host=1"} \
+    assert {"--rdzv-backend=c10d", "--rdzv-endpoint=h0:29600", "--rdzv-id=run7", "--rdzv-conf=is_host=1",
+            "--local-addr=h0"} \
         <= set(task.argv)
     assert not [a for a in task.argv if a.startswith(("--node-rank", "--master-addr"))]
 

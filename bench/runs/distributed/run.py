@@ -46,8 +46,11 @@ def torchrun_tasks(config: RunConfig, module: str, env: dict, nodes, cluster: Ma
     agent = python_module(ADAPTERS.get(config.framework).launcher_module)  # torchrun, as `python -m`
     if cluster:
         if cluster.rendezvous == "c10d":  # node ranks assigned by the rendezvous; node 0's agent hosts its store
+            # --local-addr: the address the others reach this machine at (the ranks' master if the rendezvous makes
+            # it node 0), the host list's, not whatever its host name resolves to
             join = ["--rdzv-backend=c10d", f"--rdzv-endpoint={cluster.master_addr}:{cluster.port}",
-                    f"--rdzv-id={cluster.run_id}", f"--rdzv-conf=is_host={int(cluster.node_rank == 0)}"]
+                    f"--rdzv-id={cluster.run_id}", f"--rdzv-conf=is_host={int(cluster.node_rank == 0)}",
+                    *([f"--local-addr={cluster.hosts[cluster.node_rank]}"] if cluster.source != "master" else [])]
         else:
             join = [f"--node-rank={cluster.node_rank}", f"--master-addr={cluster.master_addr}",
                     f"--master-port={cluster.port}"]
@@ -99,7 +102,7 @@ def tf_tasks(config: RunConfig, module: str, env: dict, nodes, cluster: Machines
         return [_tf_task(config, module, slurm_env, role, index, cluster.node_rank, None,
                          chief=layout["chief"][0] if ps else None)]
     if cluster and cluster.source != "hosts":
-        raise LaunchError("TensorFlow tasks need every machine's address: --cluster host0,host1,... with "
+        raise LaunchError("TF_CONFIG tasks need every machine's address: --cluster host0,host1,... with "
                           "--node-rank (or --cluster slurm), not --master-addr")
     roles = place_tf_tasks(config.workers, config.nodes if (nodes or cluster) else 1, ps)
     if cluster:  # every machine derives the same ports
