@@ -67,8 +67,9 @@ def processes(records: list[Record]) -> pd.DataFrame:
             **{f"{p}_ms": phases.get(p) for p in PHASES}, "overlap_share": d.overlap_share,
             "grad_bytes": d.grad_bytes, "accuracy": d.accuracy,
             "flags": [f for f in r.flags if FLAG_SCOPE.get(f.name, "throughput") == "throughput"],
-            "link_gbit": c.link_gbit, "link_delay_ms": c.link_delay_ms, "cluster": c.cluster,
+            "link_gbit": c.link_gbit, "link_delay_ms": c.link_delay_ms,
             "server_update_ms": _server_update_ms(d),
+            **({"cluster": c.cluster} if c.cluster else {}),  # a column only where real machines ran
         })
     df = pd.DataFrame(rows)
     if not df.empty:
@@ -87,8 +88,8 @@ def configs(procs: pd.DataFrame) -> pd.DataFrame:
         est = process_interval(used["images_per_sec"])
         first = g.iloc[0]
         row = {k: first[k] for k in ["config_key", "host", *ID, "strategy", "workers", "nodes", "link", "bucket_mb",
-                                       "global_batch", "threads", "grad_bytes", "link_gbit", "link_delay_ms", "device",
-                                       "cluster"]}
+                                       "global_batch", "threads", "grad_bytes", "link_gbit", "link_delay_ms", "device"]}
+        row["cluster"] = _cluster(first)
         server = used["server_update_ms"].dropna()
         row["server_update_ms"] = float(server.mean()) if len(server) else None
         row.update(processes=len(used), flagged=len(g) - len(clean), sound=len(clean) >= 2,
@@ -173,8 +174,14 @@ def comm_text(r) -> str:
     return _ci(r["comm_cost_ms"], r["comm_ci_low"], r["comm_ci_high"], ".1f")
 
 
+def _cluster(row) -> str:
+    """The row's real machines (their `cluster` setting), '' for this machine (a missing column or NaN)."""
+    value = row.get("cluster")
+    return value if isinstance(value, str) else ""
+
+
 def _link_for(networks: dict, row, kind: str) -> netmodel.Link | None:
-    key = link_key(row["workers"], row["nodes"], row["link_gbit"], row["link_delay_ms"], row.get("cluster") or "")
+    key = link_key(row["workers"], row["nodes"], row["link_gbit"], row["link_delay_ms"], _cluster(row))
     entry = networks.get(row["host"], {}).get(key)
     if not entry:
         return None
