@@ -1,4 +1,5 @@
-"""Sweep planning: interleaved repetitions, a duration estimate, and a budget that drops configs.
+"""Sweep planning: interleaved repetitions, a duration estimate, a budget that drops configs, and the
+sequential plan that gives further processes to the configs whose comparisons are undecided.
 
 Every config runs in `repeats` fresh processes. Round r holds one repetition of every config in an
 order shuffled with the seed (order_seed, r), so slow drift of the machine (a busy period, thermal
@@ -7,12 +8,16 @@ state, a neighbour on the VM) touches every framework alike instead of falling o
 
 from __future__ import annotations
 
+import math
 import random
 import statistics
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ..config import RunConfig
+from ..measurement.flags import FLAG_SCOPE
+from ..results.record import Record
+from ..stats import process_interval, process_ratio
 
 # Seconds a sweep spends per run outside the harness's own measurement (papermill, kernel start,
 # imports): measured 3-5 s here; records' duration_s covers the rest.
@@ -94,3 +99,102 @@ def fit_budget(configs: list[RunConfig], tasks: list[Task], estimate: Callable[[
     kept = [t for t in tasks if comparison_group(t.config) in keep]
     dropped = [c for c in configs if comparison_group(c) not in keep]
     return kept, dropped, total
+
+
+# --- Sequential repetitions (`repeats: adaptive`) ------------------------------------------------------------
+# Every config first gets `min_repeats` processes in interleaved rounds; then, one process at a time, the config
+# whose interval is widest relative to the comparison it decides gets the next one, until the budget ends, every
+# comparison is decided, or each config has `max_repeats` (Kalibera & Jones 2013: spend repetitions where the
+# variance is).
+
+# A config compared with nothing (the only framework at its batch) wants its own process-level interval within
+# this relative half-width; above it, more processes help the number itself.
+SOLO_TARGET = 0.05
+# A comparison is decided when its ratio interval excludes 1x: the interval's log half-width is smaller than the
+# distance of the ratio from 1x, i.e. a need below 1.
+DECIDED = 1.0
+
+
+@dataclass(frozen=True)
+class Extra:
+    """The next process of an adaptive plan: which config, its score (higher: more undecided), and why."""
+
+    config: RunConfig
+    score: float
+    reason: str
+
+
+def clean_process_values(records: Iterable[Record]) -> dict[str, list[float]]:
+    """config key -> one value (median images/s) per clean process: the latest attempt of each repetition,
+    status ok, no throughput flag (what the report's intervals are built from)."""
+    latest: dict[tuple[str, int], Record] = {}
+    for r in sorted(records, key=lambda r: (r.created or "", r.attempt)):
+        latest[(r.config_key, r.repeat)] = r
+    out: dict[str, list[float]] = {}
+    for (key, _), r in sorted(latest.items()):
+        if r.status != "ok" or not r.summary or any(FLAG_SCOPE.get(f.name) == "throughput" for f in r.flags):
+            continue
+        out.setdefault(key, []).append(r.summary.images_per_sec_median)
+    return out
+
+
+def _log_halfwidth(values: list[float]) -> float:
+    """Half-width of a config's own process-level interval on the log scale (inf below two processes)."""
+    est = process_interval(values)
+    return math.inf if est["ci_low"] is None else math.log(est["ci_high"] / est["estimate"])
+
+
+def _name(c: RunConfig) -> str:
+    return f"{c.framework}/{c.engine}"
+
+
+def _need(a: RunConfig, b: RunConfig, va: list[float], vb: list[float]) -> tuple[float, str]:
+    """How undecided the a-vs-b comparison is: its ratio interval's log half-width over the ratio's distance from
+    1x (above 1: the interval straddles 1x), and a sentence saying so."""
+    r = process_ratio(va, vb)
+    if r["ci_low"] is None:
+        return math.inf, f"{_name(a)} vs {_name(b)}: fewer than two clean processes"
+    half = math.log(r["ci_high"] / r["ci_low"]) / 2
+    distance = abs(math.log(r["ratio"]))
+    need = half / distance if distance > 0 else math.inf
+    interval = f"{_name(a)} / {_name(b)} = {r['ratio']:.3f} [{r['ci_low']:.3f}-{r['ci_high']:.3f}]"
+    return need, f"interval {'straddled' if need >= DECIDED else 'excluded'} 1x: {interval}"
+
+
+def next_process(configs: Iterable[RunConfig], values: dict[str, list[float]], processes: dict[str, int],
+                 cost_s: Callable[[RunConfig], float], budget_left_s: float, max_repeats: int) -> Extra | None:
+    """The config that gets the next process, or None when none should (budget spent, all decided, or capped).
+
+    `values`: clean per-process values per config key (`clean_process_values`); `processes`: processes already
+    run per config key (clean or not, retries excluded); `cost_s`: estimated seconds of one more process of a
+    config. A config's score is the largest need among the comparisons it takes part in (its comparison group:
+    the same model, mode, batch and settings in another framework or engine), or, compared with nothing, its own
+    interval's relative half-width over SOLO_TARGET. Only configs whose score is at least 1 (undecided) and whose
+    next process fits the budget are candidates; the highest score wins, the cheaper one on a tie.
+    """
+    configs = list(configs)
+    groups: dict[tuple, list[RunConfig]] = {}
+    for c in configs:
+        groups.setdefault(comparison_group(c), []).append(c)
+    best: Extra | None = None
+    for c in configs:
+        if processes.get(c.key, 0) >= max_repeats:
+            continue
+        cost = cost_s(c)
+        if cost > budget_left_s:
+            continue
+        mine = values.get(c.key, [])
+        others = [o for o in groups[comparison_group(c)] if o is not c]
+        if others:
+            needs = [_need(c, o, mine, values.get(o.key, [])) for o in others]
+            score, reason = max(needs, key=lambda n: n[0])
+        else:
+            half = _log_halfwidth(mine) if len(mine) >= 2 else math.inf
+            score = half / math.log1p(SOLO_TARGET)
+            reason = (f"its own interval is +-{math.expm1(half):.1%}, wider than the {SOLO_TARGET:.0%} target"
+                      if half < math.inf else "fewer than two clean processes")
+        if score < DECIDED:
+            continue
+        if best is None or score > best.score or (score == best.score and cost < cost_s(best.config)):
+            best = Extra(c, score, reason)
+    return best

@@ -35,7 +35,7 @@ from ..runs.distributed import network
 from ..runs.distributed.launcher import LaunchError
 from ..runs.distributed.run import remove_stale_scratch
 from .jupyter_kernels import kernel_environment
-from .plan import Task, estimate_run_s, fit_budget, interleaved_order
+from .plan import Task, clean_process_values, estimate_run_s, fit_budget, interleaved_order, next_process
 from .profiles import Profile
 
 BENCHMARK_NOTEBOOK = PROJECT_ROOT / "notebooks" / "benchmark.ipynb"
@@ -51,6 +51,7 @@ class SweepResult:
     already_done: list[str] = field(default_factory=list)  # "config key/repeat"
     dropped: list[str] = field(default_factory=list)  # labels not run: over budget
     retried: list[str] = field(default_factory=list)  # "label (repeat r): reason"
+    extra: list[str] = field(default_factory=list)  # adaptive plan: "label (repeat r): why it got one more process"
     still_disturbed: list[str] = field(default_factory=list)
     failures: list[tuple[str, str, str]] = field(default_factory=list)  # (label, status, reason)
     estimate_s: float = 0.0
@@ -183,7 +184,26 @@ def plan(profile: Profile, results_dir: Path, force: bool = False, repeats: int 
     estimator = _Estimator(results_dir, records, peaks or {})
     kept, dropped, estimate = fit_budget(list(profile.configs), tasks, estimator, profile.budget_minutes * 60)
     return {"tasks": kept, "done": sorted(done & {(c.key, r) for c in profile.configs for r in range(repeats)}),
-            "dropped": dropped, "estimate_s": estimate, "repeats": repeats}
+            "dropped": dropped, "estimate_s": estimate, "repeats": repeats, "estimator": estimator}
+
+
+def adaptive_task(profile: Profile, results_dir: Path, kept: list[RunConfig], estimator: _Estimator,
+                  budget_left_s: float) -> tuple[Task, str] | None:
+    """The adaptive plan's next process (bench/sweep/plan.py: next_process) from this host's records, or None."""
+    records = [r for r in host_records(results_dir) if r.config_key in {c.key for c in kept}]
+    failing = {r.config_key for r in records if r.status != "ok"}  # another process would fail or skip again
+    kept = [c for c in kept if c.key not in failing]
+    repeats: dict[str, set[int]] = {}
+    for r in records:
+        repeats.setdefault(r.config_key, set()).add(r.repeat)
+    processes = {k: len(v) for k, v in repeats.items()}
+    nxt = next_process(kept, clean_process_values(records), processes,
+                       lambda c: estimator(Task(c, max(repeats.get(c.key, {0})) + 1, 0)), budget_left_s,
+                       profile.max_repeats)
+    if nxt is None:
+        return None
+    repeat = max(repeats.get(nxt.config.key, {-1})) + 1
+    return Task(nxt.config, repeat, repeat), nxt.reason
 
 
 def _sweep_info(manifest: dict, order_index: int, task: Task) -> dict:
@@ -256,6 +276,22 @@ def _latest(records: list[Record], key: str) -> dict[int, Record]:
     return out
 
 
+def _queue_extra(queue: list[Task], extra: tuple[Task, str] | None, result: SweepResult, manifest: dict,
+                 bar) -> bool:
+    """Append the adaptive plan's next process to the queue (and say why in the manifest); False when none."""
+    if extra is None:
+        return False
+    task, why = extra
+    queue.append(task)
+    bar.total += 1
+    result.extra.append(f"{task.config.label} (repeat {task.repeat}): {why}")
+    manifest["extra_processes"].append({"config_key": task.config.key, "label": task.config.label,
+                                        "repeat": task.repeat, "reason": why})
+    manifest["order"].append({"config_key": task.config.key, "repeat": task.repeat, "round": task.round,
+                              "label": task.config.label})
+    return True
+
+
 def _failure(config: RunConfig, reason: str, detail: str | None, task: Task, sweep: dict,
              status: str = "error") -> Record:
     """The record of a run whose notebook could not start it or died outside the harness."""
@@ -282,6 +318,8 @@ def run_sweep(profile: Profile, results_dir: Path | str | None = None, force: bo
         manifest = {
             "sweep_id": result.sweep_id, "host": host_name(), "profile": profile.name,
             "description": profile.description, "order_seed": profile.order_seed, "repeats": p["repeats"],
+            "adaptive": {"min_repeats": p["repeats"], "max_repeats": profile.max_repeats} if profile.adaptive else None,
+            "extra_processes": [],
             "retries": profile.retries, "budget_minutes": profile.budget_minutes, "force": force,
             "started": _now(), "finished": None, "status": "running", "estimate_s": p["estimate_s"],
             "order": [{"config_key": t.config.key, "repeat": t.repeat, "round": t.round, "label": t.config.label}
@@ -299,8 +337,12 @@ def run_sweep(profile: Profile, results_dir: Path | str | None = None, force: bo
         queue = list(p["tasks"])
         bar = tqdm(total=len(queue), desc=f"sweep {profile.name} on {host_name()}", unit="run", disable=not progress)
         index = 0
+        kept = [c for c in profile.configs if c not in set(p["dropped"])]
+        budget_s = profile.budget_minutes * 60 or float("inf")
         try:
-            while index < len(queue):
+            while index < len(queue) or (profile.adaptive and _queue_extra(
+                    queue, adaptive_task(profile, results_dir, kept, p["estimator"],
+                                         budget_s - (time.perf_counter() - t0)), result, manifest, bar)):
                 task = queue[index]
                 config = task.config
                 bar.set_postfix_str(f"{config.label} r{task.repeat}", refresh=True)
