@@ -17,11 +17,16 @@ from dataclasses import dataclass
 from ..config import RunConfig
 from ..measurement.flags import FLAG_SCOPE
 from ..results.record import Record
+from ..results.sweep_manifest import wall_key
 from ..stats import process_interval, process_ratio
 
-# Seconds a sweep spends per run outside the harness's own measurement (papermill, kernel start,
-# imports): measured 3-5 s here; records' duration_s covers the rest.
-PROCESS_OVERHEAD_S = 5.0
+# Seconds a process spends outside the harness's own run (kernel start, interpreter and package imports, the
+# notebook's cells after the run, record write, kernel shutdown) when this host has no sweep manifest that timed
+# it (`process_walls`): the old 5 s left 14.5 of a quiet sweep's ~50 min unexplained over 117 runs (~7.4 s more
+# per process, issue 22), so 12 s. A host's own manifests replace it (`fixed_cost_s`).
+PROCESS_OVERHEAD_S = 12.0
+# Model build, export/compile and the framework's import when no record on this host says (prepare_s).
+STARTUP_S = 5.0
 # Without earlier records an iteration is estimated from FLOPs at this share of the measured peak
 # (measured here: inference 60-75%, training 40-55%); a little cautious, so the estimate errs long.
 ASSUMED_EFFICIENCY = {"inference": 0.55, "training": 0.4}
@@ -61,23 +66,49 @@ DISTRIBUTED_START_S = 10.0  # launcher, torchrun / TF servers, every rank import
 
 
 def estimate_run_s(config: RunConfig, repeat: int, history_s: list[float], flops_per_image: float | None,
-                   peak_flops: float | None) -> float:
-    """Seconds one process of `config` will take: from its earlier runs here, else from FLOPs and peak."""
-    if history_s:
-        return statistics.median(history_s) + PROCESS_OVERHEAD_S
+                   peak_flops: float | None, overhead_s: float = PROCESS_OVERHEAD_S,
+                   startup_s: float = STARTUP_S) -> float:
+    """Seconds one process of `config` will take: from its earlier runs here, else from FLOPs and peak.
+
+    `overhead_s`: the fixed cost of a process outside the run (measured per host where known, `fixed_cost_s`);
+    `startup_s`: the run's own start-up (model build, export/compile) when the config has no earlier run here.
+    """
+    if history_s:  # a run's duration_s already holds its start-up
+        return statistics.median(history_s) + overhead_s
     if config.distributed:  # fixed step counts; every rank's process starts its framework
         step = flops_per_image * config.global_batch / (peak_flops * ASSUMED_EFFICIENCY["training"]) \
             if flops_per_image and peak_flops else 0.5
-        return PROCESS_OVERHEAD_S + DISTRIBUTED_START_S + step * (config.warmup + config.iterations)
+        return overhead_s + DISTRIBUTED_START_S + step * (config.warmup + config.iterations)
     if not flops_per_image or not peak_flops:
-        return PROCESS_OVERHEAD_S + (config.time_budget_s or 10.0)
+        return overhead_s + startup_s + (config.time_budget_s or 10.0)
     iteration = flops_per_image * config.batch_size / (peak_flops * ASSUMED_EFFICIENCY[config.mode])
     if config.protocol == "seed":
         loop = iteration * (config.warmup + config.iterations)
     else:  # at least two warm-ups and the minimum iterations; the budget when the CI target is not met
         loop = max(iteration * (min(config.warmup, 3) + config.iterations), config.time_budget_s)
     phases = iteration * config.phase_iterations * PHASE_STEP_COST[config.mode] if repeat == 0 else 0.0
-    return PROCESS_OVERHEAD_S + loop + phases
+    return overhead_s + startup_s + loop + phases
+
+
+def fixed_cost_s(walls: dict[str, float], records: Iterable[Record]) -> float | None:
+    """A process's median seconds outside its run on this host (papermill's wall time minus the run's own
+    duration), from the sweep manifests' `process_walls`; None when no manifest timed a recorded process."""
+    durations = {wall_key(r.config_key, r.repeat, r.attempt): r.duration_s for r in records
+                 if r.status == "ok" and r.duration_s}
+    outside = [wall - durations[k] for k, wall in walls.items() if k in durations and wall > durations[k]]
+    return statistics.median(outside) if outside else None
+
+
+def startup_history(records: Iterable[Record]) -> dict[tuple, float]:
+    """Median start-up seconds (prepare_s) per (framework, engine, model) and per (framework, engine) on this host:
+    what a config never run here will spend before its loop."""
+    seen: dict[tuple, list[float]] = {}
+    for r in records:
+        if r.status == "ok" and r.startup and r.startup.prepare_s is not None:
+            c = r.config
+            for key in ((c.framework, c.engine, c.model), (c.framework, c.engine)):
+                seen.setdefault(key, []).append(r.startup.prepare_s)
+    return {k: statistics.median(v) for k, v in seen.items()}
 
 
 def fit_budget(configs: list[RunConfig], tasks: list[Task], estimate: Callable[[Task], float],

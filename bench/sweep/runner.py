@@ -29,13 +29,24 @@ from ..measurement.utilisation import peak_threads
 from ..paths import PROJECT_ROOT, default_results_dir
 from ..results.record import Record
 from ..results.store import atomic_write_json, finished_runs, host_dir, host_records, write_record
-from ..results.sweep_manifest import new_sweep_id, write_sweep
+from ..results.sweep_manifest import load_sweeps, new_sweep_id, process_walls, wall_key, write_sweep
 from ..runs import maxbatch
 from ..runs.distributed import network
 from ..runs.distributed.launcher import LaunchError
 from ..runs.distributed.run import remove_stale_scratch
 from .jupyter_kernels import kernel_environment
-from .plan import Task, clean_process_values, estimate_run_s, fit_budget, interleaved_order, next_process
+from .plan import (
+    PROCESS_OVERHEAD_S,
+    STARTUP_S,
+    Task,
+    clean_process_values,
+    estimate_run_s,
+    fit_budget,
+    fixed_cost_s,
+    interleaved_order,
+    next_process,
+    startup_history,
+)
 from .profiles import Profile
 
 BENCHMARK_NOTEBOOK = PROJECT_ROOT / "notebooks" / "benchmark.ipynb"
@@ -57,6 +68,7 @@ class SweepResult:
     estimate_s: float = 0.0
     papermill_s: float = 0.0  # wall time inside papermill (kernel start, imports, run)
     measured_s: float = 0.0  # the runs' own duration as recorded (what the harness spent)
+    manifest: dict = field(default_factory=dict)  # the sweep manifest as written last
 
 
 def notebook_parameters(config: RunConfig, results_dir: Path, task: Task, sweep: dict) -> dict:
@@ -150,12 +162,20 @@ def results_lock(results_dir: Path):
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
+def estimate_error(estimate_s: float | None, actual_s: float | None) -> float | None:
+    """(estimate - actual) / actual: positive when the estimate was too long; None without both."""
+    if not estimate_s or not actual_s:
+        return None
+    return (estimate_s - actual_s) / actual_s
+
+
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class _Estimator:
-    """Per-task seconds from this host's earlier records, else from FLOPs and the measured peak."""
+    """Per-task seconds from this host's earlier records, else from FLOPs and the measured peak; the fixed cost
+    of a process (outside its run, and its start-up) from this host's sweep manifests and records where known."""
 
     def __init__(self, results_dir: Path, records: list[Record], peaks: dict[str, dict]) -> None:
         self.results_dir, self.peaks = results_dir, peaks
@@ -163,6 +183,9 @@ class _Estimator:
         for r in records:
             if r.status == "ok":
                 self.history.setdefault(r.config_key, []).append(r.duration_s)
+        measured = fixed_cost_s(process_walls(load_sweeps(results_dir)), records)
+        self.overhead_s = PROCESS_OVERHEAD_S if measured is None else measured
+        self.startup = startup_history(records)
 
     def __call__(self, task: Task) -> float:
         c = task.config
@@ -171,7 +194,10 @@ class _Estimator:
         if measures_a_framework(c.framework) and not self.history.get(c.key):
             with contextlib.suppress(Exception):  # an estimate never stops a sweep
                 flops, _ = flops_per_image(self.results_dir, c.model, c.image_size, c.mode)
-        return estimate_run_s(c, task.repeat, self.history.get(c.key, []), flops, peak.get("flops_per_sec"))
+        startup = self.startup.get((c.framework, c.engine, c.model), self.startup.get((c.framework, c.engine),
+                                                                                      STARTUP_S))
+        return estimate_run_s(c, task.repeat, self.history.get(c.key, []), flops, peak.get("flops_per_sec"),
+                              self.overhead_s, startup)
 
 
 def plan(profile: Profile, results_dir: Path, force: bool = False, repeats: int | None = None,
@@ -277,12 +303,13 @@ def _latest(records: list[Record], key: str) -> dict[int, Record]:
 
 
 def _queue_extra(queue: list[Task], extra: tuple[Task, str] | None, result: SweepResult, manifest: dict,
-                 bar) -> bool:
+                 bar, estimate: Callable[[Task], float]) -> bool:
     """Append the adaptive plan's next process to the queue (and say why in the manifest); False when none."""
     if extra is None:
         return False
     task, why = extra
     queue.append(task)
+    manifest["extra_estimate_s"] += estimate(task)
     bar.total += 1
     result.extra.append(f"{task.config.label} (repeat {task.repeat}): {why}")
     manifest["extra_processes"].append({"config_key": task.config.key, "label": task.config.label,
@@ -329,6 +356,8 @@ def run_sweep(profile: Profile, results_dir: Path | str | None = None, force: bo
                          f"{profile.budget_minutes:g} min"} for c in p["dropped"]],
             "peaks": {k: {"start": v, "end": None} for k, v in peaks.items()}, "retried": [],
             "networks": networks, "not_applicable": list(profile.not_applicable),
+            "process_walls": {}, "runs_s": None, "estimate_error": None, "estimate_error_with_queued": None,
+            "retry_estimate_s": 0.0, "extra_estimate_s": 0.0,
         }
         write_sweep(results_dir, manifest)
         announce(f"sweep {profile.name}: {len(p['tasks'])} runs to do ({p['repeats']} repetitions per config, "
@@ -338,11 +367,13 @@ def run_sweep(profile: Profile, results_dir: Path | str | None = None, force: bo
         bar = tqdm(total=len(queue), desc=f"sweep {profile.name} on {host_name()}", unit="run", disable=not progress)
         index = 0
         kept = [c for c in profile.configs if c not in set(p["dropped"])]
+        t_runs = time.perf_counter()
         budget_s = profile.budget_minutes * 60 or float("inf")
         try:
             while index < len(queue) or (profile.adaptive and _queue_extra(
                     queue, adaptive_task(profile, results_dir, kept, p["estimator"],
-                                         budget_s - (time.perf_counter() - t0)), result, manifest, bar)):
+                                         budget_s - (time.perf_counter() - t0)), result, manifest, bar,
+                    p["estimator"])):
                 task = queue[index]
                 config = task.config
                 bar.set_postfix_str(f"{config.label} r{task.repeat}", refresh=True)
@@ -361,6 +392,7 @@ def run_sweep(profile: Profile, results_dir: Path | str | None = None, force: bo
                             (latest.sweep.id if latest.sweep else None) != result.sweep_id:
                         write_record(_failure(config, _failure_reason(exc), repr(exc), task, info), results_dir)
                 result.papermill_s += time.perf_counter() - t1
+                manifest["process_walls"][wall_key(config.key, task.repeat, task.attempt)] = time.perf_counter() - t1
                 result.ran.append(f"{config.label} r{task.repeat}")
                 index += 1
                 bar.update(1)
@@ -372,6 +404,7 @@ def run_sweep(profile: Profile, results_dir: Path | str | None = None, force: bo
                 why = _needs_retry(record, [r for k, r in runs.items() if k != task.repeat])
                 if why and task.attempt < profile.retries:
                     queue.append(Task(config, task.repeat, task.round, task.attempt + 1))
+                    manifest["retry_estimate_s"] += p["estimator"](queue[-1])  # what retries add to the estimate
                     bar.total += 1
                     result.retried.append(f"{config.label} (repeat {task.repeat}): {why}")
                     manifest["retried"].append({"config_key": config.key, "repeat": task.repeat,
@@ -382,6 +415,12 @@ def run_sweep(profile: Profile, results_dir: Path | str | None = None, force: bo
                 if record.status != "ok" and record.attempt == task.attempt:
                     result.failures.append((record.label, record.status, record.reason))
             bar.close()
+            manifest["runs_s"] = time.perf_counter() - t_runs  # what the estimate is of (the timed runs)
+            # the estimate printed before the start against the actual time; and the estimator's own accuracy, with
+            # what was queued later (the adaptive plan's extra processes, the retries) added at its estimate
+            manifest["estimate_error"] = estimate_error(manifest["estimate_s"], manifest["runs_s"])
+            queued = manifest["estimate_s"] + manifest["extra_estimate_s"] + manifest["retry_estimate_s"]
+            manifest["estimate_error_with_queued"] = estimate_error(queued, manifest["runs_s"])
             manifest["memory_searches"] = measure_memory(profile, results_dir, announce)
             manifest["status"] = "finished"
         except BaseException as exc:
@@ -398,5 +437,6 @@ def run_sweep(profile: Profile, results_dir: Path | str | None = None, force: bo
             manifest["elapsed_s"] = time.perf_counter() - t0
             manifest["runs_done"] = index
             write_sweep(results_dir, manifest)
+            result.manifest = manifest
     return result
 
