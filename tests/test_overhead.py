@@ -78,3 +78,22 @@ def test_estimate_error_and_its_sentence():
     assert estimate_error(60.0, 50.0) == pytest.approx(0.2) and estimate_error(None, 50.0) is None
     text = estimate_text({"estimate_s": 600.0, "runs_s": 750.0, "estimate_error": estimate_error(600.0, 750.0)})
     assert text == "estimated 10.0 min, took 12.5 min for its runs (estimate error -20%)"
+
+
+def test_the_report_lists_each_named_profile_not_run_here_with_its_command():
+    from bench.report.not_run import NAMED, not_run, not_run_text
+
+    rows = not_run([{"profile": "quick"}, {"profile": "engines"}])
+    assert [r["profile"] for r in rows] == [n for n in NAMED if n != "engines"]
+    assert all(r["command"] == f"make sweep PROFILE={r['profile']} && make render" and r["description"]
+               and "does not load" not in r["description"] for r in rows)
+    assert not_run_text([{"profile": n} for n in NAMED]) == ""
+
+
+def test_a_profile_of_largest_batch_searches_alone_loads_with_no_timed_runs(tmp_path):
+    from bench.sweep.profiles import load_profile
+
+    path = tmp_path / "m.yaml"
+    path.write_text("memory:\n  - frameworks: [torch]\n    models: [tiny_cnn]\n    modes: [training]\n")
+    p = load_profile(str(path))
+    assert p.configs == () and [c.framework for c, _, _ in p.memory_searches] == ["torch"]

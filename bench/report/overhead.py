@@ -98,3 +98,33 @@ def estimate_text(manifest: Mapping) -> str:
     if err is None:
         return f"estimated {est / 60:.1f} min" if est else "no estimate recorded"
     return f"estimated {est / 60:.1f} min, took {actual / 60:.1f} min for its runs (estimate error {err:+.0%})"
+
+
+def extra_processes_text(sweeps: list[dict]) -> str:
+    """Why configs of an adaptive sweep got more than the minimum processes, one line each."""
+    lines = []
+    for m in sweeps:
+        if not m.get("adaptive"):
+            continue
+        extra = m.get("extra_processes") or []
+        lines.append(f"Sweep `{m['sweep_id']}` gave every config {m['adaptive']['min_repeats']} processes, then "
+                     f"{len(extra)} more (at most {m['adaptive']['max_repeats']} per config) to the configs whose "
+                     "comparison was least decided:")
+        lines += [f"- {e['label']} (repeat {e['repeat']}): {e['reason']}" for e in extra]
+    return "\n".join(lines)
+
+
+def sweep_cost_text(records: list[Record], sweeps: list[dict]) -> str:
+    """The methodology's cost paragraph for the latest sweep: estimate against actual, the per-process overhead
+    table, and why configs got extra processes."""
+    if not sweeps:
+        return ""
+    latest = sweeps[-1]
+    ran = [r for r in as_records(records) if r.sweep and r.sweep.id == latest["sweep_id"]]
+    table = to_markdown(overhead_table(ran, latest.get("process_walls")))
+    parts = [f"**Where the time went.** Sweep `{latest['sweep_id']}`: {estimate_text(latest)}."]
+    if table:
+        parts.append("Per process (medians and totals over its processes; `share`: of the processes' wall time):\n\n"
+                     + table)
+    extra = extra_processes_text(sweeps)
+    return "\n\n".join(parts + ([extra] if extra else []))

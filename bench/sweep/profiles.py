@@ -314,7 +314,7 @@ def load_profile(name_or_path: str) -> Profile:
             cap = block.get("memory_cap_gb")
             searches += [(c, int(cap * 2**30) if cap else None, block.get("max_batch", 256)) for c in more]
         skipped += left_out
-    if not configs:
+    if not configs and not searches:  # a profile of largest-batch searches alone has no timed runs
         raise ConfigError(f"profile {path.name} expands to no runs (is 'models' empty?)")
     repetition = {k: spec.get(k, default) for k, (_, _, _, default) in REPETITION.items()}
     if repetition["repeats"] == ADAPTIVE:
