@@ -124,3 +124,29 @@ def test_the_runner_queues_the_next_repeat_of_the_undecided_config(tmp_path):
     task, why = adaptive_task(p, tmp_path / "results", list(p.configs), lambda t: 10.0, 1e9)
     assert task.config.batch_size == 8 and task.repeat == 2 and why.startswith("interval straddled 1x")
     assert adaptive_task(p, tmp_path / "results", list(p.configs), lambda t: 10.0, 5.0) is None  # over budget
+
+
+def test_an_adaptive_sweep_runs_the_rounds_then_says_why_each_extra_process_ran(tmp_path):
+    """A real sweep of the harness's own null framework: 2 rounds, then extra processes only where the plan asks,
+    each named in the summary and the manifest; the summary ends with estimate vs actual and the overhead table."""
+    import json
+
+    from .conftest import TEST_HOST, bench_cli
+
+    profile = tmp_path / "p.yaml"
+    profile.write_text("frameworks: [null]\nmodels: [tiny_cnn]\nrepeats: adaptive\nmax_repeats: 3\nretries: 0\n"
+                       "settings: {protocol: seed, warmup: 1, iterations: 5, phase_iterations: 0, image_size: 32}\n")
+    results = tmp_path / "results"
+    proc = bench_cli("sweep", "--profile", str(profile), "--results-dir", str(results))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    [manifest] = [json.loads(p.read_text()) for p in (results / TEST_HOST / "sweeps").glob("*.json")]
+    records = list((results / TEST_HOST / "records").glob("*.json"))
+    extra = manifest["extra_processes"]
+    assert manifest["adaptive"] == {"min_repeats": 2, "max_repeats": 3} and len(records) == 2 + len(extra) <= 3
+    assert all(e["repeat"] == 2 and e["reason"] for e in extra)
+    assert len(manifest["process_walls"]) == len(records) and manifest["runs_s"] > 0
+    assert manifest["estimate_error"] == pytest.approx((manifest["estimate_s"] - manifest["runs_s"])
+                                                       / manifest["runs_s"])
+    assert "estimate error" in proc.stdout and "where each process's seconds went" in proc.stdout
+    assert "timed loop (the measurement)" in proc.stdout
+    assert proc.stdout.count("extra process:") == len(extra)

@@ -97,3 +97,27 @@ def test_a_profile_of_largest_batch_searches_alone_loads_with_no_timed_runs(tmp_
     path.write_text("memory:\n  - frameworks: [torch]\n    models: [tiny_cnn]\n    modes: [training]\n")
     p = load_profile(str(path))
     assert p.configs == () and [c.framework for c, _, _ in p.memory_searches] == ["torch"]
+
+
+def test_kernels_get_the_cpu_description_read_once_by_the_sweep(monkeypatch):
+    """py-cpuinfo costs every fresh process about 1.5 s; the sweep reads it once and passes it down."""
+    import os
+
+    from bench.host import devices
+    from bench.sweep.jupyter_kernels import kernel_environment
+
+    devices.cpu_info.cache_clear()
+    mine = devices.cpu_info()
+    with kernel_environment():
+        passed = os.environ[devices.CPU_INFO_ENV]
+    assert devices.CPU_INFO_ENV not in os.environ  # restored afterwards
+    monkeypatch.setenv(devices.CPU_INFO_ENV, passed)
+    devices.cpu_info.cache_clear()
+    monkeypatch.setattr("cpuinfo.get_cpu_info", lambda: pytest.fail("the CPU was read again in the kernel"))
+    assert devices.cpu_info() == mine and devices.cpu_brand() == mine["brand_raw"]
+    monkeypatch.setenv(devices.CPU_INFO_ENV, "not json")  # a malformed value: the CPU is read itself
+    monkeypatch.setattr("cpuinfo.get_cpu_info", lambda: {"brand_raw": "read again"})
+    devices.cpu_info.cache_clear()
+    assert devices.cpu_brand() == "read again"
+    monkeypatch.undo()
+    devices.cpu_info.cache_clear()
