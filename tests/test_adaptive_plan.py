@@ -150,3 +150,12 @@ def test_an_adaptive_sweep_runs_the_rounds_then_says_why_each_extra_process_ran(
     assert "estimate error" in proc.stdout and "where each process's seconds went" in proc.stdout
     assert "timed loop (the measurement)" in proc.stdout
     assert proc.stdout.count("extra process:") == len(extra)
+
+
+def test_a_persistently_loaded_machine_is_said_early_with_the_cost_of_its_retries():
+    from bench.sweep.plan import busy_warning
+
+    assert busy_warning(3, 3, 60.0) is None  # too few runs to tell
+    assert busy_warning(10, 4, 60.0) is None  # most runs clean: retries are the cheap fix
+    text = busy_warning(10, 6, 150.0)
+    assert "6 of the 10 runs" in text and "2.5 min" in text and "resumes where it stopped" in text

@@ -229,3 +229,21 @@ def next_process(configs: Iterable[RunConfig], values: dict[str, list[float]], p
         if best is None or score > best.score or (score == best.score and cost < cost_s(best.config)):
             best = Extra(c, score, reason)
     return best
+
+
+# A machine is persistently loaded when at least this share of the runs so far (and at least BUSY_MIN_RUNS) were
+# disturbed: retrying each at the end of the queue then mostly measures the load again.
+BUSY_SHARE = 0.5
+BUSY_MIN_RUNS = 4
+
+
+def busy_warning(done: int, disturbed: int, retry_estimate_s: float) -> str | None:
+    """What to tell the user early when the machine is persistently loaded (None otherwise): how many runs were
+    disturbed, what their retries add to the estimate, and that stopping now and resuming when quiet is cheaper
+    than re-running at the end."""
+    if done < BUSY_MIN_RUNS or disturbed < BUSY_SHARE * done:
+        return None
+    return (f"{disturbed} of the {done} runs so far were disturbed by other programs: their retries add about "
+            f"{retry_estimate_s / 60:.1f} min at the end of the queue, and on a machine this loaded they may be "
+            "disturbed again. Consider stopping now (Ctrl-C) and running the same command when the machine is quiet: "
+            "the sweep resumes where it stopped and keeps every clean run.")

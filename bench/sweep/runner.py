@@ -39,6 +39,7 @@ from .plan import (
     PROCESS_OVERHEAD_S,
     STARTUP_S,
     Task,
+    busy_warning,
     clean_process_values,
     estimate_run_s,
     fit_budget,
@@ -412,6 +413,12 @@ def run_sweep(profile: Profile, results_dir: Path | str | None = None, force: bo
                     write_sweep(results_dir, manifest)
                 elif why:
                     result.still_disturbed.append(f"{config.label} (repeat {task.repeat}): {why}")
+                if why and not manifest.get("busy_warning"):  # said once, as early as the load is clear
+                    warning = busy_warning(index, len(result.retried) + len(result.still_disturbed),
+                                           manifest["retry_estimate_s"])
+                    if warning:
+                        manifest["busy_warning"] = warning
+                        bar.write(warning)
                 if record.status != "ok" and record.attempt == task.attempt:
                     result.failures.append((record.label, record.status, record.reason))
             bar.close()
