@@ -392,8 +392,9 @@ def run_sweep(profile: Profile, results_dir: Path | str | None = None, force: bo
                     if latest is None or latest.attempt != task.attempt or \
                             (latest.sweep.id if latest.sweep else None) != result.sweep_id:
                         write_record(_failure(config, _failure_reason(exc), repr(exc), task, info), results_dir)
-                result.papermill_s += time.perf_counter() - t1
-                manifest["process_walls"][wall_key(config.key, task.repeat, task.attempt)] = time.perf_counter() - t1
+                wall = time.perf_counter() - t1
+                result.papermill_s += wall
+                manifest["process_walls"][wall_key(config.key, task.repeat, task.attempt)] = wall
                 result.ran.append(f"{config.label} r{task.repeat}")
                 index += 1
                 bar.update(1)
