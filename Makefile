@@ -22,7 +22,7 @@ export PYTHONPATH := $(CURDIR)
 export PYTHONDONTWRITEBYTECODE := 1
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: help setup setup-mxnet system-deps test lint report sweep render lab clean env
+.PHONY: help setup setup-mxnet system-deps test test-full lint report sweep render lab clean env
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -75,7 +75,14 @@ system-deps: ## install Chromium and poppler-utils with apt when missing
 	    || echo "could not install$$missing with apt; PDF export will fail with a message (HTML is still written)" >&2; \
 	fi
 
-test: setup setup-mxnet system-deps ## run lint, import contracts, unit/integration tests and notebook tests (CPU, tiny models)
+# Two tiers: `make test` leaves out the tests marked `full` (pyproject.toml: real sweeps, kill/resume,
+# multi-process distributed runs); `make test-full` runs every test, those included. CI runs both.
+test: setup setup-mxnet system-deps ## lint, import contracts, unit/integration tests, tiny real runs, nbval on committed results
+	$(BIN)/ruff check bench tests
+	$(BIN)/lint-imports
+	$(BIN)/python -m pytest -q --durations=15 -m "not full" tests
+
+test-full: setup setup-mxnet system-deps ## every test: also the real tiny sweep (killed, resumed), nbval on it, distributed runs
 	$(BIN)/ruff check bench tests
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q --durations=15 tests

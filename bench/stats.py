@@ -186,3 +186,67 @@ def optimal_iterations(within_var: float, between_var: float, iteration_cost_s: 
     if not between_var or iteration_cost_s <= 0:
         return None
     return math.sqrt(process_cost_s * within_var / (iteration_cost_s * between_var))
+
+
+def _log_level(values, sweeps) -> tuple[float, float, float, dict] | None:
+    """(mean, variance of the mean, degrees of freedom, components) of log values with the sweep as a level above
+    the process; None unless at least two sweeps hold two or more processes each (then both levels' variances can
+    be estimated). The mean is the mean of the sweep means; its variance is their variance over the number of
+    sweeps (df = sweeps - 1) when the sweeps differ by more than their processes explain, else the pooled
+    process variance over all processes (the sweep level adds nothing)."""
+    x = np.log(np.asarray(values, dtype=float))
+    groups: dict = {}
+    for v, s in zip(x, sweeps):
+        groups.setdefault(s, []).append(v)
+    full = [np.asarray(g) for g in groups.values() if len(g) >= 2]
+    if len(full) < 2:
+        return None
+    dof_within = sum(g.size - 1 for g in full)
+    within = float(sum((g.size - 1) * g.var(ddof=1) for g in full) / dof_within)
+    means = np.array([np.mean(g) for g in groups.values()])
+    sizes = np.array([len(g) for g in groups.values()], dtype=float)
+    k = means.size
+    between = max(0.0, float(means.var(ddof=1)) - within / float(k / np.sum(1 / sizes)))
+    parts = {"sweeps": k, "within_var_log": within, "between_sweep_var_log": between,
+             "between_sweep_share": between / (between + within) if between + within > 0 else 0.0}
+    if between > 0:
+        return float(means.mean()), float(means.var(ddof=1)) / k, float(k - 1), parts
+    return float(x.mean()), within / x.size, float(dof_within), parts
+
+
+def sweep_level_interval(values, sweeps, confidence: float = 0.95) -> dict | None:
+    """`process_interval` with the sweep (and so the day) as a level: per-process values of one config measured in
+    several sweeps, `sweeps` naming each value's sweep. None where the level does not apply (fewer than two sweeps
+    with two or more processes each): then `process_interval` is the interval."""
+    level = _log_level(values, sweeps)
+    if level is None:
+        return None
+    mean, var, df, parts = level
+    half = t_quantile(confidence, df) * math.sqrt(var)
+    return {"estimate": math.exp(mean), "ci_low": math.exp(mean - half), "ci_high": math.exp(mean + half),
+            "n": len(values), **parts}
+
+
+def sweep_level_ratio(a, a_sweeps, b, b_sweeps, confidence: float = 0.95) -> dict:
+    """`process_ratio` a/b where a side measured in several sweeps carries the between-sweep variance too
+    (Welch-Satterthwaite over the two sides' variances of the mean); exactly `process_ratio` when neither does."""
+    sides = [_log_level(v, s) for v, s in ((a, a_sweeps), (b, b_sweeps))]
+    if sides[0] is None and sides[1] is None:
+        return process_ratio(a, b, confidence)
+    stats = []
+    for level, values in zip(sides, (a, b)):
+        if level is not None:
+            stats.append(level[:3])
+            continue
+        x = np.log(np.asarray(values, dtype=float))
+        if x.size < 2:  # one process on this side: no interval, as process_ratio says
+            return process_ratio(a, b, confidence)
+        stats.append((float(x.mean()), float(x.var(ddof=1)) / x.size, float(x.size - 1)))
+    (ma, va, da), (mb, vb, db) = stats
+    d, se = ma - mb, math.sqrt(va + vb)
+    if se == 0:
+        return {"ratio": math.exp(d), "ci_low": math.exp(d), "ci_high": math.exp(d), "within_noise": d == 0}
+    df = (va + vb) ** 2 / ((va**2 / da if va else 0) + (vb**2 / db if vb else 0))
+    half = t_quantile(confidence, max(df, 1.0)) * se
+    lo, hi = math.exp(d - half), math.exp(d + half)
+    return {"ratio": math.exp(d), "ci_low": lo, "ci_high": hi, "within_noise": bool(lo <= 1.0 <= hi)}

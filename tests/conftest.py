@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -47,6 +48,19 @@ TINY_RUN = ("--model", "tiny_cnn", "--batch-size", "4", "--image-size", "32", "-
 def shared_results(tmp_path_factory) -> Path:
     """One results folder for the real-run tests, so the device peak is measured once per session."""
     return tmp_path_factory.mktemp("results")
+
+
+# A real tiny sweep (`bench sweep --profile tiny`, 22 records, its sweep manifests and cached FLOP counts),
+# committed so that the default tier reads real records without sweeping; `make test-full` sweeps afresh.
+COMMITTED_SWEEP = ROOT / "tests" / "fixtures" / "tiny_sweep"
+
+
+@pytest.fixture(scope="session")
+def committed_sweep(tmp_path_factory) -> Path:
+    """A writable copy of the committed tiny-sweep results (the report may cache into it)."""
+    results = tmp_path_factory.mktemp("committed-sweep") / "results"
+    shutil.copytree(COMMITTED_SWEEP, results)
+    return results
 
 
 @pytest.fixture(scope="session")

@@ -171,6 +171,7 @@ def _ranks_of(pid: int) -> list[psutil.Process]:
         return []
 
 
+@pytest.mark.full
 @pytest.mark.skipif(topology.unavailable_reason() is not None,
                     reason=f"emulated nodes: {topology.unavailable_reason()}")
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
@@ -315,6 +316,7 @@ def test_compare_on_harness_only_results_says_so(tmp_path, capsys):
     assert code == EXIT_BAD_INPUT and "harness itself" in err and "Traceback" not in err
 
 
+@pytest.mark.full
 def test_a_worker_killed_on_one_node_is_named_in_the_reason(tmp_path):
     import threading
 

@@ -64,6 +64,7 @@ def mirrored_record(tmp_path_factory) -> dict:
     return execute(_dist("tensorflow", "allreduce"), tmp_path_factory.mktemp("mirrored"))
 
 
+@pytest.mark.full
 def test_ddp_two_workers_give_a_record_with_per_rank_phases(ddp_record):
     record = ddp_record
     d = _check_ok(record)
@@ -77,6 +78,7 @@ def test_ddp_two_workers_give_a_record_with_per_rank_phases(ddp_record):
     assert "allreduce x2" in record["label"]
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("strategy", ["allreduce_nosync", "ps_sync", "independent"])
 def test_other_torch_strategies(tmp_path, strategy):
     d = _check_ok(execute(_dist("torch", strategy), tmp_path))
@@ -89,6 +91,7 @@ def test_other_torch_strategies(tmp_path, strategy):
         assert [r["role"] for r in d["ranks"]] == ["server+worker", "worker"]
 
 
+@pytest.mark.full
 def test_multi_worker_mirrored_two_workers(mirrored_record):
     d = _check_ok(mirrored_record)
     for rank in d["ranks"]:
@@ -96,6 +99,7 @@ def test_multi_worker_mirrored_two_workers(mirrored_record):
     assert d["ranks"][0]["checksum_after"] == pytest.approx(d["ranks"][1]["checksum_after"], rel=1e-5)
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("run", ["ddp_record", "mirrored_record"])
 def test_a_distributed_record_carries_the_fairness_certificate(run, request):
     record = request.getfixturevalue(run)
@@ -111,6 +115,7 @@ def test_a_distributed_record_carries_the_fairness_certificate(run, request):
         assert "DDP" in fairness["inside_timer"]
 
 
+@pytest.mark.full
 def test_async_parameter_server_learns_digits(tmp_path):
     config = make_config(framework="tensorflow", strategy="ps_async", workers=2, model="digits_mlp", mode="training",
                          batch_size=16, image_size=8, warmup=10, iterations=60)
@@ -123,6 +128,7 @@ def test_async_parameter_server_learns_digits(tmp_path):
     assert not _our_processes()
 
 
+@pytest.mark.full
 @ROOT_ONLY
 def test_emulated_two_nodes_on_a_shaped_link(tmp_path):
     record = execute(_dist("torch", "allreduce", nodes=2, link_gbit=1.0), tmp_path)
@@ -132,6 +138,7 @@ def test_emulated_two_nodes_on_a_shaped_link(tmp_path):
     assert not topology.project_namespaces()
 
 
+@pytest.mark.full
 def test_a_killed_worker_stops_the_run_with_a_recorded_error(tmp_path):
     nodes = 2 if topology.unavailable_reason() is None else 1
     config = _dist("torch", "allreduce", iterations=100_000, nodes=nodes)
@@ -291,6 +298,7 @@ def _wait_for_ranks(n: int, timeout: float = 120) -> list[psutil.Process]:
     raise AssertionError("the ranks did not start")
 
 
+@pytest.mark.full
 def test_a_killed_launcher_leaves_no_rank_behind(tmp_path):
     import subprocess
     import sys
@@ -312,6 +320,7 @@ def test_a_killed_launcher_leaves_no_rank_behind(tmp_path):
     assert not list(tmp_path.rglob("records/*.json"))  # nothing half-written
 
 
+@pytest.mark.full
 @ROOT_ONLY
 def test_two_machines_through_the_real_cluster_entry_point(tmp_path):
     """Two `bench run --master-addr ... --node-rank k` commands, each in its own network namespace (two

@@ -107,6 +107,7 @@ def _interruptible() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+@pytest.mark.full
 def test_ctrl_c_during_a_sweep_exits_130_cleanly(tmp_path):
     profile = tmp_path / "p.yaml"
     profile.write_text(NULL_PROFILE.format(r=20))
@@ -132,6 +133,7 @@ def test_ctrl_c_during_a_sweep_exits_130_cleanly(tmp_path):
     assert json.loads(manifest.read_text())["status"] == "interrupted"
 
 
+@pytest.mark.full
 def test_a_second_sweep_on_the_same_folder_is_refused(tmp_path):
     profile = tmp_path / "p.yaml"
     profile.write_text(NULL_PROFILE.format(r=2))

@@ -6,6 +6,8 @@ import sys
 import time
 from contextlib import contextmanager
 
+import pytest
+
 from bench.host.interference import OTHER_CPU_LIMIT, InterferenceMonitor, cv_outlier_reason, interference_reasons
 from bench.measurement.flags import phase_sum_flag, run_flags, utilisation_flag
 from bench.results.store import host_records
@@ -76,6 +78,7 @@ settings: {protocol: seed, warmup: 3, iterations: 150, phase_iterations: 0, imag
 """
 
 
+@pytest.mark.full
 def test_a_planted_busy_run_is_flagged_retried_and_kept_flagged(tmp_path):
     profile = tmp_path / "busy.yaml"
     profile.write_text(BUSY_PROFILE)

@@ -36,6 +36,7 @@ def test_the_main_environment_does_not_import_mxnet():
     assert importlib.util.find_spec("mxnet") is None  # numpy 1.23.5 would conflict with the main pins
 
 
+@pytest.mark.full
 @needs_env
 def test_a_sweep_runs_mxnet_in_its_own_kernel(tmp_path):
     results, records = _sweep(tmp_path)

@@ -1,18 +1,24 @@
-"""nbval over every notebook with tiny parameters (papermill --prepare-only, then pytest --nbval-lax)."""
+"""nbval over every notebook with tiny parameters (papermill --prepare-only, then pytest --nbval-lax).
+
+The aggregate notebooks read the committed tiny sweep (tests/fixtures/tiny_sweep) in `make test`, and a tiny
+sweep made by this checkout in `make test-full`."""
 
 import json
 import subprocess
 import sys
 
 import papermill
+import pytest
 
 from .conftest import ROOT, TINY_RUN
 
 AGGREGATES = ["per_hardware", "per_framework", "details", "report"]
 
 
-def test_every_notebook_runs_under_nbval(tiny_sweep, tmp_path):
-    results, _ = tiny_sweep
+@pytest.mark.parametrize("source", ["committed_sweep", pytest.param("tiny_sweep", marks=pytest.mark.full)])
+def test_every_notebook_runs_under_nbval(source, request, tmp_path):
+    results = request.getfixturevalue(source)
+    results = results[0] if isinstance(results, tuple) else results
     tiny = dict(zip([a.removeprefix("--").replace("-", "_") for a in TINY_RUN[0::2]], TINY_RUN[1::2]))
     settings = {**{k: int(v) if v.isdigit() else v for k, v in tiny.items()}, "framework": "torch"}
     params = {"settings": settings, "results_dir": str(tmp_path / "nb-results")}

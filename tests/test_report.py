@@ -23,9 +23,15 @@ TINY_FIGURES = {"per_hardware", "per_framework", "latency_batch1", "memory", "ut
                 "scaling_extrapolation"}
 
 
+@pytest.fixture(scope="module", params=["committed_sweep", pytest.param("tiny_sweep", marks=pytest.mark.full)])
+def results(request):
+    """The committed tiny sweep (`make test`) and one swept by this checkout (`make test-full`)."""
+    found = request.getfixturevalue(request.param)
+    return found[0] if isinstance(found, tuple) else found
+
+
 @pytest.fixture(scope="module")
-def report(tiny_sweep, tmp_path_factory):
-    results, _ = tiny_sweep
+def report(results, tmp_path_factory):
     out = tmp_path_factory.mktemp("report")
     html, pdf = build_report(results, out)
     return results, out, html, pdf
@@ -81,8 +87,7 @@ def test_findings_are_computed_from_the_data(report):
     assert "order seed 0" in method and "2 repetitions per config" in method  # generated from what ran
 
 
-def test_results_from_another_host_appear_as_more_hardware(tiny_sweep, tmp_path):
-    results, _ = tiny_sweep
+def test_results_from_another_host_appear_as_more_hardware(results, tmp_path):
     merged = tmp_path / "merged"
     shutil.copytree(results / TEST_HOST, merged / TEST_HOST)
     shutil.copytree(results / TEST_HOST, merged / "other-machine")
@@ -93,8 +98,7 @@ def test_results_from_another_host_appear_as_more_hardware(tiny_sweep, tmp_path)
     assert len(F.per_hardware(d.configs)) == 2
 
 
-def test_missing_chromium_keeps_html_and_exits_nonzero(tiny_sweep, tmp_path):
-    results, _ = tiny_sweep
+def test_missing_chromium_keeps_html_and_exits_nonzero(results, tmp_path):
     proc = bench_cli("report", "--results-dir", str(results), "--out", str(tmp_path),
                      env={"BENCH_CHROMIUM": "/nonexistent/chromium"})
     assert proc.returncode == 1

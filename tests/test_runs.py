@@ -65,6 +65,10 @@ def test_tiny_run_writes_valid_ok_record(tiny_records, fw, mode):
     assert f["data_placement_observed"] == {"location": "cpu", "fresh_per_step": (fw, mode) in HOST_FED}
     assert f["failed"] == [] and not any(fl["name"] == "certificate_failed" for fl in r["flags"])
     assert r["startup"]["prepare_s"] > 0 and r["startup"]["first_iteration_s"] > 0
+    # where the process's seconds went: every part timed, none longer than the run (phases: repeat 0)
+    parts = ("warmup_s", "timed_s", "phases_s", "checks_s", "manifest_s")
+    assert r["startup"]["process_start_s"] > 0 and all(r["startup"][k] > 0 for k in parts)
+    assert sum(r["startup"][k] for k in ("prepare_s", *parts)) <= r["duration_s"]
 
 
 def test_same_optimizer_and_parameter_count_across_frameworks(tiny_records, shared_results):

@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..report import overhead as process_overhead
+from ..results.store import host_records
 from ..sweep.profiles import load_profile
 from ..sweep.runner import measure_peaks, plan, run_sweep
 from . import EXIT_OK
@@ -35,6 +37,17 @@ def sweep(args: argparse.Namespace) -> int:
         print(f"time: {result.papermill_s:.0f} s in papermill, of which {result.measured_s:.0f} s inside the "
               f"harness; per-config notebook overhead {overhead / n:.1f} s "
               f"({overhead / max(result.papermill_s, 1e-9):.0%} of the sweep)")
+    m = result.manifest
+    if m:
+        print("time: " + process_overhead.estimate_text(m)
+              + (f"; retries added ~{m['retry_estimate_s'] / 60:.1f} min" if m.get("retry_estimate_s") else "")
+              + (f"; {len(result.extra)} extra processes (~{m['extra_estimate_s'] / 60:.1f} min) where "
+                 "comparisons were undecided" if result.extra else ""))
+        ran = [r for r in host_records(args.results_dir) if r.sweep and r.sweep.id == result.sweep_id]
+        print("where each process's seconds went (this sweep):")
+        print(process_overhead.to_text(process_overhead.overhead_table(ran, m.get("process_walls"))))
+    for line in result.extra:
+        print(f"  extra process: {line}")
     for label, status, reason in result.failures:
         print(f"  {status}: {label}: {reason}")
     for line in result.still_disturbed:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import json
 import os
 import platform
 import re
@@ -65,9 +67,20 @@ def device_label(device: str) -> str:
     return cpu_brand()
 
 
+# A sweep reads the CPU's description once and hands it to its kernels here: py-cpuinfo takes about 1.5 s (it
+# starts a process to run CPUID), once in every fresh process otherwise, and none of it is measurement.
+CPU_INFO_ENV = "BENCH_CPU_INFO"
+
+
 @functools.lru_cache(maxsize=1)
 def cpu_info() -> dict:
-    """py-cpuinfo's description of this CPU (read once: it takes a moment)."""
+    """py-cpuinfo's description of this CPU (read once per process, or passed down by the sweep)."""
+    passed = os.environ.get(CPU_INFO_ENV)
+    if passed:
+        with contextlib.suppress(ValueError):  # a malformed value: read the CPU itself
+            info = json.loads(passed)
+            if isinstance(info, dict) and info:
+                return info
     import cpuinfo
 
     return cpuinfo.get_cpu_info()

@@ -5,7 +5,8 @@ machine). The key also hashes the thread count, which defaults to the machine's 
 left unmatched is then matched by what was measured (framework and engine, model, mode, precision,
 batch, image size, data placement) and the settings that differ are named in `note`. Each side's
 number comes from its own fresh processes, so B/A gets a process-level interval (Welch on the log
-scale, `bench.stats.process_ratio`) and a verdict stated as a factor of at least 1.
+scale, `bench.stats.sweep_level_ratio`: the sweep is a level too where a side holds several sweeps) and a
+verdict stated as a factor of at least 1.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from ..adapters import measures_a_framework
 from ..errors import ConfigError
 from ..results.store import load_records, record_files
 from ..results.sweep_manifest import load_sweeps
-from ..stats import process_ratio
+from ..stats import sweep_level_ratio
 from .data import config_tables
 from .soundness import UNRELIABLE, no_winner
 
@@ -97,13 +98,17 @@ def compare_results(a_dir: str | Path, b_dir: str | Path) -> pd.DataFrame:
 
     Raises ConfigError naming the folder when A or B is missing, not a folder, or holds no results.
     """
-    a = _configs(a_dir, "A").reset_index(drop=True)
-    b = _configs(b_dir, "B").reset_index(drop=True)
+    return compare_tables(_configs(a_dir, "A"), _configs(b_dir, "B"))
+
+
+def compare_tables(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
+    """`compare_results` on two config tables (bench/report/data.py: config_tables) already loaded."""
+    a, b = a.reset_index(drop=True), b.reset_index(drop=True)
     pairs = _pairs(a, b)
     rows = []
     for i, j, how in pairs:
         x, y = a.loc[i], b.loc[j]
-        ratio = process_ratio(y["process_ips"], x["process_ips"])
+        ratio = sweep_level_ratio(y["process_ips"], y["process_sweeps"], x["process_ips"], x["process_sweeps"])
         notes = [how] if how else []
         for side, df, other in (("A", a, [p[0] for p in pairs if p[1] == j]),
                                 ("B", b, [p[1] for p in pairs if p[0] == i])):

@@ -16,7 +16,7 @@ import pandas as pd
 from ..host.interference import cv_outlier_reason
 from ..measurement.flags import FLAG_SCOPE, flag, forward_backward_flag, phase_sum_flag, utilisation_flag
 from ..results.record import Flag, Record
-from ..stats import process_interval, process_ratio, variance_components
+from ..stats import process_interval, sweep_level_interval, sweep_level_ratio, variance_components
 
 MIN_PROCESSES = 2
 # A larger batch's throughput may fall (memory, cache), but not by more than this share beyond its CIs.
@@ -74,7 +74,9 @@ def aggregate(processes: pd.DataFrame, runs: pd.DataFrame, peaks: dict[str, floa
     for _, g in processes.groupby(CONFIG, sort=False):
         clean = g[g["clean"]]
         used = clean if len(clean) else g
-        est = process_interval(used["ips"])
+        # the sweep (the day) as a level above the process where two or more sweeps measured this config
+        by_sweep = sweep_level_interval(list(used["ips"]), list(used["sweep_id"]))
+        est = by_sweep or process_interval(used["ips"])
         first = used.sort_values("repeat").iloc[0]
         row = {c: first[c] for c in runs.columns if c in first and c not in ("record_id", "repeat", "attempt")}
         lat = np.concatenate([1 / x for x in used["timed_ips"]]) * first["batch_size"] * 1e3
@@ -109,8 +111,11 @@ def aggregate(processes: pd.DataFrame, runs: pd.DataFrame, peaks: dict[str, floa
             "images_per_sec_median": est["estimate"],
             "images_per_sec_ci_low": used["images_per_sec_ci_low"].min() if one else est["ci_low"],
             "images_per_sec_ci_high": used["images_per_sec_ci_high"].max() if one else est["ci_high"],
-            "ci_method": "t over processes" if est["ci_low"] is not None else "within one process only",
+            "ci_method": (f"t over sweeps and processes ({by_sweep['sweeps']} sweeps)" if by_sweep else
+                          "t over processes" if est["ci_low"] is not None else "within one process only"),
             "processes": len(g), "clean_processes": len(clean), "process_ips": list(used["ips"]),
+            "process_sweeps": list(used["sweep_id"]), "sweeps": used["sweep_id"].nunique(),
+            "between_sweep_share": by_sweep["between_sweep_share"] if by_sweep else None,
             "latency_ms_p50": float(np.percentile(lat, 50)), "latency_ms_p90": float(np.percentile(lat, 90)),
             "latency_ms_p99": float(np.percentile(lat, 99)), "latency_ms_median": float(np.median(lat)),
             "peak_memory_bytes": used["peak_memory_bytes"].max(),
@@ -195,7 +200,7 @@ def no_winner(a, b, ratio: dict, names: tuple[str, str] | None = None, sep: str 
 
 def compare_pair(a, b) -> dict:
     """Verdict on two configs' rows: which is faster, by how much (always >= 1x), with the CI."""
-    r = process_ratio(a["process_ips"], b["process_ips"])
+    r = sweep_level_ratio(a["process_ips"], a["process_sweeps"], b["process_ips"], b["process_sweeps"])
     out = {"a": a["series"], "b": b["series"], "ratio_a_over_b": r["ratio"], "ci_low": r["ci_low"],
            "ci_high": r["ci_high"]}
     faster, slower, ratio, lo, hi = a, b, r["ratio"], r["ci_low"], r["ci_high"]

@@ -17,7 +17,7 @@ from ..measurement.certificate import CERTIFICATE_CHECKS, parity_table
 from ..measurement.loop import WARMUP_TOLERANCE
 from ..measurement.peak import PEAK_N, PEAK_TRIALS
 from ..results.record import Certificate, Record, as_records
-from . import coverage, soundness
+from . import calibration, coverage, not_run, overhead, soundness
 from .systems import status_rows
 from .text import prose
 
@@ -379,7 +379,10 @@ def methodology(d) -> str:
                  utilisation_limit=checks.UTILISATION_LIMIT, phase_sum_tolerance=checks.PHASE_SUM_TOLERANCE,
                  batch_drop_limit=soundness.BATCH_DROP_LIMIT, disturbed=n_disturbed, processes=len(procs),
                  peak_trials=PEAK_TRIALS, peak_n_cpu=PEAK_N["cpu"], peak_n_gpu=PEAK_N["gpu"],
-                 impossible_guards="\n".join(f"- *{name}*: {rule}." for name, rule in checks.IMPOSSIBLE.items()))
+                 impossible_guards="\n".join(f"- *{name}*: {rule}." for name, rule in checks.IMPOSSIBLE.items())) \
+        + "".join(f"\n\n{part}" for part in (overhead.sweep_cost_text(d.records, sweeps),
+                                              calibration.methodology_text(calibration.aa_check(d.records, d.sweeps)),
+                                              not_run.not_run_text(d.sweeps)) if part)
 
 
 

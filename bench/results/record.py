@@ -7,7 +7,8 @@ keys an older record lacks stay absent when it is written again.
 
 Formats: 2 added repetitions (repeat, attempt), the sweep a run belongs to, interference and sanity flags;
 3 a `distributed` section (strategy, workers, link, one entry per rank), null for one process; 4 defines the
-`startup` section (prepare and first-iteration seconds), which format 3 records may carry or lack.
+`startup` section (prepare and first-iteration seconds, and where the process's seconds went), which format 3
+records may carry or lack.
 """
 
 from __future__ import annotations
@@ -385,10 +386,18 @@ class Distributed(Section):
 
 @section
 class Startup(Section):
-    """Start-up cost, apart from steady-state throughput: building the model, and the first iteration."""
+    """Start-up cost, apart from steady-state throughput: building the model, and the first iteration; and where
+    the process's seconds went (bench/report/overhead.py tabulates them per sweep)."""
 
-    prepare_s: float | None = optional()
+    prepare_s: float | None = optional()  # framework import (lazy, in the adapter), model build, export/compile
     first_iteration_s: float | None = optional()
+    # seconds from the process's creation to the run's start: kernel start, interpreter, the package's imports
+    process_start_s: float | None = optional()
+    warmup_s: float | None = optional()  # the warm-up loop's wall time
+    timed_s: float | None = optional()  # the timed loop's wall time
+    phases_s: float | None = optional()  # the instrumented phase pass (first repetition only)
+    checks_s: float | None = optional()  # utilisation (FLOP count, peak) and the fairness certificate
+    manifest_s: float | None = optional()  # collecting the environment manifest
 
 
 @section

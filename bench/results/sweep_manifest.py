@@ -62,3 +62,16 @@ def sweep_peak(manifest: dict | None, key: str) -> dict | None:
     start, end = entry["start"]["flops_per_sec"], (entry.get("end") or {}).get("flops_per_sec")
     return {**best, "start_flops_per_sec": start, "end_flops_per_sec": end,
             "start_end_change": None if end is None else end / start - 1, "sweep_id": manifest["sweep_id"]}
+
+
+def wall_key(config_key: str, repeat: int, attempt: int) -> str:
+    """How a manifest's `process_walls` (seconds each process took in papermill) names one process."""
+    return f"{config_key}/{repeat}/{attempt}"
+
+
+def process_walls(manifests: list[dict]) -> dict[str, float]:
+    """Every process's wall time the manifests recorded, by `wall_key` (the latest sweep's on a repeat)."""
+    out: dict[str, float] = {}
+    for m in manifests:
+        out.update(m.get("process_walls") or {})
+    return out

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import psutil
 
 from ..adapters import ADAPTERS
 from ..config import RunConfig
@@ -56,6 +57,7 @@ def measure_run(config: RunConfig, results_dir: Path | str | None = None, repeat
     results_dir = Path(results_dir or default_results_dir())
     adapter = ADAPTERS.get(config.framework)
     started = time.perf_counter()
+    process_start_s = process_age_s()
     record = Record.new(config, repeat, attempt, sweep)
     try:
         _measure_into(record, adapter, config, results_dir)
@@ -64,10 +66,22 @@ def measure_run(config: RunConfig, results_dir: Path | str | None = None, repeat
     except Exception as exc:  # any framework failure becomes a recorded error, and the sweep goes on
         record.status, record.reason = "error", describe_failure(exc, config)
         record.traceback = traceback.format_exc()
+    t0 = time.perf_counter()
     record.manifest = Manifest.collect(_framework_info(adapter) if record.status != "skipped"
                                        else {"version": adapter.version()})
+    if record.startup is not None:
+        record.startup.process_start_s = process_start_s
+        record.startup.manifest_s = time.perf_counter() - t0
     record.duration_s = time.perf_counter() - started
     return record
+
+
+def process_age_s() -> float | None:
+    """Seconds since this process was created (its kernel's start, the interpreter, the imports so far)."""
+    try:
+        return max(0.0, time.time() - psutil.Process().create_time())
+    except psutil.Error:  # a process table that cannot be read: the overhead table shows it as unknown
+        return None
 
 
 def execute(config: RunConfig, results_dir: Path | str | None = None, repeat: int = 0, attempt: int = 0,
@@ -86,13 +100,16 @@ def _measure_into(record: Record, adapter, config: RunConfig, results_dir: Path)
     record.settings = dict(workload.settings)
     workload.reset_memory()
     weights_before = workload.weights_checksum()
+    t0 = time.perf_counter()
     with energy_meter(config.device) as meter, InterferenceMonitor() as monitor:
         samples = measure(workload.timed_iteration, config)
+    loop_s = time.perf_counter() - t0
     weights_after = workload.weights_checksum()
     # Start-up cost, kept apart from steady-state throughput: building (exporting, compiling) the model,
-    # and the first iteration (tracing, jit compilation, allocation).
+    # and the first iteration (tracing, jit compilation, allocation); and the loops' wall times.
     record.startup = Startup(prepare_s=prepare_s,
-                             first_iteration_s=samples.warmup_s[0] if samples.warmup_s else samples.timed_s[0])
+                             first_iteration_s=samples.warmup_s[0] if samples.warmup_s else samples.timed_s[0],
+                             warmup_s=max(0.0, loop_s - samples.timed_wall_s), timed_s=samples.timed_wall_s)
     memory = workload.memory()  # read before anything else allocates
     record.memory = Memory.from_json(memory) if memory is not None else None
     record.interference = Interference.from_json({**monitor.result(), "iteration_cv": cv(samples.timed_s)})
@@ -104,7 +121,9 @@ def _measure_into(record: Record, adapter, config: RunConfig, results_dir: Path)
     # Phases once per config (the first repetition): the pass costs several steps and the headline
     # number never depends on it.
     if config.phase_iterations and record.repeat == 0:
+        t0 = time.perf_counter()
         raw = workload.phases(config.phase_iterations)
+        record.startup.phases_s = time.perf_counter() - t0
         if raw:
             record.phases = Phases(
                 iterations=config.phase_iterations,
@@ -113,11 +132,13 @@ def _measure_into(record: Record, adapter, config: RunConfig, results_dir: Path)
                 samples_s=raw,
             )
     params = workload.params or None
+    t0 = time.perf_counter()
     if adapter.measures_a_framework:
         apply_utilisation(record, results_dir, config, params)
         record.fairness = run_checks(config, record.settings, params, record.model.flops_per_image,
                                      (weights_before, weights_after), workload.input_placement())
     record.flags = run_flags(record)
+    record.startup.checks_s = time.perf_counter() - t0
 
 
 def run(config: RunConfig, results_dir: Path | str | None = None, repeat: int = 0, attempt: int = 0,

@@ -24,6 +24,7 @@ import psutil
 from ..adapters import ADAPTERS
 from ..adapters.base import MAIN_KERNEL
 from ..errors import terminations_unwind
+from ..host.devices import CPU_INFO_ENV, cpu_info
 from ..host.manifest import mask_text
 from ..paths import PROJECT_ROOT
 
@@ -77,6 +78,7 @@ def kernel_environment(log_path: Path | str | None = None):
     if log_path is not None:
         Path(log_path).parent.mkdir(parents=True, exist_ok=True)
     settings = {"JUPYTER_RUNTIME_DIR": runtime, "BENCH_MAIN_PYTHON": sys.executable,
+                CPU_INFO_ENV: json.dumps(cpu_info()),  # read once here, not in every kernel
                 "JUPYTER_PATH": os.pathsep.join(filter(None, [runtime, os.environ.get("JUPYTER_PATH")])),
                 "BENCH_KERNEL_LOG": str(log_path) if log_path is not None else os.path.join(runtime, "kernel.log")}
     previous = {k: os.environ.get(k) for k in settings}

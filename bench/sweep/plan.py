@@ -1,4 +1,5 @@
-"""Sweep planning: interleaved repetitions, a duration estimate, and a budget that drops configs.
+"""Sweep planning: interleaved repetitions, a duration estimate, a budget that drops configs, and the
+sequential plan that gives further processes to the configs whose comparisons are undecided.
 
 Every config runs in `repeats` fresh processes. Round r holds one repetition of every config in an
 order shuffled with the seed (order_seed, r), so slow drift of the machine (a busy period, thermal
@@ -7,16 +8,27 @@ state, a neighbour on the VM) touches every framework alike instead of falling o
 
 from __future__ import annotations
 
+import math
 import random
 import statistics
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ..config import RunConfig
+from ..measurement.flags import FLAG_SCOPE
+from ..results.record import Record
+from ..results.sweep_manifest import wall_key
+from ..stats import process_interval, process_ratio
 
-# Seconds a sweep spends per run outside the harness's own measurement (papermill, kernel start,
-# imports): measured 3-5 s here; records' duration_s covers the rest.
-PROCESS_OVERHEAD_S = 5.0
+# Seconds a process spends outside the harness's own run (kernel start, interpreter and package imports, the
+# notebook's cells after the run, record write, kernel shutdown) when this host has no sweep manifest that timed
+# it (`process_walls`). The old estimate charged 5 s and no start-up, and left 14.5 of a quiet sweep's ~50 min
+# unexplained over 117 runs (~7.4 s more per process, issue 22): 8 s here plus STARTUP_S covers those 12.4 s;
+# a null-framework process measured here spent 7.7 s outside its run. A host's own manifests replace it
+# (`fixed_cost_s`).
+PROCESS_OVERHEAD_S = 8.0
+# Model build, export/compile and the framework's import when no record on this host says (prepare_s).
+STARTUP_S = 5.0
 # Without earlier records an iteration is estimated from FLOPs at this share of the measured peak
 # (measured here: inference 60-75%, training 40-55%); a little cautious, so the estimate errs long.
 ASSUMED_EFFICIENCY = {"inference": 0.55, "training": 0.4}
@@ -56,23 +68,49 @@ DISTRIBUTED_START_S = 10.0  # launcher, torchrun / TF servers, every rank import
 
 
 def estimate_run_s(config: RunConfig, repeat: int, history_s: list[float], flops_per_image: float | None,
-                   peak_flops: float | None) -> float:
-    """Seconds one process of `config` will take: from its earlier runs here, else from FLOPs and peak."""
-    if history_s:
-        return statistics.median(history_s) + PROCESS_OVERHEAD_S
+                   peak_flops: float | None, overhead_s: float = PROCESS_OVERHEAD_S,
+                   startup_s: float = STARTUP_S) -> float:
+    """Seconds one process of `config` will take: from its earlier runs here, else from FLOPs and peak.
+
+    `overhead_s`: the fixed cost of a process outside the run (measured per host where known, `fixed_cost_s`);
+    `startup_s`: the run's own start-up (model build, export/compile) when the config has no earlier run here.
+    """
+    if history_s:  # a run's duration_s already holds its start-up
+        return statistics.median(history_s) + overhead_s
     if config.distributed:  # fixed step counts; every rank's process starts its framework
         step = flops_per_image * config.global_batch / (peak_flops * ASSUMED_EFFICIENCY["training"]) \
             if flops_per_image and peak_flops else 0.5
-        return PROCESS_OVERHEAD_S + DISTRIBUTED_START_S + step * (config.warmup + config.iterations)
+        return overhead_s + DISTRIBUTED_START_S + step * (config.warmup + config.iterations)
     if not flops_per_image or not peak_flops:
-        return PROCESS_OVERHEAD_S + (config.time_budget_s or 10.0)
+        return overhead_s + startup_s + (config.time_budget_s or 10.0)
     iteration = flops_per_image * config.batch_size / (peak_flops * ASSUMED_EFFICIENCY[config.mode])
     if config.protocol == "seed":
         loop = iteration * (config.warmup + config.iterations)
     else:  # at least two warm-ups and the minimum iterations; the budget when the CI target is not met
         loop = max(iteration * (min(config.warmup, 3) + config.iterations), config.time_budget_s)
     phases = iteration * config.phase_iterations * PHASE_STEP_COST[config.mode] if repeat == 0 else 0.0
-    return PROCESS_OVERHEAD_S + loop + phases
+    return overhead_s + startup_s + loop + phases
+
+
+def fixed_cost_s(walls: dict[str, float], records: Iterable[Record]) -> float | None:
+    """A process's median seconds outside its run on this host (papermill's wall time minus the run's own
+    duration), from the sweep manifests' `process_walls`; None when no manifest timed a recorded process."""
+    durations = {wall_key(r.config_key, r.repeat, r.attempt): r.duration_s for r in records
+                 if r.status == "ok" and r.duration_s}
+    outside = [wall - durations[k] for k, wall in walls.items() if k in durations and wall > durations[k]]
+    return statistics.median(outside) if outside else None
+
+
+def startup_history(records: Iterable[Record]) -> dict[tuple, float]:
+    """Median start-up seconds (prepare_s) per (framework, engine, model) and per (framework, engine) on this host:
+    what a config never run here will spend before its loop."""
+    seen: dict[tuple, list[float]] = {}
+    for r in records:
+        if r.status == "ok" and r.startup and r.startup.prepare_s is not None:
+            c = r.config
+            for key in ((c.framework, c.engine, c.model), (c.framework, c.engine)):
+                seen.setdefault(key, []).append(r.startup.prepare_s)
+    return {k: statistics.median(v) for k, v in seen.items()}
 
 
 def fit_budget(configs: list[RunConfig], tasks: list[Task], estimate: Callable[[Task], float],
@@ -94,3 +132,120 @@ def fit_budget(configs: list[RunConfig], tasks: list[Task], estimate: Callable[[
     kept = [t for t in tasks if comparison_group(t.config) in keep]
     dropped = [c for c in configs if comparison_group(c) not in keep]
     return kept, dropped, total
+
+
+# --- Sequential repetitions (`repeats: adaptive`) ------------------------------------------------------------
+# Every config first gets `min_repeats` processes in interleaved rounds; then, one process at a time, the config
+# whose interval is widest relative to the comparison it decides gets the next one, until the budget ends, every
+# comparison is decided, or each config has `max_repeats` (Kalibera & Jones 2013: spend repetitions where the
+# variance is).
+
+# A config compared with nothing (the only framework at its batch) wants its own process-level interval within
+# this relative half-width; above it, more processes help the number itself.
+SOLO_TARGET = 0.05
+# A comparison is decided when its ratio interval excludes 1x: the interval's log half-width is smaller than the
+# distance of the ratio from 1x, i.e. a need below 1.
+DECIDED = 1.0
+
+
+@dataclass(frozen=True)
+class Extra:
+    """The next process of an adaptive plan: which config, its score (higher: more undecided), and why."""
+
+    config: RunConfig
+    score: float
+    reason: str
+
+
+def clean_process_values(records: Iterable[Record]) -> dict[str, list[float]]:
+    """config key -> one value (median images/s) per clean process: the latest attempt of each repetition,
+    status ok, no throughput flag (what the report's intervals are built from)."""
+    latest: dict[tuple[str, int], Record] = {}
+    for r in sorted(records, key=lambda r: (r.created or "", r.attempt)):
+        latest[(r.config_key, r.repeat)] = r
+    out: dict[str, list[float]] = {}
+    for (key, _), r in sorted(latest.items()):
+        if r.status != "ok" or not r.summary or any(FLAG_SCOPE.get(f.name) == "throughput" for f in r.flags):
+            continue
+        out.setdefault(key, []).append(r.summary.images_per_sec_median)
+    return out
+
+
+def _log_halfwidth(values: list[float]) -> float:
+    """Half-width of a config's own process-level interval on the log scale (inf below two processes)."""
+    est = process_interval(values)
+    return math.inf if est["ci_low"] is None else math.log(est["ci_high"] / est["estimate"])
+
+
+def _name(c: RunConfig) -> str:
+    return f"{c.framework}/{c.engine}"
+
+
+def _need(a: RunConfig, b: RunConfig, va: list[float], vb: list[float]) -> tuple[float, str]:
+    """How undecided the a-vs-b comparison is: its ratio interval's log half-width over the ratio's distance from
+    1x (above 1: the interval straddles 1x), and a sentence saying so."""
+    r = process_ratio(va, vb)
+    if r["ci_low"] is None:
+        return math.inf, f"{_name(a)} vs {_name(b)}: fewer than two clean processes"
+    half = math.log(r["ci_high"] / r["ci_low"]) / 2
+    distance = abs(math.log(r["ratio"]))
+    need = half / distance if distance > 0 else math.inf
+    interval = f"{_name(a)} / {_name(b)} = {r['ratio']:.3f} [{r['ci_low']:.3f}-{r['ci_high']:.3f}]"
+    return need, f"interval {'straddled' if need >= DECIDED else 'excluded'} 1x: {interval}"
+
+
+def next_process(configs: Iterable[RunConfig], values: dict[str, list[float]], processes: dict[str, int],
+                 cost_s: Callable[[RunConfig], float], budget_left_s: float, max_repeats: int) -> Extra | None:
+    """The config that gets the next process, or None when none should (budget spent, all decided, or capped).
+
+    `values`: clean per-process values per config key (`clean_process_values`); `processes`: processes already
+    run per config key (clean or not, retries excluded); `cost_s`: estimated seconds of one more process of a
+    config. A config's score is the largest need among the comparisons it takes part in (its comparison group:
+    the same model, mode, batch and settings in another framework or engine), or, compared with nothing, its own
+    interval's relative half-width over SOLO_TARGET. Only configs whose score is at least 1 (undecided) and whose
+    next process fits the budget are candidates; the highest score wins, the cheaper one on a tie.
+    """
+    configs = list(configs)
+    groups: dict[tuple, list[RunConfig]] = {}
+    for c in configs:
+        groups.setdefault(comparison_group(c), []).append(c)
+    best: Extra | None = None
+    for c in configs:
+        if processes.get(c.key, 0) >= max_repeats:
+            continue
+        cost = cost_s(c)
+        if cost > budget_left_s:
+            continue
+        mine = values.get(c.key, [])
+        others = [o for o in groups[comparison_group(c)] if o is not c]
+        if others:
+            needs = [_need(c, o, mine, values.get(o.key, [])) for o in others]
+            score, reason = max(needs, key=lambda n: n[0])
+        else:
+            half = _log_halfwidth(mine) if len(mine) >= 2 else math.inf
+            score = half / math.log1p(SOLO_TARGET)
+            reason = (f"its own interval is +-{math.expm1(half):.1%}, wider than the {SOLO_TARGET:.0%} target"
+                      if half < math.inf else "fewer than two clean processes")
+        if score < DECIDED:
+            continue
+        if best is None or score > best.score or (score == best.score and cost < cost_s(best.config)):
+            best = Extra(c, score, reason)
+    return best
+
+
+# A machine is persistently loaded when at least this share of the runs so far (and at least BUSY_MIN_RUNS) were
+# disturbed: retrying each at the end of the queue then mostly measures the load again.
+BUSY_SHARE = 0.5
+BUSY_MIN_RUNS = 4
+
+
+def busy_warning(done: int, disturbed: int, retry_estimate_s: float) -> str | None:
+    """What to tell the user early when the machine is persistently loaded (None otherwise): how many runs were
+    disturbed, what their retries add to the estimate, and that stopping now and resuming when quiet is cheaper
+    than re-running at the end."""
+    if done < BUSY_MIN_RUNS or disturbed < BUSY_SHARE * done:
+        return None
+    return (f"{disturbed} of the {done} runs so far were disturbed by other programs: their retries add about "
+            f"{retry_estimate_s / 60:.1f} min at the end of the queue, and on a machine this loaded they may be "
+            "disturbed again. Consider stopping now (Ctrl-C) and running the same command when the machine is quiet: "
+            "the sweep resumes where it stopped and keeps every clean run.")

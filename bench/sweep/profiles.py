@@ -2,7 +2,9 @@
 
 Besides the axes (frameworks x models x modes x batch sizes x precisions x devices x engines) a
 profile says how to repeat: `repeats` fresh processes per config, interleaved in an order shuffled
-per round with `order_seed`, `retries` for a disturbed run, and `budget_minutes` for the whole sweep
+per round with `order_seed` (or `repeats: adaptive`: `min_repeats` rounds, then one process at a time to the
+config whose comparison is least decided, up to `max_repeats` and the budget), `retries` for a disturbed run,
+and `budget_minutes` for the whole sweep
 (the planner drops the lowest-priority configs to fit). Priority is the order the profile lists
 models, modes and batch sizes in: earlier is more important. `also` lists further blocks, each a
 mapping of axes that replace the top-level ones, expanded after the main block (lower priority):
@@ -39,7 +41,9 @@ DEFAULT_AXES = {"frameworks": [reference_adapter().name], "modes": ["inference"]
 # name -> (type, lower bound, upper bound, default)
 REPETITION = {"repeats": (int, 1, 100, 3), "retries": (int, 0, 10, 1), "order_seed": (int, 0, 2**31 - 1, 0),
               "budget_minutes": ((int, float), 0, 10_000, 0)}
-KEYS = {"description", "engines", "settings", "also", "distributed", "memory", *AXES, *REPETITION}
+ADAPTIVE = "adaptive"  # `repeats: adaptive`: min_repeats rounds, then processes where comparisons are undecided
+SEQUENTIAL = {"min_repeats": (int, 2, 100, 2), "max_repeats": (int, 2, 100, 6)}
+KEYS = {"description", "engines", "settings", "also", "distributed", "memory", *AXES, *REPETITION, *SEQUENTIAL}
 DIST_AXES = {"frameworks": str, "models": str, "batch_sizes": int, "strategies": str, "workers": int,
              "bucket_mbs": (int, float)}
 DIST_KEYS = {*DIST_AXES, "settings"}
@@ -57,7 +61,9 @@ class Profile:
     name: str
     description: str
     configs: tuple[RunConfig, ...]  # in priority order
-    repeats: int = 3
+    repeats: int = 3  # with `adaptive`: the rounds every config gets first (min_repeats)
+    adaptive: bool = False  # further processes go to undecided comparisons (bench/sweep/plan.py: next_process)
+    max_repeats: int = 3  # with `adaptive`: the most processes a config gets
     retries: int = 1
     order_seed: int = 0
     budget_minutes: float = 0.0  # 0: no budget
@@ -138,8 +144,21 @@ def _check_structure(name: str, spec: dict) -> None:
                 if key in block:
                     _refused(where, key, maxbatch.check_limit, key, block[key])
     for key, (typ, low, high, _) in REPETITION.items():
+        if key == "repeats" and spec.get(key) == ADAPTIVE:
+            continue
+        if key in spec and not _number_in(spec[key], typ, low, high):
+            also = f" or '{ADAPTIVE}'" if key == "repeats" else ""
+            raise ConfigError(f"profile {name}: '{key}' must be a number from {low} to {high}{also}, got {spec[key]!r}")
+    for key, (typ, low, high, _) in SEQUENTIAL.items():
+        if key in spec and spec.get("repeats") != ADAPTIVE:
+            raise ConfigError(f"profile {name}: '{key}' applies only with 'repeats: {ADAPTIVE}' "
+                              f"(got repeats: {spec.get('repeats', REPETITION['repeats'][3])!r})")
         if key in spec and not _number_in(spec[key], typ, low, high):
             raise ConfigError(f"profile {name}: '{key}' must be a number from {low} to {high}, got {spec[key]!r}")
+    if spec.get("repeats") == ADAPTIVE:
+        low, high = (spec.get(k, SEQUENTIAL[k][3]) for k in SEQUENTIAL)
+        if low > high:
+            raise ConfigError(f"profile {name}: 'min_repeats' ({low}) is larger than 'max_repeats' ({high})")
 
 
 def _refused(where: str, key: str, check, *args) -> None:
@@ -295,8 +314,13 @@ def load_profile(name_or_path: str) -> Profile:
             cap = block.get("memory_cap_gb")
             searches += [(c, int(cap * 2**30) if cap else None, block.get("max_batch", 256)) for c in more]
         skipped += left_out
-    if not configs:
+    if not configs and not searches:  # a profile of largest-batch searches alone has no timed runs
         raise ConfigError(f"profile {path.name} expands to no runs (is 'models' empty?)")
     repetition = {k: spec.get(k, default) for k, (_, _, _, default) in REPETITION.items()}
+    if repetition["repeats"] == ADAPTIVE:
+        repetition.update(repeats=spec.get("min_repeats", SEQUENTIAL["min_repeats"][3]), adaptive=True,
+                          max_repeats=spec.get("max_repeats", SEQUENTIAL["max_repeats"][3]))
+    else:
+        repetition["max_repeats"] = repetition["repeats"]
     return Profile(path.stem, str(spec.get("description", "")), tuple(dict.fromkeys(configs)), **repetition,
                    not_applicable=tuple(dict.fromkeys(skipped)), memory_searches=tuple(dict.fromkeys(searches)))

@@ -29,14 +29,26 @@ from ..measurement.utilisation import peak_threads
 from ..paths import PROJECT_ROOT, default_results_dir
 from ..results.record import Record
 from ..results.store import atomic_write_json, finished_runs, host_dir, host_records, write_record
-from ..results.sweep_manifest import new_sweep_id, write_sweep
+from ..results.sweep_manifest import load_sweeps, new_sweep_id, process_walls, wall_key, write_sweep
 from ..runs import maxbatch
 from ..runs.distributed import network
 from ..runs.distributed.cluster import resolve
 from ..runs.distributed.launcher import LaunchError
 from ..runs.distributed.run import remove_stale_scratch
 from .jupyter_kernels import kernel_environment
-from .plan import Task, estimate_run_s, fit_budget, interleaved_order
+from .plan import (
+    PROCESS_OVERHEAD_S,
+    STARTUP_S,
+    Task,
+    busy_warning,
+    clean_process_values,
+    estimate_run_s,
+    fit_budget,
+    fixed_cost_s,
+    interleaved_order,
+    next_process,
+    startup_history,
+)
 from .profiles import Profile
 
 BENCHMARK_NOTEBOOK = PROJECT_ROOT / "notebooks" / "benchmark.ipynb"
@@ -52,11 +64,13 @@ class SweepResult:
     already_done: list[str] = field(default_factory=list)  # "config key/repeat"
     dropped: list[str] = field(default_factory=list)  # labels not run: over budget
     retried: list[str] = field(default_factory=list)  # "label (repeat r): reason"
+    extra: list[str] = field(default_factory=list)  # adaptive plan: "label (repeat r): why it got one more process"
     still_disturbed: list[str] = field(default_factory=list)
     failures: list[tuple[str, str, str]] = field(default_factory=list)  # (label, status, reason)
     estimate_s: float = 0.0
     papermill_s: float = 0.0  # wall time inside papermill (kernel start, imports, run)
     measured_s: float = 0.0  # the runs' own duration as recorded (what the harness spent)
+    manifest: dict = field(default_factory=dict)  # the sweep manifest as written last
 
 
 def notebook_parameters(config: RunConfig, results_dir: Path, task: Task, sweep: dict) -> dict:
@@ -150,12 +164,20 @@ def results_lock(results_dir: Path):
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
+def estimate_error(estimate_s: float | None, actual_s: float | None) -> float | None:
+    """(estimate - actual) / actual: positive when the estimate was too long; None without both."""
+    if not estimate_s or not actual_s:
+        return None
+    return (estimate_s - actual_s) / actual_s
+
+
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class _Estimator:
-    """Per-task seconds from this host's earlier records, else from FLOPs and the measured peak."""
+    """Per-task seconds from this host's earlier records, else from FLOPs and the measured peak; the fixed cost
+    of a process (outside its run, and its start-up) from this host's sweep manifests and records where known."""
 
     def __init__(self, results_dir: Path, records: list[Record], peaks: dict[str, dict]) -> None:
         self.results_dir, self.peaks = results_dir, peaks
@@ -163,6 +185,9 @@ class _Estimator:
         for r in records:
             if r.status == "ok":
                 self.history.setdefault(r.config_key, []).append(r.duration_s)
+        measured = fixed_cost_s(process_walls(load_sweeps(results_dir)), records)
+        self.overhead_s = PROCESS_OVERHEAD_S if measured is None else measured
+        self.startup = startup_history(records)
 
     def __call__(self, task: Task) -> float:
         c = task.config
@@ -171,7 +196,10 @@ class _Estimator:
         if measures_a_framework(c.framework) and not self.history.get(c.key):
             with contextlib.suppress(Exception):  # an estimate never stops a sweep
                 flops, _ = flops_per_image(self.results_dir, c.model, c.image_size, c.mode)
-        return estimate_run_s(c, task.repeat, self.history.get(c.key, []), flops, peak.get("flops_per_sec"))
+        startup = self.startup.get((c.framework, c.engine, c.model), self.startup.get((c.framework, c.engine),
+                                                                                      STARTUP_S))
+        return estimate_run_s(c, task.repeat, self.history.get(c.key, []), flops, peak.get("flops_per_sec"),
+                              self.overhead_s, startup)
 
 
 def plan(profile: Profile, results_dir: Path, force: bool = False, repeats: int | None = None,
@@ -184,7 +212,26 @@ def plan(profile: Profile, results_dir: Path, force: bool = False, repeats: int 
     estimator = _Estimator(results_dir, records, peaks or {})
     kept, dropped, estimate = fit_budget(list(profile.configs), tasks, estimator, profile.budget_minutes * 60)
     return {"tasks": kept, "done": sorted(done & {(c.key, r) for c in profile.configs for r in range(repeats)}),
-            "dropped": dropped, "estimate_s": estimate, "repeats": repeats}
+            "dropped": dropped, "estimate_s": estimate, "repeats": repeats, "estimator": estimator}
+
+
+def adaptive_task(profile: Profile, results_dir: Path, kept: list[RunConfig], estimator: _Estimator,
+                  budget_left_s: float) -> tuple[Task, str] | None:
+    """The adaptive plan's next process (bench/sweep/plan.py: next_process) from this host's records, or None."""
+    records = [r for r in host_records(results_dir) if r.config_key in {c.key for c in kept}]
+    failing = {r.config_key for r in records if r.status != "ok"}  # another process would fail or skip again
+    kept = [c for c in kept if c.key not in failing]
+    repeats: dict[str, set[int]] = {}
+    for r in records:
+        repeats.setdefault(r.config_key, set()).add(r.repeat)
+    processes = {k: len(v) for k, v in repeats.items()}
+    nxt = next_process(kept, clean_process_values(records), processes,
+                       lambda c: estimator(Task(c, max(repeats.get(c.key, {0})) + 1, 0)), budget_left_s,
+                       profile.max_repeats)
+    if nxt is None:
+        return None
+    repeat = max(repeats.get(nxt.config.key, {-1})) + 1
+    return Task(nxt.config, repeat, repeat), nxt.reason
 
 
 def _sweep_info(manifest: dict, order_index: int, task: Task) -> dict:
@@ -259,6 +306,23 @@ def _latest(records: list[Record], key: str) -> dict[int, Record]:
     return out
 
 
+def _queue_extra(queue: list[Task], extra: tuple[Task, str] | None, result: SweepResult, manifest: dict,
+                 bar, estimate: Callable[[Task], float]) -> bool:
+    """Append the adaptive plan's next process to the queue (and say why in the manifest); False when none."""
+    if extra is None:
+        return False
+    task, why = extra
+    queue.append(task)
+    manifest["extra_estimate_s"] += estimate(task)
+    bar.total += 1
+    result.extra.append(f"{task.config.label} (repeat {task.repeat}): {why}")
+    manifest["extra_processes"].append({"config_key": task.config.key, "label": task.config.label,
+                                        "repeat": task.repeat, "reason": why})
+    manifest["order"].append({"config_key": task.config.key, "repeat": task.repeat, "round": task.round,
+                              "label": task.config.label})
+    return True
+
+
 def _failure(config: RunConfig, reason: str, detail: str | None, task: Task, sweep: dict,
              status: str = "error") -> Record:
     """The record of a run whose notebook could not start it or died outside the harness."""
@@ -285,6 +349,8 @@ def run_sweep(profile: Profile, results_dir: Path | str | None = None, force: bo
         manifest = {
             "sweep_id": result.sweep_id, "host": host_name(), "profile": profile.name,
             "description": profile.description, "order_seed": profile.order_seed, "repeats": p["repeats"],
+            "adaptive": {"min_repeats": p["repeats"], "max_repeats": profile.max_repeats} if profile.adaptive else None,
+            "extra_processes": [],
             "retries": profile.retries, "budget_minutes": profile.budget_minutes, "force": force,
             "started": _now(), "finished": None, "status": "running", "estimate_s": p["estimate_s"],
             "order": [{"config_key": t.config.key, "repeat": t.repeat, "round": t.round, "label": t.config.label}
@@ -294,6 +360,8 @@ def run_sweep(profile: Profile, results_dir: Path | str | None = None, force: bo
                          f"{profile.budget_minutes:g} min"} for c in p["dropped"]],
             "peaks": {k: {"start": v, "end": None} for k, v in peaks.items()}, "retried": [],
             "networks": networks, "not_applicable": list(profile.not_applicable),
+            "process_walls": {}, "runs_s": None, "estimate_error": None, "estimate_error_with_queued": None,
+            "retry_estimate_s": 0.0, "extra_estimate_s": 0.0,
         }
         write_sweep(results_dir, manifest)
         announce(f"sweep {profile.name}: {len(p['tasks'])} runs to do ({p['repeats']} repetitions per config, "
@@ -302,8 +370,14 @@ def run_sweep(profile: Profile, results_dir: Path | str | None = None, force: bo
         queue = list(p["tasks"])
         bar = tqdm(total=len(queue), desc=f"sweep {profile.name} on {host_name()}", unit="run", disable=not progress)
         index = 0
+        kept = [c for c in profile.configs if c not in set(p["dropped"])]
+        t_runs = time.perf_counter()
+        budget_s = profile.budget_minutes * 60 or float("inf")
         try:
-            while index < len(queue):
+            while index < len(queue) or (profile.adaptive and _queue_extra(
+                    queue, adaptive_task(profile, results_dir, kept, p["estimator"],
+                                         budget_s - (time.perf_counter() - t0)), result, manifest, bar,
+                    p["estimator"])):
                 task = queue[index]
                 config = task.config
                 bar.set_postfix_str(f"{config.label} r{task.repeat}", refresh=True)
@@ -321,7 +395,9 @@ def run_sweep(profile: Profile, results_dir: Path | str | None = None, force: bo
                     if latest is None or latest.attempt != task.attempt or \
                             (latest.sweep.id if latest.sweep else None) != result.sweep_id:
                         write_record(_failure(config, _failure_reason(exc), repr(exc), task, info), results_dir)
-                result.papermill_s += time.perf_counter() - t1
+                wall = time.perf_counter() - t1
+                result.papermill_s += wall
+                manifest["process_walls"][wall_key(config.key, task.repeat, task.attempt)] = wall
                 result.ran.append(f"{config.label} r{task.repeat}")
                 index += 1
                 bar.update(1)
@@ -333,6 +409,7 @@ def run_sweep(profile: Profile, results_dir: Path | str | None = None, force: bo
                 why = _needs_retry(record, [r for k, r in runs.items() if k != task.repeat])
                 if why and task.attempt < profile.retries:
                     queue.append(Task(config, task.repeat, task.round, task.attempt + 1))
+                    manifest["retry_estimate_s"] += p["estimator"](queue[-1])  # what retries add to the estimate
                     bar.total += 1
                     result.retried.append(f"{config.label} (repeat {task.repeat}): {why}")
                     manifest["retried"].append({"config_key": config.key, "repeat": task.repeat,
@@ -340,9 +417,21 @@ def run_sweep(profile: Profile, results_dir: Path | str | None = None, force: bo
                     write_sweep(results_dir, manifest)
                 elif why:
                     result.still_disturbed.append(f"{config.label} (repeat {task.repeat}): {why}")
+                if why and not manifest.get("busy_warning"):  # said once, as early as the load is clear
+                    warning = busy_warning(index, len(result.retried) + len(result.still_disturbed),
+                                           manifest["retry_estimate_s"])
+                    if warning:
+                        manifest["busy_warning"] = warning
+                        bar.write(warning)
                 if record.status != "ok" and record.attempt == task.attempt:
                     result.failures.append((record.label, record.status, record.reason))
             bar.close()
+            manifest["runs_s"] = time.perf_counter() - t_runs  # what the estimate is of (the timed runs)
+            # the estimate printed before the start against the actual time; and the estimator's own accuracy, with
+            # what was queued later (the adaptive plan's extra processes, the retries) added at its estimate
+            manifest["estimate_error"] = estimate_error(manifest["estimate_s"], manifest["runs_s"])
+            queued = manifest["estimate_s"] + manifest["extra_estimate_s"] + manifest["retry_estimate_s"]
+            manifest["estimate_error_with_queued"] = estimate_error(queued, manifest["runs_s"])
             manifest["memory_searches"] = measure_memory(profile, results_dir, announce)
             manifest["status"] = "finished"
         except BaseException as exc:
@@ -359,5 +448,6 @@ def run_sweep(profile: Profile, results_dir: Path | str | None = None, force: bo
             manifest["elapsed_s"] = time.perf_counter() - t0
             manifest["runs_done"] = index
             write_sweep(results_dir, manifest)
+            result.manifest = manifest
     return result
 

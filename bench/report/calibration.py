@@ -1,0 +1,81 @@
+"""A/A calibration: `bench compare A A'` on two sweeps of the same code and machine should call (almost) every
+config "within noise"; the share it calls faster or slower is the compare feature's false-verdict rate, and the
+between-sweep share of variance says how much a second sweep moves a number beyond its processes' spread."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..results.record import Record, as_records
+from .compare import compare_tables
+from .data import config_tables
+
+TARGET_RATE = 0.05  # a 95% interval: at most about one config in twenty called different by chance
+
+
+def aa_false_verdicts(table: pd.DataFrame) -> dict:
+    """From a compare table of two sweeps of the same code: how many pairs had an interval to judge, how many
+    of those were called faster or slower (false verdicts, since nothing changed), and the rate."""
+    judged = table[table["ci_low"].notna() & ~table["verdict"].str.startswith(("only in", "not measured"))]
+    false = judged["verdict"].str.startswith(("B faster", "B slower"))
+    n, k = int(len(judged)), int(false.sum())
+    return {"judged": n, "false": k, "rate": k / n if n else None,
+            "false_configs": [f"{r['model']} {r['mode']} bs={r['batch_size']} {r['series']}: {r['verdict']}"
+                              for _, r in judged[false].iterrows()]}
+
+
+def same_code_sweeps(records: list[Record]) -> list[tuple[str, str]]:
+    """Pairs of consecutive sweeps (by their first record) on one host with the same clean git commit and the
+    same profile: sweeps of the same code on the same machine, whose difference is only the day."""
+    firsts: dict[str, Record] = {}
+    commits: dict[str, set] = {}
+    for r in sorted(as_records(records), key=lambda r: r.created or ""):
+        if not r.sweep or not r.sweep.id or r.status != "ok":
+            continue
+        firsts.setdefault(r.sweep.id, r)
+        git = r.manifest.git if r.manifest else None
+        commits.setdefault(r.sweep.id, set()).add(None if git is None or git.dirty else git.commit)
+    keyed = [(sid, r.host, r.sweep.profile, next(iter(commits[sid]))) for sid, r in firsts.items()
+             if len(commits[sid]) == 1 and None not in commits[sid]]
+    return [(a[0], b[0]) for a, b in zip(keyed, keyed[1:]) if a[1:] == b[1:]]
+
+
+def aa_check(records: list[Record], sweeps: list[dict]) -> dict | None:
+    """The A/A false-verdict rate of the latest two sweeps of the same code here, and the median between-sweep
+    share of variance over the configs both measured; None when no two such sweeps exist."""
+    records = as_records(records)
+    pairs = same_code_sweeps(records)
+    if not pairs:
+        return None
+    a_id, b_id = pairs[-1]
+    sides = []
+    for sid in (a_id, b_id):
+        mine = [r for r in records if r.sweep and r.sweep.id == sid]
+        sides.append(config_tables(mine, [m for m in sweeps if m.get("sweep_id") == sid])[2])
+    if any(side.empty for side in sides):
+        return None
+    verdicts = aa_false_verdicts(compare_tables(*sides))
+    both = [r for r in records if r.sweep and r.sweep.id in (a_id, b_id)]
+    configs = config_tables(both, [m for m in sweeps if m.get("sweep_id") in (a_id, b_id)])[2]
+    shares = configs["between_sweep_share"].dropna() if "between_sweep_share" in configs else pd.Series([])
+    return {"sweep_a": a_id, "sweep_b": b_id, **verdicts,
+            "between_sweep_share": float(np.median(shares)) if len(shares) else None,
+            "configs_with_sweep_level": int(len(shares))}
+
+
+def methodology_text(check: dict | None) -> str:
+    """The methodology's calibration paragraph (empty when there are no two sweeps of the same code)."""
+    if not check:
+        return ""
+    rate = "no config had intervals on both sides" if check["rate"] is None else (
+        f"{check['false']} of {check['judged']} configs ({check['rate']:.0%}) were called faster or slower; "
+        f"target at most {TARGET_RATE:.0%}" + (" - met" if check["rate"] <= TARGET_RATE else " - NOT met: the "
+                                             "intervals are narrower than what a second sweep sees"))
+    share = ("" if check["between_sweep_share"] is None else
+             f" Over the {check['configs_with_sweep_level']} configs each sweep measured in two or more processes, "
+             f"the median between-sweep share of the variance of log throughput is "
+             f"{check['between_sweep_share']:.0%}; their intervals carry the sweep (the day) as a level above the "
+             f"process.")
+    return (f"**A/A calibration.** Sweeps `{check['sweep_a']}` and `{check['sweep_b']}` ran the same code on this "
+            f"machine; comparing them as `bench compare` does, {rate}.{share}")

@@ -1,0 +1,130 @@
+"""Where a sweep's process seconds go: a per-process overhead table built from the records' `startup` timestamps
+and the sweep manifest's wall time per process, and the estimate against the actual wall time."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+import pandas as pd
+
+from ..results.record import Record, as_records
+from ..results.sweep_manifest import wall_key
+
+# (record field or derived column, what it holds), in the order a process spends them.
+COMPONENTS = (
+    ("process_start_s", "kernel start, interpreter, package imports (before the run)"),
+    ("prepare_s", "framework import, model build, export/compile"),
+    ("warmup_s", "warm-up loop"),
+    ("timed_s", "timed loop (the measurement)"),
+    ("phases_s", "phase pass (first repetition only)"),
+    ("checks_s", "FLOP count, utilisation, fairness checks"),
+    ("manifest_s", "environment manifest"),
+    ("other_s", "rest of the run (checksums, memory, energy)"),
+    ("outside_s", "after the run: record write, notebook cells, kernel shutdown"),
+)
+COLUMNS = ["component", "what", "processes", "median_s", "total_s", "share"]
+
+
+def process_seconds(records: Iterable[Record | Mapping], walls: Mapping[str, float] | None = None) -> pd.DataFrame:
+    """One row per process that recorded its start-up timestamps: each component's seconds, and its wall time
+    (papermill's, from the sweep manifest) where known."""
+    rows = []
+    for r in as_records(records):
+        s = r.startup
+        if s is None or s.process_start_s is None or r.duration_s is None:
+            continue  # records written before the timestamps existed, or runs that never reached the loop
+        row = {name: getattr(s, name, None) for name, _ in COMPONENTS if hasattr(s, name)}
+        inside = sum(v for k, v in row.items() if k != "process_start_s" and v)
+        row["other_s"] = max(0.0, r.duration_s - inside)
+        wall = (walls or {}).get(wall_key(r.config_key, r.repeat, r.attempt))
+        row["outside_s"] = max(0.0, wall - s.process_start_s - r.duration_s) if wall is not None else None
+        row["wall_s"] = wall if wall is not None else s.process_start_s + r.duration_s
+        rows.append({"config_key": r.config_key, "label": r.label, "repeat": r.repeat, "attempt": r.attempt, **row})
+    return pd.DataFrame(rows)
+
+
+def overhead_table(records: Iterable[Record | Mapping], walls: Mapping[str, float] | None = None) -> pd.DataFrame:
+    """Per component: how many processes recorded it, its median and total seconds, and its share of the
+    processes' wall time (all components sum to it where the manifest has each process's wall time)."""
+    per = process_seconds(records, walls)
+    if per.empty:
+        return pd.DataFrame(columns=COLUMNS)
+    total_wall = float(per["wall_s"].sum())
+    rows = []
+    for name, what in COMPONENTS:
+        values = per[name].dropna() if name in per else pd.Series(dtype=float)
+        values = values[values > 0] if name == "phases_s" else values
+        if values.empty:
+            continue
+        total = float(values.sum())
+        rows.append({"component": name.removesuffix("_s"), "what": what, "processes": int(values.size),
+                     "median_s": float(np.median(values)), "total_s": total,
+                     "share": total / total_wall if total_wall > 0 else None})
+    measured = next((r["total_s"] for r in rows if r["component"] == "timed"), 0.0)
+    rows.append({"component": "all", "what": "wall time of the processes (the timed loop's share is what is "
+                 "measurement)", "processes": len(per), "median_s": float(per["wall_s"].median()),
+                 "total_s": total_wall, "share": measured / total_wall if total_wall > 0 else None})
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def to_text(table: pd.DataFrame) -> str:
+    """The table as fixed-width text for the terminal (the sweep summary)."""
+    if table.empty:
+        return "no process recorded its start-up timestamps"
+    lines = [f"{'component':<16}{'processes':>10}{'median s':>10}{'total s':>10}{'share':>8}  what"]
+    for _, r in table.iterrows():
+        share = f"{r['share']:.0%}" if r["share"] is not None and r["share"] == r["share"] else ""
+        lines.append(f"{r['component']:<16}{r['processes']:>10}{r['median_s']:>10.1f}{r['total_s']:>10.0f}"
+                     f"{share:>8}  {r['what']}")
+    return "\n".join(lines)
+
+
+def to_markdown(table: pd.DataFrame) -> str:
+    """The table as a Markdown table for the report's methodology."""
+    if table.empty:
+        return ""
+    lines = ["| component | what | processes | median s | total s | share of wall time |", "|---|---|---|---|---|---|"]
+    for _, r in table.iterrows():
+        share = f"{r['share']:.0%}" if r["share"] is not None and r["share"] == r["share"] else ""
+        lines.append(f"| {r['component']} | {r['what']} | {r['processes']} | {r['median_s']:.1f} | "
+                     f"{r['total_s']:.0f} | {share} |")
+    return "\n".join(lines)
+
+
+def estimate_text(manifest: Mapping) -> str:
+    """One sentence: a sweep's estimate against its actual wall time, and the error."""
+    est, actual, err = manifest.get("estimate_s"), manifest.get("runs_s"), manifest.get("estimate_error")
+    if err is None:
+        return f"estimated {est / 60:.1f} min" if est else "no estimate recorded"
+    return f"estimated {est / 60:.1f} min, took {actual / 60:.1f} min for its runs (estimate error {err:+.0%})"
+
+
+def extra_processes_text(sweeps: list[dict]) -> str:
+    """Why configs of an adaptive sweep got more than the minimum processes, one line each."""
+    lines = []
+    for m in sweeps:
+        if not m.get("adaptive"):
+            continue
+        extra = m.get("extra_processes") or []
+        lines.append(f"Sweep `{m['sweep_id']}` gave every config {m['adaptive']['min_repeats']} processes, then "
+                     f"{len(extra)} more (at most {m['adaptive']['max_repeats']} per config) to the configs whose "
+                     "comparison was least decided:")
+        lines += [f"- {e['label']} (repeat {e['repeat']}): {e['reason']}" for e in extra]
+    return "\n".join(lines)
+
+
+def sweep_cost_text(records: list[Record], sweeps: list[dict]) -> str:
+    """The methodology's cost paragraph for the latest sweep: estimate against actual, the per-process overhead
+    table, and why configs got extra processes."""
+    if not sweeps:
+        return ""
+    latest = sweeps[-1]
+    ran = [r for r in as_records(records) if r.sweep and r.sweep.id == latest["sweep_id"]]
+    table = to_markdown(overhead_table(ran, latest.get("process_walls")))
+    parts = [f"**Where the time went.** Sweep `{latest['sweep_id']}`: {estimate_text(latest)}."]
+    if table:
+        parts.append("Per process (medians and totals over its processes; `share`: of the processes' wall time):\n\n"
+                     + table)
+    extra = extra_processes_text(sweeps)
+    return "\n\n".join(parts + ([extra] if extra else []))

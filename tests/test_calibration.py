@@ -1,0 +1,81 @@
+"""The sweep as a level in the statistics, and the A/A calibration of `bench compare`, from synthetic records."""
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+
+from bench.report.calibration import aa_check, aa_false_verdicts, methodology_text, same_code_sweeps
+from bench.results.record import GitInfo, Record
+from bench.stats import process_interval, process_ratio, sweep_level_interval, sweep_level_ratio
+
+from .synthetic import record
+
+BATCHES = range(1, 41)  # 40 configs
+
+
+def _sweep(sweep_id: str, day: int, rng, shift: float = 1.0, processes: int = 3, spread: float = 0.03,
+           commit: str = "a" * 40) -> list[Record]:
+    """One sweep: every config in `processes` fresh processes, each process's throughput log-normal around
+    100 * shift img/s with a `spread` between processes (the same distribution on every day unless shifted)."""
+    out = []
+    for bs in BATCHES:
+        for rep in range(processes):
+            ips = 100 * shift * math.exp(spread * rng.standard_normal())
+            r = Record.from_json(record(batch_size=bs, repeat=rep, ips=ips, jitter=0.002, seed=bs * 10 + rep,
+                                        sweep_id=sweep_id, created=f"2026-01-{day:02d}T00:{bs:02d}:{rep:02d}Z"))
+            r.manifest = dataclasses.replace(r.manifest, git=GitInfo(commit=commit, dirty=False))
+            out.append(r)
+    return out
+
+
+def test_the_sweep_level_applies_only_with_two_sweeps_of_two_processes():
+    assert sweep_level_interval([10, 11, 12], ["s1", "s1", "s2"]) is None
+    assert sweep_level_interval([10, 11, 12, 13], ["s1", "s1", "s1", "s1"]) is None
+    assert sweep_level_ratio([10, 11], ["s1", "s2"], [12, 13], ["s1", "s2"]) == process_ratio([10, 11], [12, 13])
+
+
+def test_a_day_to_day_shift_widens_the_interval_and_shows_as_between_sweep_variance():
+    values = [100, 101, 99, 110, 111, 109]  # two days, 10% apart, each tight
+    sweeps = ["d1"] * 3 + ["d2"] * 3
+    level = sweep_level_interval(values, sweeps)
+    flat = process_interval(values)
+    assert level["sweeps"] == 2 and level["between_sweep_share"] > 0.9
+    assert level["ci_high"] - level["ci_low"] > flat["ci_high"] - flat["ci_low"]
+    assert level["ci_low"] < 100 and level["ci_high"] > 110  # it covers both days
+    # no shift between the days: the level adds nothing and the pooled process interval is kept
+    same = sweep_level_interval([100, 103, 97, 101, 99, 102], sweeps)
+    assert same["between_sweep_share"] == 0.0
+    assert same["ci_high"] - same["ci_low"] < level["ci_high"] - level["ci_low"]
+
+
+def test_two_sweeps_from_one_distribution_are_mostly_within_noise():
+    rng = np.random.default_rng(2026)
+    records = _sweep("20260101T000000-aaaaaa", 1, rng) + _sweep("20260102T000000-bbbbbb", 2, rng)
+    assert same_code_sweeps(records) == [("20260101T000000-aaaaaa", "20260102T000000-bbbbbb")]
+    check = aa_check(records, [])
+    assert check["judged"] == len(BATCHES)
+    assert check["rate"] <= 0.10, check["false_configs"]  # a 95% interval: about 5% expected
+    assert check["configs_with_sweep_level"] == len(BATCHES) and check["between_sweep_share"] < 0.5
+    text = methodology_text(check)
+    assert "A/A calibration" in text and f"of {len(BATCHES)} configs" in text
+
+
+def test_a_real_change_between_sweeps_is_called_and_different_code_is_no_a_a_pair():
+    rng = np.random.default_rng(7)
+    a, b = _sweep("20260101T000000-aaaaaa", 1, rng), _sweep("20260102T000000-bbbbbb", 2, rng, shift=1.2)
+    check = aa_check(a + b, [])
+    assert check["rate"] > 0.9 and "NOT met" in methodology_text(check)
+    other = _sweep("20260103T000000-cccccc", 3, rng, commit="b" * 40)
+    assert same_code_sweeps(b + other) == [] and aa_check(b + other, []) is None
+
+
+def test_false_verdicts_count_only_judged_pairs():
+    import pandas as pd
+
+    table = pd.DataFrame({"model": ["m"] * 4, "mode": ["inference"] * 4, "batch_size": [1, 2, 4, 8],
+                          "series": ["torch"] * 4, "ci_low": [0.9, 1.05, None, 0.95],
+                          "verdict": ["within noise", "B faster (1.10x)", "only in A", "within noise"]})
+    got = aa_false_verdicts(table)
+    assert (got["judged"], got["false"], got["rate"]) == (3, 1, pytest.approx(1 / 3))

@@ -1,0 +1,123 @@
+"""Where a process's seconds go (the per-process overhead table) and the estimate that uses them, from synthetic
+records with known timestamps."""
+
+import pytest
+
+from bench import make_config
+from bench.report.overhead import estimate_text, overhead_table, process_seconds, to_markdown, to_text
+from bench.results.record import Record, Startup
+from bench.results.sweep_manifest import wall_key
+from bench.sweep.plan import PROCESS_OVERHEAD_S, estimate_run_s, fixed_cost_s, startup_history
+from bench.sweep.runner import estimate_error
+
+from .synthetic import record
+
+PARTS = dict(process_start_s=4.0, prepare_s=3.0, warmup_s=2.0, timed_s=6.0, phases_s=1.0, checks_s=0.5,
+             manifest_s=0.5)
+
+
+def _timed(repeat: int, wall_outside: float = 2.0, **parts) -> tuple[Record, float]:
+    """A record whose run spent `parts` (plus 0.25 s of rest), and the wall time its manifest would hold."""
+    r = Record.from_json(record(repeat=repeat, seed=repeat))
+    parts = {**PARTS, **parts}
+    r.startup = Startup(first_iteration_s=0.1, **parts)
+    r.duration_s = sum(v for k, v in parts.items() if k != "process_start_s") + 0.25
+    return r, parts["process_start_s"] + r.duration_s + wall_outside
+
+
+def test_the_components_add_up_to_each_process_wall_time():
+    timed = [_timed(0), _timed(1, phases_s=0.0)]
+    records = [r for r, _ in timed]
+    walls = {wall_key(r.config_key, r.repeat, r.attempt): w for r, w in timed}
+    table = overhead_table(records, walls).set_index("component")
+    total = table.loc["all", "total_s"]
+    assert total == pytest.approx(sum(walls.values()))
+    assert table.drop(index="all")["total_s"].sum() == pytest.approx(total)  # nothing unexplained
+    assert table.loc["phases", "processes"] == 1  # the phase pass ran in the first repetition only
+    assert table.loc["outside", "median_s"] == pytest.approx(2.0) and table.loc["other", "median_s"] == 0.25
+    assert table.loc["all", "share"] == pytest.approx(12.0 / total)  # the timed loops' share is measurement
+    assert "timed" in to_text(overhead_table(records, walls)) and "| timed |" in to_markdown(table.reset_index())
+
+
+def test_records_without_timestamps_are_left_out_and_no_wall_time_means_no_outside_row():
+    old = Record.from_json(record(repeat=0))  # written before the timestamps: prepare_s only
+    timed, _ = _timed(1)
+    assert list(process_seconds([old, timed])["repeat"]) == [1]
+    table = overhead_table([old, timed]).set_index("component")
+    assert "outside" not in table.index and table.loc["all", "total_s"] == pytest.approx(4.0 + timed.duration_s)
+
+
+def test_the_fixed_cost_comes_from_the_manifests_wall_times():
+    timed = [_timed(r, wall_outside=o) for r, o in ((0, 10.0), (1, 12.0), (2, 14.0))]
+    records = [r for r, _ in timed]
+    walls = {wall_key(r.config_key, r.repeat, r.attempt): w for r, w in timed}
+    # wall - duration = process start (4 s) + outside
+    assert fixed_cost_s(walls, records) == pytest.approx(4.0 + 12.0)
+    assert fixed_cost_s({}, records) is None
+
+
+def test_startup_history_by_model_then_by_engine():
+    a = Record.from_json(record(framework="torch", model="resnet50", repeat=0))
+    b = Record.from_json(record(framework="torch", model="vgg16", repeat=0, seed=1))
+    a.startup, b.startup = Startup(prepare_s=2.0), Startup(prepare_s=6.0)
+    got = startup_history([a, b])
+    assert got[("torch", a.config.engine, "resnet50")] == 2.0 and got[("torch", a.config.engine)] == 4.0
+
+
+def test_the_estimate_charges_every_process_its_fixed_cost():
+    c = make_config(framework="torch", model="resnet50", batch_size=8, protocol="seed", warmup=2, iterations=4,
+                    phase_iterations=0)
+    flops, peak = 4e9, 100e9
+    loop = flops * 8 / (peak * 0.55) * 6
+    assert estimate_run_s(c, 1, [], flops, peak) == pytest.approx(PROCESS_OVERHEAD_S + 5.0 + loop)
+    assert estimate_run_s(c, 1, [], flops, peak, overhead_s=20.0, startup_s=1.0) == pytest.approx(21.0 + loop)
+    assert estimate_run_s(c, 1, [30.0, 50.0], flops, peak, overhead_s=20.0) == pytest.approx(60.0)  # history
+
+
+def test_estimate_error_and_its_sentence():
+    assert estimate_error(60.0, 50.0) == pytest.approx(0.2) and estimate_error(None, 50.0) is None
+    text = estimate_text({"estimate_s": 600.0, "runs_s": 750.0, "estimate_error": estimate_error(600.0, 750.0)})
+    assert text == "estimated 10.0 min, took 12.5 min for its runs (estimate error -20%)"
+
+
+def test_the_report_lists_each_named_profile_not_run_here_with_its_command():
+    from bench.report.not_run import NAMED, not_run, not_run_text
+
+    rows = not_run([{"profile": "quick"}, {"profile": "engines"}])
+    assert [r["profile"] for r in rows] == [n for n in NAMED if n != "engines"]
+    assert all(r["command"] == f"make sweep PROFILE={r['profile']} && make render" and r["description"]
+               and "does not load" not in r["description"] for r in rows)
+    assert not_run_text([{"profile": n} for n in NAMED]) == ""
+
+
+def test_a_profile_of_largest_batch_searches_alone_loads_with_no_timed_runs(tmp_path):
+    from bench.sweep.profiles import load_profile
+
+    path = tmp_path / "m.yaml"
+    path.write_text("memory:\n  - frameworks: [torch]\n    models: [tiny_cnn]\n    modes: [training]\n")
+    p = load_profile(str(path))
+    assert p.configs == () and [c.framework for c, _, _ in p.memory_searches] == ["torch"]
+
+
+def test_kernels_get_the_cpu_description_read_once_by_the_sweep(monkeypatch):
+    """py-cpuinfo costs every fresh process about 1.5 s; the sweep reads it once and passes it down."""
+    import os
+
+    from bench.host import devices
+    from bench.sweep.jupyter_kernels import kernel_environment
+
+    devices.cpu_info.cache_clear()
+    mine = devices.cpu_info()
+    with kernel_environment():
+        passed = os.environ[devices.CPU_INFO_ENV]
+    assert devices.CPU_INFO_ENV not in os.environ  # restored afterwards
+    monkeypatch.setenv(devices.CPU_INFO_ENV, passed)
+    devices.cpu_info.cache_clear()
+    monkeypatch.setattr("cpuinfo.get_cpu_info", lambda: pytest.fail("the CPU was read again in the kernel"))
+    assert devices.cpu_info() == mine and devices.cpu_brand() == mine["brand_raw"]
+    monkeypatch.setenv(devices.CPU_INFO_ENV, "not json")  # a malformed value: the CPU is read itself
+    monkeypatch.setattr("cpuinfo.get_cpu_info", lambda: {"brand_raw": "read again"})
+    devices.cpu_info.cache_clear()
+    assert devices.cpu_brand() == "read again"
+    monkeypatch.undo()
+    devices.cpu_info.cache_clear()
