@@ -27,7 +27,7 @@ TINY_FIGURES = {"per_hardware", "per_framework", "latency_batch1", "memory", "ut
 def report(tiny_sweep, tmp_path_factory):
     results, _ = tiny_sweep
     out = tmp_path_factory.mktemp("report")
-    html, pdf = build_report(results, out)
+    html, pdf = build_report(results, out)[:2]
     return results, out, html, pdf
 
 

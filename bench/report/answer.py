@@ -104,5 +104,6 @@ def status_line(d, records: list[Record]) -> str:
     unsound = int((~configs["sound"]).sum()) if not configs.empty else 0
     disturbed = (f"{bad} of {n} processes disturbed or jittery (left out of their config's number where a clean "
                  "one remains)" if bad else f"none of {n} processes disturbed")
-    return (f"**Status:** {state}; {disturbed}; {unsound} of {len(configs)} configs name no winner "
-            f"(fewer than {soundness.MIN_PROCESSES} clean processes or a flag on the throughput).")
+    return (f"**Status:** {state}; {disturbed}; {unsound} of {len(configs)} configs not sound (fewer than "
+            f"{soundness.MIN_PROCESSES} clean processes or a flag on the throughput), so no winner is stated from "
+            "them.")

@@ -152,12 +152,15 @@ def ratios_for_display(ratios: pd.DataFrame, only_against_fastest: bool = False)
         return ratios
     if only_against_fastest:
         ratios = against_fastest(ratios)
+    # a speed-up with an unsound side is not stated (the rule in the methodology): blank, the verdict says why
+    stated = ~ratios["verdict"].str.startswith(soundness.UNRELIABLE)
     return pd.DataFrame({
         "platform": ratios["platform"], "model": ratios["model"], "mode": ratios["mode"],
         "precision": ratios["precision"], "batch": ratios["batch_size"],
         "faster / slower": ratios["faster"] + " / " + ratios["slower"],
-        "speed-up": ratios["speedup"].map(_x),
-        "95% CI": [_ci(lo, hi) for lo, hi in zip(ratios["speedup_ci_low"], ratios["speedup_ci_high"])],
+        "speed-up": [_x(v) if ok else "" for v, ok in zip(ratios["speedup"], stated)],
+        "95% CI": [_ci(lo, hi) if ok else "" for lo, hi, ok in zip(ratios["speedup_ci_low"],
+                                                                   ratios["speedup_ci_high"], stated)],
         "verdict": ratios["verdict"]})
 
 
@@ -256,12 +259,17 @@ def findings(configs: pd.DataFrame, summary: pd.DataFrame) -> list[str]:
             if r["verdict"].endswith(" faster"):
                 out.append(f"{_where(r)}: **{r['fastest']} is {_x(r['speedup'])} faster** than {r['runner_up']} "
                            f"[95% CI {_ci(r['ci_low'], r['ci_high'])}].")
-            elif r["verdict"] == "within noise":
-                out.append(f"{_where(r)}: {r['fastest']} and {r['runner_up']} are within noise "
-                           f"({_x(r['speedup'])} [95% CI {_ci(r['ci_low'], r['ci_high'])}] includes 1x).")
-            elif r["verdict"].startswith("not measured reliably"):
-                out.append(f"{_where(r)}: no winner stated, {r['verdict']}.")
-    out += best_engine_findings(configs)
+        # the configurations without a winner are on page 1 with their reasons: one line here, not one per row
+        ties = int((summary["verdict"] == "within noise").sum())
+        unreliable = int(summary["verdict"].str.startswith(soundness.UNRELIABLE).sum())
+        if ties or unreliable:
+            out.append(f"No winner in {ties + unreliable} of {len(summary)} configurations ({ties} within noise, "
+                       f"{unreliable} with a side not sound): the answer table gives each one's reason.")
+    engines = best_engine_findings(configs)
+    out += [e for e in engines if "no winner stated" not in e]
+    if open_engines := [e for e in engines if "no winner stated" in e]:
+        out.append(f"No best engine stated for {len(open_engines)} framework(s) and configuration(s) (engines within "
+                   "noise or not sound); every engine pair is in the details.")
     sound = configs[configs["sound"]]
     util = sound[sound["utilisation"].notna()]
     if not util.empty:
