@@ -107,19 +107,6 @@ def _rate(v: float) -> str:
     return f"{v:.0f}" if abs(v) >= 100 else f"{v:.3g}"
 
 
-def summary_for_display(summary: pd.DataFrame) -> pd.DataFrame:
-    """Model x mode x batch -> fastest framework, speed-up over the runner-up, 95% CI, verdict."""
-    if summary.empty:
-        return summary
-    s = summary.sort_values(["platform", "model", "mode", "precision", "batch_size"])
-    return pd.DataFrame({
-        "platform": s["platform"], "model": s["model"], "mode": s["mode"], "precision": s["precision"],
-        "batch": s["batch_size"], "fastest": s["fastest"], "img/s": s["images_per_sec"].map(_rate),
-        "vs": s["runner_up"].fillna(""), "speed-up": s["speedup"].map(_x),
-        "95% CI": [_ci(lo, hi) for lo, hi in zip(s["ci_low"], s["ci_high"])], "verdict": s["verdict"],
-        "fairness certificate (fastest / vs)": s.get("certificates", "")})
-
-
 def startup_for_display(configs: pd.DataFrame) -> pd.DataFrame:
     """Start-up cost per series, apart from steady-state throughput: building the model (for ONNX Runtime
     and OpenVINO: the ONNX export and session compile) and the first iteration (tracing, jit compile)."""
