@@ -107,3 +107,40 @@ def dist_record(strategy: str, workers: int, step_ms: float, repeat: int = 0, fr
                     peak_rss_bytes=1 << 28) for i in range(workers)],
         overlap_share=overlap, grad_bytes=44_700_000, params=11_170_000, accuracy=accuracy, servers=[])
     return r.to_json()
+
+
+# The default profile's single-process configs (profiles/quick.yaml): (framework, engine or None, model, mode, batch).
+_DEFAULT_SHAPE = (
+    [(fw, None, "resnet50", "inference", b) for fw in ("torch", "tensorflow") for b in (1, 4, 32)]
+    + [(fw, None, "resnet50", "inference", 32) for fw in ("jax", "mxnet", "onnxruntime", "openvino")]
+    + [(fw, None, "resnet50", "training", 4) for fw in ("torch", "tensorflow", "jax", "mxnet")]
+    + [(fw, None, "vgg16", "inference", 4) for fw in ("torch", "tensorflow")]
+    + [(fw, e, "resnet50", "inference", 32) for fw in ("torch", "tensorflow", "mxnet", "onnxruntime", "openvino")
+       for e in ADAPTERS.get(fw).engines[1:]])
+
+
+def default_profile_records(disturbed_every: int = 0, repeats: int = 3) -> list[dict]:
+    """Records shaped like the default profile's sweep (every framework, engine, model, mode and batch of
+    profiles/quick.yaml, `repeats` processes each, plus its distributed section), with plausible throughputs.
+    Every `disturbed_every`-th process (0: none) is disturbed, as on a busy machine."""
+    out, k = [], 0
+    speed = {"torch": 1.0, "tensorflow": 1.1, "jax": 0.9, "mxnet": 0.8, "onnxruntime": 1.3, "openvino": 1.4}
+    for i, (fw, engine, model, mode, batch) in enumerate(_DEFAULT_SHAPE):
+        base = speed[fw] * (10.0 if model == "resnet50" else 3.0) * (0.35 if mode == "training" else 1.0)
+        base *= 1 - 0.3 / batch  # larger batches a little faster
+        for rep in range(repeats):
+            k += 1
+            busy = bool(disturbed_every) and k % disturbed_every == 0
+            out.append(record(framework=fw, engine=engine, model=model, mode=mode, batch_size=batch, repeat=rep,
+                              seed=100 * i + rep, ips=base * (1 + 0.02 * rep), flops=4.1e9, peak=1.5e11,
+                              other_cpu_share=0.45 if busy else 0.0,
+                              flags=[{"name": "disturbed", "reason": "other processes used 45% of the CPUs"}]
+                              if busy else None))
+    for fw in ("torch", "tensorflow"):
+        ps = "ps_sync" if fw == "torch" else "ps_async"
+        for strategy, workers, step in (("independent", 1, 400.0), ("independent", 2, 700.0),
+                                        ("allreduce", 2, 900.0), (ps, 2, 1100.0)):
+            for rep in range(repeats):
+                out.append(dist_record(strategy, workers, step, repeat=rep, framework=fw,
+                                       comm_ms=0.0 if strategy == "independent" else 150.0))
+    return out

@@ -13,7 +13,7 @@ from bench.report import figures as F
 from bench.report import scaling as S
 from bench.report import scaling_figures as SF
 from bench.report.context import load
-from bench.report.style import FLAGGED_HATCH
+from bench.report.style import ALL_FLAGGED, FLAGGED_HATCH
 from bench.report.tables import methodology
 from tests.synthetic import dist_record, record, write
 
@@ -52,7 +52,7 @@ def test_a_disturbed_one_worker_baseline_gives_efficiency_na_with_the_reason(tmp
     assert "allreduce x2 (loopback; 25 MB buckets): scaling efficiency n/a (disturbed_baseline" in text
     assert "67% of the CPUs" in text
     fig = SF.efficiency(data.table)  # every row guarded: the title says so
-    assert fig.axes[0].get_title().endswith("every efficiency n/a") and not fig.axes[0].patches
+    assert fig.axes[0].get_title().endswith(f"({ALL_FLAGGED})") and not fig.axes[0].patches
     plt.close(fig)
     assert not [p for p in _percentages(text) if p > 100 + 100 * EFFICIENCY_TOLERANCE], text
 
@@ -67,7 +67,7 @@ def test_an_efficiency_above_100_percent_from_clean_data_is_na_with_its_flag(tmp
                for c in shown["efficiency [CI]"])
     fig = SF.efficiency(data.table)
     texts = [t.get_text() for a in fig.axes for t in a.texts]
-    assert "n/a (efficiency_over_100)" in texts and "every efficiency n/a" not in fig.axes[0].get_title()
+    assert "n/a (efficiency_over_100)" in texts and ALL_FLAGGED not in fig.axes[0].get_title()
     assert not any(int(t[:-1]) > 100 + 100 * EFFICIENCY_TOLERANCE for t in texts if t[:-1].isdigit())
     plt.close(fig)
 
@@ -159,7 +159,7 @@ def test_a_prediction_from_a_disturbed_independent_baseline_is_na(tmp_path, dist
         assert any(c.startswith("n/a (disturbed_baseline: the independent baseline at the same N") for c in comm)
         assert shown["predicted ms"].startswith("n/a (disturbed_baseline") and shown["error"].startswith("n/a (")
         fig = SF.predicted_vs_measured(pred)  # its only point is guarded: no point drawn, and the title says so
-        assert not fig.axes[0].collections and "every prediction n/a" in fig.axes[0].get_title()
+        assert not fig.axes[0].collections and ALL_FLAGGED in fig.axes[0].get_title()
         plt.close(fig)
     else:
         assert ar["comm_cost_ms"] == pytest.approx(50.0, rel=0.03)

@@ -95,7 +95,8 @@ def test_a_complete_sweep_has_no_banner_and_states_its_duration(tmp_path):
     d = load(tmp_path)
     assert coverage.banner(d.sweeps, d.records) == ""
     head = T.header(d)
-    assert head.startswith("Built") and "complete, 3 of 3 planned runs recorded" in head
+    assert head.startswith("**Status:** complete (3 of 3 planned runs)")
+    assert "complete, 3 of 3 planned runs recorded" in head
     assert "took 7 min" in T.methodology(d) and "no disturbed run retried" in T.methodology(d)
 
 

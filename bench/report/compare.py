@@ -25,6 +25,7 @@ from ..results.sweep_manifest import load_sweeps
 from ..stats import sweep_level_ratio
 from .data import config_tables
 from .soundness import UNRELIABLE, no_winner
+from .style import mark_flags
 
 COLUMNS = ["model", "mode", "precision", "batch_size", "series", "platform_a", "platform_b", "ips_a", "ips_b",
            "ratio_b_over_a", "ci_low", "ci_high", "processes_a", "processes_b", "verdict", "note"]
@@ -187,8 +188,9 @@ def plot_comparison(table: pd.DataFrame):
         labels = [lab + " (" + ", ".join(f"{s.upper()}: {r[f'platform_{s}']}" for s in sides) + ")"
                   for lab, (_, r) in zip(labels, t.iterrows())]
     fig, ax = plt.subplots(figsize=(8, 0.35 * len(t) + 1.6))
+    unreliable = [r.startswith(UNRELIABLE) for r in t["verdict"]]
     for i, r in t.iterrows():
-        reliable = not r["verdict"].startswith(UNRELIABLE)
+        reliable = not unreliable[i]
         colour = "#1f77b4" if reliable else "#999999"
         has_ci = r["ci_low"] is not None and r["ci_low"] == r["ci_low"]
         xerr = [[r["ratio_b_over_a"] - r["ci_low"]], [r["ci_high"] - r["ratio_b_over_a"]]] if has_ci else None
@@ -206,7 +208,7 @@ def plot_comparison(table: pd.DataFrame):
     ax.legend(handles.values(), handles.keys(), fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12 - 1.0 /
               (len(t) + 4)), ncol=2, frameon=False)
     fig.tight_layout()
-    return fig
+    return mark_flags(fig, unreliable)
 
 
 # Factors a reader recognises, roundest first; B/A ticks sit at these and their inverses (0.5: B half as fast).

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from ..host.interference import OTHER_CPU_LIMIT
-from .style import framework_colour
+from .style import framework_colour, mark_flags
 
 
 def drift_timeline(processes: pd.DataFrame):
@@ -40,4 +40,4 @@ def drift_timeline(processes: pd.DataFrame):
     ax2.set_ylim(bottom=0)
     ax2.legend(fontsize=7, loc="upper right")
     fig.tight_layout()
-    return fig
+    return mark_flags(fig, ~p["clean"].astype(bool))

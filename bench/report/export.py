@@ -13,6 +13,9 @@ from ..paths import PROJECT_ROOT
 from ..sweep.jupyter_kernels import MAIN_KERNEL, kernel_environment
 
 REPORT_NOTEBOOK = PROJECT_ROOT / "notebooks" / "report.ipynb"
+# Exported beside the report, which links to it as details.html: every pair, every flagged process, per-process
+# tables and the published rows, so the report itself stays short.
+DETAILS_NOTEBOOK = PROJECT_ROOT / "notebooks" / "details.ipynb"
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "chromium-headless-shell", "chrome-headless-shell")
 # Chromium flags for a closed network and running as root (see TOOLING.md).
 CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -41,16 +44,17 @@ def chromium(*args: str, timeout: int = 180) -> None:
                        capture_output=True, timeout=timeout)
 
 
-def execute_report(results_dir: Path, out_dir: Path) -> Path:
+def execute_report(results_dir: Path, out_dir: Path, notebook: Path = REPORT_NOTEBOOK) -> Path:
+    """Execute an aggregate notebook over `results_dir` into `out_dir` (its figures under figures/, the details'
+    under figures/details/ so that no name collides)."""
     import papermill
 
-
-    executed = out_dir / "report.ipynb"
+    executed = out_dir / notebook.name
+    figures = out_dir / "figures" / ("" if notebook == REPORT_NOTEBOOK else notebook.stem)
     with kernel_environment(out_dir / "kernels.log"):
-        papermill.execute_notebook(str(REPORT_NOTEBOOK), str(executed), kernel_name=MAIN_KERNEL,
+        papermill.execute_notebook(str(notebook), str(executed), kernel_name=MAIN_KERNEL,
                                    cwd=str(PROJECT_ROOT), progress_bar=False,
-                                   parameters={"results_dir": str(results_dir),
-                                               "figures_dir": str(out_dir / "figures")})
+                                   parameters={"results_dir": str(results_dir), "figures_dir": str(figures)})
     return executed
 
 
@@ -61,13 +65,17 @@ _REMOTE = re.compile(r"<script[^>]*\bsrc=\"https?://[^\"]*\"[^>]*>\s*</script>|<
 # Narrow enough for A4/Letter: small table text that wraps, figures scaled to the page. In print, a
 # section's heading cell stays with the figure or table cell after it: Chromium's print-to-PDF honours
 # break-after/break-before: avoid between the sibling cell divs of nbconvert's 'lab' template, and the
-# legacy page-break-* names cover older builds. Not every markdown cell avoids a break after it: when
+# legacy page-break-* names cover older builds. Table cells wrap between words only (never inside one, which
+# squeezed columns to a letter: "plat/for/m"); headers do not wrap. Not every markdown cell avoids a break
+# after it: when
 # all the break points on a page are 'avoid' (a run of text cells), Chromium breaks at the last one,
 # which is just before the figure. Tables keep their index column: report tables are written
 # without one, and hiding tbody th would also hide real row labels.
 _PRINT_CSS = """<style>
 .jp-RenderedHTMLCommon table { font-size: 9px; table-layout: auto; max-width: 100%; }
-.jp-RenderedHTMLCommon td, .jp-RenderedHTMLCommon th { white-space: normal; word-break: break-word; }
+.jp-RenderedHTMLCommon td, .jp-RenderedHTMLCommon th { white-space: normal; word-break: normal;
+  overflow-wrap: normal; hyphens: none; }
+.jp-RenderedHTMLCommon th { white-space: nowrap; }
 img { max-width: 100%; height: auto; }
 @media print {
   h1, h2, h3, h4 { break-after: avoid; page-break-after: avoid; }
@@ -83,7 +91,7 @@ img { max-width: 100%; height: auto; }
 """
 
 
-def to_html(executed: Path, html: Path) -> Path:
+def to_html(executed: Path, html: Path, title: str = "Deep-learning framework benchmark report") -> Path:
     """Code hidden, images embedded, no remote scripts (readable offline)."""
     import nbformat
     from nbconvert import HTMLExporter
@@ -91,7 +99,7 @@ def to_html(executed: Path, html: Path) -> Path:
     exporter = HTMLExporter(template_name="lab", exclude_input=True, exclude_input_prompt=True,
                             exclude_output_prompt=True, embed_images=True)
     body, _ = exporter.from_notebook_node(nbformat.read(executed, as_version=4),
-                                          resources={"metadata": {"name": "Deep-learning framework benchmark report"}})
+                                          resources={"metadata": {"name": title}})
     html.write_text(_REMOTE.sub("", body).replace("</head>", _PRINT_CSS + "</head>", 1))
     return html
 
@@ -104,14 +112,18 @@ def to_pdf(html: Path, pdf: Path) -> Path:
 
 
 def build_report(results_dir, out_dir=None, pdf: bool = True) -> list[Path]:
-    """Execute notebooks/report.ipynb over `results_dir` and write report.html (+ report.pdf) in `out_dir`."""
+    """Execute notebooks/report.ipynb and notebooks/details.ipynb over `results_dir` and write report.html and
+    details.html (+ their PDFs) in `out_dir`."""
     results_dir = Path(results_dir).resolve()
     out_dir = Path(out_dir or PROJECT_ROOT / "report").resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
     html = to_html(execute_report(results_dir, out_dir), out_dir / "report.html")
+    details = to_html(execute_report(results_dir, out_dir, DETAILS_NOTEBOOK), out_dir / "details.html",
+                      "Benchmark report: details")
     if not pdf:
-        return [html]
+        return [html, details]
     try:
-        return [html, to_pdf(html, out_dir / "report.pdf")]
+        return [html, to_pdf(html, out_dir / "report.pdf"), details, to_pdf(details, out_dir / "details.pdf")]
     except (ExportError, subprocess.SubprocessError) as exc:
-        raise ExportError(f"PDF export failed: {exc}. The HTML report was kept at {html}") from None
+        raise ExportError(f"PDF export failed: {exc}. The HTML report was kept at {html} (details: {details})") \
+            from None

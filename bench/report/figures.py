@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..measurement.flags import FLAG_SCOPE
+from ..measurement.flags import FLAG_SCOPE, UTILISATION_LIMIT
 from .data import GROUP, ok_runs
 from .style import (
     BEST_BATCH_HATCH,
@@ -18,8 +18,10 @@ from .style import (
     PHASE_ORDER,
     PHASES_FLAGGED_NOTE,
     flag_bar,
+    flag_points,
     footnote,
     legend_patch,
+    mark_flags,
     model_mode_grid,
     model_mode_panels,
     plain_numbers,
@@ -53,14 +55,14 @@ def _best_batch(runs: pd.DataFrame) -> pd.DataFrame:
     return ranked.drop_duplicates(keys).drop(columns="_clean").sort_values(keys).reset_index(drop=True)
 
 
-def _grouped_bars(ax, g: pd.DataFrame, value: str, markers: dict | None = None) -> None:
+def _grouped_bars(ax, g: pd.DataFrame, value: str, markers: dict | None = None) -> list[bool]:
     """Bars of `value` per (model, mode) group, a framework colour per series (variants hatched), flagged
-    bars cross-hatched with '!'; optional extra columns drawn as black markers."""
+    bars cross-hatched with '!'; optional extra columns drawn as black markers. Returns each bar's flag."""
     groups = model_mode_panels(g)
     styles = series_styles(g)
     series = sorted(g["series"].unique())
     width = 0.8 / len(series)
-    any_flagged = False
+    any_flagged, drawn = False, []
     for s in series:  # all swatches first, so the legend lists the series before the p90/p99 markers
         legend_patch(ax, plain_text(s), styles[s]["color"], styles[s]["hatch"])
     for i, s in enumerate(series):
@@ -73,6 +75,7 @@ def _grouped_bars(ax, g: pd.DataFrame, value: str, markers: dict | None = None) 
             xpos = j - 0.4 + width * (i + 0.5)
             flagged = _flagged(r)
             any_flagged |= flagged
+            drawn.append(flagged)
             hatch = (st["hatch"] or "") + (FLAGGED_HATCH if flagged else "") or None
             bars = ax.bar(xpos, r[value], width=width, color=st["color"], label=plain_text(s), hatch=hatch,
                           edgecolor="white" if hatch else st["color"], linewidth=0.5)
@@ -83,6 +86,7 @@ def _grouped_bars(ax, g: pd.DataFrame, value: str, markers: dict | None = None) 
     ax.set_xticks(range(len(groups)), labels=[f"{m}\n{mo}" for m, mo in groups], fontsize=8)
     if any_flagged:
         footnote(ax, FLAGGED_BAR_NOTE)
+    return drawn
 
 
 WIDE_CI_CUT = 1.5  # y axis top, in units of the panel's largest estimate, when an interval reaches beyond it
@@ -97,7 +101,9 @@ def _lines_vs_batch(ok: pd.DataFrame, value: str, ylabel: str, title: str, scale
         return figs
     styles = series_styles(ok)
     for platform, g in ok.groupby("platform"):
-        def draw(ax, model, mode, g=g):
+        drawn: list[bool] = []
+
+        def draw(ax, model, mode, g=g, drawn=drawn):
             p = g[(g["model"] == model) & (g["mode"] == mode)]
             any_flagged = False
             notes, top, ci_top = [], 0.0, 0.0
@@ -113,13 +119,11 @@ def _lines_vs_batch(ok: pd.DataFrame, value: str, ylabel: str, title: str, scale
                     ci_top = max(ci_top, float(np.nanmax(y + np.nan_to_num(err[1]))))
                 top = max(top, float(np.nanmax(y)) if len(y) else 0.0)
                 flagged = np.array([_flagged(r) for _, r in s.iterrows()], dtype=bool)
-                any_flagged |= bool(flagged.any())
+                drawn.extend(flagged)
                 # The line and its clean points carry the legend entry; flagged points are drawn hollow on top.
                 ax.plot(x, y, color=st["color"], ls=st["ls"], marker=st["marker"], ms=5, markevery=list(~flagged),
                         label=plain_text(series))
-                if flagged.any():
-                    ax.plot(x[flagged], y[flagged], ls="none", marker=st["marker"], ms=6, color=st["color"],
-                            markerfacecolor="none", markeredgewidth=1.3)
+                any_flagged |= flag_points(ax, x, y, flagged, st["color"], st["marker"])
             if any_flagged:
                 notes.append(FLAGGED_NOTE)
             # one interval from two processes can be wider than every estimate: cut it, say so, keep the data readable
@@ -136,7 +140,7 @@ def _lines_vs_batch(ok: pd.DataFrame, value: str, ylabel: str, title: str, scale
             ax.set_ylim(0, WIDE_CI_CUT * top if cut else None)
             ax.set_title(f"{model} - {mode}", fontsize=9)
 
-        figs.append(model_mode_grid(g, draw, f"{title} on {platform}", **grid))
+        figs.append(mark_flags(model_mode_grid(g, draw, f"{title} on {platform}", **grid), drawn))
     return figs
 
 
@@ -159,6 +163,7 @@ def per_framework(runs: pd.DataFrame, common_batch: int = 32) -> list:
                 for fig in per_framework(ok[ok["platform"] == p], common_batch)]
     best = _best_batch(ok)
     styles = series_styles(ok)
+    drawn: list[bool] = []
 
     def draw(ax, model, mode):
         sub = ok[(ok["model"] == model) & (ok["mode"] == mode)]
@@ -180,6 +185,7 @@ def per_framework(runs: pd.DataFrame, common_batch: int = 32) -> list:
                 r = df.iloc[0]
                 flagged = _flagged(r)
                 any_flagged |= flagged
+                drawn.append(flagged)
                 h = (hatch or "") + (FLAGGED_HATCH if flagged else "") or None
                 bars = ax.bar(xi + offset, r["images_per_sec_median"], width=0.4, color=colour, hatch=h,
                               edgecolor="white" if h else colour, linewidth=0.5, label=label, gid=series)
@@ -197,7 +203,8 @@ def per_framework(runs: pd.DataFrame, common_batch: int = 32) -> list:
 
     width = max(4.2, 0.7 * ok.groupby(["model", "mode"])["series"].nunique().max())
     title = f"Each framework and engine on {ok['platform'].iloc[0]}: batch {common_batch} and best batch"
-    return [model_mode_grid(ok, draw, title, n_cols=1 if width > 5 else 2, w=min(width, 11.0), h=3.2)]
+    return [mark_flags(model_mode_grid(ok, draw, title, n_cols=1 if width > 5 else 2, w=min(width, 11.0), h=3.2),
+                       drawn)]
 
 
 def latency_batch1(runs: pd.DataFrame):
@@ -207,8 +214,10 @@ def latency_batch1(runs: pd.DataFrame):
     if b1.empty:
         return None
 
+    drawn: list[bool] = []
+
     def draw(ax, g):
-        _grouped_bars(ax, g, "latency_ms_p50", markers={"latency_ms_p90": "k^", "latency_ms_p99": "kv"})
+        drawn.extend(_grouped_bars(ax, g, "latency_ms_p50", markers={"latency_ms_p90": "k^", "latency_ms_p99": "kv"}))
         low = pd.to_numeric(g["latency_ms_p50"], errors="coerce")
         low = low[low > 0].min()
         high = pd.to_numeric(g["latency_ms_p99"], errors="coerce").max()
@@ -224,7 +233,8 @@ def latency_batch1(runs: pd.DataFrame):
         plain_numbers(ax.yaxis)
         ax.set_ylabel("latency at batch 1 (ms, log scale)")
 
-    return platform_rows(b1, draw, "Latency at batch size 1: p50 bars, p90/p99 markers", w=9, h=3.4)
+    return mark_flags(platform_rows(b1, draw, "Latency at batch size 1: p50 bars, p90/p99 markers", w=9, h=3.4),
+                      drawn)
 
 
 def memory_vs_batch(runs: pd.DataFrame) -> list:
@@ -242,11 +252,17 @@ def utilisation(runs: pd.DataFrame):
     if best.empty:
         return None
 
+    drawn: list[bool] = []
+
     def draw(ax, g):
-        _grouped_bars(ax, g.assign(utilisation_pct=100 * g["utilisation"]), "utilisation_pct")
+        drawn.extend(_grouped_bars(ax, g.assign(utilisation_pct=100 * g["utilisation"]), "utilisation_pct"))
+        if (g["utilisation"] > UTILISATION_LIMIT).any():  # plausible, not an error (flags.py: UTILISATION_LIMIT)
+            ax.axhline(100 * UTILISATION_LIMIT, color="#444444", lw=0.8, ls="--")
+            ax.annotate("this machine's best GEMM", (1.0, 100 * UTILISATION_LIMIT), xycoords=("axes fraction", "data"),
+                        ha="right", va="bottom", fontsize=7, color="#444444")
         ax.set_ylabel("% of measured matmul peak")
 
-    return platform_rows(best, draw, "Utilisation at the best batch size", w=9, h=3.2)
+    return mark_flags(platform_rows(best, draw, "Utilisation at the best batch size", w=9, h=3.2), drawn)
 
 
 def _phase_flags(row) -> list[str]:
@@ -268,10 +284,13 @@ def phase_breakdown(runs: pd.DataFrame):
     top = top.assign(bar=top["series"].map(plain_text) + " " + top["model"] + " " + top["mode"].str[:5] + " bs" +
                      top["batch_size"].astype(str))
 
+    drawn: list[bool] = []
+
     def draw(ax, g):
         g = g.sort_values("bar")
         left = np.zeros(len(g))
         flagged = [_phase_flags(r) for _, r in g.iterrows()]
+        drawn.extend(bool(f) for f in flagged)
         hatches = [FLAGGED_HATCH if f else None for f in flagged]
         for c in cols:
             v = g[c].fillna(0).to_numpy(dtype=float)
@@ -290,5 +309,5 @@ def phase_breakdown(runs: pd.DataFrame):
         ax.set_xlabel("median ms per iteration")
         ax.tick_params(axis="y", labelsize=8)
 
-    return platform_rows(top, draw, "Where an iteration's time goes (instrumented pass)", w=10,
-                          h=0.45 * top.groupby("platform").size().max() + 1.6)
+    return mark_flags(platform_rows(top, draw, "Where an iteration's time goes (instrumented pass)", w=10,
+                                    h=0.45 * top.groupby("platform").size().max() + 1.6), drawn)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .style import framework_colour, model_mode_grid, plain_numbers
+from .style import framework_colour, mark_flags, model_mode_grid, plain_numbers
 
 LIMITED_BY = {"memory": "memory (the next probe did not fit)", "max_batch": "the search's max batch (all fit)",
               "error": "an error (see reason)"}
@@ -85,6 +85,7 @@ def memory_probes_figure(searches: pd.DataFrame) -> list:
             ax.set_ylim(bottom=0)
             ax.set_title(f"{model} - {mode}", fontsize=9)
 
-        figs.append(model_mode_grid(on, draw, f"Peak memory against batch size on {host} ({device}), up to "
-                                               "the largest batch that fits"))
+        # a probe is a fit / no-fit answer, not a timed number: no flag applies to it
+        figs.append(mark_flags(model_mode_grid(on, draw, f"Peak memory against batch size on {host} ({device}), "
+                                                         "up to the largest batch that fits"), []))
     return figs

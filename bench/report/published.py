@@ -12,9 +12,14 @@ from matplotlib.patches import Patch
 from .data import ok_runs
 from .figures import _best_batch, _flagged
 from .style import (
+    FLAGGED_BAR_NOTE,
     FLAGGED_HATCH,
+    FLAGGED_NOTE,
+    flag_points,
+    footnote,
     framework_colour,
     grid,
+    mark_flags,
     model_mode_grid,
     plain_numbers,
     plain_text,
@@ -53,14 +58,15 @@ def published_overlay(runs: pd.DataFrame, published: pd.DataFrame):
     styles = series_styles(best)
     rows_per_model = max(len(best[best["model"] == m]) + len(pub[pub["model"] == m]) for m in models)
     fig, axes = grid(1, len(models), w=5.6, h=0.3 * max(rows_per_model, 6) + 1.5)
-    used = {}
+    used, drawn = {}, []
     for ax, model in zip(axes.flat, models):
         ours = best[best["model"] == model]
         theirs = pub[pub["model"] == model]
         labels, values, looks = [], [], []
         for _, r in ours.iterrows():
-            labels.append(plain_text(f"measured here: {r['series']} {r['mode']} bs{r['batch_size']} "
-                                 f"({plain_text(r['platform'])[:24]})"))
+            drawn.append(_flagged(r))
+            labels.append(plain_text(f"{'! ' if drawn[-1] else ''}measured here: {r['series']} {r['mode']} "
+                                     f"bs{r['batch_size']} ({plain_text(r['platform'])[:24]})"))
             values.append(r["images_per_sec_median"])
             colour = styles[r["series"]]["color"]
             looks.append({"color": colour, "edgecolor": colour, "hatch": FLAGGED_HATCH if _flagged(r) else None})
@@ -79,6 +85,8 @@ def published_overlay(runs: pd.DataFrame, published: pd.DataFrame):
         ax.set_xlabel("images/s (log scale)")
         ax.set_title(f"{model}: measured here vs published", fontsize=9)
         ax.invert_yaxis()
+        if any(look["hatch"] == FLAGGED_HATCH for look in looks):
+            footnote(ax, FLAGGED_BAR_NOTE)
     fig.tight_layout()
     handles = [Patch(facecolor=c, edgecolor=c, label=fw) for fw, c in sorted(used.items())]
     handles += [Patch(facecolor="#888888", label="measured here (filled)"),
@@ -86,7 +94,7 @@ def published_overlay(runs: pd.DataFrame, published: pd.DataFrame):
                       label="published, not measured here (hatched)")]
     fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(4, len(handles)),
                fontsize=8, frameon=False)
-    return fig
+    return mark_flags(fig, drawn)
 
 
 def then_and_now(runs: pd.DataFrame, seed: pd.DataFrame):
@@ -101,6 +109,7 @@ def then_and_now(runs: pd.DataFrame, seed: pd.DataFrame):
     styles = series_styles(ok)
     # Hardware of 2019 by thin markers that no series style uses, so they never read as an engine.
     hw_markers = dict(zip(sorted(seed["hardware"].unique()), ["x", "+", "2", "3", "4", "|", "_"] * 4))
+    drawn: list[bool] = []
 
     def draw(ax, model, mode):
         old = seed[(seed["model"] == model) & (seed["mode"] == mode)]
@@ -112,8 +121,13 @@ def then_and_now(runs: pd.DataFrame, seed: pd.DataFrame):
         for (platform, series), s in now.groupby(["platform", "series"]):
             s = s.sort_values("batch_size")
             st = styles[series]
+            flagged = np.array([_flagged(r) for _, r in s.iterrows()], dtype=bool)
+            drawn.extend(flagged)
             ax.plot(s["batch_size"], s["images_per_sec_median"], ls="-", lw=2.2, marker=st["marker"], ms=4,
-                    color=st["color"], label=f"measured here: {plain_text(series)}, {plain_text(platform)[:30]}")
+                    markevery=list(~flagged), color=st["color"],
+                    label=f"measured here: {plain_text(series)}, {plain_text(platform)[:30]}")
+            if flag_points(ax, s["batch_size"], s["images_per_sec_median"], flagged, st["color"], st["marker"]):
+                footnote(ax, FLAGGED_NOTE)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ticks = sorted(set(old["batch_size"]) | set(now["batch_size"]))
@@ -126,8 +140,8 @@ def then_and_now(runs: pd.DataFrame, seed: pd.DataFrame):
 
     extra = [Line2D([], [], color="#555555", ls="-", lw=2.2, label="solid: measured here"),
              Line2D([], [], color="#555555", ls="--", lw=1.2, label="dashed: 2019 published")]
-    return model_mode_grid(ok, draw, "Then and now: the 2019 study's published numbers beside this machine",
-                            panels=panels, w=5.5, h=3.6, extra_legend=extra)
+    return mark_flags(model_mode_grid(ok, draw, "Then and now: the 2019 study's published numbers beside this machine",
+                                      panels=panels, w=5.5, h=3.6, extra_legend=extra), drawn)
 
 
 def published_condensed(published: pd.DataFrame) -> pd.DataFrame:

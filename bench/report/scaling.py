@@ -255,7 +255,7 @@ def accuracy_curves(procs: pd.DataFrame) -> pd.DataFrame:
     for _, p in procs[procs["accuracy"].notna()].iterrows():
         for point in p["accuracy"]:
             rows.append({"framework": p["framework"], "strategy": p["strategy"], "workers": p["workers"],
-                         "repeat": p["repeat"], **point})
+                         "repeat": p["repeat"], "clean": bool(p["clean"]), **point})
     return pd.DataFrame(rows)
 
 

@@ -8,12 +8,15 @@ import pandas as pd
 
 from ..adapters import declared
 from .style import (
+    FLAGGED_BAR_NOTE,
     FLAGGED_HATCH,
     PHASE_COLOURS,
     PHASES_FLAGGED_NOTE,
+    flag_bar,
     footnote,
     framework_colour,
     legend_below,
+    mark_flags,
     plain_numbers,
 )
 
@@ -69,6 +72,7 @@ def throughput_and_comm(table: pd.DataFrame):
         return None
     groups = list(table.groupby(["platform", "framework", "model", "scaling"]))
     fig, axes = _grid(len(groups), 5.6, 4.4)
+    drawn = []
     for ax, ((_, fw, model, scaling), g) in zip(axes, groups):
         g = g.sort_values(["workers", "nodes", "strategy", "bucket_mb"]).reset_index(drop=True)
         x = np.arange(len(g))
@@ -76,9 +80,12 @@ def throughput_and_comm(table: pd.DataFrame):
             err = None
             if r["ci_low"] is not None and not pd.isna(r["ci_low"]):
                 err = [[r["images_per_sec"] - r["ci_low"]], [r["ci_high"] - r["images_per_sec"]]]
-            ax.bar(i, r["images_per_sec"], color=framework_colour(fw), hatch=STRATEGY_HATCH.get(r["strategy"], ""),
-                   edgecolor="white" if r["sound"] else "black", alpha=1.0 if r["sound"] else 0.45,
-                   yerr=err, capsize=3, label=STRATEGY_NAMES.get(r["strategy"], r["strategy"]))
+            flagged = not r["sound"]
+            drawn.append(flagged)
+            bars = ax.bar(i, r["images_per_sec"], color=framework_colour(fw), edgecolor="white",
+                          hatch=STRATEGY_HATCH.get(r["strategy"], "") + (FLAGGED_HATCH if flagged else ""),
+                          yerr=err, capsize=3, label=STRATEGY_NAMES.get(r["strategy"], r["strategy"]))
+            flag_bar(ax, bars[0], flagged)
         ax.set_xticks(x, [_bar_label(r) for _, r in g.iterrows()], fontsize=6.5, rotation=30, ha="right")
         ax.set_ylabel("images/s (all workers)")
         batch = f"bs {g['worker_batch'].iloc[0]}/worker" if scaling == "weak" else \
@@ -97,12 +104,13 @@ def throughput_and_comm(table: pd.DataFrame):
             ax2.set_ylim(bottom=min(0, float(np.nanmin(lo.fillna(0)))))
             handles, labels = ax2.get_legend_handles_labels()
             ax.plot([], [], "ko", ms=4, label=labels[0])
-        footnote(ax, "bars: geometric mean over processes, 95% CI; faded: fewer than 2 clean processes"
+        footnote(ax, "bars: geometric mean over processes, 95% CI"
+                 + (f"; {FLAGGED_BAR_NOTE}" if (~g["sound"].astype(bool)).any() else "")
                  + ("; communication cost " + GUARDED_NOTE if g["comm_flags"].map(bool).any() else ""))
     fig.suptitle(f"Distributed training throughput and communication cost ({WHICH})", fontsize=10)
     legend_below(fig, axes)
     fig.tight_layout()
-    return fig
+    return mark_flags(fig, drawn)
 
 
 def efficiency(table: pd.DataFrame):
@@ -122,10 +130,12 @@ def efficiency(table: pd.DataFrame):
             continue
         lo = r["eff_ci_low"] if r["eff_ci_low"] is not None and not pd.isna(r["eff_ci_low"]) else r["efficiency"]
         hi = r["eff_ci_high"] if r["eff_ci_high"] is not None and not pd.isna(r["eff_ci_high"]) else r["efficiency"]
+        flagged = not r["sound"]
         ax.barh(i, r["efficiency"], color=framework_colour(r["framework"]),
-                hatch=STRATEGY_HATCH.get(r["strategy"], ""), edgecolor="white",
+                hatch=STRATEGY_HATCH.get(r["strategy"], "") + (FLAGGED_HATCH if flagged else ""), edgecolor="white",
                 xerr=[[r["efficiency"] - lo], [hi - r["efficiency"]]], capsize=3)
-        ax.text(max(hi, r["efficiency"]) + 0.01, i, f"{r['efficiency']:.0%}", va="center", fontsize=7)
+        ax.text(max(hi, r["efficiency"]) + 0.01, i, f"{r['efficiency']:.0%}" + (" !" if flagged else ""),
+                va="center", fontsize=7)
         if r["strategy"] != "independent" and r["ceiling"] is not None and not pd.isna(r["ceiling"]):
             ax.plot([r["ceiling"]] * 2, [i - 0.4, i + 0.4], color="black", lw=2, solid_capstyle="butt",
                     label="ceiling: independent workers, same N (no communication)")
@@ -136,10 +146,11 @@ def efficiency(table: pd.DataFrame):
     ax.set_xlim(0, max(1.1, float(t["eff_ci_high"].fillna(t["efficiency"]).fillna(0).max()) + 0.15))
     ax.invert_yaxis()
     guarded = t["efficiency_flags"].map(bool)
-    if guarded.any():
-        footnote(ax, GUARDED_NOTE)
-    every = ": every efficiency n/a" if guarded.all() else ""
-    return _finish(fig, ax, f"Scaling efficiency ({WHICH}){every}")
+    flagged = guarded | ~t["sound"].astype(bool)
+    notes = ([GUARDED_NOTE] if guarded.any() else []) + ([FLAGGED_BAR_NOTE] if (flagged & ~guarded).any() else [])
+    if notes:
+        footnote(ax, "; ".join(notes))
+    return mark_flags(_finish(fig, ax, f"Scaling efficiency ({WHICH})"), flagged)
 
 
 def phases(table: pd.DataFrame):
@@ -150,7 +161,7 @@ def phases(table: pd.DataFrame):
     t = t.sort_values(["framework", "strategy", "link", "bucket_mb"]).reset_index(drop=True)
     fig, ax = plt.subplots(figsize=(8, 0.9 + 0.32 * len(t)))
     for i, r in t.iterrows():
-        left, flagged = 0.0, bool(r["phase_flags"])
+        left, flagged = 0.0, bool(r["phase_flags"]) or not r["sound"]
         for p, colour in DIST_PHASE_COLOURS.items():
             v = r.get(f"{p}_ms")
             if v is not None and not pd.isna(v) and v > 0:
@@ -158,8 +169,8 @@ def phases(table: pd.DataFrame):
                         hatch=FLAGGED_HATCH if flagged else None, edgecolor="white" if flagged else None)
                 left += v
         if flagged:
-            ax.text(left + 1, i, "! " + ", ".join(f.name for f in r["phase_flags"]) + " (flagged)", va="center",
-                    fontsize=6.5)
+            names = [f.name for f in r["phase_flags"]] or ["throughput not sound"]
+            ax.text(left + 1, i, "! " + ", ".join(names) + " (flagged)", va="center", fontsize=6.5)
         elif r["overlap_share"] is not None and not pd.isna(r["overlap_share"]):
             ax.text(left + 1, i, f"{r['overlap_share']:.0%} of comm. overlapped", va="center", fontsize=6.5)
         elif r["strategy"] == "ps_async":
@@ -169,9 +180,10 @@ def phases(table: pd.DataFrame):
                   fontsize=7)
     ax.invert_yaxis()
     ax.set_xlabel("median ms per step (median over ranks; communication: the part not hidden behind compute)")
-    if t["phase_flags"].map(bool).any():
+    flagged = t["phase_flags"].map(bool) | ~t["sound"].astype(bool)
+    if flagged.any():
         footnote(ax, PHASES_FLAGGED_NOTE)
-    return _finish(fig, ax, "Step breakdown per strategy")
+    return mark_flags(_finish(fig, ax, "Step breakdown per strategy"), flagged)
 
 
 def accuracy_over_time(curves: pd.DataFrame):
@@ -180,14 +192,21 @@ def accuracy_over_time(curves: pd.DataFrame):
         return None
     fig, ax = plt.subplots(figsize=(7, 3.6))
     styles = {"allreduce": "-", "ps_async": "--", "independent": ":"}
+    drawn = []
     for (fw, strategy, workers, _rep), g in curves.groupby(["framework", "strategy", "workers", "repeat"]):
         g = g.sort_values("train_s")
+        flagged = "clean" in g and not bool(g["clean"].all())
+        drawn.append(flagged)
         ax.plot(g["train_s"], g["accuracy"], styles.get(strategy, "-."), color=framework_colour(fw), lw=1.2,
-                alpha=0.8, label=f"{fw} {STRATEGY_NAMES.get(strategy, strategy)} x{workers}")
+                alpha=0.8, label=f"{fw} {STRATEGY_NAMES.get(strategy, strategy)} x{workers}",
+                marker="o" if flagged else None, markerfacecolor="none", markevery=max(1, len(g) // 6), ms=5)
+    if any(drawn):
+        footnote(ax, "hollow-marked lines: a flagged (disturbed) process, its times are not a finding")
     ax.set_xlabel("training seconds (evaluation time excluded)")
     ax.set_ylabel("test accuracy (digits, 450 images)")
     ax.set_ylim(0, 1)
-    return _finish(fig, ax, "Asynchronous vs synchronous data parallelism: accuracy over wall-clock time")
+    return mark_flags(_finish(fig, ax, "Asynchronous vs synchronous data parallelism: accuracy over wall-clock time"),
+                      drawn)
 
 
 def predicted_vs_measured(pred: pd.DataFrame):
@@ -200,7 +219,7 @@ def predicted_vs_measured(pred: pd.DataFrame):
         ax.text(0.5, 0.5, "every prediction n/a: its baseline is not sound\n(reasons in the table above)",
                 ha="center", va="center", fontsize=8, transform=ax.transAxes)
         ax.set_axis_off()
-        return _finish(fig, ax, "Alpha-beta model vs measurement: every prediction n/a")
+        return mark_flags(_finish(fig, ax, "Alpha-beta model vs measurement"), guarded)
     for k, (_, r) in enumerate(pred.iterrows(), 1):
         ax.scatter(r["measured_ms"], r["predicted_ms"], color=framework_colour(r["framework"]),
                    marker="o" if r["link"] == "loopback" else "s", s=36, zorder=3,
@@ -218,7 +237,7 @@ def predicted_vs_measured(pred: pd.DataFrame):
     ax.set_ylabel("predicted: compute + comm - overlap (ms)")
     if guarded.any():
         footnote(ax, f"{int(guarded.sum())} prediction(s) not drawn: " + GUARDED_NOTE)
-    return _finish(fig, ax, "Alpha-beta model vs measurement")
+    return mark_flags(_finish(fig, ax, "Alpha-beta model vs measurement"), guarded)
 
 
 def network_fit(networks: dict):
@@ -249,7 +268,7 @@ def network_fit(networks: dict):
         ax.set_title("ring all-reduce (gloo)" if kind == "allreduce" else "point to point (one way)", fontsize=9)
     legend_below(fig, axes)
     fig.tight_layout()
-    return fig
+    return mark_flags(fig, [])  # a link fit has no flag: each size is a median over many exchanges
 
 
 def extrapolation(model_rows: pd.DataFrame, published: pd.DataFrame):
@@ -278,4 +297,4 @@ def extrapolation(model_rows: pd.DataFrame, published: pd.DataFrame):
         ax.set_title(title, fontsize=8)
     legend_below(fig, axes)
     fig.tight_layout()
-    return fig
+    return mark_flags(fig, [])  # a model and published points: nothing measured here is drawn

@@ -176,6 +176,11 @@ def _cross_run_flags(configs: pd.DataFrame) -> None:
                 configs.at[k, "flag_list"] = configs.at[k, "flag_list"] + [flag("training_cheaper_than_inference", why)]
 
 
+def unsound_flags(r) -> list[str]:
+    """The names of the flags that keep a config's throughput out of the findings."""
+    return list(dict.fromkeys(f.name for f in r["flag_list"] if FLAG_SCOPE.get(f.name, "throughput") == "throughput"))
+
+
 def unsound_reason(r) -> str:
     return _join(f"{f.name}: {f.reason}" for f in r["flag_list"]
                  if FLAG_SCOPE.get(f.name, "throughput") == "throughput")
@@ -254,11 +259,13 @@ def summary_table(configs: pd.DataFrame) -> pd.DataFrame:
             top = g.iloc[0]
             rows.append({**base, "fastest": top["series"], "images_per_sec": top["images_per_sec_median"],
                          "runner_up": None, "speedup": None, "ci_low": None, "ci_high": None,
-                         "verdict": f"only {top['series']} measured", "certificates": top.get("certificate")})
+                         "verdict": f"only {top['series']} measured", "certificates": top.get("certificate"),
+                         "winner": False, "unsound_flags": unsound_flags(top)})
             continue
         c = compare_pair(g.iloc[0], g.iloc[1])
         rows.append({**base, "fastest": c["faster"], "images_per_sec": g.iloc[0]["images_per_sec_median"],
                      "runner_up": c["slower"], "speedup": c["speedup"], "ci_low": c["speedup_ci_low"],
                      "ci_high": c["speedup_ci_high"], "verdict": c["verdict"], "winner": c["winner"],
-                     "certificates": f"{g.iloc[0].get('certificate')} / {g.iloc[1].get('certificate')}"})
+                     "certificates": f"{g.iloc[0].get('certificate')} / {g.iloc[1].get('certificate')}",
+                     "unsound_flags": list(dict.fromkeys(unsound_flags(g.iloc[0]) + unsound_flags(g.iloc[1])))})
     return pd.DataFrame(rows)

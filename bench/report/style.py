@@ -41,17 +41,23 @@ PHASE_COLOURS = {"h2d": "#f6e8c3", "forward": "#dfc27d", "backward": "#bf812d", 
                  "communication": "#543005"}
 
 
-FLAGGED_NOTE = "hollow: flagged, not used for findings"
+# The one flag style of every figure (drawn by the helpers at the end of this module): a flagged point is hollow,
+# a flagged bar cross-hatched with '!', and a figure whose every input is flagged says so in its title.
+FLAGGED_NOTE = "hollow: flagged, not a finding"
 
 
-FLAGGED_BAR_NOTE = "cross-hatched with '!': flagged, not used for findings"
+FLAGGED_BAR_NOTE = "cross-hatched '!': flagged, not a finding"
 
 
 FLAGGED_HATCH = "xx"
 
 
 # Under a phase chart with a flagged breakdown: its bars are drawn, but marked as not a measurement.
-PHASES_FLAGGED_NOTE = "cross-hatched with '!': phase breakdown flagged (guard named beside the bar), not a measurement"
+PHASES_FLAGGED_NOTE = "cross-hatched '!': phase breakdown flagged (guard named beside the bar), not a measurement"
+
+
+# Appended to the title of a figure whose every input is flagged.
+ALL_FLAGGED = "every number flagged, none is a finding"
 
 
 BEST_BATCH_HATCH = "//"
@@ -217,6 +223,37 @@ def legend_patch(ax, label: str, colour: str, hatch: str | None) -> None:
 
 
 def flag_bar(ax, rect, flagged: bool) -> None:
+    """A flagged bar: cross-hatched (the caller adds FLAGGED_HATCH to its hatch) with '!' above it."""
     if flagged:
         ax.annotate("!", (rect.get_x() + rect.get_width() / 2, rect.get_height()), ha="center", va="bottom",
                     fontsize=9, fontweight="bold", color="black")
+
+
+def flag_points(ax, x, y, flagged, colour: str, marker: str) -> bool:
+    """Flagged points drawn hollow over their line (whose markers skip them: markevery=~flagged); True if any."""
+    flagged = np.asarray(flagged, dtype=bool)
+    if flagged.any():
+        ax.plot(np.asarray(x)[flagged], np.asarray(y)[flagged], ls="none", marker=marker, ms=6, color=colour,
+                markerfacecolor="none", markeredgewidth=1.3)
+    return bool(flagged.any())
+
+
+def mark_flags(fig, flagged):
+    """The one place a figure states its flags; every figure function calls it once its figure is drawn.
+
+    `flagged` has one truth value per input drawn (a point, a bar, a process; True: flagged, not a finding).
+    When every input is flagged the figure's title says so (ALL_FLAGGED), so a reader who sees only the
+    figure is not misled; the figure keeps the counts as `fig.flag_counts` (flagged, inputs)."""
+    if fig is None:
+        return None
+    flags = [bool(f) for f in flagged]
+    fig.flag_counts = (sum(flags), len(flags))
+    if flags and all(flags):
+        title = fig._suptitle  # a figure with panels has a suptitle; a one-panel figure its axes' title
+        target = title if title is not None and title.get_text() else next(
+            (ax.title for ax in fig.axes if ax.get_visible() and ax.get_title()), None)
+        if target is None:
+            fig.suptitle(ALL_FLAGGED, fontsize=10)
+        elif ALL_FLAGGED not in target.get_text():
+            target.set_text(f"{target.get_text()} ({ALL_FLAGGED})")
+    return fig

@@ -17,7 +17,7 @@ from ..measurement.certificate import CERTIFICATE_CHECKS, parity_table
 from ..measurement.loop import WARMUP_TOLERANCE
 from ..measurement.peak import PEAK_N, PEAK_TRIALS
 from ..results.record import Certificate, Record, as_records
-from . import calibration, coverage, not_run, overhead, soundness
+from . import answer, calibration, coverage, not_run, overhead, soundness
 from .systems import status_rows
 from .text import prose
 
@@ -107,19 +107,6 @@ def _rate(v: float) -> str:
     return f"{v:.0f}" if abs(v) >= 100 else f"{v:.3g}"
 
 
-def summary_for_display(summary: pd.DataFrame) -> pd.DataFrame:
-    """Model x mode x batch -> fastest framework, speed-up over the runner-up, 95% CI, verdict."""
-    if summary.empty:
-        return summary
-    s = summary.sort_values(["platform", "model", "mode", "precision", "batch_size"])
-    return pd.DataFrame({
-        "platform": s["platform"], "model": s["model"], "mode": s["mode"], "precision": s["precision"],
-        "batch": s["batch_size"], "fastest": s["fastest"], "img/s": s["images_per_sec"].map(_rate),
-        "vs": s["runner_up"].fillna(""), "speed-up": s["speedup"].map(_x),
-        "95% CI": [_ci(lo, hi) for lo, hi in zip(s["ci_low"], s["ci_high"])], "verdict": s["verdict"],
-        "fairness certificate (fastest / vs)": s.get("certificates", "")})
-
-
 def startup_for_display(configs: pd.DataFrame) -> pd.DataFrame:
     """Start-up cost per series, apart from steady-state throughput: building the model (for ONNX Runtime
     and OpenVINO: the ONNX export and session compile) and the first iteration (tracing, jit compile)."""
@@ -152,12 +139,15 @@ def ratios_for_display(ratios: pd.DataFrame, only_against_fastest: bool = False)
         return ratios
     if only_against_fastest:
         ratios = against_fastest(ratios)
+    # a speed-up with an unsound side is not stated (the rule in the methodology): blank, the verdict says why
+    stated = ~ratios["verdict"].str.startswith(soundness.UNRELIABLE)
     return pd.DataFrame({
         "platform": ratios["platform"], "model": ratios["model"], "mode": ratios["mode"],
         "precision": ratios["precision"], "batch": ratios["batch_size"],
         "faster / slower": ratios["faster"] + " / " + ratios["slower"],
-        "speed-up": ratios["speedup"].map(_x),
-        "95% CI": [_ci(lo, hi) for lo, hi in zip(ratios["speedup_ci_low"], ratios["speedup_ci_high"])],
+        "speed-up": [_x(v) if ok else "" for v, ok in zip(ratios["speedup"], stated)],
+        "95% CI": [_ci(lo, hi) if ok else "" for lo, hi, ok in zip(ratios["speedup_ci_low"],
+                                                                   ratios["speedup_ci_high"], stated)],
         "verdict": ratios["verdict"]})
 
 
@@ -256,18 +246,25 @@ def findings(configs: pd.DataFrame, summary: pd.DataFrame) -> list[str]:
             if r["verdict"].endswith(" faster"):
                 out.append(f"{_where(r)}: **{r['fastest']} is {_x(r['speedup'])} faster** than {r['runner_up']} "
                            f"[95% CI {_ci(r['ci_low'], r['ci_high'])}].")
-            elif r["verdict"] == "within noise":
-                out.append(f"{_where(r)}: {r['fastest']} and {r['runner_up']} are within noise "
-                           f"({_x(r['speedup'])} [95% CI {_ci(r['ci_low'], r['ci_high'])}] includes 1x).")
-            elif r["verdict"].startswith("not measured reliably"):
-                out.append(f"{_where(r)}: no winner stated, {r['verdict']}.")
-    out += best_engine_findings(configs)
+        # the configurations without a winner are on page 1 with their reasons: one line here, not one per row
+        ties = int((summary["verdict"] == "within noise").sum())
+        unreliable = int(summary["verdict"].str.startswith(soundness.UNRELIABLE).sum())
+        if ties or unreliable:
+            out.append(f"No winner in {ties + unreliable} of {len(summary)} configurations ({ties} within noise, "
+                       f"{unreliable} with a side not sound): the answer table gives each one's reason.")
+    engines = best_engine_findings(configs)
+    out += [e for e in engines if "no winner stated" not in e]
+    if open_engines := [e for e in engines if "no winner stated" in e]:
+        out.append(f"No best engine stated for {len(open_engines)} framework(s) and configuration(s) (engines within "
+                   "noise or not sound); every engine pair is in the details.")
     sound = configs[configs["sound"]]
-    util = sound[sound["utilisation"].notna() & ~sound["flags"].str.contains("utilisation_over_peak")]
+    util = sound[sound["utilisation"].notna()]
     if not util.empty:
         u = util.loc[util["utilisation"].idxmax()]
+        over = (" (above 100%: faster than this machine's best GEMM, plausible, see *utilisation_over_peak* in the "
+                "methodology)" if u["utilisation"] > checks.UTILISATION_LIMIT else "")
         out.append(f"Highest utilisation of the measured matrix-multiply peak among sound numbers: "
-                   f"{u['utilisation']:.0%} ({u['series']} {u['model']} {u['mode']} batch {u['batch_size']}).")
+                   f"{u['utilisation']:.0%}{over} ({u['series']} {u['model']} {u['mode']} batch {u['batch_size']}).")
     par = parity_table(configs)
     if not par.empty:
         bad = par[~par["parity"]]
@@ -294,17 +291,14 @@ def header(d) -> str:
     sweeps = "; ".join(f"`{c.profile}` on {c.host}: {'complete' if c.complete else c.status}, {c.done} of {c.planned} "
                        f"planned runs recorded" for c in coverage.coverages(d.sweeps, _all_records(d)))
     dates = sorted(runs["created"].str[:10])
-    flagged = d.processes[~d.processes["clean"]] if not d.processes.empty else d.processes
-    unsound = configs[~configs["sound"]] if not configs.empty else configs
     status = runs["status"].value_counts()
-    return (f"{top}Built {built} from **{len(runs)} process runs** recorded {dates[0]}"
+    return (f"{top}{answer.status_line(d, _all_records(d))}\n\n{answer.machine_line(d.records)}\n\n"
+            f"Built {built} from {len(runs)} process runs recorded {dates[0]}"
             f"{' to ' + dates[-1] if dates[-1] != dates[0] else ''} on {hosts}; "
-            f"sweep(s): {sweeps or 'none (single runs)'}. "
-            f"{len(configs)} configs, each measured in {_processes_phrase(configs)}. "
-            f"**{len(flagged)} process runs were flagged** (disturbed or far jitterier than their repetitions) and "
-            f"**{len(unsound)} configs are not used for findings**; of the {len(runs)} recorded runs "
+            f"sweep(s): {sweeps or 'none (single runs)'}; {len(configs)} configs, each measured in "
+            f"{_processes_phrase(configs)}; of the {len(runs)} recorded runs "
             f"{int(status.get('error', 0))} failed and {int(status.get('skipped', 0))} were skipped. "
-            "Every number below was measured by this project unless it is labelled *published*.")
+            "Every number was measured by this project unless it is labelled *published*.")
 
 
 def _minutes(budget) -> str:

@@ -6,7 +6,9 @@ import html
 
 import matplotlib.pyplot as plt
 
+from ..measurement.flags import FLAG_SCOPE
 from ..results.record import Record
+from .style import mark_flags
 
 
 def run_summary(record: Record):
@@ -32,6 +34,11 @@ def run_summary(record: Record):
     return HTML(f"<table>{body}</table>")
 
 
+def _flagged(record: Record) -> bool:
+    """The run's own throughput is flagged (disturbed, a failed certificate, ...): its figure says so."""
+    return any(FLAG_SCOPE.get(f.name, "throughput") == "throughput" for f in record.flags)
+
+
 def plot_latency_trace(record: Record):
     """Latency of every iteration in order; the warm-up is shaded so its effect is visible."""
     warm, timed = record.samples.warmup_s, record.samples.timed_s
@@ -40,7 +47,7 @@ def plot_latency_trace(record: Record):
         ax.text(0.5, 0.5, f"no iterations ({record.status}: {record.reason})", ha="center", va="center",
                 transform=ax.transAxes, wrap=True)
         ax.set_axis_off()
-        return fig
+        return mark_flags(fig, [])
     ms = [t * 1e3 for t in warm + timed]
     ax.plot(range(len(ms)), ms, marker="o", ms=3, lw=1)
     if warm:
@@ -53,7 +60,7 @@ def plot_latency_trace(record: Record):
     ax.set_title(record.label, fontsize=9)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    return fig
+    return mark_flags(fig, [_flagged(record)])
 
 
 RANK_PHASES = ("forward", "backward", "forward_backward", "update", "exposed_comm", "other")
@@ -91,7 +98,7 @@ def plot_rank_phases(record: Record):
         ax.text(0.5, 0.5, "no per-step phases (asynchronous steps run remotely, or the run failed)",
                 ha="center", va="center", transform=ax.transAxes)
         ax.set_axis_off()
-        return fig
+        return mark_flags(fig, [])
     for i, r in enumerate(ranks):
         left = 0.0
         for j, p in enumerate(RANK_PHASES):
@@ -104,4 +111,4 @@ def plot_rank_phases(record: Record):
     ax.set_title(record.label, fontsize=9)
     ax.legend(fontsize=8, ncol=6, loc="upper center", bbox_to_anchor=(0.5, -0.35))
     fig.tight_layout()
-    return fig
+    return mark_flags(fig, [_flagged(record)])

@@ -1,0 +1,227 @@
+"""Study coverage: for each source study this project remakes, each of its figures or claims -> measured here (from
+the data at hand), where in the report, or why not and what would measure it; the references; and where the
+communication model and a published point disagree by more than 2x."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pandas as pd
+
+from ..adapters import ADAPTERS
+from .systems import HISTORICAL
+
+# Full citations, cited by key in the coverage tables and the text.
+REFERENCES = {
+    "2019": "ititandev, *deep-learning-benchmark*: TensorFlow 1.13, PyTorch 1.0.1 and Caffe2 0.8.1 on a CPU "
+            "(2x Xeon Silver 4114), Tesla P100 and Tesla T4; VGG16 and ResNet152, batch 1-32. Student report and "
+            "data, 2019, https://github.com/ititandev/deep-learning-benchmark (results/cpu.txt, p100.txt, t4.txt).",
+    "SINGA": "Apache SINGA documentation, *Benchmark: distributed training* (benchmark-train.md), ResNet-50 on "
+             "Tesla K80 (AWS p2.8xlarge), 10 Gbit/s, 1-128 GPUs, https://github.com/apache/singa-doc; "
+             "W. Wang et al., *SINGA: Putting Deep Learning in the Hands of Multimedia Users*, ACM Multimedia 2015.",
+    "HKBU": "S. Shi, Q. Wang, X. Chu, *Performance Modeling and Evaluation of Distributed Deep Learning Frameworks "
+            "on GPUs*, IEEE DASC 2018, arXiv:1711.05979 (Hong Kong Baptist University); S. Shi, Q. Wang, P. Xu, "
+            "X. Chu, *Benchmarking State-of-the-Art Deep Learning Software Tools*, arXiv:1608.07249.",
+    "thesis": "The thesis demonstration this project's distributed section follows (TensorFlow ps/worker processes "
+              "on localhost; asynchronous parameter servers against synchronous all-reduce); its author and title "
+              "are not recorded in the project. Downpour SGD: J. Dean et al., *Large Scale Distributed Deep "
+              "Networks*, NIPS 2012.",
+    "Goyal": "P. Goyal et al., *Accurate, Large Minibatch SGD: Training ImageNet in 1 Hour*, arXiv:1706.02677, 2017.",
+    "Horovod": "A. Sergeev, M. Del Balso, *Horovod: fast and easy distributed deep learning in TensorFlow*, "
+               "arXiv:1802.05799, 2018; Horovod documentation, benchmarks.rst, https://github.com/horovod/horovod.",
+    "Kalibera": "T. Kalibera, R. Jones, *Rigorous Benchmarking in Reasonable Time*, ISMM 2013.",
+    "vendors": "Single-device throughput for context: TensorFlow tf_cnn_benchmarks page (2017), NVIDIA "
+               "DeepLearningExamples READMEs, Lambda deeplearning-benchmark, timm benchmark CSVs, PyTorch "
+               "benchmarks/distributed/ddp README (each row names its own source in the details' appendix).",
+}
+
+STUDY_TITLES = {"2019": "The 2019 study [2019]", "SINGA": "Apache SINGA's distributed benchmark [SINGA]",
+                "HKBU": "HKBU's performance model of distributed SGD [HKBU]",
+                "thesis": "The thesis demonstration of parameter servers [thesis]"}
+
+NO_GPU = "this machine has no GPU"
+
+
+@dataclass(frozen=True)
+class Claim:
+    study: str
+    claim: str
+    measured: Callable  # (ReportData, the claim) -> what these results hold for it, "" when nothing
+    where: str  # the report section that shows it
+    why_not: str  # what stops a full remake on a machine like this one
+    command: str  # what would measure it
+
+
+def _configs(d, **match) -> pd.DataFrame:
+    c = d.configs
+    if c.empty:
+        return c
+    for col, values in match.items():
+        c = c[c[col].isin(values)]
+    return c
+
+
+def _batches(d, models, modes=("inference", "training")) -> str:
+    c = _configs(d, model=models, mode=modes)
+    if c.empty:
+        return ""
+    parts = [f"{m} {mode} batch {', '.join(str(b) for b in sorted(g['batch_size'].unique()))} "
+             f"({', '.join(sorted(g['framework'].unique()))})" for (m, mode), g in c.groupby(["model", "mode"])]
+    return "; ".join(parts)
+
+
+def _devices(d, claim: str = "") -> str:
+    if d.configs.empty:
+        return ""
+    platforms = sorted(d.configs["platform"].unique())
+    return f"{len(platforms)} device(s): " + ", ".join(platforms)
+
+
+def named_in(text: str) -> tuple[str, ...]:
+    """The registered frameworks a study's claim names (by name or display name)."""
+    words = set(re.findall(r"[a-z0-9_]+", text.lower()))
+    return tuple(n for n in ADAPTERS if ADAPTERS.get(n).measures_a_framework and
+                 ({n, (ADAPTERS.get(n).display_name or n).lower().replace(" ", "")} & words))
+
+
+def _strategies(d, strategies, frameworks=()) -> str:
+    t = d.scaling.table if d.scaling is not None else pd.DataFrame()
+    if t.empty:
+        return ""
+    t = t[t["strategy"].isin(strategies)]
+    if frameworks:
+        t = t[t["framework"].isin(frameworks)]
+    if t.empty:
+        return ""
+    return "; ".join(f"{fw} {s} x{','.join(str(w) for w in sorted(g['workers'].unique()))}"
+                     for (fw, s), g in t.groupby(["framework", "strategy"]))
+
+
+def _phases(d, claim: str = "") -> str:
+    cols = [c for c in d.configs.columns if c.startswith("phase_")] if not d.configs.empty else []
+    n = int(d.configs[cols].notna().any(axis=1).sum()) if cols else 0
+    return f"phases of {n} configs" if n else ""
+
+
+def _accuracy(d, claim: str = "") -> str:
+    acc = d.scaling.accuracy if d.scaling is not None else None
+    return f"{len(acc)} strategy rows" if acc is not None and not acc.empty else ""
+
+
+def _frameworks(d, names) -> str:
+    c = _configs(d, framework=names)
+    return ", ".join(f"{fw} ({len(g)} configs)" for fw, g in c.groupby("framework")) if not c.empty else ""
+
+
+def _historical(keys) -> Callable:
+    return lambda d, claim: ""  # never installable here (bench/report/systems.py says why)
+
+
+def _why_historical(*keys) -> str:
+    return "; ".join(f"{s.name}: {s.reason}" for s in HISTORICAL if s.key in keys)
+
+
+CLAIMS = [
+    Claim("2019", "Figures 3-8: images/s against batch size 1-32, VGG16 and ResNet152, training and inference, "
+          "one chart per device", lambda d, claim: _batches(d, ("vgg16", "resnet152")),
+          "Throughput vs batch size; Then and now",
+          f"the default profile runs ResNet-50 (VGG16 and ResNet152 over batch 1-32 in every framework take hours on "
+          f"2 cores); {NO_GPU} (no P100 or T4)", "`make report PROFILE=seed` (the 2019 protocol; hours on a CPU)"),
+    Claim("2019", "Figures 9-11: each framework on each device at batch 32 and at its best batch", _devices,
+          "Each framework at batch 32 and its best batch",
+          "one device per machine: a comparison across hardware needs results from several machines",
+          "`make sweep PROFILE=seed` on each machine, results/<host>/ folders copied into one results folder, "
+          "then `make render`"),
+    Claim("2019", "Caffe2 beside TensorFlow and PyTorch", _historical(("caffe2",)), "Frameworks: measured and not",
+          _why_historical("caffe2"), "none (ONNX Runtime is measured as its deployment successor)"),
+    Claim("SINGA", "ResNet-50 throughput and communication cost against 1-128 GPUs, all-reduce against a "
+          "parameter server", lambda d, claim: _strategies(d, ("allreduce", "ps_sync", "ps_async")),
+          "Distributed: throughput and communication cost; extrapolation to published set-ups",
+          f"one CPU with 2 cores: at most 2 workers, ResNet-18 at 32x32; {NO_GPU}; published points are drawn "
+          "beside the alpha-beta model instead", "`make report PROFILE=distributed` (more strategies, an emulated "
+          "1 Gbit/s link); GPUs: the README's multi-GPU commands"),
+    Claim("SINGA", "SINGA itself", _historical(("singa",)), "Frameworks: measured and not",
+          _why_historical("singa"), "none (PyTorch DDP and the ps_sync / ps_async strategies stand in)"),
+    Claim("HKBU", "An SGD step split into I/O, host-to-device, forward, backward, update and communication",
+          _phases, "details: phase breakdown; Distributed: step breakdown (details)",
+          "no GPU: no host-to-device copy to time (data is resident on the CPU)",
+          "a GPU machine: `make report` there (phases are timed on every run)"),
+    Claim("HKBU", "Overlapping communication with backward is what makes frameworks scale",
+          lambda d, claim: _strategies(d, ("allreduce_nosync",)) and _strategies(d, ("allreduce",
+                                                                                      "allreduce_nosync")),
+          "Distributed: step breakdown and overlap (details); extrapolation",
+          "2 workers on loopback: the overlap is measured, its effect at scale only modelled",
+          "`make report PROFILE=distributed` (bucket sizes 1 / 25 / 100 MB, all-reduce after backward)"),
+    Claim("HKBU", "Caffe-MPI, CNTK, MXNet and TensorFlow compared on a GPU cluster",
+          lambda d, claim: _frameworks(d, named_in(claim)),
+          "Answer; Frameworks: measured and not",
+          _why_historical("cntk", "caffe-mpi") + f"; {NO_GPU}; MXNet and TensorFlow run single-process here",
+          "none for CNTK and Caffe-MPI"),
+    Claim("thesis", "TensorFlow ps/worker processes on localhost",
+          lambda d, claim: _strategies(d, ("ps_async",), named_in(claim)),
+          "Distributed: throughput and communication cost", "", "`make report` (its distributed section)"),
+    Claim("thesis", "Asynchronous parameter servers against synchronous all-reduce: accuracy over time (Downpour "
+          "SGD)", _accuracy, "Distributed: accuracy over time (details)", "",
+          "`make report` (digits MLP, 2 workers)"),
+]
+
+
+def coverage_table(d, study: str) -> pd.DataFrame:
+    """One study's figures and claims: measured here (what the results hold), where, or why not and how."""
+    rows = []
+    for c in CLAIMS:
+        if c.study != study:
+            continue
+        held = c.measured(d, c.claim) if not d.configs.empty or d.scaling is not None else ""
+        rows.append({"figure or claim": c.claim, "measured here": held or "not measured",
+                     "where in the report": c.where if held else "",
+                     "why not (fully) measured": c.why_not or ("" if held else "not in these results"),
+                     "what would measure it": c.command})
+    return pd.DataFrame(rows)
+
+
+def references() -> str:
+    return "\n".join(f"- [{key}] {text}" for key, text in REFERENCES.items())
+
+
+# Why a model curve and a published point can disagree, per model curve (the model is bench/runs/distributed's
+# alpha-beta model with this machine's latency and overlap).
+_LIKELY = {
+    "parameter server (1 server)": "the model has one server that every worker waits on, with no overlap; the "
+                                   "published system shards its parameters over several servers and overlaps "
+                                   "their traffic with computation",
+    "ring all-reduce": "the model assumes this machine's link latency and overlap share, not the published "
+                       "cluster's, and no contention or stragglers",
+}
+
+
+def disagreements(model_rows: pd.DataFrame, published: pd.DataFrame, factor: float = 2.0) -> list[str]:
+    """Published efficiency points the alpha-beta model misses by more than `factor` at the same worker count,
+    each with the likely reason (one line per model curve and published system)."""
+    if model_rows.empty or published.empty:
+        return []
+    out = []
+    for setup, g in model_rows.groupby("setup", sort=False):
+        systems = g["system"].iloc[0]
+        points = published[published["system"].isin(systems)]
+        pairs = [(c, sy) for c in g["model"].unique() for sy in points["system"].unique()]
+        for curve, system in pairs:
+            if ("parameter" in curve) != ("parameter" in system.lower()):
+                continue  # compare like with like: the server model with the server system
+            m = g[g["model"] == curve].set_index("workers")["efficiency"]
+            p = points[(points["system"] == system) & points["workers"].isin(m.index) & (points["workers"] > 1)]
+            if p.empty:
+                continue
+            ratio = p["efficiency"].to_numpy() / m.loc[p["workers"]].to_numpy()
+            off = (ratio > factor) | (ratio < 1 / factor)
+            if not off.any():
+                continue
+            worst = int(abs(pd.Series(ratio).map(lambda r: max(r, 1 / r))).idxmax())
+            w, r = int(p["workers"].iloc[worst]), float(ratio[worst])
+            reason = next((v for k, v in _LIKELY.items() if curve.startswith(k)), "")
+            out.append(f"{setup}: the model's *{curve}* curve and {system}'s published points disagree by more "
+                       f"than {factor:g}x at {int(off.sum())} of {len(p)} worker counts (worst: {w} workers, "
+                       f"published {r:.1f}x the model). Likely reason: {reason}.")
+    return out

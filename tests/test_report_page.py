@@ -1,0 +1,147 @@
+"""The report a reader trusts in two minutes (issue 21): page 1 answers (status, the answer table, the machine),
+no winner and no speed-up from disturbed data, every figure says when all its numbers are flagged, each source
+study's coverage is stated, and the default profile's report stays short with the details exported beside it."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import matplotlib.pyplot as plt
+import pytest
+
+from bench.report import answer as A
+from bench.report import diagnostics as D
+from bench.report import figures as F
+from bench.report import published as P
+from bench.report import studies as St
+from bench.report import tables as T
+from bench.report.context import load
+from bench.report.export import build_report, find_chromium
+from bench.report.style import ALL_FLAGGED
+
+from .synthetic import default_profile_records, record, write
+
+BUSY = {"name": "disturbed", "reason": "other processes used 45% of the CPUs during the timed loop (limit 10%)"}
+MAX_PAGES = 15
+
+
+@pytest.fixture(scope="module")
+def all_disturbed(tmp_path_factory):
+    """Two frameworks at two batch sizes, every process disturbed."""
+    runs = [record(framework=fw, batch_size=b, repeat=i, seed=10 * b + i, ips=ips * (1 + 0.01 * i), flops=4e9,
+                   peak=1.5e11, other_cpu_share=0.45, flags=[BUSY])
+            for fw, ips in (("torch", 10.0), ("tensorflow", 30.0)) for b in (1, 8) for i in range(3)]
+    return load(write(runs, tmp_path_factory.mktemp("busy")))
+
+
+def test_all_disturbed_data_names_no_winner_and_blanks_every_speed_up(all_disturbed):
+    d = all_disturbed
+    table, notes = A.answer_table(d.summary)
+    assert len(table) == 2 and (table["fastest"] == "").all() and (table["x faster [95% CI]"] == "").all()
+    assert (table["verdict"] == "no winner [1]").all()
+    # the reason is said once, as a footnote, not once per row
+    assert len(notes) == 1 and notes[0].startswith("[1] disturbed:")
+    ratios = T.ratios_for_display(d.ratios)
+    assert (ratios["speed-up"] == "").all() and (ratios["95% CI"] == "").all()
+    assert ratios["verdict"].str.contains("not measured reliably").all()
+    assert not any("faster**" in f for f in T.findings(d.configs, d.summary))
+    status = A.status_line(d, d.records)
+    assert "12 of 12 processes disturbed" in status and "4 of 4 configs not sound" in status
+
+
+def test_all_disturbed_data_flags_every_figure_in_its_title(all_disturbed):
+    d = all_disturbed
+    figures = {"per_hardware": F.per_hardware(d.configs), "per_framework": F.per_framework(d.configs),
+               "latency": F.latency_batch1(d.configs), "utilisation": F.utilisation(d.configs),
+               "memory": F.memory_vs_batch(d.configs), "drift": D.drift_timeline(d.processes),
+               "published": P.published_overlay(d.configs, d.published)}
+    for name, figs in figures.items():
+        for fig in figs if isinstance(figs, list) else [figs]:
+            assert fig is not None, name
+            titles = [fig._suptitle.get_text() if fig._suptitle else ""] + [ax.get_title() for ax in fig.axes]
+            assert any(ALL_FLAGGED in t for t in titles), (name, titles)
+            assert fig.flag_counts[0] == fig.flag_counts[1] > 0, name
+    plt.close("all")
+
+
+def test_the_machine_is_said_in_one_line(all_disturbed):
+    line = A.machine_line(all_disturbed.records)
+    m = all_disturbed.records[0].manifest
+    assert line.startswith("**Machine:** test-host: ") and "\n" not in line
+    assert f"{m.cpu.physical_cores} cores / {m.cpu.logical_cpus} logical CPUs" in line
+    assert ("no GPU" in line) == (not m.gpus)
+
+
+def test_each_study_says_what_was_measured_where_or_why_not_and_how(tmp_path):
+    d = load(write([record(framework="torch", model="vgg16", batch_size=4, repeat=i, seed=i) for i in range(2)],
+                   tmp_path))
+    for study in St.STUDY_TITLES:
+        table = St.coverage_table(d, study)
+        assert len(table) and table["what would measure it"].map(bool).all(), study
+        missing = table[table["measured here"] == "not measured"]
+        assert missing["why not (fully) measured"].map(bool).all(), study
+    first = St.coverage_table(d, "2019").iloc[0]
+    assert first["measured here"] == "vgg16 inference batch 4 (torch)" and "no GPU" in first["why not (fully) measured"]
+    assert "PROFILE=seed" in first["what would measure it"]
+    refs = St.references()
+    assert all(f"[{key}]" in refs for key in St.STUDY_TITLES) and "ititandev/deep-learning-benchmark" in refs
+
+
+def test_a_model_published_disagreement_over_2x_is_said_with_its_reason():
+    from bench.report import scaling as S
+
+    published = S.published_efficiency(S.published_scaling())
+    lines = St.disagreements(S.extrapolation(50e-6, 0.0), published)
+    ps = [line for line in lines if "parameter server (1 server)" in line]
+    assert ps and "more than 2x" in ps[0] and "Likely reason:" in ps[0]
+    assert not St.disagreements(S.extrapolation(50e-6, 0.0), published, factor=1e9)
+
+
+# --- the default profile's report, rendered once (papermill + Chromium; about a minute and a half here) ---
+
+@pytest.fixture(scope="module")
+def default_report(tmp_path_factory):
+    if find_chromium() is None or shutil.which("pdfinfo") is None:
+        pytest.skip("needs Chromium and poppler's pdfinfo (make system-deps)")
+    results = write(default_profile_records(disturbed_every=4), tmp_path_factory.mktemp("default-results"))
+    out = tmp_path_factory.mktemp("default-report")
+    build_report(results, out)
+    return out
+
+
+def _pdf_text(pdf, first=None, last=None) -> str:
+    pages = [*(["-f", str(first)] if first else []), *(["-l", str(last)] if last else [])]
+    return subprocess.run(["pdftotext", "-layout", *pages, str(pdf), "-"], capture_output=True, text=True,
+                          check=True).stdout
+
+
+def test_the_default_profile_s_report_fits_in_about_fifteen_pages(default_report):
+    info = subprocess.run(["pdfinfo", str(default_report / "report.pdf")], capture_output=True, text=True).stdout
+    pages = int(re.search(r"Pages:\s+(\d+)", info).group(1))
+    assert pages <= MAX_PAGES, f"{pages} pages"
+    # nothing lost: the details are exported beside it and linked from it
+    assert (default_report / "details.html").exists() and (default_report / "details.pdf").exists()
+    assert 'href="details.html"' in (default_report / "report.html").read_text()
+
+
+def test_page_one_has_the_status_the_answer_and_the_machine_in_readable_columns(default_report):
+    page1 = _pdf_text(default_report / "report.pdf", 1, 1)
+    assert "Status:" in page1 and "Machine:" in page1 and "Answer" in page1
+    # the answer table's header on one line, each heading whole (not squeezed to a letter per line: "plat/for/m")
+    header = next(line for line in page1.splitlines() if "x faster" in line)
+    for heading in ("model", "mode", "batch", "fastest", "x faster [95% CI]", "verdict"):
+        assert heading in header, (heading, header)
+    assert "[1] within noise" in page1
+
+
+def test_the_report_says_each_thing_once_and_omits_empty_sections(default_report):
+    text = _pdf_text(default_report / "report.pdf")
+    assert text.count("of the CPUs during the timed loop") <= 1
+    for empty in ("Not run: over budget", "Not applicable", "Failed and skipped runs", "Largest batch"):
+        assert empty not in text, empty
+    for present in ("Study coverage", "The 2019 study [2019]", "References", "Disturbed processes: one rule"):
+        assert present in text, present
+    details = _pdf_text(default_report / "details.pdf")
+    assert "Every framework pair" in details and "Flagged numbers" in details and "every published row" in details
