@@ -4,8 +4,9 @@ records with known timestamps."""
 import pytest
 
 from bench import make_config
-from bench.report.overhead import estimate_text, overhead_table, process_seconds, to_markdown, to_text
-from bench.results.record import Record, Startup
+from bench.report.overhead import (estimate_text, overhead_table, process_seconds, sweep_cost_text, to_markdown,
+                                   to_text)
+from bench.results.record import Record, Startup, SweepPlacement
 from bench.results.sweep_manifest import wall_key
 from bench.sweep.plan import PROCESS_OVERHEAD_S, estimate_run_s, fixed_cost_s, startup_history
 from bench.sweep.runner import estimate_error
@@ -37,6 +38,22 @@ def test_the_components_add_up_to_each_process_wall_time():
     assert table.loc["outside", "median_s"] == pytest.approx(2.0) and table.loc["other", "median_s"] == 0.25
     assert table.loc["all", "share"] == pytest.approx(12.0 / total)  # the timed loops' share is measurement
     assert "timed" in to_text(overhead_table(records, walls)) and "| timed |" in to_markdown(table.reset_index())
+
+
+def test_the_report_states_the_timed_share_and_leaves_the_table_to_the_details():
+    timed = [_timed(0), _timed(1)]
+    records = [r for r, _ in timed]
+    sweep_id = "s1"
+    for r in records:
+        r.sweep = SweepPlacement(id=sweep_id)
+    walls = {wall_key(r.config_key, r.repeat, r.attempt): w for r, w in timed}
+    manifest = {"sweep_id": sweep_id, "process_walls": walls, "estimate_s": 60.0, "runs_s": 50.0,
+                "estimate_error": 0.2, "adaptive": {"min_repeats": 2, "max_repeats": 4},
+                "extra_processes": [{"label": "x", "repeat": 2, "reason": "interval straddled 1x"}]}
+    text = sweep_cost_text(records, [manifest])
+    share = overhead_table(records, walls).set_index("component").loc["all", "share"]
+    assert f"{share:.0%} of its 2 processes" in text and "details" in text
+    assert "| timed |" not in text and "1 processes beyond the minimum" in text
 
 
 def test_records_without_timestamps_are_left_out_and_no_wall_time_means_no_outside_row():
@@ -87,6 +104,8 @@ def test_the_report_lists_each_named_profile_not_run_here_with_its_command():
     assert [r["profile"] for r in rows] == [n for n in NAMED if n != "engines"]
     assert all(r["command"] == f"make sweep PROFILE={r['profile']} && make render" and r["description"]
                and "does not load" not in r["description"] for r in rows)
+    assert "`memory`" in not_run_text([{"profile": "engines"}]) and "`engines`" not in not_run_text(
+        [{"profile": "engines"}]) and "make sweep PROFILE=<name> && make render" in not_run_text([])
     assert not_run_text([{"profile": n} for n in NAMED]) == ""
 
 

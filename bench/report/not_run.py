@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pandas as pd
+
 from ..errors import ConfigError
 from ..sweep.profiles import load_profile
 
@@ -25,10 +27,17 @@ def not_run(sweeps: list[dict], named: tuple[str, ...] = NAMED) -> list[dict]:
     return out
 
 
+def not_run_table(sweeps: list[dict]) -> pd.DataFrame:
+    """The details' table of the named profiles not run here: name, what it holds, command."""
+    return pd.DataFrame(not_run(sweeps), columns=["profile", "description", "command"])
+
+
 def not_run_text(sweeps: list[dict]) -> str:
-    """Markdown: the profiles not run here, each with its command."""
+    """Markdown, one sentence: the profiles not run here and the command that adds each (what each holds is in the
+    details)."""
     rows = not_run(sweeps)
     if not rows:
         return ""
-    return "**Not run here** (each adds its section to the same report):\n\n" + "\n".join(
-        f"- `{r['profile']}`: {r['description']} - `{r['command']}`" for r in rows)
+    names = ", ".join(f"`{r['profile']}`" for r in rows)
+    return (f"**Not run here:** the profiles {names}; each adds its section to this report with "
+            "`make sweep PROFILE=<name> && make render` (what each holds: the details).")

@@ -114,17 +114,31 @@ def extra_processes_text(sweeps: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def latest_sweep_overhead(records: list[Record], sweeps: list[dict]) -> pd.DataFrame:
+    """The per-process overhead table of the latest sweep (the details notebook shows it)."""
+    if not sweeps:
+        return pd.DataFrame(columns=COLUMNS)
+    latest = sweeps[-1]
+    ran = [r for r in as_records(records) if r.sweep and r.sweep.id == latest["sweep_id"]]
+    return overhead_table(ran, latest.get("process_walls"))
+
+
 def sweep_cost_text(records: list[Record], sweeps: list[dict]) -> str:
-    """The methodology's cost paragraph for the latest sweep: estimate against actual, the per-process overhead
-    table, and why configs got extra processes."""
+    """The methodology's cost paragraph for the latest sweep: estimate against actual, the timed loop's share of
+    the processes' wall time (the per-process table and every extra process are in the details), and how many
+    configs got extra processes."""
     if not sweeps:
         return ""
     latest = sweeps[-1]
-    ran = [r for r in as_records(records) if r.sweep and r.sweep.id == latest["sweep_id"]]
-    table = to_markdown(overhead_table(ran, latest.get("process_walls")))
-    parts = [f"**Where the time went.** Sweep `{latest['sweep_id']}`: {estimate_text(latest)}."]
-    if table:
-        parts.append("Per process (medians and totals over its processes; `share`: of the processes' wall time):\n\n"
-                     + table)
-    extra = extra_processes_text(sweeps)
-    return "\n\n".join(parts + ([extra] if extra else []))
+    table = latest_sweep_overhead(records, sweeps)
+    text = f"**Where the time went.** Sweep `{latest['sweep_id']}`: {estimate_text(latest)}."
+    total = table[table["component"] == "all"]
+    if not total.empty and total["share"].iloc[0] is not None:
+        text += (f" The timed loops were {total['share'].iloc[0]:.0%} of its {int(total['processes'].iloc[0])} "
+                 "processes' wall time; the rest (start-up, warm-up, phase pass, checks) is broken down per "
+                 "component in the details.")
+    extra = sum(len(m.get("extra_processes") or []) for m in sweeps if m.get("adaptive"))
+    if extra:
+        text += (f" {extra} processes beyond the minimum went to the configs whose comparison was least decided "
+                 "(each with its reason in the details).")
+    return text
