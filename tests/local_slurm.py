@@ -41,8 +41,13 @@ def environment() -> dict[str, str]:
     return {**os.environ, "SLURM_CONF": str(CONF)}
 
 
+def node_name() -> str:
+    """The cluster's one node: this machine's short host name."""
+    return socket.gethostname().split(".")[0]
+
+
 def _conf_text() -> str:
-    host = socket.gethostname().split(".")[0]
+    host = node_name()
     cpus = os.cpu_count() or 1
     memory_mb = max(1000, int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**20 * 0.8))
     return "\n".join([
@@ -121,7 +126,7 @@ def start(timeout_s: float = 60) -> None:
         if state == "idle":
             return
         if state and state.startswith("down"):
-            _run("scontrol", "update", f"nodename={socket.gethostname().split('.')[0]}", "state=resume", check=False)
+            _run("scontrol", "update", f"nodename={node_name()}", "state=resume", check=False)
         time.sleep(0.5)
     log = (STATE / "slurmctld.log").read_text(errors="replace")[-800:] if (STATE / "slurmctld.log").exists() else ""
     raise RuntimeError(f"the local Slurm node did not become idle within {timeout_s:g} s (state {node_state()}). {log}")

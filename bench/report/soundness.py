@@ -1,7 +1,8 @@
 """From processes to configs: process-level estimates, cross-run sanity flags, and what is sound.
 
 The process is the unit of replication. A config's number is the mean of its processes' medians
-with a t-interval over processes; a disturbed or unusually jittery process is left out while enough
+with a t-interval over processes (over nodes, each the mean of its processes, where a scheduler ran the
+config's processes on several nodes); a disturbed or unusually jittery process is left out while enough
 clean ones remain. A config is *sound* (usable for a finding) when at least MIN_PROCESSES clean
 processes measured it and no guard flagged its throughput.
 """
@@ -16,7 +17,7 @@ import pandas as pd
 from ..host.interference import cv_outlier_reason
 from ..measurement.flags import FLAG_SCOPE, flag, forward_backward_flag, phase_sum_flag, utilisation_flag
 from ..results.record import Flag, Record
-from ..stats import process_interval, process_ratio, variance_components
+from ..stats import outer_level, process_interval, process_ratio, variance_components
 
 MIN_PROCESSES = 2
 # A larger batch's throughput may fall (memory, cache), but not by more than this share beyond its CIs.
@@ -42,6 +43,7 @@ def process_table(records: list[Record], runs: pd.DataFrame) -> pd.DataFrame:
     by_id = {r.record_id: r for r in records}
     ok["timed_ips"] = [r.config.batch_size / np.asarray(r.samples.timed_s) for r in map(by_id.get, ok["record_id"])]
     ok["ips"] = ok["images_per_sec_median"]
+    ok["node"] = [r.sweep.node if r.sweep else None for r in map(by_id.get, ok["record_id"])]
     cvs = [float(np.std(1 / x, ddof=1) / np.mean(1 / x)) if len(x) > 1 else 0.0 for x in ok["timed_ips"]]
     ok["cv"] = cvs
     flags = []
@@ -74,7 +76,8 @@ def aggregate(processes: pd.DataFrame, runs: pd.DataFrame, peaks: dict[str, floa
     for _, g in processes.groupby(CONFIG, sort=False):
         clean = g[g["clean"]]
         used = clean if len(clean) else g
-        est = process_interval(used["ips"])
+        replicates, nodes = outer_level(used["ips"], used["node"] if "node" in used else [None] * len(used))
+        est = process_interval(replicates)
         first = used.sort_values("repeat").iloc[0]
         row = {c: first[c] for c in runs.columns if c in first and c not in ("record_id", "repeat", "attempt")}
         lat = np.concatenate([1 / x for x in used["timed_ips"]]) * first["batch_size"] * 1e3
@@ -109,8 +112,11 @@ def aggregate(processes: pd.DataFrame, runs: pd.DataFrame, peaks: dict[str, floa
             "images_per_sec_median": est["estimate"],
             "images_per_sec_ci_low": used["images_per_sec_ci_low"].min() if one else est["ci_low"],
             "images_per_sec_ci_high": used["images_per_sec_ci_high"].max() if one else est["ci_high"],
-            "ci_method": "t over processes" if est["ci_low"] is not None else "within one process only",
+            "ci_method": ("within one process only" if est["ci_low"] is None else
+                          f"t over nodes ({nodes}, each the mean of its processes)" if nodes > 1 else
+                          "t over processes"),
             "processes": len(g), "clean_processes": len(clean), "process_ips": list(used["ips"]),
+            "replicate_ips": replicates, "replicate_nodes": nodes,
             "latency_ms_p50": float(np.percentile(lat, 50)), "latency_ms_p90": float(np.percentile(lat, 90)),
             "latency_ms_p99": float(np.percentile(lat, 99)), "latency_ms_median": float(np.median(lat)),
             "peak_memory_bytes": used["peak_memory_bytes"].max(),
@@ -195,7 +201,7 @@ def no_winner(a, b, ratio: dict, names: tuple[str, str] | None = None, sep: str 
 
 def compare_pair(a, b) -> dict:
     """Verdict on two configs' rows: which is faster, by how much (always >= 1x), with the CI."""
-    r = process_ratio(a["process_ips"], b["process_ips"])
+    r = process_ratio(a["replicate_ips"], b["replicate_ips"])
     out = {"a": a["series"], "b": b["series"], "ratio_a_over_b": r["ratio"], "ci_low": r["ci_low"],
            "ci_high": r["ci_high"]}
     faster, slower, ratio, lo, hi = a, b, r["ratio"], r["ci_low"], r["ci_high"]
