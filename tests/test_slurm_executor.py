@@ -195,17 +195,18 @@ def test_the_scheduler_reports_a_cancelled_job_with_its_reason(slurm_cluster, tm
     try:
         os.environ["SLURM_CONF"] = slurm_cluster["SLURM_CONF"]
         deadline = time.time() + 300  # other users of the cluster may hold the node for a while
-        while slurm_jobs.array_states(array).get(0, slurm_jobs.JobInfo("", "PENDING")).state != "RUNNING":
-            assert time.time() < deadline, slurm_jobs.array_states(array)
+        first, second = f"{array}_0", f"{array}_1"
+        while slurm_jobs.job_states(array).get(first, slurm_jobs.JobInfo("", "PENDING")).state != "RUNNING":
+            assert time.time() < deadline, slurm_jobs.job_states(array)
             time.sleep(0.5)
-        subprocess.run(["scancel", f"{array}_0"], env=env, check=True)
-        while not slurm_jobs.array_states(array)[0].ended:
+        subprocess.run(["scancel", first], env=env, check=True)
+        while not slurm_jobs.job_states(array)[first].ended:
             assert time.time() < deadline
             time.sleep(0.5)
-        states = slurm_jobs.array_states(array)
-        assert states[0].state == "CANCELLED" and states[0].node == local_slurm.node_name()
-        assert "CANCELLED: cancelled (scancel" in states[0].explain()
-        assert not states[1].ended  # the other task was not touched
+        states = slurm_jobs.job_states(array)
+        assert states[first].state == "CANCELLED" and states[first].node == local_slurm.node_name()
+        assert "CANCELLED: cancelled (scancel" in states[first].explain()
+        assert not states[second].ended  # the other task was not touched
     finally:
         subprocess.run(["scancel", array], env=env)
         os.environ.pop("SLURM_CONF", None)

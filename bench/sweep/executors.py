@@ -234,7 +234,7 @@ class SlurmExecutor:
                 self.state["jobs"] += entries
                 on_change()
                 for i, (task, job, entry) in enumerate(zip(batch, jobs, entries)):
-                    end = self._wait(job, array_id, int(job.job_id.split("_")[1]))
+                    end = self._wait(job, array_id)
                     entry.update(state=end.state, node=end.node)
                     failure = self._failure(job, end, folder)
                     if failure:
@@ -254,16 +254,16 @@ class SlurmExecutor:
             on_change()
             raise
 
-    def _wait(self, job, array_id: str, task_index: int) -> slurm_jobs.JobInfo:
+    def _wait(self, job, array_id: str) -> slurm_jobs.JobInfo:
         """Until the job has ended: its result file exists, or the scheduler says it ended (then a grace period
         for a result file still on its way)."""
         ended_at = None
         while True:
             if job.paths.result_pickle.exists():  # its task is done; the scheduler may still be ending the job
-                info = slurm_jobs.array_states(array_id).get(task_index)
+                info = slurm_jobs.job_states(array_id).get(job.job_id)
                 return info if info and info.ended else slurm_jobs.JobInfo(job.job_id, "COMPLETED", None,
                                                                            info.node if info else None)
-            info = slurm_jobs.array_states(array_id).get(task_index) or slurm_jobs.forgotten_state(job.job_id)
+            info = slurm_jobs.job_states(array_id).get(job.job_id) or slurm_jobs.forgotten_state(job.job_id)
             if info.ended:
                 ended_at = ended_at or time.monotonic()
                 if time.monotonic() - ended_at > RESULT_GRACE_S or info.state != "COMPLETED":

@@ -331,9 +331,9 @@ def run_sweep(profile: Profile, results_dir: Path | str | None = None, force: bo
         queue = list(p["tasks"])
         bar = tqdm(total=len(queue), desc=f"sweep {profile.name} on {host_name()}", unit="run", disable=not progress)
         index = 0
+        finished = executor.run(queue, results_dir, lambda i, t: _sweep_info(manifest, i, t), run_task,
+                                record_failure, lambda: write_sweep(results_dir, manifest))
         try:
-            finished = executor.run(queue, results_dir, lambda i, t: _sweep_info(manifest, i, t), run_task,
-                                    record_failure, lambda: write_sweep(results_dir, manifest))
             t1 = time.perf_counter()
             for index, task in finished:
                 config = task.config
@@ -365,6 +365,7 @@ def run_sweep(profile: Profile, results_dir: Path | str | None = None, force: bo
             manifest["memory_searches"] = measure_memory(profile, results_dir, announce) if executor.local else []
             manifest["status"] = "finished"
         except BaseException as exc:
+            finished.close()  # now, not when collected: a scheduler's executor cancels this sweep's jobs
             manifest["status"] = "interrupted"
             if isinstance(exc, KeyboardInterrupt):
                 _quiet_abandoned_kernel_tasks()

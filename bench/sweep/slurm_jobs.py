@@ -96,20 +96,21 @@ def _task_ids(text: str) -> list[int]:
     return ids
 
 
-def array_states(array_id: str) -> dict[int, JobInfo]:
-    """Every task of one job array the controller still knows: task index -> its state."""
-    done = _run("scontrol", "show", "job", "-o", array_id)
-    out: dict[int, JobInfo] = {}
+def job_states(job_id: str) -> dict[str, JobInfo]:
+    """A job, or every task of a job array, that the controller still knows: job id ('41', '41_3') -> state."""
+    done = _run("scontrol", "show", "job", "-o", job_id)
+    out: dict[str, JobInfo] = {}
     if done.returncode:
         return out
     for line in done.stdout.splitlines():
         f = _fields(line)
         if "JobState" not in f:
             continue
-        for task in _task_ids(f.get("ArrayTaskId", "")):
-            node = f.get("NodeList") if f.get("NodeList") not in (None, "", "(null)") else None
-            out[task] = JobInfo(f"{array_id}_{task}", f["JobState"], f.get("Reason"), node, f.get("ExitCode"),
-                                f.get("TimeLimit"))
+        node = f.get("NodeList") if f.get("NodeList") not in (None, "", "(null)") else None
+        ids = [f"{f['ArrayJobId']}_{t}" for t in _task_ids(f.get("ArrayTaskId", ""))] if "ArrayJobId" in f \
+            else [f.get("JobId", job_id)]
+        for jid in ids:
+            out[jid] = JobInfo(jid, f["JobState"], f.get("Reason"), node, f.get("ExitCode"), f.get("TimeLimit"))
     return out
 
 
