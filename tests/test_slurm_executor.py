@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from bench import make_config
+from bench.commands import EXIT_INTERRUPTED
 from bench.errors import ConfigError
 from bench.report.data import config_tables
 from bench.results.record import validate_record
@@ -278,3 +280,37 @@ def test_a_second_sweep_on_the_same_results_is_refused_whatever_the_executor(slu
         done = _sweep(_profile(tmp_path, "null"), results, slurm_cluster, "--executor", "slurm")
     assert done.returncode == 2 and "another sweep" in done.stderr
     assert not (results / TEST_HOST / "slurm-jobs").exists()  # refused before any job was submitted
+
+
+@pytest.mark.full
+def test_ctrl_c_cancels_this_sweeps_jobs_and_only_those(slurm_cluster, tmp_path):
+    env = {**os.environ, **slurm_cluster}
+    other = subprocess.run(["sbatch", "--parsable", "-t", "5", "-c", "1", "-o", str(tmp_path / "other.out"),
+                            "--wrap", "sleep 300"], env=env, capture_output=True, text=True, check=True)
+    other_id = other.stdout.strip().split(";")[0]
+    results = tmp_path / "results"
+    try:
+        proc = _sweep(_profile(tmp_path, "null"), results, slurm_cluster, "--executor", "slurm", wait=False)
+        deadline = time.time() + 300
+
+        def manifest() -> dict:
+            paths = list((results / TEST_HOST / "sweeps").glob("*.json"))
+            return json.loads(paths[0].read_text()) if paths else {}
+
+        while not (manifest().get("executor") or {}).get("jobs"):
+            assert proc.poll() is None and time.time() < deadline, proc.stdout.read()[-3000:]
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=120)
+        assert proc.returncode == EXIT_INTERRUPTED, out[-3000:]
+        jobs = manifest()["executor"]["jobs"]
+        os.environ["SLURM_CONF"] = slurm_cluster["SLURM_CONF"]
+        states = slurm_jobs.job_states(jobs[0]["job_id"].split("_")[0])
+        assert all(states[j["job_id"]].state in ("CANCELLED", "COMPLETED") for j in jobs), states
+        assert "CANCELLED" in {s.state for s in states.values()}
+        assert manifest()["status"] == "interrupted"
+        assert {j["state"] for j in manifest()["executor"]["jobs"]} <= {"CANCELLED", "COMPLETED"}
+        assert not slurm_jobs.job_states(other_id)[other_id].ended  # someone else's job: untouched
+    finally:
+        subprocess.run(["scancel", other_id], env=env)
+        os.environ.pop("SLURM_CONF", None)

@@ -20,6 +20,7 @@ import json
 import math
 import os
 import re
+import signal
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass
@@ -170,6 +171,9 @@ def check_for_profile(options: SlurmOptions, configs) -> None:
 
 def _job(run_task: RunTask, task: Task, results_dir: Path, info: dict, folder: Path) -> None:
     """One array task, on its node: note where it runs, then the same task function as a local sweep."""
+    # submitit warns a job of its time limit with SIGUSR2 and then raises inside it, mid-measurement, which would
+    # record a notebook error; a benchmark cannot be checkpointed, so the scheduler's TIMEOUT is the record
+    signal.signal(signal.SIGUSR2, signal.SIG_IGN)
     array, index = os.environ.get("SLURM_ARRAY_JOB_ID"), os.environ.get("SLURM_ARRAY_TASK_ID")
     job_id = f"{array}_{index}" if array and index else os.environ.get("SLURM_JOB_ID", "unknown")
     node = os.environ.get("SLURMD_NODENAME") or os.uname().nodename
