@@ -282,7 +282,6 @@ def test_a_second_sweep_on_the_same_results_is_refused_whatever_the_executor(slu
     assert not (results / TEST_HOST / "slurm-jobs").exists()  # refused before any job was submitted
 
 
-@pytest.mark.full
 def test_ctrl_c_cancels_this_sweeps_jobs_and_only_those(slurm_cluster, tmp_path):
     env = {**os.environ, **slurm_cluster}
     other = subprocess.run(["sbatch", "--parsable", "-t", "5", "-c", "1", "-o", str(tmp_path / "other.out"),
