@@ -147,10 +147,10 @@ def test_processes_on_several_nodes_make_the_node_the_outer_level():
     nested = [_on(n, record(repeat=i, ips=v, seed=i)) for i, (v, n) in enumerate(zip(values, nodes))]
     a = config_tables(flat, [])[2].iloc[0]
     b = config_tables(nested, [])[2].iloc[0]
-    assert a["ci_method"] == "t over processes" and a["replicate_nodes"] == 1
-    assert b["ci_method"].startswith("t over nodes (2") and b["replicate_nodes"] == 2
-    means, levels = outer_level(b["process_ips"], nodes)
-    assert levels == 2 and len(b["replicate_ips"]) == 2
+    assert a["ci_method"] == "t over processes" and len(a["process_ips"]) == 4
+    assert b["ci_method"].startswith("t over nodes (2") and len(b["process_ips"]) == 2
+    means, levels = outer_level(a["process_ips"], nodes)  # each node's geometric mean of its processes
+    assert levels == 2 and b["process_ips"] == pytest.approx(means)
     expected = process_interval(means)  # two node means, one degree of freedom
     assert math.isclose(b["images_per_sec_ci_low"], expected["ci_low"])
     assert math.isclose(b["images_per_sec_ci_high"], expected["ci_high"])

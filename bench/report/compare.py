@@ -103,7 +103,7 @@ def compare_results(a_dir: str | Path, b_dir: str | Path) -> pd.DataFrame:
     rows = []
     for i, j, how in pairs:
         x, y = a.loc[i], b.loc[j]
-        ratio = process_ratio(y["replicate_ips"], x["replicate_ips"])
+        ratio = process_ratio(y["process_ips"], x["process_ips"])
         notes = [how] if how else []
         for side, df, other in (("A", a, [p[0] for p in pairs if p[1] == j]),
                                 ("B", b, [p[1] for p in pairs if p[0] == i])):

@@ -43,7 +43,9 @@ def process_table(records: list[Record], runs: pd.DataFrame) -> pd.DataFrame:
     by_id = {r.record_id: r for r in records}
     ok["timed_ips"] = [r.config.batch_size / np.asarray(r.samples.timed_s) for r in map(by_id.get, ok["record_id"])]
     ok["ips"] = ok["images_per_sec_median"]
-    ok["node"] = [r.sweep.node if r.sweep else None for r in map(by_id.get, ok["record_id"])]
+    nodes = [r.sweep.node if r.sweep else None for r in map(by_id.get, ok["record_id"])]
+    if any(nodes):  # a scheduler's runs: the node each ran on (bench/sweep/executors.py)
+        ok["node"] = nodes
     cvs = [float(np.std(1 / x, ddof=1) / np.mean(1 / x)) if len(x) > 1 else 0.0 for x in ok["timed_ips"]]
     ok["cv"] = cvs
     flags = []
@@ -68,7 +70,9 @@ def aggregate(processes: pd.DataFrame, runs: pd.DataFrame, peaks: dict[str, floa
 
     Keeps the runs table's column names (images_per_sec_median/ci_low/ci_high, latency_ms_p50, ...)
     so every figure works on it; `images_per_sec_median` is the geometric mean over processes of each
-    process's median. `peaks` maps sweep id -> the sweep's peak FLOP/s (best of start and end).
+    process's median. `process_ips` holds the replicates its interval and every ratio are built from: each
+    process's median, or, where the config's processes ran on several nodes, each node's mean of them.
+    `peaks` maps sweep id -> the sweep's peak FLOP/s (best of start and end).
     """
     rows = []
     if processes.empty:
@@ -115,8 +119,7 @@ def aggregate(processes: pd.DataFrame, runs: pd.DataFrame, peaks: dict[str, floa
             "ci_method": ("within one process only" if est["ci_low"] is None else
                           f"t over nodes ({nodes}, each the mean of its processes)" if nodes > 1 else
                           "t over processes"),
-            "processes": len(g), "clean_processes": len(clean), "process_ips": list(used["ips"]),
-            "replicate_ips": replicates, "replicate_nodes": nodes,
+            "processes": len(g), "clean_processes": len(clean), "process_ips": replicates,
             "latency_ms_p50": float(np.percentile(lat, 50)), "latency_ms_p90": float(np.percentile(lat, 90)),
             "latency_ms_p99": float(np.percentile(lat, 99)), "latency_ms_median": float(np.median(lat)),
             "peak_memory_bytes": used["peak_memory_bytes"].max(),
@@ -201,7 +204,7 @@ def no_winner(a, b, ratio: dict, names: tuple[str, str] | None = None, sep: str 
 
 def compare_pair(a, b) -> dict:
     """Verdict on two configs' rows: which is faster, by how much (always >= 1x), with the CI."""
-    r = process_ratio(a["replicate_ips"], b["replicate_ips"])
+    r = process_ratio(a["process_ips"], b["process_ips"])
     out = {"a": a["series"], "b": b["series"], "ratio_a_over_b": r["ratio"], "ci_low": r["ci_low"],
            "ci_high": r["ci_high"]}
     faster, slower, ratio, lo, hi = a, b, r["ratio"], r["ci_low"], r["ci_high"]
