@@ -198,7 +198,7 @@ def test_the_scheduler_reports_a_cancelled_job_with_its_reason(slurm_cluster, tm
         os.environ["SLURM_CONF"] = slurm_cluster["SLURM_CONF"]
         deadline = time.time() + 300  # other users of the cluster may hold the node for a while
         first, second = f"{array}_0", f"{array}_1"
-        while slurm_jobs.job_states(array).get(first, slurm_jobs.JobInfo("", "PENDING")).state != "RUNNING":
+        while (slurm_jobs.job_states(array) or {}).get(first, slurm_jobs.JobInfo("", "PENDING")).state != "RUNNING":
             assert time.time() < deadline, slurm_jobs.job_states(array)
             time.sleep(0.5)
         subprocess.run(["scancel", first], env=env, check=True)
@@ -209,6 +209,9 @@ def test_the_scheduler_reports_a_cancelled_job_with_its_reason(slurm_cluster, tm
         assert states[first].state == "CANCELLED" and states[first].node == local_slurm.node_name()
         assert "CANCELLED: cancelled (scancel" in states[first].explain()
         assert not states[second].ended  # the other task was not touched
+        assert slurm_jobs.job_states("999999999") == {}  # forgotten (or never known): not "no answer" (None)
+        lost = slurm_jobs.forgotten_state("999999999")  # no accounting on this cluster: nothing else to ask
+        assert lost.state == "LOST" and lost.ended and "no longer knows the job" in lost.explain()
     finally:
         subprocess.run(["scancel", array], env=env)
         os.environ.pop("SLURM_CONF", None)

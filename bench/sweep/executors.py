@@ -264,10 +264,14 @@ class SlurmExecutor:
         ended_at = None
         while True:
             if job.paths.result_pickle.exists():  # its task is done; the scheduler may still be ending the job
-                info = slurm_jobs.job_states(array_id).get(job.job_id)
+                info = (slurm_jobs.job_states(array_id) or {}).get(job.job_id)
                 return info if info and info.ended else slurm_jobs.JobInfo(job.job_id, "COMPLETED", None,
                                                                            info.node if info else None)
-            info = slurm_jobs.job_states(array_id).get(job.job_id) or slurm_jobs.forgotten_state(job.job_id)
+            states = slurm_jobs.job_states(array_id)
+            if states is None:  # the controller did not answer: the job is not lost for that
+                time.sleep(POLL_S)
+                continue
+            info = states.get(job.job_id) or slurm_jobs.forgotten_state(job.job_id)
             if info.ended:
                 ended_at = ended_at or time.monotonic()
                 if time.monotonic() - ended_at > RESULT_GRACE_S or info.state != "COMPLETED":

@@ -96,12 +96,13 @@ def _task_ids(text: str) -> list[int]:
     return ids
 
 
-def job_states(job_id: str) -> dict[str, JobInfo]:
-    """A job, or every task of a job array, that the controller still knows: job id ('41', '41_3') -> state."""
+def job_states(job_id: str) -> dict[str, JobInfo] | None:
+    """A job, or every task of a job array, that the controller still knows: job id ('41', '41_3') -> state.
+    Empty when the controller has forgotten the job; None when it did not answer (ask again later)."""
     done = _run("scontrol", "show", "job", "-o", job_id)
     out: dict[str, JobInfo] = {}
     if done.returncode:
-        return out
+        return out if "invalid job id" in done.stderr.lower() else None
     for line in done.stdout.splitlines():
         f = _fields(line)
         if "JobState" not in f:
