@@ -316,3 +316,17 @@ def test_ctrl_c_cancels_this_sweeps_jobs_and_only_those(slurm_cluster, tmp_path)
     finally:
         subprocess.run(["scancel", other_id], env=env)
         os.environ.pop("SLURM_CONF", None)
+
+
+@pytest.mark.full
+def test_a_job_past_its_time_limit_becomes_an_error_record_with_the_schedulers_reason(slurm_cluster, tmp_path):
+    profile = tmp_path / "long.yaml"  # a run of a million iterations in a job of one minute
+    profile.write_text(TINY.format(framework="torch").replace("iterations: 5", "iterations: 1000000")
+                       .replace("repeats: 2", "repeats: 1"))
+    done = _sweep(profile, tmp_path / "results", slurm_cluster, "--executor", "slurm", "--time-limit", "1")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (rec,) = _records(tmp_path / "results")
+    validate_record(rec)
+    assert rec["status"] == "error" and rec["sweep"]["job_state"] == "TIMEOUT"
+    assert rec["reason"].startswith(f"Slurm job {rec['sweep']['job_id']} TIMEOUT: killed at its time limit on node "
+                                    f"{local_slurm.node_name()} (time limit 00:01:00)")
