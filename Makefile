@@ -63,16 +63,20 @@ setup-mxnet: setup ## build MXNet 1.9.1's own environment and Jupyter kernel (be
 	else rm -f "$(MXNET_VENV)"; fi
 
 # Chromium renders the PDF (and the HTML screenshot test); poppler's pdftotext/pdftoppm read the PDF
-# in tests. Installed with apt when missing; if that is impossible the report keeps the HTML and says why.
-system-deps: ## install Chromium and poppler-utils with apt when missing
+# in tests; slurm-wlm and munge run the one-node Slurm cluster the Slurm executor's tests use
+# (tests/local_slurm.py). Installed with apt when missing; if that is impossible the report keeps the HTML
+# and the Slurm tests are skipped, each saying why.
+system-deps: ## install Chromium, poppler-utils, slurm-wlm and munge with apt when missing
 	@missing=""; \
 	command -v chromium >/dev/null || command -v chromium-browser >/dev/null || command -v google-chrome >/dev/null || missing="$$missing chromium"; \
 	command -v pdftotext >/dev/null || missing="$$missing poppler-utils"; \
+	command -v slurmctld >/dev/null || [ -x /usr/sbin/slurmctld ] || missing="$$missing slurm-wlm"; \
+	command -v munged >/dev/null || [ -x /usr/sbin/munged ] || missing="$$missing munge"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  ( $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing >/dev/null ) \
-	    || echo "could not install$$missing with apt; PDF export will fail with a message (HTML is still written)" >&2; \
+	    || echo "could not install$$missing with apt; PDF export will fail with a message (HTML is still written), the real-Slurm tests are skipped" >&2; \
 	fi
 
 # Two tiers: `make test` leaves out the tests marked `full` (pyproject.toml: real sweeps, kill/resume,

@@ -71,6 +71,23 @@ def _parser() -> argparse.ArgumentParser:
                     help="fresh processes per config (default: the profile's `repeats`)")
     sw.add_argument("--list", action="store_true",
                     help="print the planned runs in order, what is done, what is over budget, and the estimate")
+    sw.add_argument("--shard", default=None, metavar="K/N",
+                    help="run only this machine's share (K of N machines) of the plan: comparison groups dealt "
+                         "round robin; copy the N results/<host>/ folders together to merge")
+    sw.add_argument("--executor", default="local", choices=["local", "slurm"],
+                    help="local: every run here, one after the other (default); slurm: each run a Slurm job "
+                         "(submitit), in the planned order")
+    slurm = sw.add_argument_group("Slurm jobs (--executor slurm; override the profile's `slurm` block)")
+    slurm.add_argument("--partition", default=None)
+    slurm.add_argument("--time-limit", dest="time_limit", default=None,
+                       help="per job: minutes, or H:MM:SS / D-HH:MM:SS (default 60 minutes)")
+    slurm.add_argument("--cpus-per-task", dest="cpus_per_task", type=int, default=None)
+    slurm.add_argument("--gpus-per-task", dest="gpus_per_task", type=int, default=None)
+    slurm.add_argument("--exclusive", action=argparse.BooleanOptionalAction, default=None,
+                       help="whole nodes, nothing beside a benchmark (default: on)")
+    slurm.add_argument("--constraint", default=None, help="node features, as sbatch --constraint")
+    slurm.add_argument("--parallel", type=int, default=None,
+                       help="jobs at once, at most one per node (default 1: the local order exactly); needs exclusive")
     rep = sub.add_parser("report", help="execute the report notebook over all results and export HTML + PDF")
     rep.add_argument("--results-dir", default=None)
     rep.add_argument("--out", default=None, help="default: report/ in the project")

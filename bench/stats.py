@@ -125,6 +125,22 @@ def process_interval(values, confidence: float = 0.95) -> dict:
             "n": n, "sd_log": sd}
 
 
+def outer_level(values, levels) -> tuple[list[float], int]:
+    """The replicates an interval is built from, and how many levels they span: one value per process, or,
+    where the processes ran on several nodes (`levels`: each process's node, None where unknown), one per node,
+    the geometric mean of its processes' values (the node is then the outer level of a nested design: processes
+    on one node share its hardware and neighbours, so they are not independent replicates of the config)."""
+    values = [float(v) for v in values]
+    named = list(levels)
+    distinct = list(dict.fromkeys(lv for lv in named if lv is not None))
+    if len(distinct) < 2 or len(named) != len(values):
+        return values, max(len(distinct), 1)
+    groups: dict = {}
+    for v, lv in zip(values, named):
+        groups.setdefault(lv, []).append(math.log(v))
+    return [math.exp(sum(g) / len(g)) for g in groups.values()], len(groups)
+
+
 def welch_interval(a, b, confidence: float = 0.95) -> tuple[float, float | None, float | None]:
     """mean(a) - mean(b) with a Welch t-interval (None, None with fewer than two values on a side)."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)

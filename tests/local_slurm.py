@@ -41,8 +41,13 @@ def environment() -> dict[str, str]:
     return {**os.environ, "SLURM_CONF": str(CONF)}
 
 
+def node_name() -> str:
+    """The cluster's one node: this machine's short host name."""
+    return socket.gethostname().split(".")[0]
+
+
 def _conf_text() -> str:
-    host = socket.gethostname().split(".")[0]
+    host = node_name()
     cpus = os.cpu_count() or 1
     memory_mb = max(1000, int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**20 * 0.8))
     return "\n".join([
@@ -67,12 +72,25 @@ def _conf_text() -> str:
 def _run(*argv: str, check: bool = True) -> subprocess.CompletedProcess:
     done = subprocess.run(list(argv), capture_output=True, text=True, env=environment())
     if check and done.returncode:
-        raise RuntimeError(f"`{' '.join(argv)}` failed ({done.returncode}): {done.stderr.strip() or done.stdout.strip()}")
+        said = done.stderr.strip() or done.stdout.strip()
+        raise RuntimeError(f"`{' '.join(argv)}` failed ({done.returncode}): {said}")
     return done
 
 
+def _alive(pid_file: Path) -> bool:
+    try:
+        return Path(f"/proc/{int(pid_file.read_text().strip())}").exists()
+    except (OSError, ValueError):
+        return False
+
+
 def node_state() -> str | None:
-    """The node's state as sinfo prints it (idle, mixed, down, ...), None when the controller does not answer."""
+    """The node's state as sinfo prints it (idle, mixed, down, ...), None when the controller does not answer.
+
+    Without a running controller sinfo is never asked: it retries for 60 s on a missing slurm.conf and for
+    about 10 s on an unreachable controller, which made a first `start` take a minute."""
+    if not CONF.exists() or not _alive(STATE / "slurmctld.pid"):
+        return None
     done = _run("sinfo", "-h", "-p", PARTITION, "-o", "%T", check=False)
     return done.stdout.strip().lower().rstrip("*~#") or None if done.returncode == 0 else None
 
@@ -108,7 +126,7 @@ def start(timeout_s: float = 60) -> None:
         if state == "idle":
             return
         if state and state.startswith("down"):
-            _run("scontrol", "update", f"nodename={socket.gethostname().split('.')[0]}", "state=resume", check=False)
+            _run("scontrol", "update", f"nodename={node_name()}", "state=resume", check=False)
         time.sleep(0.5)
     log = (STATE / "slurmctld.log").read_text(errors="replace")[-800:] if (STATE / "slurmctld.log").exists() else ""
     raise RuntimeError(f"the local Slurm node did not become idle within {timeout_s:g} s (state {node_state()}). {log}")
@@ -119,7 +137,7 @@ def stop() -> None:
     _run("scontrol", "shutdown", check=False)
     for pid_file in (STATE / "slurmctld.pid", STATE / "slurmd.pid"):
         for _ in range(50):
-            if not pid_file.exists() or not Path(f"/proc/{pid_file.read_text().strip() or 0}").exists():
+            if not _alive(pid_file):
                 break
             time.sleep(0.1)
 

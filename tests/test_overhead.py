@@ -4,8 +4,7 @@ records with known timestamps."""
 import pytest
 
 from bench import make_config
-from bench.report.overhead import (estimate_text, overhead_table, process_seconds, sweep_cost_text, to_markdown,
-                                   to_text)
+from bench.report.overhead import estimate_text, overhead_table, process_seconds, sweep_cost_text, to_markdown, to_text
 from bench.results.record import Record, Startup, SweepPlacement
 from bench.results.sweep_manifest import wall_key
 from bench.sweep.plan import PROCESS_OVERHEAD_S, estimate_run_s, fixed_cost_s, startup_history

@@ -8,8 +8,10 @@ from pathlib import Path
 from ..errors import ConfigError
 from ..report import overhead as process_overhead
 from ..results.store import host_records
+from ..sweep.executors import OPTION_KEYS, make_executor
 from ..sweep.profiles import load_profile
 from ..sweep.runner import measure_peaks, plan, run_sweep
+from ..sweep.shard import parse_shard, shard_profile
 from . import EXIT_OK
 
 
@@ -17,9 +19,14 @@ def sweep(args: argparse.Namespace) -> int:
     profile = load_profile(args.profile)  # validates every config before anything runs
     if args.repeats is not None and not 1 <= args.repeats <= 100:
         raise ConfigError(f"invalid --repeats {args.repeats}; it must be an integer from 1 to 100")
+    if args.shard is not None:
+        profile = shard_profile(profile, *parse_shard(args.shard))
+    executor = make_executor(args.executor, dict(profile.slurm), {k: getattr(args, k) for k in OPTION_KEYS})
+    if args.executor == "slurm":
+        executor.check(profile.configs)  # a Slurm client, the controller, the partition: before any work
     if args.list:
         p = plan(profile, Path(args.results_dir), args.force, args.repeats,
-                 measure_peaks(profile))
+                 measure_peaks(profile) if executor.local else {}, executor)
         for i, t in enumerate(p["tasks"]):
             print(f"{i:4d}  todo  round {t.round}  {t.config.label}")
         for c in p["dropped"]:
@@ -27,7 +34,8 @@ def sweep(args: argparse.Namespace) -> int:
         print(f"{len(p['tasks'])} runs to do, {len(p['done'])} already recorded, {len(p['dropped'])} configs over "
               f"budget; estimated {p['estimate_s'] / 60:.1f} min")
         return EXIT_OK
-    result = run_sweep(profile, args.results_dir, force=args.force, repeats=args.repeats)
+    result = run_sweep(profile, args.results_dir, force=args.force, repeats=args.repeats, executor=executor,
+                       shard=args.shard)
     n = len(result.ran)
     print(f"sweep {profile.name} ({result.sweep_id}): {n} runs, {len(result.already_done)} already recorded, "
           f"{len(result.retried)} retried after a disturbance, {len(result.still_disturbed)} still disturbed, "

@@ -1,7 +1,8 @@
 """From processes to configs: process-level estimates, cross-run sanity flags, and what is sound.
 
 The process is the unit of replication. A config's number is the mean of its processes' medians
-with a t-interval over processes; a disturbed or unusually jittery process is left out while enough
+with a t-interval over processes (over nodes, each the mean of its processes, where a scheduler ran the
+config's processes on several nodes); a disturbed or unusually jittery process is left out while enough
 clean ones remain. A config is *sound* (usable for a finding) when at least MIN_PROCESSES clean
 processes measured it and no guard flagged its throughput.
 """
@@ -16,7 +17,7 @@ import pandas as pd
 from ..host.interference import cv_outlier_reason
 from ..measurement.flags import FLAG_SCOPE, flag, forward_backward_flag, phase_sum_flag, utilisation_flag
 from ..results.record import Flag, Record
-from ..stats import process_interval, sweep_level_interval, sweep_level_ratio, variance_components
+from ..stats import outer_level, process_interval, sweep_level_interval, sweep_level_ratio, variance_components
 
 MIN_PROCESSES = 2
 # A larger batch's throughput may fall (memory, cache), but not by more than this share beyond its CIs.
@@ -42,6 +43,9 @@ def process_table(records: list[Record], runs: pd.DataFrame) -> pd.DataFrame:
     by_id = {r.record_id: r for r in records}
     ok["timed_ips"] = [r.config.batch_size / np.asarray(r.samples.timed_s) for r in map(by_id.get, ok["record_id"])]
     ok["ips"] = ok["images_per_sec_median"]
+    nodes = [r.sweep.node if r.sweep else None for r in map(by_id.get, ok["record_id"])]
+    if any(nodes):  # a scheduler's runs: the node each ran on (bench/sweep/executors.py)
+        ok["node"] = nodes
     cvs = [float(np.std(1 / x, ddof=1) / np.mean(1 / x)) if len(x) > 1 else 0.0 for x in ok["timed_ips"]]
     ok["cv"] = cvs
     flags = []
@@ -66,7 +70,9 @@ def aggregate(processes: pd.DataFrame, runs: pd.DataFrame, peaks: dict[str, floa
 
     Keeps the runs table's column names (images_per_sec_median/ci_low/ci_high, latency_ms_p50, ...)
     so every figure works on it; `images_per_sec_median` is the geometric mean over processes of each
-    process's median. `peaks` maps sweep id -> the sweep's peak FLOP/s (best of start and end).
+    process's median. `process_ips` holds the replicates its interval and every ratio are built from: each
+    process's median, or, where the config's processes ran on several nodes, each node's mean of them.
+    `peaks` maps sweep id -> the sweep's peak FLOP/s (best of start and end).
     """
     rows = []
     if processes.empty:
@@ -74,9 +80,11 @@ def aggregate(processes: pd.DataFrame, runs: pd.DataFrame, peaks: dict[str, floa
     for _, g in processes.groupby(CONFIG, sort=False):
         clean = g[g["clean"]]
         used = clean if len(clean) else g
-        # the sweep (the day) as a level above the process where two or more sweeps measured this config
-        by_sweep = sweep_level_interval(list(used["ips"]), list(used["sweep_id"]))
-        est = by_sweep or process_interval(used["ips"])
+        replicates, nodes = outer_level(used["ips"], used["node"] if "node" in used else [None] * len(used))
+        # the sweep (the day) as a level above the process where two or more sweeps measured this config; where a
+        # scheduler spread the processes over several nodes, the node is that outer level instead
+        by_sweep = sweep_level_interval(list(used["ips"]), list(used["sweep_id"])) if nodes == 1 else None
+        est = by_sweep or process_interval(replicates)
         first = used.sort_values("repeat").iloc[0]
         row = {c: first[c] for c in runs.columns if c in first and c not in ("record_id", "repeat", "attempt")}
         lat = np.concatenate([1 / x for x in used["timed_ips"]]) * first["batch_size"] * 1e3
@@ -111,10 +119,13 @@ def aggregate(processes: pd.DataFrame, runs: pd.DataFrame, peaks: dict[str, floa
             "images_per_sec_median": est["estimate"],
             "images_per_sec_ci_low": used["images_per_sec_ci_low"].min() if one else est["ci_low"],
             "images_per_sec_ci_high": used["images_per_sec_ci_high"].max() if one else est["ci_high"],
-            "ci_method": (f"t over sweeps and processes ({by_sweep['sweeps']} sweeps)" if by_sweep else
-                          "t over processes" if est["ci_low"] is not None else "within one process only"),
-            "processes": len(g), "clean_processes": len(clean), "process_ips": list(used["ips"]),
-            "process_sweeps": list(used["sweep_id"]), "sweeps": used["sweep_id"].nunique(),
+            "ci_method": ("within one process only" if est["ci_low"] is None else
+                          f"t over nodes ({nodes}, each the mean of its processes)" if nodes > 1 else
+                          f"t over sweeps and processes ({by_sweep['sweeps']} sweeps)" if by_sweep else
+                          "t over processes"),
+            "processes": len(g), "clean_processes": len(clean), "process_ips": replicates,
+            "process_sweeps": list(used["sweep_id"]) if nodes == 1 else [None] * len(replicates),
+            "sweeps": used["sweep_id"].nunique(),
             "between_sweep_share": by_sweep["between_sweep_share"] if by_sweep else None,
             "latency_ms_p50": float(np.percentile(lat, 50)), "latency_ms_p90": float(np.percentile(lat, 90)),
             "latency_ms_p99": float(np.percentile(lat, 99)), "latency_ms_median": float(np.median(lat)),

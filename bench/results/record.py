@@ -200,6 +200,11 @@ class SweepPlacement(Section):
     order_seed: int | None = optional()
     round: int | None = optional()
     planned_runs: int | None = optional()
+    # Where a scheduler ran it (bench/sweep/executors.py): absent for a run of the local executor.
+    executor: str | None = optional()
+    job_id: str | None = optional()  # the Slurm job (array job _ task)
+    node: str | None = optional()  # the node the job ran on
+    job_state: str | None = optional()  # set only when the job ended before its run did (CANCELLED, TIMEOUT, ...)
 
 
 @section

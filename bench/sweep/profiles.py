@@ -13,7 +13,9 @@ data-parallel training runs (frameworks x models x batch sizes x strategies x wo
 with their own `settings` over the top-level ones), expanded last; a strategy a framework does not
 implement is left out and listed in `not_applicable`. `memory` lists blocks of largest-batch searches
 (frameworks x models x modes x precisions x devices, with `memory_cap_gb` and `max_batch`; bench/runs/maxbatch.py),
-run after the timed runs. Every item and setting of every block is checked as the command line checks it, and
+run after the timed runs. `slurm` holds the Slurm executor's job options (bench/sweep/executors.py: partition,
+time_limit, cpus_per_task, gpus_per_task, exclusive, constraint, parallel), used by `bench sweep --executor slurm`,
+whose options override them. Every item and setting of every block is checked as the command line checks it, and
 errors name the block, the key and the value; a framework with none of a block's listed engines is left out with
 the reason (never run at its default engine instead).
 """
@@ -33,6 +35,7 @@ from ..errors import ConfigError
 from ..host import devices
 from ..paths import PROJECT_ROOT
 from ..runs import maxbatch
+from .executors import slurm_options
 
 PROFILES_DIR = PROJECT_ROOT / "profiles"
 AXES = {"frameworks": str, "models": str, "modes": str, "batch_sizes": int, "precisions": str, "devices": str}
@@ -43,7 +46,7 @@ REPETITION = {"repeats": (int, 1, 100, 3), "retries": (int, 0, 10, 1), "order_se
               "budget_minutes": ((int, float), 0, 10_000, 0)}
 ADAPTIVE = "adaptive"  # `repeats: adaptive`: min_repeats rounds, then processes where comparisons are undecided
 SEQUENTIAL = {"min_repeats": (int, 2, 100, 2), "max_repeats": (int, 2, 100, 6)}
-KEYS = {"description", "engines", "settings", "also", "distributed", "memory", *AXES, *REPETITION, *SEQUENTIAL}
+KEYS = {"description", "engines", "settings", "also", "distributed", "memory", "slurm", *AXES, *REPETITION, *SEQUENTIAL}
 DIST_AXES = {"frameworks": str, "models": str, "batch_sizes": int, "strategies": str, "workers": int,
              "bucket_mbs": (int, float)}
 DIST_KEYS = {*DIST_AXES, "settings"}
@@ -70,6 +73,7 @@ class Profile:
     not_applicable: tuple[str, ...] = ()  # what the profile asked for that a framework cannot run, and why
     # largest-batch searches: (config at batch 1, memory cap in bytes or None for the default, max batch)
     memory_searches: tuple[tuple[RunConfig, int | None, int], ...] = ()
+    slurm: tuple[tuple[str, object], ...] = ()  # the `slurm` block's (key, value) pairs, validated
 
 
 def available_profiles() -> list[str]:
@@ -143,6 +147,10 @@ def _check_structure(name: str, spec: dict) -> None:
             for key in MEMORY_LIMITS:
                 if key in block:
                     _refused(where, key, maxbatch.check_limit, key, block[key])
+    if "slurm" in spec:
+        if not isinstance(spec["slurm"], dict):
+            raise ConfigError(f"profile {name}: 'slurm' must be a mapping of job options, got {spec['slurm']!r}")
+        slurm_options(spec["slurm"], f"profile {name}: 'slurm'")
     for key, (typ, low, high, _) in REPETITION.items():
         if key == "repeats" and spec.get(key) == ADAPTIVE:
             continue
@@ -323,4 +331,5 @@ def load_profile(name_or_path: str) -> Profile:
     else:
         repetition["max_repeats"] = repetition["repeats"]
     return Profile(path.stem, str(spec.get("description", "")), tuple(dict.fromkeys(configs)), **repetition,
-                   not_applicable=tuple(dict.fromkeys(skipped)), memory_searches=tuple(dict.fromkeys(searches)))
+                   not_applicable=tuple(dict.fromkeys(skipped)), memory_searches=tuple(dict.fromkeys(searches)),
+                   slurm=tuple((spec.get("slurm") or {}).items()))

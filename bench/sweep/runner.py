@@ -28,13 +28,14 @@ from ..measurement.peak import measure_peak, peak_key
 from ..measurement.utilisation import peak_threads
 from ..paths import PROJECT_ROOT, default_results_dir
 from ..results.record import Record
-from ..results.store import atomic_write_json, finished_runs, host_dir, host_records, write_record
+from ..results.store import atomic_write_json, host_dir, host_records, write_record
 from ..results.sweep_manifest import load_sweeps, new_sweep_id, process_walls, wall_key, write_sweep
 from ..runs import maxbatch
 from ..runs.distributed import network
 from ..runs.distributed.cluster import resolve
 from ..runs.distributed.launcher import LaunchError
 from ..runs.distributed.run import remove_stale_scratch
+from .executors import LocalExecutor, SlurmExecutor
 from .jupyter_kernels import kernel_environment
 from .plan import (
     PROCESS_OVERHEAD_S,
@@ -203,11 +204,11 @@ class _Estimator:
 
 
 def plan(profile: Profile, results_dir: Path, force: bool = False, repeats: int | None = None,
-         peaks: dict[str, dict] | None = None) -> dict:
+         peaks: dict[str, dict] | None = None, executor: LocalExecutor | SlurmExecutor | None = None) -> dict:
     """What a sweep would run now: tasks in order, repetitions already done, configs over budget, estimate."""
     repeats = repeats or profile.repeats
     records = host_records(results_dir)
-    done = set() if force else finished_runs(results_dir)
+    done = set() if force else (executor or LocalExecutor()).finished(results_dir)
     tasks = interleaved_order(profile.configs, repeats, profile.order_seed, done)
     estimator = _Estimator(results_dir, records, peaks or {})
     kept, dropped, estimate = fit_budget(list(profile.configs), tasks, estimator, profile.budget_minutes * 60)
@@ -330,19 +331,49 @@ def _failure(config: RunConfig, reason: str, detail: str | None, task: Task, swe
                           framework={"version": ADAPTERS.get(config.framework).version()})
 
 
+def record_failure(task: Task, results_dir: Path, info: dict, reason: str, detail: str | None,
+                   host: str | None = None) -> None:
+    """The error record of a task whose run ended without writing one for this attempt of this sweep."""
+    config = task.config
+    latest = _latest(host_records(results_dir, host=host, config_key=config.key), config.key).get(task.repeat)
+    if latest is None or latest.attempt != task.attempt or (latest.sweep.id if latest.sweep else None) != info["id"]:
+        record = _failure(config, reason, detail, task, info)
+        record.host = host or record.host
+        write_record(record, results_dir)
+
+
+def run_task(task: Task, results_dir: Path, info: dict) -> None:
+    """One task, here (on this machine, or on a Slurm node): its notebook in a fresh kernel; a run that cannot
+    start or dies outside the harness becomes a record, so the sweep goes on."""
+    config = task.config
+    try:
+        ADAPTERS.get(config.framework).check_available()  # before starting a kernel that cannot run it
+        run_notebook(config, results_dir, task, info)
+    except UnsupportedError as exc:
+        write_record(_failure(config, str(exc), None, task, info, status="skipped"), results_dir)
+    except Exception as exc:  # a failing config is recorded and the sweep goes on
+        if getattr(exc, "ename", None) == "KeyboardInterrupt":
+            raise KeyboardInterrupt from None  # Ctrl-C reached the kernel first: stop, record nothing
+        record_failure(task, results_dir, info, _failure_reason(exc), repr(exc))
+
+
 def run_sweep(profile: Profile, results_dir: Path | str | None = None, force: bool = False,
               progress: bool = True, repeats: int | None = None,
-              announce: Callable[[str], None] = print) -> SweepResult:
-    """Run every (config, repetition) of `profile` not yet recorded on this host (all of them with `force`)."""
+              announce: Callable[[str], None] = print, executor: LocalExecutor | SlurmExecutor | None = None,
+              shard: str | None = None) -> SweepResult:
+    """Run every (config, repetition) of `profile` not yet recorded (all of them with `force`): on this host,
+    or through `executor` (bench/sweep/executors.py); `shard` ('k/n') is noted in the manifest."""
     from tqdm.auto import tqdm
 
+    executor = executor or LocalExecutor()
     results_dir = Path(results_dir or default_results_dir()).resolve()
     remove_stale_scratch()  # a killed sweep's distributed scratch and namespaces (its kernel folders: below)
     with kernel_environment(host_dir(results_dir) / NOTEBOOKS / "kernels.log"), results_lock(results_dir):
         t0 = time.perf_counter()
-        peaks = measure_peaks(profile)
-        networks = measure_networks(profile, results_dir, force, announce)
-        p = plan(profile, results_dir, force, repeats, peaks)
+        # a scheduler's runs measure their own nodes' peaks (cached per host); the submitting machine measures none
+        peaks = measure_peaks(profile) if executor.local else {}
+        networks = measure_networks(profile, results_dir, force, announce) if executor.local else []
+        p = plan(profile, results_dir, force, repeats, peaks, executor)
         result = SweepResult(sweep_id=new_sweep_id(), estimate_s=p["estimate_s"],
                              already_done=[f"{k}/{r}" for k, r in p["done"]],
                              dropped=[c.label for c in p["dropped"]])
@@ -362,6 +393,7 @@ def run_sweep(profile: Profile, results_dir: Path | str | None = None, force: bo
             "networks": networks, "not_applicable": list(profile.not_applicable),
             "process_walls": {}, "runs_s": None, "estimate_error": None, "estimate_error_with_queued": None,
             "retry_estimate_s": 0.0, "extra_estimate_s": 0.0,
+            "executor": executor.state, "shard": shard,
         }
         write_sweep(results_dir, manifest)
         announce(f"sweep {profile.name}: {len(p['tasks'])} runs to do ({p['repeats']} repetitions per config, "
@@ -373,58 +405,49 @@ def run_sweep(profile: Profile, results_dir: Path | str | None = None, force: bo
         kept = [c for c in profile.configs if c not in set(p["dropped"])]
         t_runs = time.perf_counter()
         budget_s = profile.budget_minutes * 60 or float("inf")
+        finished = executor.run(queue, results_dir, lambda i, t: _sweep_info(manifest, i, t), run_task,
+                                record_failure, lambda: write_sweep(results_dir, manifest))
         try:
-            while index < len(queue) or (profile.adaptive and _queue_extra(
-                    queue, adaptive_task(profile, results_dir, kept, p["estimator"],
-                                         budget_s - (time.perf_counter() - t0)), result, manifest, bar,
-                    p["estimator"])):
-                task = queue[index]
+            t1 = time.perf_counter()
+            for index, task in finished:
                 config = task.config
-                bar.set_postfix_str(f"{config.label} r{task.repeat}", refresh=True)
-                info = _sweep_info(manifest, index, task)
-                t1 = time.perf_counter()
-                try:
-                    ADAPTERS.get(config.framework).check_available()  # before starting a kernel that cannot run it
-                    run_notebook(config, results_dir, task, info)
-                except UnsupportedError as exc:
-                    write_record(_failure(config, str(exc), None, task, info, status="skipped"), results_dir)
-                except Exception as exc:  # a failing config is recorded and the sweep goes on
-                    if getattr(exc, "ename", None) == "KeyboardInterrupt":
-                        raise KeyboardInterrupt from None  # Ctrl-C reached the kernel first: stop, record nothing
-                    latest = _latest(host_records(results_dir, config_key=config.key), config.key).get(task.repeat)
-                    if latest is None or latest.attempt != task.attempt or \
-                            (latest.sweep.id if latest.sweep else None) != result.sweep_id:
-                        write_record(_failure(config, _failure_reason(exc), repr(exc), task, info), results_dir)
                 wall = time.perf_counter() - t1
                 result.papermill_s += wall
-                manifest["process_walls"][wall_key(config.key, task.repeat, task.attempt)] = wall
+                if executor.local:  # a scheduler's job runs elsewhere: the time between two ends is not its wall
+                    manifest["process_walls"][wall_key(config.key, task.repeat, task.attempt)] = wall
                 result.ran.append(f"{config.label} r{task.repeat}")
                 index += 1
                 bar.update(1)
-                runs = _latest(host_records(results_dir, config_key=config.key), config.key)
+                if index < len(queue):
+                    bar.set_postfix_str(f"{queue[index].config.label} r{queue[index].repeat}", refresh=True)
+                t1 = time.perf_counter()
+                runs = _latest(executor.records(results_dir, config.key), config.key)
                 record = runs.get(task.repeat)
-                if record is None:
-                    continue
-                result.measured_s += record.duration_s
-                why = _needs_retry(record, [r for k, r in runs.items() if k != task.repeat])
-                if why and task.attempt < profile.retries:
-                    queue.append(Task(config, task.repeat, task.round, task.attempt + 1))
-                    manifest["retry_estimate_s"] += p["estimator"](queue[-1])  # what retries add to the estimate
-                    bar.total += 1
-                    result.retried.append(f"{config.label} (repeat {task.repeat}): {why}")
-                    manifest["retried"].append({"config_key": config.key, "repeat": task.repeat,
-                                                "attempt": task.attempt, "reason": why})
-                    write_sweep(results_dir, manifest)
-                elif why:
-                    result.still_disturbed.append(f"{config.label} (repeat {task.repeat}): {why}")
-                if why and not manifest.get("busy_warning"):  # said once, as early as the load is clear
-                    warning = busy_warning(index, len(result.retried) + len(result.still_disturbed),
-                                           manifest["retry_estimate_s"])
-                    if warning:
-                        manifest["busy_warning"] = warning
-                        bar.write(warning)
-                if record.status != "ok" and record.attempt == task.attempt:
-                    result.failures.append((record.label, record.status, record.reason))
+                if record is not None:
+                    result.measured_s += record.duration_s
+                    why = _needs_retry(record, [r for k, r in runs.items() if k != task.repeat])
+                    if why and task.attempt < profile.retries:
+                        queue.append(Task(config, task.repeat, task.round, task.attempt + 1))
+                        manifest["retry_estimate_s"] += p["estimator"](queue[-1])  # what retries add to the estimate
+                        bar.total += 1
+                        result.retried.append(f"{config.label} (repeat {task.repeat}): {why}")
+                        manifest["retried"].append({"config_key": config.key, "repeat": task.repeat,
+                                                    "attempt": task.attempt, "reason": why})
+                        write_sweep(results_dir, manifest)
+                    elif why:
+                        result.still_disturbed.append(f"{config.label} (repeat {task.repeat}): {why}")
+                    if why and not manifest.get("busy_warning"):  # said once, as early as the load is clear
+                        warning = busy_warning(index, len(result.retried) + len(result.still_disturbed),
+                                               manifest["retry_estimate_s"])
+                        if warning:
+                            manifest["busy_warning"] = warning
+                            bar.write(warning)
+                    if record.status != "ok" and record.attempt == task.attempt:
+                        result.failures.append((record.label, record.status, record.reason))
+                if profile.adaptive and index >= len(queue):  # the rounds are done: one more process where undecided
+                    _queue_extra(queue, adaptive_task(profile, results_dir, kept, p["estimator"],
+                                                      budget_s - (time.perf_counter() - t0)),
+                                 result, manifest, bar, p["estimator"])
             bar.close()
             manifest["runs_s"] = time.perf_counter() - t_runs  # what the estimate is of (the timed runs)
             # the estimate printed before the start against the actual time; and the estimator's own accuracy, with
@@ -432,16 +455,17 @@ def run_sweep(profile: Profile, results_dir: Path | str | None = None, force: bo
             manifest["estimate_error"] = estimate_error(manifest["estimate_s"], manifest["runs_s"])
             queued = manifest["estimate_s"] + manifest["extra_estimate_s"] + manifest["retry_estimate_s"]
             manifest["estimate_error_with_queued"] = estimate_error(queued, manifest["runs_s"])
-            manifest["memory_searches"] = measure_memory(profile, results_dir, announce)
+            manifest["memory_searches"] = measure_memory(profile, results_dir, announce) if executor.local else []
             manifest["status"] = "finished"
         except BaseException as exc:
+            finished.close()  # now, not when collected: a scheduler's executor cancels this sweep's jobs
             manifest["status"] = "interrupted"
             if isinstance(exc, KeyboardInterrupt):
                 _quiet_abandoned_kernel_tasks()
             raise
         finally:
             bar.close()
-            if manifest["status"] == "finished":
+            if manifest["status"] == "finished" and executor.local:
                 for k, v in measure_peaks(profile).items():
                     manifest["peaks"].setdefault(k, {"start": None})["end"] = v
             manifest["finished"] = _now()
