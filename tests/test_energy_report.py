@@ -131,3 +131,19 @@ def test_per_hardware_energy_table_gives_images_per_joule_or_the_reason(tmp_path
     rows = {r["batch"]: r for _, r in table.iterrows()}
     assert rows[8]["images/J"] == "3" and rows[8]["measured"] == 3  # median of 2, 3, 4
     assert rows[16]["images/J"] == "not measured: RAPL counters exist but are readable by root only"
+
+
+def test_rank_table_shows_each_gpu_rank_s_memory_utilisation_and_energy():
+    from bench.report.views import rank_table
+    from bench.results.record import Record
+
+    rec = on_gpus(dist_record("allreduce", 2, 11.0), H100, 2, "NVLink", "bf16")
+    for k, rank in enumerate(rec["distributed"]["ranks"]):
+        rank.update(memory={"peak_bytes": (k + 1) * 2**30, "kind": "CUDA caching allocator peak"}, utilisation=0.25,
+                    energy=energy.measured("NVML total energy, GPU 0", 10.0, 50) if k == 0
+                    else {"available": False, "reason": "pynvml is not installed"})
+    html = rank_table(Record.from_json(rec)).data
+    assert "GPU peak MiB" in html and ">1024<" in html and ">2048<" in html and ">25%<" in html
+    assert ">5<" in html and "not measured: pynvml is not installed" in html and ">cuda:1<" in html
+    cpu = rank_table(Record.from_json(dist_record("allreduce", 2, 11.0))).data
+    assert "GPU peak MiB" not in cpu
