@@ -282,3 +282,42 @@ def test_a_cpu_only_tensorflow_refuses_gpu_runs_before_any_work(monkeypatch, tmp
     monkeypatch.setattr(run, "launch", lambda *a, **k: pytest.fail("a process was started"))
     record = run.execute(config, tmp_path)
     assert (record.status, record.reason) == ("skipped", reason)
+
+
+MIRRORED_ON_TWO_CPUS = """
+import json
+import tensorflow as tf
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+from bench.adapters.tensorflow import strategies, worker
+from bench.config import make_config
+config = make_config(framework="tensorflow", model="tiny_cnn", mode="training", batch_size=4, image_size=16,
+                     strategy="allreduce", workers=2, warmup=1, iterations=3)
+# the GPU plan's shape (one process, a replica per device) on two logical CPUs: no NCCL there, so no communication
+worker._plan = lambda *a: strategies.StrategyPlan(strategies.MIRRORED, None, ("/cpu:0", "/cpu:1"), ())
+print(json.dumps(worker._train_sync(config, {}, {"type": "worker", "index": 0})))
+"""
+
+
+def test_mirrored_strategy_replicas_of_one_process_train_in_lockstep():
+    """The MirroredStrategy process (one machine's GPUs) run for real on two logical CPU devices: one result per
+    replica, each replica its own shard of data, their weights identical after the all-reduced steps."""
+    import json
+    import subprocess
+
+    from tests.conftest import ROOT
+
+    env = {**__import__("os").environ, "PYTHONPATH": str(ROOT), "KERAS_BACKEND": "tensorflow",
+           "TF_CPP_MIN_LOG_LEVEL": "3"}
+    done = subprocess.run([sys.executable, "-c", MIRRORED_ON_TWO_CPUS], capture_output=True, text=True, env=env,
+                          timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads(done.stdout.strip().splitlines()[-1])
+    assert [name for name, _ in results] == ["rank0", "rank1"]
+    (_, first), (_, second) = results
+    assert first["settings"]["strategy"] == "MirroredStrategy" and first["settings"]["replicas_in_process"] == 2
+    assert first["checksum_after"] != first["checksum_before"]
+    assert first["checksum_after"] == pytest.approx(second["checksum_after"], rel=1e-6)
+    assert len(first["steps"]) == 3 and all(s["comm_s"] >= 0 for s in first["steps"])
+    assert first["energy"]["available"] or first["energy"]["reason"]  # RAPL, or why not
+    assert second.get("energy") is None  # the machine's CPUs are read once, by the first replica

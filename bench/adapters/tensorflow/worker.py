@@ -80,9 +80,9 @@ def _accuracy(model, test) -> float:
 
 def build_strategy(tf, plan: StrategyPlan):
     """The tf.distribute strategy `plan` names (ParameterServerStrategy is the chief's, built with its resolver)."""
-    if plan.strategy == strategies.MIRRORED:
-        return tf.distribute.MirroredStrategy(devices=list(plan.devices),
-                                              cross_device_ops=tf.distribute.NcclAllReduce())
+    if plan.strategy == strategies.MIRRORED:  # NCCL between GPUs; devices without NCCL reduce through one of them
+        ops = tf.distribute.NcclAllReduce() if plan.communication == "NCCL" else tf.distribute.ReductionToOneDevice()
+        return tf.distribute.MirroredStrategy(devices=list(plan.devices), cross_device_ops=ops)
     if plan.strategy == strategies.MULTI_WORKER:
         implementation = getattr(tf.distribute.experimental.CommunicationImplementation, plan.communication)
         return tf.distribute.MultiWorkerMirroredStrategy(
@@ -198,7 +198,7 @@ def _train_sync(config, spec, task: dict) -> list[tuple[str, dict]]:
                 "loss": sum(losses) / len(losses)}
 
     def checksums() -> list[float]:  # each local replica's copy of the weights (MirroredStrategy: one per GPU)
-        parts = [strategy.experimental_local_results(v) for v in variables]
+        parts = [strategy.experimental_local_results(v.value) for v in variables]  # a Keras variable's tf.Variable
         return [float(sum(np.abs(p[k].numpy()).sum() for p in parts)) for k in range(local)]
 
     warmup = [step()["step_s"] for _ in range(config.warmup)]
