@@ -147,3 +147,38 @@ def test_rank_table_shows_each_gpu_rank_s_memory_utilisation_and_energy():
     assert ">5<" in html and "not measured: pynvml is not installed" in html and ">cuda:1<" in html
     cpu = rank_table(Record.from_json(dist_record("allreduce", 2, 11.0))).data
     assert "GPU peak MiB" not in cpu
+
+
+def _gpu_rank(k: int, joules: float, step_s: float = 0.1) -> dict:
+    steps = [{"step_s": step_s, "forward_s": step_s / 2, "backward_s": step_s / 2}] * 4
+    return {"rank": k, "role": "worker", "host": "h", "device": f"cuda:{k}", "samples_per_step": 8, "steps": steps,
+            "warmup_s": [step_s], "params": 1000, "settings": {}, "peak_rss_bytes": 2**28,
+            "memory": {"peak_bytes": (k + 1) * 2**30, "kind": "CUDA caching allocator peak (max_memory_allocated)"},
+            "energy": energy.measured(f"NVML total energy, GPU {k}", joules, 8 * 4)}
+
+
+def test_a_gpu_run_s_record_sums_energy_and_keeps_gpu_memory_and_utilisation_per_rank(monkeypatch):
+    from bench import make_config
+    from bench.results.record import ModelInfo, Peak, Record
+    from bench.runs.distributed.run import gpu_utilisation
+
+    monkeypatch.setattr(dist_records, "gpu_interconnect", lambda indices: "NVLink")
+    config = make_config(framework="torch", model="tiny_cnn", mode="training", image_size=16, batch_size=8,
+                         strategy="allreduce", workers=2, iterations=4)
+    rec = Record.new(config)
+    dist_records.fill(rec, config, [_gpu_rank(0, 4.0), _gpu_rank(1, 12.0, step_s=0.2)], [], {"kind": "loopback"},
+                      "torchrun", {"judged": False})
+    assert rec.energy.available and rec.energy.joules == pytest.approx(16.0)
+    assert rec.energy.images_per_joule == pytest.approx(16 * 4 / 16.0)  # global batch x steps / summed joules
+    assert (rec.memory.peak_bytes, rec.memory.total_peak_bytes) == (2 * 2**30, 3 * 2**30)
+    assert "per-GPU peak" in rec.memory.kind
+    assert rec.distributed.link["gpus"] == 2 and rec.distributed.link["interconnect"] == "NVLink"
+    assert [r.images_per_sec for r in rec.distributed.ranks] == [pytest.approx(80.0), pytest.approx(40.0)]
+    rec.model, rec.peak, rec.utilisation = ModelInfo(flops_per_image=1e9), Peak(flops_per_sec=1e12), 0.08
+    gpu_utilisation(rec)
+    assert [r.utilisation for r in rec.distributed.ranks] == [pytest.approx(0.08), pytest.approx(0.04)]
+    assert rec.utilisation == pytest.approx(0.04)  # the run's share of both GPUs' peak
+    unread = _gpu_rank(1, 0.0) | {"energy": {"available": False, "reason": "pynvml is not installed"}}
+    rec = Record.new(config)
+    dist_records.fill(rec, config, [_gpu_rank(0, 4.0), unread], [], {"kind": "loopback"}, "torchrun", {})
+    assert not rec.energy.available and rec.energy.reason == "pynvml is not installed"
