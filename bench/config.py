@@ -224,7 +224,8 @@ class RunConfig:
                 "runs more anyway, for an oversubscription experiment)")
 
     def _check_gpus(self, ranks: int) -> None:
-        """GPU ranks need their GPUs (one each, or one shared over gloo when asked for); never CPU workers instead."""
+        """GPU ranks need their GPUs (one each, or one shared over gloo when asked for); never CPU workers instead.
+        torchrun ranks are judged by `rank_placement`; other frameworks' GPU layouts by their adapter."""
         adapter = ADAPTERS.get(self.framework)
         if adapter.launch_for(self.strategy, self.device, self.nodes) == "local_devices" and self.nodes > 1:
             raise ConfigError(f"invalid nodes {self.nodes} for {self.framework} {self.strategy} on {self.device}: "
