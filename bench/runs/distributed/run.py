@@ -264,8 +264,8 @@ def gpu_utilisation(record: Record) -> None:
         return
     for rank in record.distributed.ranks:
         rank.utilisation = flops * rank.images_per_sec / peak if rank.images_per_sec else None
-    if record.utilisation is not None:
-        record.utilisation /= len(gpus)
+    if record.utilisation is not None:  # the GPUs of every machine (the link counts them by host and device)
+        record.utilisation /= record.distributed.link.get("gpus") or len(gpus)
 
 
 def _certificate(record: Record, config: RunConfig, lead: dict) -> None:
