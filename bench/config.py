@@ -273,15 +273,22 @@ class RunConfig:
                 "runs more anyway, for an oversubscription experiment)")
 
     def _check_gpus(self, ranks: int) -> None:
-        """GPU ranks need their GPUs (one each, or one shared over gloo when asked for); never CPU workers instead."""
-        if self.backend != "auto" and ADAPTERS.get(self.framework).distributed_launch != "torchrun":
+        """GPU ranks need their GPUs (one each, or one shared over gloo when asked for); never CPU workers instead.
+        torchrun ranks are judged by `rank_placement`; other frameworks' GPU layouts by their adapter."""
+        adapter = ADAPTERS.get(self.framework)
+        if adapter.launch_for(self.strategy, self.device, self.nodes) == "local_devices" and self.nodes > 1:
+            raise ConfigError(f"invalid nodes {self.nodes} for {self.framework} {self.strategy} on {self.device}: "
+                              "its workers are the devices of one process on one machine; valid choice: nodes 1")
+        if self.backend != "auto" and adapter.distributed_launch != "torchrun":
             raise ConfigError(f"invalid backend {self.backend!r} for {self.framework}: its collectives are its own; "
                               "valid choice: auto")
         if not devices.is_gpu(self.device) and self.backend == "auto":
             return
-        if devices.is_gpu(self.device) and ADAPTERS.get(self.framework).distributed_launch != "torchrun":
-            raise ConfigError(f"distributed {self.framework} ranks on {self.device} are not written yet (GPU ranks: "
-                              "torchrun ranks only); valid choice: cpu")
+        if devices.is_gpu(self.device) and adapter.distributed_launch != "torchrun":
+            reason = adapter.gpu_layout_refusal(self.strategy, ranks, self.nodes, len(devices.gpus()))
+            if reason:
+                raise ConfigError(f"invalid distributed config: {reason}")
+            return
         try:
             devices.rank_placement(self.device, 0, ranks, len(devices.gpus()), self.backend)
         except ValueError as exc:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 from pathlib import Path
 
 import numpy as np
@@ -144,3 +146,29 @@ def default_profile_records(disturbed_every: int = 0, repeats: int = 3) -> list[
                 out.append(dist_record(strategy, workers, step, repeat=rep, framework=fw,
                                        comm_ms=0.0 if strategy == "independent" else 150.0))
     return out
+
+
+def with_energy(rec: dict, images_per_joule: float | None, reason: str | None = None,
+                meter: str = "RAPL package counters") -> dict:
+    """`rec` (a record's JSON) with an energy reading of `images_per_joule` over its timed images, or, with None,
+    energy not measured for `reason`."""
+    if images_per_joule is None:
+        return {**rec, "energy": {"available": False, "reason": reason}}
+    images = rec["config"]["batch_size"] * len(rec["samples"]["timed_s"])
+    if rec.get("distributed"):
+        images = rec["distributed"]["global_batch"] * len(rec["samples"]["timed_s"])
+    joules = images / images_per_joule
+    return {**rec, "energy": {"available": True, "meter": meter, "joules": joules,
+                              "joules_per_image": joules / images, "images_per_joule": images_per_joule}}
+
+
+def on_gpus(rec: dict, gpu: str, gpus: int, interconnect: str, precision: str) -> dict:
+    """A distributed record's JSON moved onto `gpus` GPUs named `gpu` (this machine has none to build such a config):
+    its device, precision, hardware, ranks' devices and link, and a config key of its own."""
+    config = {**rec["config"], "device": "cuda:0", "precision": precision}
+    ranks = [{**r, "device": f"cuda:{r['rank'] % gpus}"} for r in rec["distributed"]["ranks"]]
+    link = {**rec["distributed"]["link"], "gpus": gpus, "interconnect": interconnect}
+    key = hashlib.sha1(json.dumps({k: v for k, v in config.items() if k != "extra"}, sort_keys=True).encode())
+    return {**rec, "config": config, "config_key": key.hexdigest()[:16], "hardware": gpu,
+            "label": rec["label"].replace(" cpu ", " cuda:0 ").replace(" fp32 ", f" {precision} "),
+            "distributed": {**rec["distributed"], "ranks": ranks, "link": link}}

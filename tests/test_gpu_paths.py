@@ -224,3 +224,101 @@ def test_torchrun_tasks_tell_each_agent_its_machine_ranks_and_gpu_base():
     cluster = torchrun_tasks(RunConfig(**{**DIST, "nodes": 2}, extra={"real_cluster": True}), "m", {}, None,
                              Machines(("10.0.0.1",), node_rank=1, source="master"))
     assert (cluster[0].env[rankio.MACHINE_RANKS_ENV], cluster[0].env[rankio.GPU_BASE_ENV]) == ("1", "0")
+
+
+TF = dict(framework="tensorflow", model="tiny_cnn", mode="training")
+
+
+@pytest.mark.parametrize("strategy, device, nodes, role, local, expected", [
+    # one machine's GPUs: MirroredStrategy in one process, one replica per GPU, NCCL all-reduce
+    ("allreduce", "cuda:0", 1, "worker", 0, ("MirroredStrategy", "NCCL", ("/gpu:0", "/gpu:1"), (0, 1))),
+    # across nodes: a MultiWorkerMirroredStrategy process per GPU, NCCL collectives
+    ("allreduce", "cuda:0", 2, "worker", 1, ("MultiWorkerMirroredStrategy", "NCCL", ("/gpu:0",), (1,))),
+    # CPUs: MWMS over gRPC rings, and no GPU visible (a CPU config never runs on one)
+    ("allreduce", "cpu", 1, "worker", 1, ("MultiWorkerMirroredStrategy", "RING", ("/cpu:0",), ())),
+    ("independent", "cuda:0", 1, "worker", 1, ("default", None, ("/gpu:0",), (1,))),
+    ("independent", "cpu", 1, "worker", 0, ("default", None, ("/cpu:0",), ())),
+    # parameter server: GPU workers, each its own; the server and the coordinating chief on the CPU
+    ("ps_async", "cuda:0", 1, "worker", 1, ("ParameterServerStrategy", None, ("/gpu:0",), (1,))),
+    ("ps_async", "cuda:0", 1, "ps", 0, ("ParameterServerStrategy", None, ("/cpu:0",), ())),
+    ("ps_async", "cuda:0", 1, "chief", 0, ("ParameterServerStrategy", None, (), ())),
+])
+def test_tensorflow_strategy_plan(strategy, device, nodes, role, local, expected):
+    from bench.adapters.tensorflow.strategies import plan
+
+    assert tuple(plan(strategy, device, nodes, role, local, workers_here=2)) == expected
+
+
+def test_tensorflow_gpu_configs_launch_by_layout_and_refuse_what_cannot_run(monkeypatch):
+    from bench.adapters import ADAPTERS
+
+    tf = ADAPTERS.get("tensorflow")
+    assert tf.launch_for("allreduce", "cuda:0", 1) == "local_devices"  # MirroredStrategy: one process
+    assert [tf.launch_for(*a) for a in (("allreduce", "cuda:0", 2), ("allreduce", "cpu", 1),
+                                        ("ps_async", "cuda:0", 1))] == ["tf_config"] * 3
+    monkeypatch.setattr(tf, "not_applicable", lambda *a: None)  # this machine's TF build is beside the point here
+    _gpus(monkeypatch, 2)
+    for strategy in ("allreduce", "independent", "ps_async"):
+        assert make_config(**TF, strategy=strategy, workers=2, device="cuda").device == "cuda:0"
+    _gpus(monkeypatch, 1)
+    with pytest.raises(ConfigError, match="MirroredStrategy replicas on a GPU of its own: 2 workers on this machine "
+                                          "need 2 GPUs, it has 1; valid here: workers 1 to 1 per machine"):
+        make_config(**TF, strategy="allreduce", workers=2, device="cuda")
+    with pytest.raises(ConfigError, match="invalid backend 'gloo' for tensorflow"):
+        make_config(**TF, strategy="allreduce", workers=1, device="cuda", backend="gloo")
+
+
+def test_a_cpu_only_tensorflow_refuses_gpu_runs_before_any_work(monkeypatch, tmp_path):
+    from bench.adapters import ADAPTERS
+    from bench.adapters.tensorflow import adapter as tf_adapter
+    from bench.runs.distributed import run
+
+    versions = {"tensorflow-cpu": "2.21.0", "tensorflow": None}
+    monkeypatch.setattr(tf_adapter, "dist_version", lambda name: versions.get(name))
+    reason = ADAPTERS.get("tensorflow").cannot_run("training", "fp32", "cuda:0")
+    assert "tensorflow-cpu, which has no GPU support" in reason
+    assert "no GPU support" not in (ADAPTERS.get("tensorflow").cannot_run("training", "fp32", "cpu") or "")
+    _gpus(monkeypatch, 1)
+    config = make_config(**TF, strategy="allreduce", workers=1, device="cuda")
+    monkeypatch.setattr(run, "launch", lambda *a, **k: pytest.fail("a process was started"))
+    record = run.execute(config, tmp_path)
+    assert (record.status, record.reason) == ("skipped", reason)
+
+
+MIRRORED_ON_TWO_CPUS = """
+import json
+import tensorflow as tf
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+from bench.adapters.tensorflow import strategies, worker
+from bench.config import make_config
+config = make_config(framework="tensorflow", model="tiny_cnn", mode="training", batch_size=4, image_size=16,
+                     strategy="allreduce", workers=2, warmup=1, iterations=3)
+# the GPU plan's shape (one process, a replica per device) on two logical CPUs: no NCCL there, so no communication
+worker._plan = lambda *a: strategies.StrategyPlan(strategies.MIRRORED, None, ("/cpu:0", "/cpu:1"), ())
+print(json.dumps(worker._train_sync(config, {}, {"type": "worker", "index": 0})))
+"""
+
+
+def test_mirrored_strategy_replicas_of_one_process_train_in_lockstep():
+    """The MirroredStrategy process (one machine's GPUs) run for real on two logical CPU devices: one result per
+    replica, each replica its own shard of data, their weights identical after the all-reduced steps."""
+    import json
+    import subprocess
+
+    from tests.conftest import ROOT
+
+    env = {**__import__("os").environ, "PYTHONPATH": str(ROOT), "KERAS_BACKEND": "tensorflow",
+           "TF_CPP_MIN_LOG_LEVEL": "3"}
+    done = subprocess.run([sys.executable, "-c", MIRRORED_ON_TWO_CPUS], capture_output=True, text=True, env=env,
+                          timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads(done.stdout.strip().splitlines()[-1])
+    assert [name for name, _ in results] == ["rank0", "rank1"]
+    (_, first), (_, second) = results
+    assert first["settings"]["strategy"] == "MirroredStrategy" and first["settings"]["replicas_in_process"] == 2
+    assert first["checksum_after"] != first["checksum_before"]
+    assert first["checksum_after"] == pytest.approx(second["checksum_after"], rel=1e-6)
+    assert len(first["steps"]) == 3 and all(s["comm_s"] >= 0 for s in first["steps"])
+    assert first["energy"]["available"] or first["energy"]["reason"]  # RAPL, or why not
+    assert second.get("energy") is None  # the machine's CPUs are read once, by the first replica

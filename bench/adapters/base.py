@@ -201,6 +201,17 @@ class Adapter(ABC):
     # model uses): the report says so beside a prediction.
     own_collectives: ClassVar[str] = ""
 
+    def launch_for(self, strategy: str, device: str, nodes: int) -> str | None:
+        """How the ranks of a distributed run of `strategy` on `device` over `nodes` start: `distributed_launch`, or
+        "local_devices" (one process whose replicas, one per local device, are the workers) where the framework
+        runs that layout in one process (TensorFlow's MirroredStrategy on GPUs, JAX over its devices)."""
+        return self.distributed_launch
+
+    def gpu_layout_refusal(self, strategy: str, ranks_here: int, nodes: int, gpu_count: int) -> str | None:
+        """Why `ranks_here` GPU workers of `strategy` on a machine with `gpu_count` GPUs cannot run (None: they can).
+        torchrun ranks are judged by bench.host.devices.rank_placement; a framework with other GPU layouts says."""
+        return f"{self.name} has no distributed GPU runs; valid choice: cpu"
+
     def interpreter(self) -> Path | None:
         """The Python of this framework's own environment (None: the main one, or not built)."""
         if self.environment is None:

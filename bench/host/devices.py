@@ -137,3 +137,47 @@ def rank_placement(device: str, local_rank: int, ranks_here: int, gpu_count: int
     raise ValueError(f"{ranks_here} ranks on this machine but it has {gpu_count} GPU(s): NCCL cannot run two ranks "
                      f"on one GPU; valid here: workers per machine 1 to {gpu_count}, or backend gloo to share "
                      f"{device} over gloo with CUDA tensors")
+
+
+# nvidia-smi topo -m's link kinds between two GPUs, from the closest to the farthest
+TOPOLOGY_LINKS = {"NV": "NVLink", "PIX": "PCIe (one switch)", "PXB": "PCIe (several switches)",
+                  "PHB": "PCIe (host bridge)", "NODE": "PCIe (across host bridges in a NUMA node)",
+                  "SYS": "PCIe + inter-socket link (SMP)"}
+
+
+def interconnect_from_topology(matrix: str, indices: list[int]) -> str:
+    """The link between the GPUs `indices` as `nvidia-smi topo -m` prints it ("NVLink", "PCIe (one switch)", ...):
+    the farthest link of any pair, since a ring is as fast as its slowest hop. "unknown" when the matrix lacks them."""
+    rows = {}
+    for line in re.sub(r"\x1b\[[0-9;]*m", "", matrix).splitlines():
+        cells = line.split()
+        is_row = len(cells) > 1 and (cells[1] == "X" or cells[1].startswith(tuple(TOPOLOGY_LINKS)))
+        if re.fullmatch(r"GPU\d+", cells[0] if cells else "") and is_row:  # not the header (GPU0 GPU1 ...)
+            rows[int(cells[0][3:])] = cells[1:]
+    kinds = []
+    for a in indices:
+        for b in indices:
+            if a < b:
+                cell = rows.get(a, [])[b] if b < len(rows.get(a, [])) else ""
+                kind = next((k for k in TOPOLOGY_LINKS if cell.startswith(k)), None)
+                if kind is None:
+                    return "unknown"
+                kinds.append(kind)
+    order = list(TOPOLOGY_LINKS)
+    worst = max(kinds, key=order.index)
+    return TOPOLOGY_LINKS[worst]
+
+
+def gpu_interconnect(indices: list[int]) -> str:
+    """How the GPUs a run used talk to each other: "single GPU", or the link `nvidia-smi topo -m` reports."""
+    indices = sorted(set(indices))
+    if len(indices) < 2:
+        return "single GPU"
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return "unknown (no nvidia-smi)"
+    try:
+        out = subprocess.run([exe, "topo", "-m"], capture_output=True, text=True, timeout=20, check=True).stdout
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"unknown (nvidia-smi topo -m: {type(exc).__name__})"
+    return interconnect_from_topology(out, indices)

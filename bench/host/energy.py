@@ -14,17 +14,52 @@ def _counters() -> list[Path]:
     return sorted(p for p in RAPL.glob("intel-rapl:*/energy_uj") if p.parent.name.count(":") == 1)
 
 
-def _measured(meter: str, joules: float, images: int) -> dict:
+def measured(meter: str, joules: float, images: int) -> dict:
+    """An energy reading (an Energy section's fields): joules over the timed images, per image and images per joule
+    (None where a count is zero: a counter that did not advance has no rate)."""
     return {"available": True, "meter": meter, "joules": joules,
             "joules_per_image": joules / images if images else None,
             "images_per_joule": images / joules if joules > 0 else None}
+
+
+def not_measured(readings: list[dict]) -> str | None:
+    """Why a set of readings gives no energy (None: every one was measured): each distinct reason, once."""
+    reasons = dict.fromkeys(r.get("reason") or "no reason given" for r in readings if not r.get("available"))
+    return "; ".join(reasons) or None
+
+
+def total(readings: list[dict], images: int) -> dict:
+    """One reading for a whole run from its processes' or GPUs' own (each of a different device, so they add up):
+    unavailable, with every reason, if any of them is missing, since a partial sum would overstate images per
+    joule."""
+    if not readings:
+        return {"available": False, "reason": "no rank measured energy"}
+    reason = not_measured(readings)
+    if reason:
+        return {"available": False, "reason": reason}
+    meters = "; ".join(dict.fromkeys(r["meter"] for r in readings))
+    return measured(f"sum of {len(readings)} readings ({meters})", sum(r["joules"] for r in readings), images)
+
+
+def rapl_unreadable_reason(found: list[Path], readable: list[Path]) -> str | None:
+    """Why the CPU packages' energy cannot be read here (None: it can): no RAPL interface at all (typical of a virtual
+    machine, whose hypervisor does not pass the counters through), or counters readable by root only (Linux made
+    energy_uj root-only in 5.10 after the PLATYPUS power side channel, CVE-2020-8694)."""
+    if readable:
+        return None
+    if not found:
+        return f"no RAPL power meter ({RAPL} has no package counters: a virtual machine, or not an Intel/AMD CPU)"
+    return (f"RAPL counters exist but are readable by root only ({found[0]}; Linux >= 5.10, CVE-2020-8694): "
+            "run as root, or make them readable, to measure CPU energy")
 
 
 class EnergyMeter:
     """Reads package energy counters around a block; `result()` says why when nothing is readable."""
 
     def __init__(self) -> None:
-        self.paths = [p for p in _counters() if _readable(p)]
+        found = _counters()
+        self.paths = [p for p in found if _readable(p)]
+        self.reason = rapl_unreadable_reason(found, self.paths)
         self.start: list[int] = []
         self.end: list[int] = []
 
@@ -36,11 +71,11 @@ class EnergyMeter:
         self.end = [int(p.read_text()) for p in self.paths]
 
     def result(self, images: int) -> dict:
-        if not self.paths:
-            return {"available": False, "reason": "no readable RAPL power meter (/sys/class/powercap)"}
+        if self.reason:
+            return {"available": False, "reason": self.reason}
         ranges = [int((p.parent / "max_energy_range_uj").read_text()) for p in self.paths]
         joules = sum(((e - s) % r) / 1e6 for s, e, r in zip(self.start, self.end, ranges))
-        return _measured("RAPL package counters", joules, images)
+        return measured("RAPL package counters", joules, images)
 
 
 def _readable(path: Path) -> bool:
@@ -96,7 +131,7 @@ class NvmlEnergyMeter:
         if self.reason:
             return {"available": False, "reason": self.reason}
         joules = sum(e - s for s, e in zip(self.start, self.end)) / 1e3
-        return _measured(f"NVML total energy, GPU {', '.join(map(str, self.indices))}", joules, images)
+        return measured(f"NVML total energy, GPU {', '.join(map(str, self.indices))}", joules, images)
 
 
 def _shutdown(pynvml) -> None:

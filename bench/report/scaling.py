@@ -20,6 +20,7 @@ from ..results.record import Distributed, Record, RunSettings, as_records
 from ..runs.distributed import model as netmodel
 from ..runs.distributed.network import SIZES, link_key
 from ..stats import process_interval, process_ratio, welch_interval
+from .energy import energy_text, hardware_label, mean_energy
 from .text import prose
 
 PHASES = ("forward", "backward", "forward_backward", "update", "exposed_comm", "other")
@@ -70,6 +71,9 @@ def processes(records: list[Record]) -> pd.DataFrame:
             "link_gbit": c.link_gbit, "link_delay_ms": c.link_delay_ms,
             "server_update_ms": _server_update_ms(d),
             **({"cluster": c.cluster} if c.cluster else {}),  # a column only where real machines ran
+            "hardware_label": hardware_label(r.hardware, c.device, c.precision, d.link),
+            "images_per_joule": r.energy.images_per_joule if r.energy.available else None,
+            "energy_reason": None if r.energy.available else r.energy.reason,
         })
     df = pd.DataFrame(rows)
     if not df.empty:
@@ -88,7 +92,9 @@ def configs(procs: pd.DataFrame) -> pd.DataFrame:
         est = process_interval(used["images_per_sec"])
         first = g.iloc[0]
         row = {k: first[k] for k in ["config_key", "host", *ID, "strategy", "workers", "nodes", "link", "bucket_mb",
-                                       "global_batch", "threads", "grad_bytes", "link_gbit", "link_delay_ms", "device"]}
+                                       "global_batch", "threads", "grad_bytes", "link_gbit", "link_delay_ms", "device",
+                                       "hardware_label"]}
+        row["images_per_joule"], row["energy_reason"] = mean_energy(used)
         row["cluster"] = _cluster(first)
         server = used["server_update_ms"].dropna()
         row["server_update_ms"] = float(server.mean()) if len(server) else None
@@ -356,6 +362,7 @@ def scaling_for_display(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({
         "run": [f"{r.framework} {r.model} {r.image_size}px, {r.strategy} x{r.workers}"
                 + (f" (strong, global bs {r.global_batch})" if r.scaling == "strong" else "") for r in t.itertuples()],
+        "hardware": t["hardware_label"],
         "link; buckets": [link + (f"; {b:g} MB" if s in ("allreduce", "allreduce_nosync") else "")
                           for link, b, s in zip(t["link"], t["bucket_mb"], t["strategy"])],
         "batch, threads per worker": [f"{b}, {n}" for b, n in zip(t["worker_batch"], t["threads"])],
@@ -364,6 +371,7 @@ def scaling_for_display(table: pd.DataFrame) -> pd.DataFrame:
         "comm. cost ms/step [CI]": [comm_text(r) for _, r in t.iterrows()],
         "efficiency [CI]": [efficiency_text(r) if r["workers"] > 1 else "" for _, r in t.iterrows()],
         "overlap": [f"{v:.0%}" if v is not None and not pd.isna(v) else "" for v in t["overlap_share"]],
+        "images/J": [energy_text(v, why) for v, why in zip(t["images_per_joule"], t["energy_reason"])],
         "processes": t["processes"],
         "flags": ["; ".join(x for x in (f"{n} flagged: {why}" if n else "",
                                          f"step breakdown {not_available(ph)}" if ph else "") if x)

@@ -8,6 +8,7 @@ import matplotlib.pyplot as plt
 
 from ..measurement.flags import FLAG_SCOPE
 from ..results.record import Record
+from .energy import energy_text
 from .style import mark_flags
 
 
@@ -67,7 +68,8 @@ RANK_PHASES = ("forward", "backward", "forward_backward", "update", "exposed_com
 
 
 def rank_table(record: Record):
-    """One row per rank of a distributed run: role, node, samples, phases (median ms), peak memory."""
+    """One row per rank of a distributed run: role, node, device, samples, phases (median ms), peak memory, and for
+    GPU ranks the GPU's allocator peak and utilisation; images per joule where the rank read a meter."""
     from IPython.display import HTML
 
     d = record.distributed
@@ -76,14 +78,21 @@ def rank_table(record: Record):
         return HTML(f"<p>no per-rank results ({html.escape(str(record.status))}: "
                     f"{html.escape(str(record.reason))})</p>")
     cols = [p for p in RANK_PHASES if any((r.phases_median_ms or {}).get(p) is not None for r in ranks)]
-    head = "".join(f"<th>{h}</th>" for h in ["rank", "role", "node", "samples", *[f"{c} ms" for c in cols],
-                                              "comm MB/step", "peak RSS MiB"])
+    gpu = any(r.memory or r.utilisation is not None for r in ranks)  # GPU ranks: device memory and utilisation
+    head = "".join(f"<th>{h}</th>" for h in ["rank", "role", "node", "device", "samples", *[f"{c} ms" for c in cols],
+                                              "comm MB/step", "peak RSS MiB",
+                                              *(["GPU peak MiB", "utilisation"] if gpu else []), "images/J"])
     rows = []
     for r in ranks:
         ph = r.phases_median_ms or {}
         mb = r.comm_bytes_per_step
-        cells = [r.rank, r.role, r.node, r.samples, *[f"{ph[c]:.2f}" if c in ph else "" for c in cols],
-                 f"{mb / 1e6:.1f}" if mb else "", f"{r.peak_rss_bytes / 2**20:.0f}" if r.peak_rss_bytes else ""]
+        peak = (r.memory or {}).get("peak_bytes")
+        own = [f"{peak / 2**20:.0f}" if peak else "", f"{r.utilisation:.0%}" if r.utilisation is not None else ""]
+        energy = r.energy or {}
+        cells = [r.rank, r.role, r.node, r.device or "", r.samples, *[f"{ph[c]:.2f}" if c in ph else "" for c in cols],
+                 f"{mb / 1e6:.1f}" if mb else "", f"{r.peak_rss_bytes / 2**20:.0f}" if r.peak_rss_bytes else "",
+                 *(own if gpu else []),
+                 energy_text(energy.get("images_per_joule"), energy.get("reason")) if energy else ""]
         rows.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
     share = d.overlap_share
     note = f"<p>overlap of communication with computation: {share:.0%}</p>" if share is not None else ""

@@ -364,7 +364,10 @@ class Rank(Section):
     checksum_after: float | None = optional()
     loss_last: float | None = optional()
     device: str | None = optional()  # a GPU rank's own (cuda:<local rank>, or the GPU its ranks share)
-    energy: dict[str, Any] | None = optional()  # Energy's fields: NVML over the timed steps (GPU ranks)
+    energy: dict[str, Any] | None = optional()  # Energy's fields: NVML per GPU, or RAPL read by one rank per machine
+    memory: dict[str, Any] | None = optional()  # Memory's fields: a GPU rank's allocator peak over the timed steps
+    images_per_sec: float | None = optional()  # this rank's own: its images per step over its median step
+    utilisation: float | None = optional()  # of its GPU's measured peak (GPU ranks; CPU ranks share the cores)
 
 
 @section
@@ -563,6 +566,8 @@ class Record(Section):
                "params": self.model.params, "flops_per_image": self.model.flops_per_image,
                "peak_flops": self.peak.flops_per_sec if self.peak else None,
                "utilisation": self.utilisation,
+               "images_per_joule": self.energy.images_per_joule if self.energy.available else None,
+               "energy_reason": None if self.energy.available else self.energy.reason,
                "peak_memory_bytes": self.memory.peak_bytes if self.memory else None,
                "duration_s": self.duration_s,
                "certificate_checked": certificate.checked, "certificate_failed": certificate.failed_checks,

@@ -7,61 +7,26 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from ...errors import UnsupportedError
-from ...host.devices import default_threads, is_gpu
+from ...host.devices import is_gpu
 from ...models import get_model
 from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, register, subtractive_phases
 from ..keras_models import build_keras_model
+from . import worker
+from .training import LOSS, POLICIES, build_model, import_jax, make_loss, set_matmul_precision, sgd_momentum
 
 if TYPE_CHECKING:
     from ...config import RunConfig
-
-_POLICIES = {"fp32": "float32", "tf32": "float32", "bf16": "mixed_bfloat16"}
-
-
-def _import_jax(threads: int):
-    """Import jax and keras on the JAX backend. XLA's CPU thread pool is sized by the CPUs this process
-    may use, so fewer threads than cores are set by CPU affinity before JAX starts."""
-    os.environ.setdefault("KERAS_BACKEND", "jax")
-    if threads < default_threads() and hasattr(os, "sched_setaffinity") and "jax" not in __import__("sys").modules:
-        os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:threads])
-    import jax
-    import keras
-
-    if keras.backend.backend() != "jax":
-        raise UnsupportedError(f"jax: Keras in this process already runs on {keras.backend.backend()!r}; "
-                               "JAX runs need a process of their own (KERAS_BACKEND=jax)")
-    return jax, keras
-
-
-def cross_entropy(jax, logits, labels):
-    """Mean softmax cross-entropy on integer labels (torch.nn.CrossEntropyLoss's definition)."""
-    logp = jax.nn.log_softmax(logits.astype("float32"))
-    return -jax.numpy.mean(jax.numpy.take_along_axis(logp, labels[:, None], axis=1))
-
-
-def sgd_momentum(params, grads, velocity):
-    """torch.optim.SGD(momentum) form: v = m v + g; p = p - lr v."""
-    velocity = [MOMENTUM * v + g for v, g in zip(velocity, grads)]
-    return [p - LEARNING_RATE * v for p, v in zip(params, velocity)], velocity
 
 
 class JaxWorkload(Workload):
     def __init__(self, config: RunConfig) -> None:
         import numpy as np
 
-        jax, keras = _import_jax(config.threads)
+        jax, keras = import_jax(config.threads)
         self.jax, self.config = jax, config
-        # fp32 means fp32 ("highest"); XLA's GPU default would use TF32 tensor cores for float32 dots
-        jax.config.update("jax_default_matmul_precision", "tensorfloat32" if config.precision == "tf32" else "highest")
+        set_matmul_precision(jax, config.precision)
         self.training = config.mode == "training"
-        keras.utils.set_random_seed(config.seed)
-        previous = keras.config.dtype_policy()
-        keras.config.set_dtype_policy(_POLICIES[config.precision])
-        try:
-            model = build_keras_model(config.model, config.image_size)
-        finally:
-            keras.config.set_dtype_policy(previous)
+        model = build_model(keras, config)
         self.params = int(sum(np.prod(v.shape) for v in model.trainable_weights))
         gpu = is_gpu(config.device)
         device = jax.devices("gpu")[int(config.device.split(":")[1])] if gpu else jax.devices("cpu")[0]
@@ -76,10 +41,7 @@ class JaxWorkload(Workload):
         self.non_trainable = [put(v.value) for v in model.non_trainable_variables]
         self.velocity = [jax.numpy.zeros_like(p) for p in self.trainable]
 
-        def loss(trainable, non_trainable, x, y):
-            logits, updated = model.stateless_call(trainable, non_trainable, x, training=True)
-            return cross_entropy(jax, logits, y), updated
-
+        loss = make_loss(jax, model)
         grad = jax.value_and_grad(loss, has_aux=True)
 
         def train(trainable, non_trainable, velocity, x, y):
@@ -102,9 +64,9 @@ class JaxWorkload(Workload):
             "device": str(device),
             "data_placement": config.data,
             "inside_timer": self._inside_timer(),
-            "dtype_policy": _POLICIES[config.precision],
+            "dtype_policy": POLICIES[config.precision],
             "optimizer": OPTIMIZER if self.training else None,
-            "loss": "softmax cross-entropy on integer labels (mean)" if self.training else None,
+            "loss": LOSS if self.training else None,
             "timer": "time.perf_counter after jax.block_until_ready",
             "autograd_in_inference": False if not self.training else None,  # no jax.grad in the inference path
         }
@@ -169,6 +131,10 @@ class JaxAdapter(Adapter):
     distribution = "jax"
     precisions = ("fp32", "tf32", "bf16")
     libraries = ("jaxlib", "keras")
+    # data parallel over one process's devices (a 1-D mesh): the workers are its replicas (bench/adapters/jax/worker.py)
+    distributed_strategies = ("independent", "allreduce")
+    distributed_launch = "local_devices"
+    own_collectives = "XLA's all-reduce between one process's devices"
 
     def info(self) -> dict:
         import jax
@@ -216,3 +182,9 @@ class JaxAdapter(Adapter):
     def prepare(self, config: RunConfig) -> Workload:
         self.check_available()
         return JaxWorkload(config)
+
+    def run_rank(self, config: RunConfig, spec: dict) -> None:
+        worker.run_rank(config, spec)
+
+    def gpu_layout_refusal(self, strategy: str, ranks_here: int, nodes: int, gpu_count: int) -> str | None:
+        return worker.gpu_refusal(ranks_here, gpu_count)

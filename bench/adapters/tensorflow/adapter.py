@@ -9,7 +9,7 @@ from ...errors import UnsupportedError
 from ...host.devices import is_gpu
 from ...models import get_model
 from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, dist_version, register, subtractive_phases
-from . import worker
+from . import strategies, worker
 from .recipe import LOSS, POLICIES, build_model, import_tf, make_loss, make_optimizer, set_tf_threads
 
 if TYPE_CHECKING:
@@ -207,3 +207,16 @@ class TensorFlowAdapter(Adapter):
 
     def run_rank(self, config: RunConfig, spec: dict) -> None:
         worker.run_rank(config, spec)
+
+    def launch_for(self, strategy: str, device: str, nodes: int) -> str | None:
+        return "local_devices" if strategies.local_devices(strategy, device, nodes) else self.distributed_launch
+
+    def gpu_layout_refusal(self, strategy: str, ranks_here: int, nodes: int, gpu_count: int) -> str | None:
+        return strategies.gpu_refusal(strategy, ranks_here, gpu_count)
+
+    def not_applicable(self, mode: str, precision: str, device: str) -> str | None:
+        # the CPU-only wheel (the default environment's) cannot run a GPU config: said before any work
+        if is_gpu(device) and dist_version("tensorflow-cpu") and not dist_version("tensorflow"):
+            return ("tensorflow: the installed build is tensorflow-cpu, which has no GPU support; "
+                    "install requirements-gpu.txt (make setup GPU=1) for tensorflow[and-cuda]")
+        return super().not_applicable(mode, precision, device)

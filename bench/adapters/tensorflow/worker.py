@@ -1,21 +1,26 @@
 """One TensorFlow task of a distributed run, started with TF_CONFIG by the launcher.
 
-- allreduce: MultiWorkerMirroredStrategy with a custom loop (Keras `fit` with it fails, see the
-  tooling notes): per step three tf.functions, timed apart - local forward+backward, the
-  gradients' all-reduce across workers (ring), the SGD-momentum update.
-- independent: the same step without the all-reduce (no cluster: each process trains alone).
+- allreduce: MultiWorkerMirroredStrategy (RING on CPUs, NCCL across nodes on GPUs) or, on one machine's GPUs,
+  MirroredStrategy in one process (one replica per GPU, NCCL all-reduce; strategies.py decides) with a custom loop
+  (Keras `fit` with MWMS fails, see the tooling notes): per step three tf.functions, timed apart - local
+  forward+backward, the gradients' all-reduce across replicas, the SGD-momentum update (on GPUs each after
+  sync_devices: the GPU's end, not the host's queueing).
+- independent: the same step without the all-reduce (no cluster: each process trains alone, on its own GPU or CPU).
 - the cluster: TF_CONFIG from the launcher (this machine, emulated nodes, a host list), or inside Slurm
   SlurmClusterResolver, whose cluster spec and task become this process's TF_CONFIG before any strategy reads it.
-  Synchronous workers send their results to worker 0 over the strategy's own collectives (all_gather), so the
-  machine of worker 0 writes every worker's result, wherever they ran.
+  Synchronous workers of MultiWorkerMirrored send their results to worker 0 over the strategy's own collectives
+  (all_gather), so the machine of worker 0 writes every worker's result, wherever they ran.
 - ps_async: ParameterServerStrategy, asynchronous (Downpour SGD, as the thesis demo): the `ps`
-  and `worker` tasks are TensorFlow servers; the `chief` builds the model, schedules steps with a
+  and `worker` tasks are TensorFlow servers (GPU workers: each on its own GPU, which the chief's strategy finds on the
+  remote workers and runs the steps on); the `chief` builds the model, schedules steps with a
   ClusterCoordinator in chunks, and times each chunk (steps run remotely: no per-step phases).
+GPU replicas record NVML energy over the timed loop and TensorFlow's allocator peak, per GPU.
 With model digits_mlp the data is scikit-learn's digits and test accuracy is recorded over time.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -23,11 +28,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ...errors import UnsupportedError
+from ...host.energy import EnergyMeter, NvmlEnergyMeter
 from ...host.machines import expand_tasks_per_node
 from ...models import get_model
 from ...ranks import digits, rankio
 from ..base import OPTIMIZER
+from . import strategies
 from .recipe import LOSS, build_model, import_tf, make_loss, make_optimizer, set_tf_threads
+from .strategies import StrategyPlan
 
 if TYPE_CHECKING:  # the task gets its config handed in: adapters sit below bench.config
     from ...config import RunConfig
@@ -35,9 +44,18 @@ if TYPE_CHECKING:  # the task gets its config handed in: adapters sit below benc
 EVAL_EVERY = 10  # steps between accuracy evaluations (digits runs)
 
 
-def _tf(threads: int):
+def _tf(threads: int, plan: StrategyPlan):
+    """TensorFlow with this task's threads and GPUs set before its runtime starts: a CPU task sees no GPU (a CPU
+    config never runs on one), a GPU task only its own (the MirroredStrategy process: all of its replicas')."""
     tf, keras = import_tf()
-    return tf, keras, set_tf_threads(tf, threads)
+    threads = set_tf_threads(tf, threads)
+    found = tf.config.list_physical_devices("GPU")
+    missing = [i for i in plan.visible_gpus if i >= len(found)]
+    if missing:  # never a silent CPU run instead
+        raise UnsupportedError(f"tensorflow: this task needs GPU(s) {list(plan.visible_gpus)} but TensorFlow sees "
+                               f"{len(found)} GPU(s)" + (" (tensorflow-cpu?)" if not found else ""))
+    tf.config.set_visible_devices([found[i] for i in plan.visible_gpus], "GPU")
+    return tf, keras, threads
 
 
 class Data:
@@ -65,15 +83,67 @@ def _accuracy(model, test) -> float:
     return float(np.mean(np.argmax(model(x, training=False).numpy(), axis=1) == y))
 
 
-def _train_sync(config, spec, task: dict) -> dict:
-    """allreduce (MultiWorkerMirroredStrategy) or independent; returns this worker's result."""
-    tf, keras, threads = _tf(config.threads)
+def build_strategy(tf, plan: StrategyPlan):
+    """The tf.distribute strategy `plan` names (ParameterServerStrategy is the chief's, built with its resolver)."""
+    if plan.strategy == strategies.MIRRORED:  # NCCL between GPUs; devices without NCCL reduce through one of them
+        ops = tf.distribute.NcclAllReduce() if plan.communication == "NCCL" else tf.distribute.ReductionToOneDevice()
+        return tf.distribute.MirroredStrategy(devices=list(plan.devices), cross_device_ops=ops)
+    if plan.strategy == strategies.MULTI_WORKER:
+        implementation = getattr(tf.distribute.experimental.CommunicationImplementation, plan.communication)
+        return tf.distribute.MultiWorkerMirroredStrategy(
+            communication_options=tf.distribute.experimental.CommunicationOptions(implementation=implementation))
+    return tf.distribute.get_strategy()
+
+
+def _plan(config, role: str, index: int) -> StrategyPlan:
+    """This task's plan: its machine-local index is its task index modulo the ranks this machine runs."""
+    return strategies.plan(config.strategy, config.device, config.nodes, role, index % config.ranks_here,
+                           config.ranks_here)
+
+
+class Readings:
+    """Energy over the timed loop and memory, per replica of this process: each GPU's NVML counter and TensorFlow's
+    allocator peak; on CPUs the packages' RAPL counters, read by the machine's first task for all of its tasks."""
+
+    def __init__(self, tf, plan: StrategyPlan, first_on_machine: bool) -> None:
+        self.tf, self.plan = tf, plan
+        gpus = plan.visible_gpus
+        self.meters = [NvmlEnergyMeter([i]) for i in gpus] if gpus else [EnergyMeter()] if first_on_machine else []
+        self.stack = contextlib.ExitStack()
+
+    def __enter__(self) -> Readings:
+        for k in range(len(self.plan.visible_gpus)):
+            self.tf.config.experimental.reset_memory_stats(f"GPU:{k}")
+        for meter in self.meters:
+            self.stack.enter_context(meter)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stack.close()
+
+    def replica(self, k: int, images: int) -> dict:
+        """The energy (over `images`) and memory of the process's `k`-th replica (empty where it reads none)."""
+        if k >= len(self.meters):
+            return {}
+        if not self.plan.visible_gpus:
+            return {"energy": self.meters[k].result(images)}
+        peak = self.tf.config.experimental.get_memory_info(f"GPU:{k}")["peak"]
+        return {"energy": self.meters[k].result(images),
+                "memory": {"peak_bytes": int(peak), "kind": "TensorFlow allocator peak (get_memory_info)"}}
+
+
+def _train_sync(config, spec, task: dict) -> list[tuple[str, dict]]:
+    """allreduce (MirroredStrategy or MultiWorkerMirroredStrategy) or independent; returns (name, result) for each
+    of this process's replicas (one, or one per GPU under MirroredStrategy)."""
+    plan = _plan(config, "worker", task["index"])
+    tf, keras, threads = _tf(config.threads, plan)
     sync = config.strategy == "allreduce"
-    strategy = tf.distribute.MultiWorkerMirroredStrategy(
-        communication_options=tf.distribute.experimental.CommunicationOptions(
-            implementation=tf.distribute.experimental.CommunicationImplementation.RING)) if sync \
-        else tf.distribute.get_strategy()
-    worker, workers = task["index"], config.workers
+    strategy = build_strategy(tf, plan)
+    mirrored = plan.strategy == strategies.MIRRORED
+    local = len(plan.devices) if mirrored else 1
+    first, workers = 0 if mirrored else task["index"], config.workers
+    gpu = bool(plan.visible_gpus)
+    wait = tf.test.experimental.sync_devices if gpu else (lambda: None)  # GPUs queue work: block before a clock read
     keras.utils.set_random_seed(config.seed)  # identical initial weights on every worker
     with strategy.scope():
         model = build_model(keras, config)
@@ -83,7 +153,7 @@ def _train_sync(config, spec, task: dict) -> dict:
     # ranks' weights are compared after training: a missing reduction would show as ranks_disagree).
     opt._all_reduce_sum_gradients = lambda grads_and_vars: list(grads_and_vars)
     loss_fn = make_loss(keras)
-    data = Data(config, worker, workers)
+    data = [Data(config, first + k, workers) for k in range(local)]
     variables = model.trainable_variables
 
     @tf.function
@@ -104,43 +174,71 @@ def _train_sync(config, spec, task: dict) -> dict:
 
     run = strategy.run if sync else (lambda f, args: f(*args))
 
+    def batch():
+        batches = [d.next() for d in data]
+        if not mirrored:
+            return batches[0]
+        # each replica its own shard: replica k of this process gets data[k]
+        pick = lambda i: lambda ctx: batches[ctx.replica_id_in_sync_group][i]
+        return (strategy.experimental_distribute_values_from_function(pick(0)),
+                strategy.experimental_distribute_values_from_function(pick(1)))
+
     def step() -> dict:
-        x, y = data.next()
+        x, y = batch()
+        wait()
         t0 = time.perf_counter()
         loss, grads = run(grads_fn, args=(x, y))
+        wait()
         t1 = time.perf_counter()
         if sync:
             grads = run(allreduce_fn, args=(grads,))
+            wait()
         t2 = time.perf_counter()
         run(apply_fn, args=(grads,))
+        wait()
         t3 = time.perf_counter()
-        # tf.functions on the CPU return when their work is done (synchronous eager execution)
+        losses = [float(v) for v in strategy.experimental_local_results(loss)]
         return {"start": t0, "end": t3, "step_s": t3 - t0, "forward_backward_s": t1 - t0,
                 "comm_s": t2 - t1, "exposed_comm_s": t2 - t1, "overlap_s": 0.0, "update_s": t3 - t2,
-                "loss": float(loss)}
+                "loss": sum(losses) / len(losses)}
+
+    def checksums() -> list[float]:  # each local replica's copy of the weights (MirroredStrategy: one per GPU)
+        parts = [strategy.experimental_local_results(v.value) for v in variables]  # a Keras variable's tf.Variable
+        return [float(sum(np.abs(p[k].numpy()).sum() for p in parts)) for k in range(local)]
 
     warmup = [step()["step_s"] for _ in range(config.warmup)]
-    before = float(sum(np.abs(v.numpy()).sum() for v in variables))
+    before = checksums()
     accuracy, eval_s = [], 0.0
-    w0, cpu0 = time.perf_counter(), rankio.cpu_seconds()
-    steps = []
-    for i in range(config.iterations):
-        steps.append(step())
-        if data.real and worker == 0 and (i + 1) % EVAL_EVERY == 0:
-            e0 = time.perf_counter()
-            acc = _accuracy(model, data.test)
-            accuracy.append({"train_s": e0 - w0 - eval_s, "steps": i + 1, "accuracy": acc})
-            eval_s += time.perf_counter() - e0
-    w1, cpu1 = time.perf_counter(), rankio.cpu_seconds()
-    result = {"rank": worker, "role": "worker", **_here(), "threads": threads, "steps": steps, "warmup_s": warmup,
-            "params": int(sum(np.prod(v.shape) for v in variables)),
-            "grad_bytes": int(sum(np.prod(v.shape) for v in variables) * 4),
-            "samples_per_step": config.worker_batch, "accuracy": accuracy or None,
-            "window": {"start": w0, "end": w1, "cpu_s": cpu1 - cpu0, "eval_s": eval_s},
-            "checksum_before": before, "checksum_after": float(sum(np.abs(v.numpy()).sum() for v in variables)),
-            "settings": {**threads, "strategy": type(strategy).__name__, "communication": "RING" if sync else None,
-                         "optimizer": OPTIMIZER, "loss": LOSS}}
-    return _gather(tf, strategy, result) if sync else [result]
+    with Readings(tf, plan, first_on_machine=task["index"] % config.ranks_here == 0) as readings:
+        w0, cpu0 = time.perf_counter(), rankio.cpu_seconds()
+        steps = []
+        for i in range(config.iterations):
+            steps.append(step())
+            if data[0].real and first == 0 and (i + 1) % EVAL_EVERY == 0:
+                e0 = time.perf_counter()
+                acc = _accuracy(model, data[0].test)
+                accuracy.append({"train_s": e0 - w0 - eval_s, "steps": i + 1, "accuracy": acc})
+                eval_s += time.perf_counter() - e0
+        w1, cpu1 = time.perf_counter(), rankio.cpu_seconds()
+    after = checksums()
+    params = int(sum(np.prod(v.shape) for v in variables))
+    common = {"role": "worker", "threads": threads, "steps": steps, "warmup_s": warmup, "params": params,
+              "grad_bytes": params * 4, "samples_per_step": config.worker_batch,
+              "window": {"start": w0, "end": w1, "cpu_s": cpu1 - cpu0, "eval_s": eval_s},
+              "backend": plan.communication.lower() if plan.communication else None,
+              "settings": {**threads, "strategy": type(strategy).__name__, "communication": plan.communication,
+                           "replicas_in_process": local, "optimizer": OPTIMIZER, "loss": LOSS}}
+    # a GPU's reading covers its replica's images; the CPUs' covers every task on this machine
+    images = config.worker_batch * config.iterations * (1 if plan.visible_gpus else config.ranks_here)
+    results = [(f"rank{first + k}", {**common, "rank": first + k,
+                                   "device": f"cuda:{plan.visible_gpus[k]}" if gpu else "cpu",
+                                   "accuracy": (accuracy or None) if k == 0 else None,
+                                   "checksum_before": before[k], "checksum_after": after[k],
+                                   **readings.replica(k, images)})
+                for k in range(local)]
+    if sync and not mirrored:  # MultiWorkerMirrored: every worker's result to worker 0, wherever it ran
+        return [(f"rank{r['rank']}", r) for r in _gather(tf, strategy, {**_here(), **results[0][1]})]
+    return results
 
 
 def _here() -> dict:
@@ -164,13 +262,13 @@ def _gather(tf, strategy, result: dict) -> list[dict]:
     return out
 
 
-def _resolve_cluster(threads: int) -> None:
+def _resolve_cluster() -> None:
     """Inside Slurm (the launcher says so): this task's TF_CONFIG from SlurmClusterResolver, one Slurm task per TF
     task, ports from port_base on each host."""
     slurm = os.environ.get(rankio.TF_SLURM_ENV)
     if not slurm:
         return
-    tf, _, _ = _tf(threads)
+    tf, _ = import_tf()  # threads and GPUs are set once this task's role is known (_tf, in the task itself)
     spec = json.loads(slurm)
     per_host = max(expand_tasks_per_node(os.environ.get("SLURM_STEP_TASKS_PER_NODE") or
                                          os.environ.get("SLURM_TASKS_PER_NODE") or "1"))
@@ -183,9 +281,10 @@ def _resolve_cluster(threads: int) -> None:
                                                                       "index": resolver.task_id}})
 
 
-def _serve(task: dict, threads: int) -> None:
-    """A ps or worker task of ParameterServerStrategy: a TF server until the launcher stops it."""
-    tf, _, _ = _tf(threads)
+def _serve(config, task: dict, threads: int) -> None:
+    """A ps or worker task of ParameterServerStrategy: a TF server until the launcher stops it (a worker on its own
+    GPU where the run is on GPUs: the chief's steps run there)."""
+    tf, _, _ = _tf(threads, _plan(config, task["type"], task["index"]))
     resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
     server = tf.distribute.Server(resolver.cluster_spec(), job_name=task["type"], task_index=task["index"],
                                   protocol="grpc", start=True)
@@ -194,7 +293,7 @@ def _serve(task: dict, threads: int) -> None:
 
 def _chief_async(config, spec) -> dict:
     """The coordinator of asynchronous parameter-server training; times chunks of scheduled steps."""
-    tf, keras, threads = _tf(1)
+    tf, keras, threads = _tf(1, _plan(config, "chief", 0))
     resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
     strategy = tf.distribute.ParameterServerStrategy(resolver)
     coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
@@ -272,14 +371,15 @@ def _chief_async(config, spec) -> dict:
 
 def run_rank(config: RunConfig, spec: dict) -> None:
     """This process's TF_CONFIG task of `config`: a server (ps_async's ps and workers) or a training task."""
-    _resolve_cluster(config.threads)
+    _resolve_cluster()
     task = json.loads(os.environ.get("TF_CONFIG", "{}")).get("task") or {"type": "worker", "index": 0}
     if config.strategy == "ps_async" and task["type"] in ("ps", "worker"):
-        _serve(task, config.threads if task["type"] == "worker" else 1)
+        _serve(config, task, config.threads if task["type"] == "worker" else 1)
         return
     if config.strategy == "ps_async":
-        rankio.write_result(spec, "chief", {**_chief_async(config, spec), **_here()})
-        return
-    for result in _train_sync(config, spec, task):
-        rankio.write_result(spec, f"rank{result['rank']}", result)
+        results = [("chief", _chief_async(config, spec))]
+    else:
+        results = _train_sync(config, spec, task)
+    for name, result in results:
+        rankio.write_result(spec, name, {**_here(), **result})
 

@@ -24,7 +24,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, NamedTuple
 
 from ...host.devices import is_gpu, rank_placement
-from ...host.energy import NvmlEnergyMeter
+from ...host.energy import energy_meter
 from ...ranks import rankio
 from ...ranks.timeline import step_phases
 
@@ -92,7 +92,7 @@ class CudaEventClock:
 class Placement(NamedTuple):
     device: str
     backend: str
-    measures_energy: bool  # a GPU rank with a GPU of its own, or the first of the ranks sharing one
+    measures_energy: bool  # a GPU rank with a GPU of its own, or the first of the ranks sharing a GPU or the CPUs
 
 
 def rank_device(config: RunConfig, env: dict, cuda) -> Placement:
@@ -102,8 +102,8 @@ def rank_device(config: RunConfig, env: dict, cuda) -> Placement:
     ranks_here = int(env.get(rankio.MACHINE_RANKS_ENV, env.get("LOCAL_WORLD_SIZE", 1)))
     gpu_count = cuda.device_count() if is_gpu(config.device) else 0
     device, backend = rank_placement(config.device, local, ranks_here, gpu_count, config.backend)
-    # ranks sharing a GPU would each read the whole GPU's energy: one of them measures it
-    return Placement(device, backend, is_gpu(device) and (ranks_here <= gpu_count or local == 0))
+    # ranks sharing a GPU would each read the whole GPU's energy, CPU ranks the same packages: one of them measures it
+    return Placement(device, backend, local == 0 or (is_gpu(device) and ranks_here <= gpu_count))
 
 
 def make_clock(device: str, cuda) -> HostClock | CudaEventClock:
@@ -249,7 +249,12 @@ def run_rank(adapter: TorchAdapter, config: RunConfig, spec: dict) -> None:
     warmup = [trainer.step()["step_s"] for _ in range(config.warmup)]
     before = workload.weights_checksum()
     dist.barrier()
-    meter = NvmlEnergyMeter([int(device.split(":")[1])]) if measures_energy else contextlib.nullcontext()
+    meter = energy_meter(device) if measures_energy else contextlib.nullcontext()
+    # what its reading covers: its own GPU's images, or every rank's on the GPU or CPUs they share
+    ranks_here = int(os.environ.get(rankio.MACHINE_RANKS_ENV, 1))
+    own_gpu = is_gpu(device) and ranks_here <= torch.cuda.device_count()
+    images = config.worker_batch * config.iterations * (1 if own_gpu else ranks_here)
+    workload.reset_memory()
     with meter as energy:
         w0, cpu0 = time.perf_counter(), rankio.cpu_seconds()
         steps = [trainer.step() for _ in range(config.iterations)]
@@ -264,7 +269,8 @@ def run_rank(adapter: TorchAdapter, config: RunConfig, spec: dict) -> None:
         "warmup_s": warmup, "steps": steps, "window": {"start": w0, "end": w1, "cpu_s": cpu1 - cpu0},
         "checksum_before": before, "checksum_after": workload.weights_checksum(),
         "settings": trainer.settings(), "input_placement": workload.input_placement(), "device": device,
-        "energy": energy.result(config.worker_batch * config.iterations) if energy else None,
+        "energy": energy.result(images) if energy else None,
+        "memory": workload.memory() if is_gpu(device) else None,  # the CUDA allocator's peak over the timed loop
     })
     # every rank's result goes to rank 0, which writes them all: on a real cluster the record is
     # assembled on node 0 only, from every machine's ranks

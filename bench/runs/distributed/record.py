@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import statistics
 
+from ...host.devices import gpu_interconnect, is_gpu
+from ...host.energy import total
 from ...measurement.flags import flag
-from ...results.record import Distributed, Flag, Interference, Memory, Phases, Rank, Record, Samples, Summary
+from ...results.record import Distributed, Energy, Flag, Interference, Memory, Phases, Rank, Record, Samples, Summary
 from ...stats import cv, summarize_latencies
 
 PHASES = ("forward_s", "backward_s", "forward_backward_s", "update_s", "exposed_comm_s", "other_s", "comm_s",
@@ -36,7 +38,9 @@ def _rank_section(r: dict) -> Rank:
         peak_rss_bytes=r.get("peak_rss_bytes"), window=r.get("window"),
         checksum_before=r.get("checksum_before"), checksum_after=r.get("checksum_after"),
         loss_last=steps[-1].get("loss") if steps else None, device=r.get("device"),
-        energy=r.get("energy"),
+        energy=r.get("energy"), memory=r.get("memory"),
+        images_per_sec=r["samples_per_step"] / statistics.median(s["step_s"] for s in steps)
+        if steps and r.get("samples_per_step") and r["role"] != "chief" else None,
     )
 
 
@@ -62,6 +66,24 @@ def distributed_flags(config, ranks: list[dict], fallback: str | None) -> list[F
     return out
 
 
+def gpu_link(ranks: list[dict]) -> dict:
+    """GPU runs: how many GPUs the ranks used and how they are connected (nothing for CPU runs): the report labels
+    a GPU row with its GPUs' model, count, interconnect and precision."""
+    used = {(r.get("host"), r["device"]) for r in ranks if r.get("device") and is_gpu(r["device"])}
+    if not used:
+        return {}
+    hosts = {h for h, _ in used}
+    trainers = [r for r in ranks if r.get("device") and is_gpu(r["device"])]
+    here = sorted(int(d.split(":")[1]) for h, d in used if h == trainers[0].get("host"))  # the lead rank's machine
+    if len(used) == 1 and len(trainers) > 1:
+        interconnect = f"one GPU shared by {len(trainers)} ranks"
+    else:
+        interconnect = gpu_interconnect(here)
+        if len(hosts) > 1:
+            interconnect += f" within a machine, {len(hosts)} machines over their network"
+    return {"gpus": len(used), "interconnect": interconnect}
+
+
 def fill(record: Record, config, ranks: list[dict], servers: list[dict], link: dict, launch: str,
          interference: dict) -> None:
     """Put the measured numbers of a finished distributed run into `record`."""
@@ -83,11 +105,21 @@ def fill(record: Record, config, ranks: list[dict], servers: list[dict], link: d
                                median_ms={k: statistics.median(p[k] for p in phase_ranks) for k in keys})
     peaks = [s.peak_rss_bytes for s in sections if s.peak_rss_bytes] + \
             [s["peak_rss_bytes"] for s in servers if s.get("peak_rss_bytes")]
-    record.memory = Memory(peak_bytes=max(peaks) if peaks else None, total_peak_bytes=sum(peaks) if peaks else None,
-                           kind="largest and summed per-process peak RSS over ranks and servers")
+    gpu_peaks = [s.memory["peak_bytes"] for s in sections if s.memory and s.memory.get("peak_bytes")]
+    if gpu_peaks:  # GPU ranks: the device memory, as a single GPU run records it (each rank's RSS stays in its section)
+        record.memory = Memory(peak_bytes=max(gpu_peaks), total_peak_bytes=sum(gpu_peaks),
+                               kind="largest and summed per-GPU peak over ranks ("
+                                    + next(s.memory.get("kind") for s in sections if s.memory) + ")")
+    else:
+        record.memory = Memory(peak_bytes=max(peaks) if peaks else None, total_peak_bytes=sum(peaks) if peaks else None,
+                               kind="largest and summed per-process peak RSS over ranks and servers")
+    # every reading is of its own GPU, or of a machine's CPU packages read by one rank: they add up
+    record.energy = Energy.from_json(total([r["energy"] for r in ranks if r.get("energy")],
+                                           config.global_batch * len(steps)))
     record.interference = Interference.from_json({**interference, "iteration_cv": cv(steps)})
     record.settings = {**(ranks[0].get("settings") or {}), "threads_per_worker": config.threads,
                        "stop_rule": "fixed warm-up and timed step counts on every rank, between barriers"}
+    link = {**link, **gpu_link(ranks)}
     record.distributed = Distributed(
         strategy=config.strategy, workers=config.workers, nodes=config.nodes,
         scaling=config.scaling, worker_batch=config.worker_batch, global_batch=config.global_batch,

@@ -16,6 +16,7 @@ import psutil
 from ...adapters import ADAPTERS
 from ...config import RunConfig
 from ...errors import terminations_unwind
+from ...host.devices import is_gpu
 from ...host.interference import TreeSampler
 from ...host.machines import SLURM
 from ...measurement.certificate import run_checks
@@ -122,7 +123,16 @@ def tf_tasks(config: RunConfig, module: str, env: dict, nodes, cluster: Machines
     return tasks
 
 
-LAUNCHERS = {"torchrun": torchrun_tasks, "tf_config": tf_tasks}
+def local_device_tasks(config: RunConfig, module: str, env: dict, nodes, cluster: dict | None = None) -> list[Task]:
+    """One process whose replicas, one per device of this machine, are the workers (TensorFlow's MirroredStrategy
+    on GPUs, JAX over its devices); it gets every worker's threads."""
+    if cluster or nodes:
+        raise LaunchError("a run over one process's devices runs on one machine; valid choice: nodes 1")
+    return [Task("process0", python_module(module),
+                 {**env, **thread_env(config.threads * config.workers), "BENCH_NODE": "0"})]
+
+
+LAUNCHERS = {"torchrun": torchrun_tasks, "tf_config": tf_tasks, "local_devices": local_device_tasks}
 
 
 @contextlib.contextmanager
@@ -176,8 +186,8 @@ def launch(config: RunConfig, work: Path, module: str | None = None, extra_spec:
     env = {SPEC_ENV: str(spec_path), **thread_env(config.threads)}
     servers: list[dict] = []
     with topology(config, cluster) as (nodes, link), TreeSampler() as sampler:
-        tasks = LAUNCHERS[adapter.distributed_launch](config, module or rank_main.__name__, env, nodes,
-                                                      cluster)
+        kind = adapter.launch_for(config.strategy, config.device, config.nodes)
+        tasks = LAUNCHERS[kind](config, module or rank_main.__name__, env, nodes, cluster)
         def read_servers(run: Launch) -> None:  # servers never exit by themselves: read them first
             servers.extend({"task": t.name, "peak_rss_bytes": _peak_rss(run.procs[t.name].pid)}
                            for t in tasks if t.daemon and t.name in run.procs)
@@ -193,7 +203,7 @@ def launch(config: RunConfig, work: Path, module: str | None = None, extra_spec:
     windows = [r["window"] for r in ranks if r.get("window")]
     interference = sampler.result(min(w["start"] for w in windows), max(w["end"] for w in windows)) \
         if windows else {"judged": False, "note": "no timed window"}
-    return ranks, servers, link, interference, adapter.distributed_launch
+    return ranks, servers, link, interference, kind
 
 
 SCRATCH_PREFIX = "dlbench-dist-"
@@ -234,6 +244,12 @@ def execute(config: RunConfig, results_dir: Path | str | None = None, repeat: in
     results_dir = Path(results_dir or default_results_dir())
     started = time.perf_counter()
     record = Record.new(config, repeat, attempt, sweep)
+    adapter = ADAPTERS.get(config.framework)
+    reason = adapter.cannot_run(config.mode, config.precision, config.device)
+    if reason:  # what no rank could run (a CPU-only build asked for GPUs): said before any process starts
+        record.status, record.reason, record.duration_s = "skipped", reason, time.perf_counter() - started
+        record.manifest = Manifest.collect({"version": adapter.version()})
+        return record
     try:
         # The launcher owns the namespaces, the scratch folder and every rank: SIGTERM and SIGHUP unwind like Ctrl-C.
         with terminations_unwind(), work_dir() as work:
@@ -263,6 +279,21 @@ def _utilisation(record: Record, config: RunConfig, results_dir: Path) -> None:
         apply_utilisation(record, results_dir, config, record.distributed.params)
     except Exception as exc:  # utilisation is extra; its absence is said, never faked
         record.model = ModelInfo(flops_note=f"not computed: {type(exc).__name__}: {exc}")
+        return
+    gpu_utilisation(record)
+
+
+def gpu_utilisation(record: Record) -> None:
+    """GPU ranks, as single GPU runs: each rank's share of its GPU's measured peak (the record's peak is one GPU's),
+    and the whole run's share of all its GPUs. CPU ranks share the machine's cores: the run's share stands alone."""
+    gpus = {r.device for r in record.distributed.ranks if r.device and is_gpu(r.device)}
+    flops, peak = record.model.flops_per_image, record.peak.flops_per_sec if record.peak else None
+    if not gpus or not flops or not peak:
+        return
+    for rank in record.distributed.ranks:
+        rank.utilisation = flops * rank.images_per_sec / peak if rank.images_per_sec else None
+    if record.utilisation is not None:  # the GPUs of every machine (the link counts them by host and device)
+        record.utilisation /= record.distributed.link.get("gpus") or len(gpus)
 
 
 def _certificate(record: Record, config: RunConfig, lead: dict) -> None:
