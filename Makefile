@@ -86,10 +86,8 @@ test: setup setup-mxnet system-deps ## lint, import contracts, unit/integration 
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q --durations=15 -m "not full" tests
 
-test-full: setup setup-mxnet system-deps ## every test: also the real tiny sweep (killed, resumed), nbval on it, distributed runs
-	$(BIN)/ruff check bench tests
-	$(BIN)/lint-imports
-	$(BIN)/python -m pytest -q --durations=15 tests
+test-full: setup setup-mxnet system-deps ## the slow tier (after `make test`): the real tiny sweep (killed, resumed), nbval on it, distributed and Slurm runs
+	$(BIN)/python -m pytest -q --durations=15 -m full tests
 
 report: setup setup-mxnet system-deps sweep render ## run the PROFILE sweep (default quick) and export report/report.html + .pdf
 
