@@ -4,6 +4,7 @@ inside a function (the layering itself is import-linter's, run by `make test`)."
 from __future__ import annotations
 
 import ast
+import os
 from pathlib import Path
 
 from bench.adapters import ADAPTERS
@@ -38,3 +39,23 @@ def test_no_project_import_inside_a_function_outside_the_adapters():
                 if project:
                     found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
     assert not found, found
+
+
+def test_the_run_notebook_imports_nothing_mxnets_lean_environment_lacks():
+    # notebooks/benchmark.ipynb runs in MXNet's own environment too (requirements-mxnet.txt: no pandas, scipy or
+    # PyYAML): its imports must not pull them in, or every MXNet run of a sweep fails before it starts.
+    import json
+    import subprocess
+    import sys
+
+    notebook = json.loads((PACKAGE.parent / "notebooks" / "benchmark.ipynb").read_text())
+    imports = [line for cell in notebook["cells"] if cell["cell_type"] == "code"
+               for line in "".join(cell["source"]).splitlines() if line.startswith(("from bench", "import bench"))]
+    assert imports
+    blocker = ("import sys\nclass Lean:\n    def find_spec(self, name, path=None, target=None):\n"
+               "        if name.split('.')[0] in ('pandas', 'scipy', 'yaml'):\n"
+               "            raise ImportError(f'{name} is not in the lean environment')\n"
+               "sys.meta_path.insert(0, Lean())\n")
+    done = subprocess.run([sys.executable, "-c", blocker + "\n".join(imports)], capture_output=True, text=True,
+                          cwd=PACKAGE.parent, env={**os.environ, "PYTHONPATH": str(PACKAGE.parent)})
+    assert done.returncode == 0, done.stderr[-2000:]

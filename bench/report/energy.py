@@ -6,15 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..host.devices import is_gpu
-
-NOT_MEASURED = "not measured"
-
-
-def energy_text(images_per_joule: float | None, reason: str | None) -> str:
-    """A cell: images per joule (three significant digits), or why energy was not measured."""
-    if images_per_joule is not None and not pd.isna(images_per_joule):
-        return f"{images_per_joule:.3g}"
-    return f"{NOT_MEASURED}: {reason}" if reason else NOT_MEASURED
+from .marks import NOT_MEASURED, energy_text  # noqa: F401 - energy_text: the tables' cell, used below
 
 
 def mean_energy(frame: pd.DataFrame) -> tuple[float | None, str | None]:

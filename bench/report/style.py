@@ -14,6 +14,7 @@ from matplotlib.patches import Rectangle
 from matplotlib.ticker import FuncFormatter
 
 from ..adapters import ADAPTERS, framework_of
+from .marks import ALL_FLAGGED, mark_flags  # noqa: F401 - the figures' one flag helper, stated here too
 from .systems import HISTORICAL
 
 FALLBACK_COLOUR = "#ff7f0e"  # a name no adapter and no historical system answers to
@@ -57,7 +58,6 @@ PHASES_FLAGGED_NOTE = "cross-hatched '!': phase breakdown flagged (guard named b
 
 
 # Appended to the title of a figure whose every input is flagged.
-ALL_FLAGGED = "every number flagged, none is a finding"
 
 
 BEST_BATCH_HATCH = "//"
@@ -238,22 +238,3 @@ def flag_points(ax, x, y, flagged, colour: str, marker: str) -> bool:
     return bool(flagged.any())
 
 
-def mark_flags(fig, flagged):
-    """The one place a figure states its flags; every figure function calls it once its figure is drawn.
-
-    `flagged` has one truth value per input drawn (a point, a bar, a process; True: flagged, not a finding).
-    When every input is flagged the figure's title says so (ALL_FLAGGED), so a reader who sees only the
-    figure is not misled; the figure keeps the counts as `fig.flag_counts` (flagged, inputs)."""
-    if fig is None:
-        return None
-    flags = [bool(f) for f in flagged]
-    fig.flag_counts = (sum(flags), len(flags))
-    if flags and all(flags):
-        title = fig._suptitle  # a figure with panels has a suptitle; a one-panel figure its axes' title
-        target = title if title is not None and title.get_text() else next(
-            (ax.title for ax in fig.axes if ax.get_visible() and ax.get_title()), None)
-        if target is None:
-            fig.suptitle(ALL_FLAGGED, fontsize=10)
-        elif ALL_FLAGGED not in target.get_text():
-            target.set_text(f"{target.get_text()} ({ALL_FLAGGED})")
-    return fig

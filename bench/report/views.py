@@ -8,8 +8,7 @@ import matplotlib.pyplot as plt
 
 from ..measurement.flags import FLAG_SCOPE
 from ..results.record import Record
-from .energy import energy_text
-from .style import mark_flags
+from .marks import energy_text, mark_flags
 
 
 def run_summary(record: Record):
