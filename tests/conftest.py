@@ -93,3 +93,10 @@ def _proc(pid: int):
         return psutil.Process(pid)
     except psutil.NoSuchProcess:
         return None
+
+
+def interruptible() -> None:
+    """A child's preexec_fn: a background job of a non-interactive shell (as CI may start us) ignores SIGINT, and
+    children inherit that (Python then never raises KeyboardInterrupt); a terminal's foreground process does not.
+    Restore the terminal's default, so a test's Ctrl-C reaches the sweep it starts."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -114,6 +114,16 @@ def test_scaling_rows_carry_the_gpu_label_and_images_per_joule(tmp_path):
     assert all(cpu["hardware"].str.endswith(", fp32"))
 
 
+def test_columns_that_say_nothing_row_by_row_are_left_out_of_the_printed_scaling_table(tmp_path):
+    cpu = [with_energy(dist_record(s, w, ms, rep), None, "no RAPL power meter (a virtual machine)")
+           for rep in range(2) for s, w, ms in (("independent", 1, 100.0), ("allreduce", 2, 120.0))]
+    write(cpu, tmp_path)
+    shown = S.scaling_for_display(load(tmp_path).scaling.table)
+    # one machine, no energy measured, nothing flagged: the page-1 machine line and the details say those once
+    assert not {"hardware", "images/J", "flags"} & set(shown.columns)
+    assert {"run", "images/s [95% CI]", "efficiency [CI]"} <= set(shown.columns)
+
+
 def test_gpu_rows_keep_their_own_one_gpu_baseline(tmp_path):
     write(_scaling_records(), tmp_path)
     table = load(tmp_path).scaling.table

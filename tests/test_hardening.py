@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from .conftest import ROOT, TEST_HOST, bench_cli
+from .conftest import ROOT, TEST_HOST, bench_cli, interruptible
 
 RUN = ("run", "--framework", "null", "--model", "tiny_cnn", "--protocol", "seed")
 NULL_PROFILE = "frameworks: [null]\nmodels: [tiny_cnn]\nbatch_sizes: [1, 2]\nrepeats: {r}\nretries: 0\n" \
@@ -101,12 +101,6 @@ def _kernels_of(pid: int) -> list[Path]:
     return list(Path(tempfile.gettempdir()).glob(f"bench-kernels-{pid}-*"))
 
 
-def _interruptible() -> None:
-    # A background job of a non-interactive shell (as CI may start us) ignores SIGINT, and children inherit
-    # that; a terminal's foreground process does not. Restore the terminal's default for the sweep.
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 @pytest.mark.full
 def test_ctrl_c_during_a_sweep_exits_130_cleanly(tmp_path):
     profile = tmp_path / "p.yaml"
@@ -115,7 +109,7 @@ def test_ctrl_c_during_a_sweep_exits_130_cleanly(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "BENCH_HOST": TEST_HOST}
     proc = subprocess.Popen([sys.executable, "-m", "bench", "sweep", "--profile", str(profile), "--results-dir",
                              str(results)], env=env, cwd=ROOT, start_new_session=True, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=_interruptible)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=interruptible)
     records = results / TEST_HOST / "records"
     deadline = time.time() + 240
     while len(list(records.glob("*.json"))) < 2:

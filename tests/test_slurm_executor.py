@@ -28,7 +28,7 @@ from bench.sweep.runner import results_lock
 from bench.sweep.shard import parse_shard, shard_configs, shard_profile
 
 from . import local_slurm
-from .conftest import ROOT, TEST_HOST
+from .conftest import ROOT, TEST_HOST, interruptible
 from .synthetic import record
 
 # One tiny config, two fresh processes: the smallest sweep that has repetitions.
@@ -180,7 +180,8 @@ def _sweep(profile: Path, results: Path, env: dict, *more: str, wait: bool = Tru
     cmd = [sys.executable, "-m", "bench", "sweep", "--profile", str(profile), "--results-dir", str(results), *more]
     full = {**os.environ, **env, "PYTHONPATH": str(ROOT), "BENCH_HOST": TEST_HOST, "TF_CPP_MIN_LOG_LEVEL": "3"}
     if not wait:
-        return subprocess.Popen(cmd, env=full, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        return subprocess.Popen(cmd, env=full, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                preexec_fn=interruptible)
     return subprocess.run(cmd, env=full, cwd=ROOT, capture_output=True, text=True, timeout=900)
 
 

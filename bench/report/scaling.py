@@ -356,10 +356,13 @@ def _ci(est, lo, hi, fmt: str) -> str:
 
 
 def scaling_for_display(table: pd.DataFrame) -> pd.DataFrame:
+    """The scaling table as printed. Columns that say nothing row by row are left out so it fits a page: the
+    hardware when every run shares it (page 1's machine line names it), images per joule when no run measured
+    energy (the details' energy table gives the reason), flags when none was raised."""
     if table.empty:
         return table
     t = table.sort_values(["platform", "framework", "model", "workers", "nodes", "strategy", "bucket_mb"])
-    return pd.DataFrame({
+    shown = pd.DataFrame({
         "run": [f"{r.framework} {r.model} {r.image_size}px, {r.strategy} x{r.workers}"
                 + (f" (strong, global bs {r.global_batch})" if r.scaling == "strong" else "") for r in t.itertuples()],
         "hardware": t["hardware_label"],
@@ -377,6 +380,10 @@ def scaling_for_display(table: pd.DataFrame) -> pd.DataFrame:
                                          f"step breakdown {not_available(ph)}" if ph else "") if x)
                   for n, why, ph in zip(t["flagged"], t["flag_reasons"], t["phase_flags"])],
     })
+    silent = [c for c, says_nothing in (("hardware", shown["hardware"].nunique() <= 1),
+                                        ("images/J", t["images_per_joule"].isna().all()),
+                                        ("flags", (shown["flags"] == "").all())) if says_nothing]
+    return shown.drop(columns=silent)
 
 
 def _guarded(frame: pd.DataFrame, column: str, fmt: str) -> list[str]:
