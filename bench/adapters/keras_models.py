@@ -174,3 +174,14 @@ def build_keras_model(name: str, image_size: int):
 
 def keras_model_names() -> list[str]:
     return sorted(_BUILDERS)
+
+
+def build_in_policy(keras, model: str, image_size: int, policy: str):
+    """The untrained Keras model, its layers in dtype `policy` (set only while building, so nothing built later
+    inherits it): TensorFlow's and JAX's runs build through this one place."""
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(policy)
+    try:
+        return build_keras_model(model, image_size)
+    finally:
+        keras.config.set_dtype_policy(previous)

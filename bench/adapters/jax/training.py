@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from ...errors import UnsupportedError
 from ...host.devices import default_threads
 from ..base import LEARNING_RATE, MOMENTUM
-from ..keras_models import build_keras_model
+from ..keras_models import build_in_policy
 
 if TYPE_CHECKING:
     from ...config import RunConfig
@@ -43,12 +43,7 @@ def build_model(keras, config: RunConfig):
     """The untrained Keras model of `config` (seeded: the same weights in every process), its layers in the
     precision's dtype policy (set only while building, so nothing built later inherits it)."""
     keras.utils.set_random_seed(config.seed)
-    previous = keras.config.dtype_policy()
-    keras.config.set_dtype_policy(POLICIES[config.precision])
-    try:
-        return build_keras_model(config.model, config.image_size)
-    finally:
-        keras.config.set_dtype_policy(previous)
+    return build_in_policy(keras, config.model, config.image_size, POLICIES[config.precision])
 
 
 def cross_entropy(jax, logits, labels):

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from ...errors import UnsupportedError
 from ..base import LEARNING_RATE, MOMENTUM
-from ..keras_models import build_keras_model
+from ..keras_models import build_in_policy
 
 if TYPE_CHECKING:
     from ...config import RunConfig
@@ -41,12 +41,7 @@ def set_tf_threads(tf, threads: int) -> dict:
 def build_model(keras, config: RunConfig):
     """The untrained model of `config`, its layers in the precision's dtype policy (set only while building, so
     nothing built later inherits it). Call it inside the device or distribution-strategy scope that owns it."""
-    previous = keras.mixed_precision.dtype_policy()
-    keras.mixed_precision.set_dtype_policy(POLICIES[config.precision])
-    try:
-        return build_keras_model(config.model, config.image_size)
-    finally:
-        keras.mixed_precision.set_dtype_policy(previous)
+    return build_in_policy(keras, config.model, config.image_size, POLICIES[config.precision])
 
 
 def make_loss(keras):
