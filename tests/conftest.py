@@ -100,3 +100,22 @@ def interruptible() -> None:
     children inherit that (Python then never raises KeyboardInterrupt); a terminal's foreground process does not.
     Restore the terminal's default, so a test's Ctrl-C reaches the sweep it starts."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def run_on_machines(nodes, argv_for, env: dict, log_dir: Path, timeout_s: float) -> list[str]:
+    """Each emulated node (bench/runs/distributed/topology.py) runs the command one machine would type,
+    `argv_for(node)`, inside its namespace; returns every machine's output once all have exited 0."""
+    procs, logs = [], [log_dir / f"machine{node.index}.log" for node in nodes]
+    for node in nodes:
+        with logs[node.index].open("w") as log:  # files, not pipes: an unread pipe would stall both machines
+            procs.append(subprocess.Popen(node.command(argv_for(node)), cwd=ROOT, env=env, stdout=log,
+                                          stderr=subprocess.STDOUT))
+    try:
+        for p in procs:
+            p.wait(timeout=timeout_s)
+    finally:
+        for p in procs:
+            p.kill() if p.poll() is None else None
+    outs = [log.read_text() for log in logs]
+    assert [p.returncode for p in procs] == [0] * len(procs), [o[-2000:] for o in outs]
+    return outs

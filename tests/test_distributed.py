@@ -325,32 +325,18 @@ def test_a_killed_launcher_leaves_no_rank_behind(tmp_path):
 def test_two_machines_through_the_real_cluster_entry_point(tmp_path):
     """Two `bench run --master-addr ... --node-rank k` commands, each in its own network namespace (two
     machines as far as the network goes): node 0 writes one record holding both machines' ranks."""
-    import subprocess
     import sys
 
-    from tests.conftest import ROOT
+    from tests.conftest import ROOT, run_on_machines
 
     env = {**os.environ, "PYTHONPATH": str(ROOT), "GLOO_SOCKET_IFNAME": topology.IFNAME}
     with topology.emulated_nodes(2) as nodes:
-        procs, logs = [], [tmp_path / f"machine{node.index}.log" for node in nodes]
-        for node in nodes:
-            argv = [sys.executable, "-m", "bench", "run", "--framework", "torch", "--mode", "training",
-                    "--model", "tiny_cnn", "--batch-size", "4", "--image-size", "16", "--warmup", "1",
-                    "--iterations", "4", "--strategy", "allreduce", "--workers", "2", "--nodes", "2",
-                    "--master-addr", nodes[0].address, "--master-port", "29517", "--node-rank", str(node.index),
-                    "--results-dir", str(tmp_path / f"machine{node.index}")]
-            # files, not pipes: a full pipe of the machine not being read would stall both machines
-            with logs[node.index].open("w") as log:
-                procs.append(subprocess.Popen(node.command(argv), cwd=ROOT, env=env, stdout=log,
-                                              stderr=subprocess.STDOUT))
-        try:
-            for p in procs:
-                p.wait(timeout=240)
-        finally:
-            for p in procs:
-                p.kill() if p.poll() is None else None
-    outs = [log.read_text() for log in logs]
-    assert [p.returncode for p in procs] == [0, 0], [o[-2000:] for o in outs]
+        outs = run_on_machines(nodes, lambda node: [
+            sys.executable, "-m", "bench", "run", "--framework", "torch", "--mode", "training",
+            "--model", "tiny_cnn", "--batch-size", "4", "--image-size", "16", "--warmup", "1",
+            "--iterations", "4", "--strategy", "allreduce", "--workers", "2", "--nodes", "2",
+            "--master-addr", nodes[0].address, "--master-port", "29517", "--node-rank", str(node.index),
+            "--results-dir", str(tmp_path / f"machine{node.index}")], env, tmp_path, 240)
     assert "node 1's ranks finished" in outs[1]
     assert not list((tmp_path / "machine1").rglob("records/*.json"))
     [path] = (tmp_path / "machine0").rglob("records/*.json")

@@ -33,7 +33,7 @@ from bench.runs.distributed.network import link_key
 from bench.runs.distributed.run import tf_tasks, torchrun_tasks
 from bench.sweep.profiles import load_profile
 from tests import local_slurm
-from tests.conftest import ROOT, TEST_HOST
+from tests.conftest import ROOT, TEST_HOST, run_on_machines
 
 TINY = dict(model="tiny_cnn", mode="training", batch_size=4, image_size=16, warmup=1, iterations=3)
 HOSTS = "10.0.0.1,10.0.0.2"
@@ -204,22 +204,10 @@ def _machines_run(tmp_path: Path, framework: str, strategy: str, *extra: str) ->
     """The per-machine command in each emulated node, with the host list of the namespaces' addresses."""
     with topology.emulated_nodes(2) as nodes:
         hosts = ",".join(n.address for n in nodes)
-        procs, logs = [], [tmp_path / f"machine{n.index}.log" for n in nodes]
-        for n in nodes:
-            argv = [sys.executable, "-m", "bench", "run", "--framework", framework, "--strategy", strategy, *RUN,
-                    "--cluster", hosts, "--node-rank", str(n.index), "--master-port", "29611", *extra,
-                    "--results-dir", str(tmp_path / f"machine{n.index}")]
-            with logs[n.index].open("w") as log:  # files, not pipes: an unread pipe would stall both machines
-                procs.append(subprocess.Popen(n.command(argv), cwd=ROOT, env=_env(), stdout=log,
-                                              stderr=subprocess.STDOUT))
-        try:
-            for p in procs:
-                p.wait(timeout=420)
-        finally:
-            for p in procs:
-                p.kill() if p.poll() is None else None
-    outs = [log.read_text() for log in logs]
-    assert [p.returncode for p in procs] == [0, 0], [o[-2000:] for o in outs]
+        outs = run_on_machines(nodes, lambda n: [
+            sys.executable, "-m", "bench", "run", "--framework", framework, "--strategy", strategy, *RUN,
+            "--cluster", hosts, "--node-rank", str(n.index), "--master-port", "29611", *extra,
+            "--results-dir", str(tmp_path / f"machine{n.index}")], _env(), tmp_path, 420)
     record = _one_record([tmp_path / f"machine{n}" for n in range(2)], outs)
     link = record["distributed"]["link"]
     assert (link["kind"], link["source"], link["hosts"]) == ("real cluster", "hosts", hosts.split(","))

@@ -51,9 +51,8 @@ def sweep(args: argparse.Namespace) -> int:
               + (f"; retries added ~{m['retry_estimate_s'] / 60:.1f} min" if m.get("retry_estimate_s") else "")
               + (f"; {len(result.extra)} extra processes (~{m['extra_estimate_s'] / 60:.1f} min) where "
                  "comparisons were undecided" if result.extra else ""))
-        ran = [r for r in host_records(args.results_dir) if r.sweep and r.sweep.id == result.sweep_id]
         print("where each process's seconds went (this sweep):")
-        print(process_overhead.to_text(process_overhead.overhead_table(ran, m.get("process_walls"))))
+        print(process_overhead.to_text(process_overhead.latest_sweep_overhead(host_records(args.results_dir), [m])))
     for line in result.extra:
         print(f"  extra process: {line}")
     for label, status, reason in result.failures:
