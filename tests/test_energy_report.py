@@ -3,6 +3,9 @@ total, the reasons when nothing is readable, and the report's images-per-joule a
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 import pytest
 
 from bench.host import energy
@@ -192,3 +195,17 @@ def test_a_gpu_run_s_record_sums_energy_and_keeps_gpu_memory_and_utilisation_per
     rec = Record.new(config)
     dist_records.fill(rec, config, [_gpu_rank(0, 4.0), unread], [], {"kind": "loopback"}, "torchrun", {})
     assert not rec.energy.available and rec.energy.reason == "pynvml is not installed"
+
+
+def test_per_hardware_charts_name_a_gpu_with_its_count_and_interconnect(tmp_path):
+    """A single run on a GPU is labelled in the per-hardware tables and charts as what it ran on (one GPU of that
+    model, no interconnect); a CPU row keeps the CPU's name."""
+    cpu = record(batch_size=8)
+    gpu = record(batch_size=8, repeat=1, seed=1)
+    gpu["config"]["device"], gpu["hardware"] = "cuda:0", H100
+    key = {k: v for k, v in gpu["config"].items() if k != "extra"}  # the key of the config it now holds
+    gpu["config_key"] = hashlib.sha1(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+    write([cpu, gpu], tmp_path)
+    platforms = set(load(tmp_path).runs["platform"])
+    assert f"1 x {H100}, single GPU [test-host]" in platforms
+    assert any(p.endswith("[test-host]") and H100 not in p for p in platforms)

@@ -13,7 +13,7 @@ from .conftest import TEST_HOST, bench_cli
 
 SECTIONS = ["Answer", "Findings", "What else the machine was doing", "Throughput vs batch size",
             "Each framework at batch 32 and at its best batch", "Distributed data-parallel training",
-            "Published reference figures", "Study coverage",
+            "Study coverage",
             "Frameworks: measured and not", "References", "Methodology", "Environment"]
 # What the linked details hold (notebooks/details.ipynb, exported beside the report).
 DETAILS_SECTIONS = ["Every framework pair", "Flagged numbers", "Latency at batch size 1", "Peak memory", "Utilisation",
@@ -47,6 +47,8 @@ def test_html_is_self_contained_with_code_hidden(report):
     assert "published, not measured here" in text
     # the tiny CNN has nothing to set beside the 2019 study's VGG16/ResNet-152: that section is left out, not empty
     assert "No data for this figure yet (then_and_now)" not in text and ">Then and now: the 2019 study<" not in text
+    # nor any published single-device figure: that section is left out too, not "No data"
+    assert ">Published reference figures<" not in text and "No data for this figure yet" not in text
     assert text.count("data:image/png;base64") >= len(TINY_FIGURES)  # the charts are embedded, not linked
     assert 'src="http' not in text and "<link" not in text.replace('<link rel="icon"', "")  # nothing remote
     assert "from bench.report" not in text and "make_config(" not in text  # code hidden

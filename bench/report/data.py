@@ -11,6 +11,7 @@ from ..adapters import ADAPTERS, measures_a_framework
 from ..results.record import Record, as_records
 from ..results.store import runs_frame
 from ..results.sweep_manifest import sweep_peak
+from .energy import hardware_label
 from .soundness import aggregate, process_table
 
 GROUP = ["platform", "model", "mode", "precision"]
@@ -35,7 +36,9 @@ def runs_table(records: list[Record]) -> pd.DataFrame:
     runs = runs[runs["framework"].map(measures_a_framework)].copy()
     if runs.empty:  # only the harness's own runs: no framework's numbers to label
         return runs.assign(platform=pd.Series(dtype=str), series=pd.Series(dtype=str))
-    runs["platform"] = runs["hardware"] + " [" + runs["host"] + "]"
+    # a GPU's runs name the GPU's model, count and interconnect (bench/report/energy.py: hardware_label)
+    runs["platform"] = [f"{hardware_label(h, d)} [{host}]" for h, d, host in
+                        zip(runs["hardware"], runs["device"], runs["host"], strict=True)]
     runs["series"] = runs.apply(series_label, axis=1)
     return runs.sort_values(["platform", "model", "mode", "series", "batch_size"]).reset_index(drop=True)
 

@@ -16,15 +16,16 @@ def mean_energy(frame: pd.DataFrame) -> tuple[float | None, str | None]:
     return (float(measured.mean()) if len(measured) else None), (reasons or None)
 
 
-def hardware_label(hardware: str, device: str, precision: str, link: dict | None = None) -> str:
+def hardware_label(hardware: str, device: str, precision: str | None = None, link: dict | None = None) -> str:
     """What a row ran on: a GPU row its GPUs' model, count, interconnect and precision ("2 x NVIDIA H100 80GB HBM3,
-    NVLink, bf16"); a CPU row the CPU and precision."""
-    if not is_gpu(device):
-        return f"{hardware}, {precision}"
-    link = link or {}
-    count = link.get("gpus") or 1
-    interconnect = link.get("interconnect") or "single GPU"
-    return f"{count} x {hardware}, {interconnect}, {precision}"
+    NVLink, bf16"); a CPU row the CPU and precision. Without `precision`, the hardware alone (the per-hardware
+    charts, whose series carry the precision)."""
+    if is_gpu(device):
+        link = link or {}
+        count = link.get("gpus") or 1
+        interconnect = link.get("interconnect") or "single GPU"
+        hardware = f"{count} x {hardware}, {interconnect}"
+    return hardware if precision is None else f"{hardware}, {precision}"
 
 
 def energy_table(runs: pd.DataFrame) -> pd.DataFrame:

@@ -22,12 +22,12 @@ REFERENCES = {
              "Tesla K80 (AWS p2.8xlarge), 10 Gbit/s, 1-128 GPUs, https://github.com/apache/singa-doc; "
              "W. Wang et al., *SINGA: Putting Deep Learning in the Hands of Multimedia Users*, ACM Multimedia 2015.",
     "HKBU": "S. Shi, Q. Wang, X. Chu, *Performance Modeling and Evaluation of Distributed Deep Learning Frameworks "
-            "on GPUs*, IEEE DASC 2018, arXiv:1711.05979 (Hong Kong Baptist University); S. Shi, Q. Wang, P. Xu, "
+            "on GPUs*, IEEE DataCom 2018, arXiv:1711.05979 (Hong Kong Baptist University); S. Shi, Q. Wang, P. Xu, "
             "X. Chu, *Benchmarking State-of-the-Art Deep Learning Software Tools*, arXiv:1608.07249.",
-    "thesis": "The thesis demonstration this project's distributed section follows (TensorFlow ps/worker processes "
-              "on localhost; asynchronous parameter servers against synchronous all-reduce); its author and title "
-              "are not recorded in the project. Downpour SGD: J. Dean et al., *Large Scale Distributed Deep "
-              "Networks*, NIPS 2012.",
+    "thesis": "The 2021 thesis demonstration this project's distributed section follows (TensorFlow ps/worker "
+              "processes on localhost; asynchronous parameter servers against synchronous all-reduce); the project's "
+              "sources give its year and what it showed, not its author or title. Downpour SGD: J. Dean et al., "
+              "*Large Scale Distributed Deep Networks*, NIPS 2012.",
     "Goyal": "P. Goyal et al., *Accurate, Large Minibatch SGD: Training ImageNet in 1 Hour*, arXiv:1706.02677, 2017.",
     "Horovod": "A. Sergeev, M. Del Balso, *Horovod: fast and easy distributed deep learning in TensorFlow*, "
                "arXiv:1802.05799, 2018; Horovod documentation, benchmarks.rst, https://github.com/horovod/horovod.",
