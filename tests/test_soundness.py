@@ -129,6 +129,18 @@ def test_a_jump_across_batch_sizes_is_flagged():
     assert all("batch_jump" in f for f in configs["flags"]) and not configs["sound"].any()
 
 
+def test_distributed_layouts_at_one_batch_are_not_read_as_a_batch_curve():
+    """One worker's and two workers' batch 16 (or an independent and an all-reduce run) are different configs at
+    the same batch, not neighbouring batch sizes: no batch_jump between them (a real A/A compare flagged "batch 16
+    took less time per iteration than batch 16")."""
+    from .synthetic import dist_record
+
+    procs = [dist_record(s, w, ms, rep) for rep in range(3) for s, w, ms in
+             (("independent", 1, 60.0), ("independent", 2, 90.0), ("allreduce", 2, 120.0))]
+    configs, _ = _tables(procs)
+    assert len(configs) == 3 and not any("batch_jump" in f for f in configs["flags"])
+
+
 def test_training_cheaper_than_inference_is_flagged():
     procs = _procs("torch", [10.0, 10.1, 9.9]) + _procs("torch", [30.0, 30.1, 29.9], mode="training")
     configs, _ = _tables(procs)

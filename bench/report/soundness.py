@@ -160,9 +160,21 @@ def _hi(r) -> float:
         else r["images_per_sec_median"]
 
 
+# What else must match for two configs to be neighbours in batch size (or the same config in two modes): the
+# image size, the data placement and a distributed run's layout (strategy, workers, nodes), so that, e.g., one
+# worker's and two workers' batch 16 are never read as one curve.
+SAME_SETTINGS = ["image_size", "data", "strategy", "workers", "nodes", "scaling"]
+
+
+def _same_except(configs: pd.DataFrame, keys: list[str]):
+    """configs grouped by `keys` and every SAME_SETTINGS column present (missing values match each other)."""
+    by = keys + [c for c in SAME_SETTINGS if c in configs.columns]
+    return configs.groupby(by, dropna=False)
+
+
 def _cross_run_flags(configs: pd.DataFrame) -> None:
     """Flags that need several configs: a jump across batch sizes, training cheaper than inference."""
-    for _, g in configs.groupby(["platform", "model", "mode", "precision", "series"]):
+    for _, g in _same_except(configs, ["platform", "model", "mode", "precision", "series"]):
         g = g.sort_values("batch_size")
         for (i, a), (j, b) in itertools.pairwise(g.iterrows()):
             # Per-iteration time: a larger batch cannot finish sooner than a smaller one.
@@ -178,7 +190,7 @@ def _cross_run_flags(configs: pd.DataFrame) -> None:
                 continue
             for k in (i, j):
                 configs.at[k, "flag_list"] = configs.at[k, "flag_list"] + [flag("batch_jump", why)]
-    for _, g in configs.groupby(["platform", "model", "precision", "series", "batch_size"]):
+    for _, g in _same_except(configs, ["platform", "model", "precision", "series", "batch_size"]):
         tr, inf = g[g["mode"] == "training"], g[g["mode"] == "inference"]
         if len(tr) and len(inf) and _lo(tr.iloc[0]) > _hi(inf.iloc[0]):
             why = (f"training ({tr.iloc[0]['images_per_sec_median']:.3g} img/s) beat inference "
