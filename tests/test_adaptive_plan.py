@@ -159,3 +159,34 @@ def test_a_persistently_loaded_machine_is_said_early_with_the_cost_of_its_retrie
     assert busy_warning(10, 4, 60.0) is None  # most runs clean: retries are the cheap fix
     text = busy_warning(10, 6, 150.0)
     assert "6 of the 10 runs" in text and "2.5 min" in text and "resumes where it stopped" in text
+
+
+def test_the_estimate_counts_the_extra_processes_an_adaptive_sweep_usually_gets_here():
+    """The printed estimate is of the whole sweep: the share of possible extra processes this host's finished
+    adaptive sweeps of the profile ran (else the measured default), at their cost, within the budget left."""
+    from bench.sweep.plan import EXTRA_SHARE, expected_extra_s, extra_share
+
+    def manifest(extras, status="finished", profile="quick"):
+        order = [{"config_key": k} for k in ("a", "b", "a", "b")]
+        return {"profile": profile, "status": status, "adaptive": {"min_repeats": 2, "max_repeats": 4},
+                "order": order, "extra_processes": [{}] * extras}
+
+    assert extra_share([], "quick") == EXTRA_SHARE
+    # unfinished, other profiles and fixed-repeat sweeps teach nothing; two configs x 2 possible extras each
+    assert extra_share([manifest(4, "interrupted"), manifest(4, profile="other"),
+                        {"profile": "quick", "status": "finished", "adaptive": None}], "quick") == EXTRA_SHARE
+    assert extra_share([manifest(1), manifest(3)], "quick") == pytest.approx(0.5)
+    configs = ["x", "y"]
+    cost = {"x": 10.0, "y": 30.0}.get
+    assert expected_extra_s(configs, cost, 2, 4, 0.5, 1e9) == pytest.approx(40.0)  # (10 + 30) x 2 x 0.5
+    assert expected_extra_s(configs, cost, 2, 4, 0.5, 25.0) == 25.0  # never past the budget left
+    assert expected_extra_s(configs, cost, 2, 4, 0.5, -5.0) == 0.0  # the rounds already fill it
+    assert expected_extra_s(configs, cost, 3, 3, 0.5, 1e9) == 0.0  # no room above min_repeats
+
+
+def test_a_plan_prints_the_rounds_and_the_expected_extras_apart():
+    from bench.sweep.runner import estimate_line
+
+    assert estimate_line({"estimate_s": 600.0, "rounds_s": 600.0, "extra_s": 0.0}) == "estimated 10.0 min"
+    line = estimate_line({"estimate_s": 900.0, "rounds_s": 600.0, "extra_s": 300.0})
+    assert line.startswith("estimated 15.0 min (10.0 for the rounds, ~5.0 for the extra processes")

@@ -10,7 +10,7 @@ from ..report import overhead as process_overhead
 from ..results.store import host_records
 from ..sweep.executors import OPTION_KEYS, make_executor
 from ..sweep.profiles import load_profile
-from ..sweep.runner import measure_peaks, plan, run_sweep
+from ..sweep.runner import estimate_line, measure_peaks, plan, run_sweep
 from ..sweep.shard import parse_shard, shard_profile
 from . import EXIT_OK
 
@@ -32,7 +32,7 @@ def sweep(args: argparse.Namespace) -> int:
         for c in p["dropped"]:
             print(f"      not run: over budget  {c.label}")
         print(f"{len(p['tasks'])} runs to do, {len(p['done'])} already recorded, {len(p['dropped'])} configs over "
-              f"budget; estimated {p['estimate_s'] / 60:.1f} min")
+              f"budget; {estimate_line(p)}")
         return EXIT_OK
     result = run_sweep(profile, args.results_dir, force=args.force, repeats=args.repeats, executor=executor,
                        shard=args.shard)

@@ -22,16 +22,15 @@ from ..stats import process_interval, process_ratio
 
 # Seconds a process spends outside the harness's own run (kernel start, interpreter and package imports, the
 # notebook's cells after the run, record write, kernel shutdown) when this host has no sweep manifest that timed
-# it (`process_walls`). The old estimate charged 5 s and no start-up, and left 14.5 of a quiet sweep's ~50 min
-# unexplained over 117 runs (~7.4 s more per process, issue 22): 8 s here plus STARTUP_S covers those 12.4 s;
-# a null-framework process measured here spent 7.7 s outside its run. A host's own manifests replace it
-# (`fixed_cost_s`).
-PROCESS_OVERHEAD_S = 8.0
+# it (`process_walls`): measured here as papermill's wall time minus the run's duration, median over the 77
+# processes of a quiet `quick` sweep (2026-11-24): 3.7 s. (It was 8 s, guessed before the manifests timed each
+# process; with it a fresh clone's estimate ran ~40% long.) A host's own manifests replace it (`fixed_cost_s`).
+PROCESS_OVERHEAD_S = 3.7
 # Model build, export/compile and the framework's import when no record on this host says (prepare_s).
 STARTUP_S = 5.0
 # Without earlier records an iteration is estimated from FLOPs at this share of the measured peak
 # (measured here: inference 60-75%, training 40-55%); a little cautious, so the estimate errs long.
-ASSUMED_EFFICIENCY = {"inference": 0.55, "training": 0.4}
+ASSUMED_EFFICIENCY = {"inference": 0.55, "training": 0.5}
 # The phase pass of a training step times forward, forward+backward and a whole step.
 PHASE_STEP_COST = {"inference": 1.0, "training": 2.5}
 
@@ -231,6 +230,38 @@ def next_process(configs: Iterable[RunConfig], values: dict[str, list[float]], p
         if best is None or score > best.score or (score == best.score and cost < cost_s(best.config)):
             best = Extra(c, score, reason)
     return best
+
+
+# --- What an adaptive sweep will add ---------------------------------------------------------------------------
+# The share of the possible extra processes (every config up to max_repeats) that an adaptive sweep of `quick`
+# runs on this quiet 2-core VM, when this host has no finished adaptive sweep to learn it from: 21 of 46 in a sweep
+# that ended before its budget (2026-11-24), and at least 30 of 46 and 26 of 44 in two that ran into a 25-minute
+# budget (2026-11-24). The estimate printed before a sweep counts them (capped by the budget), so it is of the
+# whole sweep.
+EXTRA_SHARE = 0.6
+
+
+def extra_share(manifests: Iterable[dict], profile: str) -> float:
+    """The share of the possible extra processes this host's finished adaptive sweeps of `profile` ran (mean over
+    them), else EXTRA_SHARE."""
+    shares = []
+    for m in manifests:
+        adaptive = m.get("adaptive")
+        if m.get("profile") != profile or not adaptive or m.get("status") != "finished":
+            continue
+        configs = {o["config_key"] for o in m.get("order", [])}
+        possible = len(configs) * (adaptive["max_repeats"] - adaptive["min_repeats"])
+        if possible > 0:
+            shares.append(len(m.get("extra_processes", [])) / possible)
+    return statistics.mean(shares) if shares else EXTRA_SHARE
+
+
+def expected_extra_s(configs: Iterable[RunConfig], cost_s: Callable[[RunConfig], float], min_repeats: int,
+                     max_repeats: int, share: float, budget_left_s: float) -> float:
+    """Seconds the adaptive plan is expected to add after the rounds: `share` of every config's possible extra
+    processes at its estimated cost, never more than the budget left after the rounds."""
+    possible = sum(cost_s(c) for c in configs) * max(max_repeats - min_repeats, 0)
+    return max(0.0, min(possible * share, budget_left_s))
 
 
 # A machine is persistently loaded when at least this share of the runs so far (and at least BUSY_MIN_RUNS) were

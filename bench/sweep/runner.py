@@ -11,6 +11,7 @@ import contextlib
 import fcntl
 import json
 import logging
+import math
 import os
 import time
 from collections.abc import Callable
@@ -44,6 +45,8 @@ from .plan import (
     busy_warning,
     clean_process_values,
     estimate_run_s,
+    expected_extra_s,
+    extra_share,
     fit_budget,
     fixed_cost_s,
     interleaved_order,
@@ -172,6 +175,16 @@ def estimate_error(estimate_s: float | None, actual_s: float | None) -> float | 
     return (estimate_s - actual_s) / actual_s
 
 
+def estimate_line(p: dict) -> str:
+    """The estimate a plan prints before it starts: of the whole sweep, the adaptive plan's expected extra processes
+    included and named."""
+    text = f"estimated {p['estimate_s'] / 60:.1f} min"
+    if p.get("extra_s"):
+        text += (f" ({p['rounds_s'] / 60:.1f} for the rounds, ~{p['extra_s'] / 60:.1f} for the extra processes "
+                 "undecided comparisons usually get here)")
+    return text
+
+
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -212,8 +225,15 @@ def plan(profile: Profile, results_dir: Path, force: bool = False, repeats: int 
     tasks = interleaved_order(profile.configs, repeats, profile.order_seed, done)
     estimator = _Estimator(results_dir, records, peaks or {})
     kept, dropped, estimate = fit_budget(list(profile.configs), tasks, estimator, profile.budget_minutes * 60)
+    extra = 0.0
+    if profile.adaptive and repeats == profile.repeats:  # what the adaptive plan is expected to add after the rounds
+        budget_s = profile.budget_minutes * 60 or math.inf
+        extra = expected_extra_s([c for c in profile.configs if c not in set(dropped)],
+                                 lambda c: estimator(Task(c, repeats, repeats)), repeats, profile.max_repeats,
+                                 extra_share(load_sweeps(results_dir), profile.name), budget_s - estimate)
     return {"tasks": kept, "done": sorted(done & {(c.key, r) for c in profile.configs for r in range(repeats)}),
-            "dropped": dropped, "estimate_s": estimate, "repeats": repeats, "estimator": estimator}
+            "dropped": dropped, "estimate_s": estimate + extra, "rounds_s": estimate, "extra_s": extra,
+            "repeats": repeats, "estimator": estimator}
 
 
 def adaptive_task(profile: Profile, results_dir: Path, kept: list[RunConfig], estimator: _Estimator,
@@ -384,6 +404,7 @@ def run_sweep(profile: Profile, results_dir: Path | str | None = None, force: bo
             "extra_processes": [],
             "retries": profile.retries, "budget_minutes": profile.budget_minutes, "force": force,
             "started": _now(), "finished": None, "status": "running", "estimate_s": p["estimate_s"],
+            "rounds_estimate_s": p["rounds_s"], "expected_extra_s": p["extra_s"],
             "order": [{"config_key": t.config.key, "repeat": t.repeat, "round": t.round, "label": t.config.label}
                       for t in p["tasks"]],
             "already_done": len(p["done"]),
@@ -398,7 +419,7 @@ def run_sweep(profile: Profile, results_dir: Path | str | None = None, force: bo
         write_sweep(results_dir, manifest)
         announce(f"sweep {profile.name}: {len(p['tasks'])} runs to do ({p['repeats']} repetitions per config, "
                  f"order seed {profile.order_seed}), {len(p['done'])} already recorded, "
-                 f"{len(p['dropped'])} configs over budget; estimated {p['estimate_s'] / 60:.1f} min")
+                 f"{len(p['dropped'])} configs over budget; {estimate_line(p)}")
         queue = list(p["tasks"])
         bar = tqdm(total=len(queue), desc=f"sweep {profile.name} on {host_name()}", unit="run", disable=not progress)
         index = 0
@@ -453,7 +474,7 @@ def run_sweep(profile: Profile, results_dir: Path | str | None = None, force: bo
             # the estimate printed before the start against the actual time; and the estimator's own accuracy, with
             # what was queued later (the adaptive plan's extra processes, the retries) added at its estimate
             manifest["estimate_error"] = estimate_error(manifest["estimate_s"], manifest["runs_s"])
-            queued = manifest["estimate_s"] + manifest["extra_estimate_s"] + manifest["retry_estimate_s"]
+            queued = manifest["rounds_estimate_s"] + manifest["extra_estimate_s"] + manifest["retry_estimate_s"]
             manifest["estimate_error_with_queued"] = estimate_error(queued, manifest["runs_s"])
             manifest["memory_searches"] = measure_memory(profile, results_dir, announce) if executor.local else []
             manifest["status"] = "finished"
