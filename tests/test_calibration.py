@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 
+from bench import make_config
 from bench.report.calibration import aa_check, aa_false_verdicts, methodology_text, same_code_sweeps
 from bench.results.record import GitInfo, Record
 from bench.stats import process_interval, process_ratio, sweep_level_interval, sweep_level_ratio
@@ -28,6 +29,29 @@ def _sweep(sweep_id: str, day: int, rng, shift: float = 1.0, processes: int = 3,
             r.manifest = dataclasses.replace(r.manifest, git=GitInfo(commit=commit, dirty=False))
             out.append(r)
     return out
+
+
+def test_two_sweeps_of_the_same_repetitions_in_one_folder_both_count(tmp_path):
+    """A second sweep of the same configs (sweep --force, or another sweep's folder copied in) writes the same
+    repetition numbers: loading keeps both sweeps (the A/A check judges every config), while within a sweep only
+    the newest attempt counts and a repetition that failed counts only as its later run."""
+    from bench.report.context import load
+    from bench.results.store import load_records, write_record
+
+    rng = np.random.default_rng(7)
+    records = _sweep("20260101T000000-aaaaaa", 1, rng) + _sweep("20260102T000000-bbbbbb", 2, rng)
+    # an earlier sweep's repetition 0 of the first config, killed: it ran again (ok) in both later sweeps
+    config = make_config(framework="torch", model="resnet50", mode="inference", batch_size=1, protocol="seed")
+    assert config.key == records[0].config_key
+    failed = Record.failure(config, "killed", None, 0, 0,
+                            dataclasses.replace(records[0].sweep, id="20251231T000000-cccccc"))
+    failed.created, failed.host = "2025-12-31T00:00:00Z", records[0].host
+    for r in [failed] + records:
+        write_record(r.to_json(), tmp_path)
+    loaded = load_records(tmp_path)
+    assert len(loaded) == len(records) and all(r.status == "ok" for r in loaded)
+    check = aa_check(load(tmp_path).records, [])
+    assert check["judged"] == len(BATCHES) and check["configs_with_sweep_level"] == len(BATCHES)
 
 
 def test_the_sweep_level_applies_only_with_two_sweeps_of_two_processes():

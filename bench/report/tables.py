@@ -278,6 +278,13 @@ def _all_records(d) -> list[Record]:
     return list(d.records) + (list(d.scaling.records) if d.scaling else [])
 
 
+def _earlier_sweeps(sweeps: list[dict], c) -> str:
+    """What the newest sweep of a profile on a host does not say: the earlier sweeps of it whose records count too
+    (the sweep is a level of the statistics)."""
+    earlier = sum(m["host"] == c.host and m["profile"] == c.profile for m in sweeps) - 1
+    return f" (the newest of {earlier + 1} sweeps of it; every sweep's records count)" if earlier > 0 else ""
+
+
 def header(d) -> str:
     """The first lines of the report: an unfinished sweep first, then when, which profile(s), which machines,
     how much was covered and flagged (coverage from the sweep manifests and records, never assumed)."""
@@ -289,7 +296,8 @@ def header(d) -> str:
         return f"{top}Built {built}. No results yet."
     hosts = "; ".join(f"**{h}** ({', '.join(sorted(set(g['hardware'])))})" for h, g in runs.groupby("host"))
     sweeps = "; ".join(f"`{c.profile}` on {c.host}: {'complete' if c.complete else c.status}, {c.done} of {c.planned} "
-                       f"planned runs recorded" for c in coverage.coverages(d.sweeps, _all_records(d)))
+                       f"planned runs recorded{_earlier_sweeps(d.sweeps, c)}"
+                       for c in coverage.coverages(d.sweeps, _all_records(d)))
     dates = sorted(runs["created"].str[:10])
     status = runs["status"].value_counts()
     return (f"{top}{answer.status_line(d, _all_records(d))}\n\n{answer.machine_line(d.records)}\n\n"

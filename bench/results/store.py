@@ -72,8 +72,11 @@ def read_record(path: Path) -> Record:
 def load_records(results_dir: Path | str, latest: bool = True) -> list[Record]:
     """Every valid record under every host folder; unreadable ones are reported and skipped.
 
-    With `latest`, each repetition of a config on a host counts once: its newest attempt (a retry
-    after a disturbed run, or a re-run with sweep --force). Older attempts stay on disk as evidence.
+    With `latest`, each repetition of a config counts once per sweep on a host: its newest attempt in that sweep
+    (a retry after a disturbed run). A second sweep of the same configs (sweep --force, or another sweep's
+    folder merged in) is more data, not a replacement: the report's statistics take the sweep as a level above
+    the process. A repetition that did not end ok in one sweep and ran again later counts only as its later run.
+    Older attempts stay on disk as evidence.
     """
     records = []
     for path in record_files(results_dir):
@@ -82,10 +85,12 @@ def load_records(results_dir: Path | str, latest: bool = True) -> list[Record]:
         except (OSError, ValueError) as exc:
             warnings.warn(f"skipping {path}: {exc}", stacklevel=2)
     if latest:
-        newest: dict[tuple[str, str, int], Record] = {}
+        newest: dict[tuple, Record] = {}
+        last: dict[tuple[str, str, int], Record] = {}
         for r in sorted(records, key=lambda r: r.created):
-            newest[r.host, r.config_key, r.repeat] = r
-        records = list(newest.values())
+            newest[r.host, r.sweep.id if r.sweep else None, r.config_key, r.repeat] = r
+            last[r.host, r.config_key, r.repeat] = r
+        records = [r for r in newest.values() if r.status == "ok" or last[r.host, r.config_key, r.repeat] is r]
     return records
 
 
