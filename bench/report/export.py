@@ -75,7 +75,7 @@ _PRINT_CSS = """<style>
 .jp-RenderedHTMLCommon table { font-size: 9px; table-layout: auto; max-width: 100%; }
 .jp-RenderedHTMLCommon td, .jp-RenderedHTMLCommon th { white-space: normal; word-break: normal;
   overflow-wrap: normal; hyphens: none; }
-.jp-RenderedHTMLCommon th { white-space: nowrap; }
+.jp-RenderedHTMLCommon th { white-space: normal; word-break: keep-all; }  /* wrap at spaces, never inside a word */
 img { max-width: 100%; height: auto; }
 @media print {
   h1, h2, h3, h4 { break-after: avoid; page-break-after: avoid; }
