@@ -85,7 +85,7 @@ def test_disturbed_side_never_becomes_a_finding():
     text = " ".join(T.findings(configs, summary))
     assert "faster" not in text
     # said once, with page 1's answer table giving the reason (its footnote names the flag)
-    assert "No winner in 1 of 1 configurations (0 within noise, 1 with a side not sound)" in text
+    assert "No winner in 1 of 1 comparisons (model, mode, batch; 0 within noise, 1 with a side not sound)" in text
 
 
 def test_a_single_disturbed_process_is_left_out_while_two_clean_remain():
@@ -119,6 +119,22 @@ def test_a_sweep_peak_higher_than_the_cached_one_is_used():
     configs, _ = _tables(procs, [sweep])
     assert configs["utilisation"].iloc[0] == pytest.approx(10 * 1e9 / 25e9, rel=0.02)
     assert "utilisation_over_peak" not in configs["flags"].iloc[0]
+
+
+def test_a_peak_measured_while_other_work_ran_gives_no_utilisation():
+    """A GEMM peak whose trials spread 30% (a busy machine: 119 GFLOP/s against 202 quiet) would make an engine look
+    179% utilised: no utilisation is given, a flag says why, and the throughput stays a finding."""
+    procs = _procs("torch", [10.0, 10.1, 9.9], flops=1e9, peak=5e9, sweep_id="s1")
+    busy = {"sweep_id": "s1", "peaks": {"cpu|fp32|threads=2": {"start": {"flops_per_sec": 5e9, "spread": 0.30},
+                                                              "end": None}}}
+    configs, _ = _tables(procs, [busy])
+    assert configs["utilisation"].isna().all() and "peak_unsteady" in configs["flags"].iloc[0]
+    assert "trials spread 30%" in configs["flag_reasons"].iloc[0] and configs["sound"].all()
+    quiet = {"sweep_id": "s1", "peaks": {"cpu|fp32|threads=2": {"start": {"flops_per_sec": 20e9, "spread": 0.05},
+                                                               "end": None}}}
+    configs, _ = _tables(procs, [quiet])
+    assert configs["utilisation"].iloc[0] == pytest.approx(0.5, rel=0.02)
+    assert "peak_unsteady" not in configs["flags"].iloc[0]
 
 
 def test_a_jump_across_batch_sizes_is_flagged():

@@ -33,6 +33,7 @@ FLAG_SCOPE = {
     "training_cheaper_than_inference": "throughput",
     "too_few_processes": "throughput",
     "utilisation_over_peak": "utilisation",
+    "peak_unsteady": "utilisation",
     "phase_sum_mismatch": "phases",
     # impossible numbers (IMPOSSIBLE below): the number is shown as "n/a (reason)", never as a number
     "forward_over_backward": "phases",
@@ -65,6 +66,18 @@ def flag(name: str, reason: str) -> Flag:
     if name not in FLAG_SCOPE:
         raise ValueError(f"unknown flag {name!r}; valid: {', '.join(FLAG_SCOPE)}")
     return Flag(name=name, reason=reason)
+
+
+# A GEMM peak whose trials spread more than this was measured while other work ran (quiet here: 3-8%; on a busy
+# machine 30-42%): a utilisation against it would be a number nobody should believe, so none is given.
+PEAK_SPREAD_LIMIT = 0.15
+
+
+def peak_flag(spread: float | None) -> Flag | None:
+    if spread is not None and spread > PEAK_SPREAD_LIMIT:
+        return flag("peak_unsteady", f"the matrix-multiply peak was measured while other work ran (its trials spread "
+                                     f"{spread:.0%}, more than {PEAK_SPREAD_LIMIT:.0%}): no utilisation is given")
+    return None
 
 
 def utilisation_flag(utilisation: float | None) -> Flag | None:

@@ -68,6 +68,18 @@ def sweep_peaks(sweeps: list[dict]) -> dict[str, float]:
     return out
 
 
+def peak_spreads(sweeps: list[dict]) -> dict[str, float]:
+    """sweep id -> the trial spread of the peak measurement its utilisations use (the best of start and end): a
+    large spread means the peak was measured while other work ran (flags.py: PEAK_SPREAD_LIMIT)."""
+    out = {}
+    for m in sweeps:
+        for key in m.get("peaks") or {}:
+            p = sweep_peak(m, key)
+            if p and p.get("spread") is not None:
+                out[m["sweep_id"]] = max(out.get(m["sweep_id"], 0.0), p["spread"])
+    return out
+
+
 def config_tables(records: list[Record], sweeps: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """(runs: one row per record, processes: one per successful process, configs: one per config)."""
     records = as_records(records)
@@ -75,7 +87,7 @@ def config_tables(records: list[Record], sweeps: list[dict]) -> tuple[pd.DataFra
     if runs.empty:
         return runs, runs, runs
     processes = process_table(records, runs)
-    return runs, processes, aggregate(processes, runs, sweep_peaks(sweeps))
+    return runs, processes, aggregate(processes, runs, sweep_peaks(sweeps), peak_spreads(sweeps))
 
 
 def _reference(name: str) -> pd.DataFrame:

@@ -14,7 +14,7 @@ def drift_timeline(processes: pd.DataFrame):
     """Each process's value relative to its config's geometric mean, in the order the runs happened.
 
     Interleaving shows here: a busy period lowers every framework's points alike; a flagged process
-    is drawn as a cross. Right panel: other processes' share of the CPUs during each timed loop.
+    is drawn as a cross, in both panels. Right panel: other processes' share of the CPUs during each timed loop.
     """
     if processes.empty:
         return None
@@ -26,8 +26,8 @@ def drift_timeline(processes: pd.DataFrame):
         clean, bad = g[g["clean"]], g[~g["clean"]]
         ax.scatter(clean["order"], clean["rel"], s=14, color=framework_colour(fw), label=fw)
         ax.scatter(bad["order"], bad["rel"], s=30, marker="x", color=framework_colour(fw), label=f"{fw} (flagged)")
-        share = g["other_cpu_share"].astype(float) * 100
-        ax2.scatter(g["order"], share, s=14, color=framework_colour(fw), marker="o")
+        for part, look in ((clean, {"s": 14, "marker": "o"}), (bad, {"s": 30, "marker": "x"})):  # crosses: flagged
+            ax2.scatter(part["order"], part["other_cpu_share"].astype(float) * 100, color=framework_colour(fw), **look)
     ax.axhline(1.0, color="grey", lw=0.8)
     ax.set_xlabel("run order (all hosts, by start time)")
     ax.set_ylabel("process images/s / config mean")

@@ -266,9 +266,10 @@ def utilisation(runs: pd.DataFrame):
 
 
 def _phase_flags(row) -> list[str]:
-    """The flags on a row that make its phase breakdown unusable (phase sum, forward over backward)."""
+    """The flags on a row that make its phase breakdown unusable: the phases' own (phase sum, forward over
+    backward), and the process's (disturbed, jittery...): its phases were timed in that same process."""
     names = [n.strip() for n in str(row.get("flags", "") or "").split(",")]
-    return [n for n in names if FLAG_SCOPE.get(n) == "phases"]
+    return [n for n in names if FLAG_SCOPE.get(n) in ("phases", "throughput")]
 
 
 def phase_breakdown(runs: pd.DataFrame):

@@ -107,6 +107,10 @@ def extra_processes_text(sweeps: list[dict]) -> str:
         if not m.get("adaptive"):
             continue
         extra = m.get("extra_processes") or []
+        if m.get("status") != "finished":  # an unfinished sweep has not given every config its rounds yet
+            lines.append(f"Sweep `{m['sweep_id']}` ({m.get('status', 'unknown')}) plans {m['adaptive']['min_repeats']} "
+                         f"processes per config before any extra one; {len(extra)} extra so far.")
+            continue
         lines.append(f"Sweep `{m['sweep_id']}` gave every config {m['adaptive']['min_repeats']} processes, then "
                      f"{len(extra)} more (at most {m['adaptive']['max_repeats']} per config) to the configs whose "
                      "comparison was least decided:")

@@ -31,7 +31,7 @@ from .style import canonical_framework as _canonical
 
 def _published_label(r) -> str:
     n = pd.to_numeric(r.get("accelerators"), errors="coerce")
-    hardware = plain_text(r["hardware"])[:26]
+    hardware = plain_text(r["hardware"])[:40]
     if pd.isna(n) or n < 1:
         device = hardware  # a CPU row: no accelerator count to give
     elif re.match(rf"^{int(n)}\s*x\s", hardware):
@@ -145,13 +145,15 @@ def then_and_now(runs: pd.DataFrame, seed: pd.DataFrame):
 
 
 def published_condensed(published: pd.DataFrame) -> pd.DataFrame:
-    """One comparable row per device: per model, mode, hardware, accelerator count and precision, the row
-    with the highest published images/s (the full table is the report's appendix)."""
+    """One comparable row per device: single-device rows only (a multi-GPU or multi-node figure is a scaling point,
+    in the scaling section), and per model, mode and hardware the row with the highest published images/s (its
+    precision and batch in its label; the full table is the details' appendix)."""
     if published is None or published.empty:
         return published
-    keys = ["model", "mode", "hardware", "accelerators", "precision"]
+    keys = ["model", "mode", "hardware"]
     values = pd.to_numeric(published["images_per_sec"], errors="coerce")
-    ranked = published.assign(_ips=values).dropna(subset=["_ips"])
+    devices = pd.to_numeric(published["accelerators"], errors="coerce")
+    ranked = published.assign(_ips=values)[devices.isna() | (devices <= 1)].dropna(subset=["_ips"])
     # Sorting, then keeping the first row per key, also keeps rows whose key has a missing part.
     ranked = ranked.sort_values("_ips", ascending=False, kind="stable").drop_duplicates(keys)
     ranked = ranked.assign(images_per_sec=ranked["_ips"]).drop(columns="_ips")

@@ -505,7 +505,8 @@ def findings(data) -> list[str]:
     out = []
     t = data.table
     if t.empty:
-        return ["No distributed run has finished yet."]
+        return ["No distributed run is recorded in these results (a profile's distributed configs over its budget "
+                "or not yet run are listed under *Not run*)."]
     shown = t["efficiency"].notna() | t["efficiency_flags"].map(bool)
     for _, r in t[(t["workers"] > 1) & shown].sort_values(["framework", "strategy"]).iterrows():
         what = f"{r['framework']} {r['model']} {r['strategy']} x{r['workers']} ({r['link']}{_buckets(r)})"

@@ -15,7 +15,14 @@ import numpy as np
 import pandas as pd
 
 from ..host.interference import cv_outlier_reason
-from ..measurement.flags import FLAG_SCOPE, flag, forward_backward_flag, phase_sum_flag, utilisation_flag
+from ..measurement.flags import (
+    FLAG_SCOPE,
+    flag,
+    forward_backward_flag,
+    peak_flag,
+    phase_sum_flag,
+    utilisation_flag,
+)
 from ..results.record import Flag, Record
 from ..stats import outer_level, process_interval, sweep_level_interval, sweep_level_ratio, variance_components
 
@@ -65,14 +72,16 @@ def _join(reasons) -> str:
     return "; ".join(dict.fromkeys(r for r in reasons if r))
 
 
-def aggregate(processes: pd.DataFrame, runs: pd.DataFrame, peaks: dict[str, float] | None = None) -> pd.DataFrame:
+def aggregate(processes: pd.DataFrame, runs: pd.DataFrame, peaks: dict[str, float] | None = None,
+              spreads: dict[str, float] | None = None) -> pd.DataFrame:
     """One row per config (platform x config key) with the process-level estimate, CI and flags.
 
     Keeps the runs table's column names (images_per_sec_median/ci_low/ci_high, latency_ms_p50, ...)
     so every figure works on it; `images_per_sec_median` is the geometric mean over processes of each
     process's median. `process_ips` holds the replicates its interval and every ratio are built from: each
     process's median, or, where the config's processes ran on several nodes, each node's mean of them.
-    `peaks` maps sweep id -> the sweep's peak FLOP/s (best of start and end).
+    `peaks` maps sweep id -> the sweep's peak FLOP/s (best of start and end), `spreads` -> its trials' spread (a
+    peak measured while other work ran gives no utilisation: flag peak_unsteady).
     """
     rows = []
     if processes.empty:
@@ -100,7 +109,11 @@ def aggregate(processes: pd.DataFrame, runs: pd.DataFrame, peaks: dict[str, floa
             peak = max([peaks.get(s) for s in used["sweep_id"] if peaks and peaks.get(s)] or
                        [p for p in used["peak_flops"] if p and not pd.isna(p)] or [np.nan])
             utilisation = first["flops_per_image"] * est["estimate"] / peak if peak == peak else None
-        flags = [f for f in flags if f.name != "utilisation_over_peak"]
+        flags = [f for f in flags if f.name not in ("utilisation_over_peak", "peak_unsteady")]
+        spread = max([spreads[s] for s in used["sweep_id"] if spreads and s in spreads] or [None], key=lambda v: v or 0)
+        if utilisation is not None and (p := peak_flag(spread)) is not None:
+            flags.append(p)
+            utilisation = None
         if (u := utilisation_flag(utilisation)) is not None:
             flags.append(u)
         phase_row = g.sort_values("repeat").iloc[0]

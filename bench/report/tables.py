@@ -203,10 +203,14 @@ def variance_table(configs: pd.DataFrame) -> pd.DataFrame:
 
 
 def published_for_display(published: pd.DataFrame) -> pd.DataFrame:
-    """Published figures (not measured here), the columns a reader needs, source kept."""
+    """Published figures (not measured here), the columns a reader needs, source kept. A source's paths may break
+    after each '/' (a zero-width space), so a long path wraps inside its cell instead of running off the page."""
     cols = ["model", "mode", "framework", "hardware", "accelerators", "precision", "batch_per_device",
             "images_per_sec", "source"]
-    return published[cols].sort_values(["model", "mode", "images_per_sec"]).reset_index(drop=True)
+    out = published[cols].sort_values(["model", "mode", "images_per_sec"]).reset_index(drop=True)
+    out["source"] = out["source"].astype(str).str.replace("/", "/\u200b", regex=False)
+    return out.rename(columns={"accelerators": "devices", "batch_per_device": "batch per device",
+                               "images_per_sec": "images/s"})
 
 
 def _where(r) -> str:
@@ -250,8 +254,9 @@ def findings(configs: pd.DataFrame, summary: pd.DataFrame) -> list[str]:
         ties = int((summary["verdict"] == "within noise").sum())
         unreliable = int(summary["verdict"].str.startswith(soundness.UNRELIABLE).sum())
         if ties or unreliable:
-            out.append(f"No winner in {ties + unreliable} of {len(summary)} configurations ({ties} within noise, "
-                       f"{unreliable} with a side not sound): the answer table gives each one's reason.")
+            out.append(f"No winner in {ties + unreliable} of {len(summary)} comparisons (model, mode, batch; "
+                       f"{ties} within noise, {unreliable} with a side not sound): the answer table gives each one's "
+                       "reason.")
     engines = best_engine_findings(configs)
     out += [e for e in engines if "no winner stated" not in e]
     if open_engines := [e for e in engines if "no winner stated" in e]:
