@@ -162,13 +162,18 @@ def with_energy(rec: dict, images_per_joule: float | None, reason: str | None = 
                               "joules_per_image": joules / images, "images_per_joule": images_per_joule}}
 
 
+def config_key_of(config: dict) -> str:
+    """The key of a record's config JSON edited in a test (as RunConfig.key hashes it)."""
+    return hashlib.sha1(json.dumps({k: v for k, v in config.items() if k != "extra"}, sort_keys=True).encode()
+                        ).hexdigest()[:16]
+
+
 def on_gpus(rec: dict, gpu: str, gpus: int, interconnect: str, precision: str) -> dict:
     """A distributed record's JSON moved onto `gpus` GPUs named `gpu` (this machine has none to build such a config):
     its device, precision, hardware, ranks' devices and link, and a config key of its own."""
     config = {**rec["config"], "device": "cuda:0", "precision": precision}
     ranks = [{**r, "device": f"cuda:{r['rank'] % gpus}"} for r in rec["distributed"]["ranks"]]
     link = {**rec["distributed"]["link"], "gpus": gpus, "interconnect": interconnect}
-    key = hashlib.sha1(json.dumps({k: v for k, v in config.items() if k != "extra"}, sort_keys=True).encode())
-    return {**rec, "config": config, "config_key": key.hexdigest()[:16], "hardware": gpu,
+    return {**rec, "config": config, "config_key": config_key_of(config), "hardware": gpu,
             "label": rec["label"].replace(" cpu ", " cuda:0 ").replace(" fp32 ", f" {precision} "),
             "distributed": {**rec["distributed"], "ranks": ranks, "link": link}}

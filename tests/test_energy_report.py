@@ -3,9 +3,6 @@ total, the reasons when nothing is readable, and the report's images-per-joule a
 
 from __future__ import annotations
 
-import hashlib
-import json
-
 import pytest
 
 from bench.host import energy
@@ -14,7 +11,7 @@ from bench.report import scaling as S
 from bench.report.context import load
 from bench.report.energy import energy_table
 from bench.runs.distributed import record as dist_records
-from tests.synthetic import dist_record, on_gpus, record, with_energy, write
+from tests.synthetic import config_key_of, dist_record, on_gpus, record, with_energy, write
 
 H100 = "NVIDIA H100 80GB HBM3"
 
@@ -203,8 +200,7 @@ def test_per_hardware_charts_name_a_gpu_with_its_count_and_interconnect(tmp_path
     cpu = record(batch_size=8)
     gpu = record(batch_size=8, repeat=1, seed=1)
     gpu["config"]["device"], gpu["hardware"] = "cuda:0", H100
-    key = {k: v for k, v in gpu["config"].items() if k != "extra"}  # the key of the config it now holds
-    gpu["config_key"] = hashlib.sha1(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+    gpu["config_key"] = config_key_of(gpu["config"])  # the key of the config it now holds
     write([cpu, gpu], tmp_path)
     platforms = set(load(tmp_path).runs["platform"])
     assert f"1 x {H100}, single GPU [test-host]" in platforms

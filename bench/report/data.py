@@ -56,27 +56,20 @@ def best_batch(runs: pd.DataFrame) -> pd.DataFrame:
     return ok.loc[idx].reset_index(drop=True)
 
 
-def sweep_peaks(sweeps: list[dict]) -> dict[str, float]:
-    """sweep id -> the peak its utilisations use: the best of its start and end measurements."""
-
-    out = {}
+def sweep_peaks(sweeps: list[dict]) -> dict[str, dict]:
+    """sweep id -> the peak its utilisations use: `flops_per_sec`, the best of its start and end measurements, and
+    `spread`, those measurements' trial spread (None when unrecorded; a large spread means the peak was measured
+    while other work ran: flags.py, PEAK_SPREAD_LIMIT)."""
+    out: dict[str, dict] = {}
     for m in sweeps:
         for key in m.get("peaks") or {}:
             p = sweep_peak(m, key)
-            if p:
-                out[m["sweep_id"]] = max(out.get(m["sweep_id"], 0.0), p["flops_per_sec"])
-    return out
-
-
-def peak_spreads(sweeps: list[dict]) -> dict[str, float]:
-    """sweep id -> the trial spread of the peak measurement its utilisations use (the best of start and end): a
-    large spread means the peak was measured while other work ran (flags.py: PEAK_SPREAD_LIMIT)."""
-    out = {}
-    for m in sweeps:
-        for key in m.get("peaks") or {}:
-            p = sweep_peak(m, key)
-            if p and p.get("spread") is not None:
-                out[m["sweep_id"]] = max(out.get(m["sweep_id"], 0.0), p["spread"])
+            if not p:
+                continue
+            seen = out.setdefault(m["sweep_id"], {"flops_per_sec": 0.0, "spread": None})
+            seen["flops_per_sec"] = max(seen["flops_per_sec"], p["flops_per_sec"])
+            if p.get("spread") is not None:
+                seen["spread"] = max(seen["spread"] or 0.0, p["spread"])
     return out
 
 
@@ -87,7 +80,7 @@ def config_tables(records: list[Record], sweeps: list[dict]) -> tuple[pd.DataFra
     if runs.empty:
         return runs, runs, runs
     processes = process_table(records, runs)
-    return runs, processes, aggregate(processes, runs, sweep_peaks(sweeps), peak_spreads(sweeps))
+    return runs, processes, aggregate(processes, runs, sweep_peaks(sweeps))
 
 
 def _reference(name: str) -> pd.DataFrame:

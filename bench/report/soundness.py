@@ -72,16 +72,15 @@ def _join(reasons) -> str:
     return "; ".join(dict.fromkeys(r for r in reasons if r))
 
 
-def aggregate(processes: pd.DataFrame, runs: pd.DataFrame, peaks: dict[str, float] | None = None,
-              spreads: dict[str, float] | None = None) -> pd.DataFrame:
+def aggregate(processes: pd.DataFrame, runs: pd.DataFrame, peaks: dict[str, dict] | None = None) -> pd.DataFrame:
     """One row per config (platform x config key) with the process-level estimate, CI and flags.
 
     Keeps the runs table's column names (images_per_sec_median/ci_low/ci_high, latency_ms_p50, ...)
     so every figure works on it; `images_per_sec_median` is the geometric mean over processes of each
     process's median. `process_ips` holds the replicates its interval and every ratio are built from: each
     process's median, or, where the config's processes ran on several nodes, each node's mean of them.
-    `peaks` maps sweep id -> the sweep's peak FLOP/s (best of start and end), `spreads` -> its trials' spread (a
-    peak measured while other work ran gives no utilisation: flag peak_unsteady).
+    `peaks` maps sweep id -> the sweep's peak (bench/report/data.py: sweep_peaks): its FLOP/s (best of start and
+    end) and its trials' spread (a peak measured while other work ran gives no utilisation: flag peak_unsteady).
     """
     rows = []
     if processes.empty:
@@ -105,12 +104,13 @@ def aggregate(processes: pd.DataFrame, runs: pd.DataFrame, peaks: dict[str, floa
                    else f"only {len(g)} process{'es' if len(g) != 1 else ''}: the between-process spread is unknown")
             flags.append(flag("disturbed" if len(clean) < len(g) else "too_few_processes", why))
         utilisation = None
+        mine = [peaks[s] for s in used["sweep_id"] if peaks and s in peaks]
         if first.get("flops_per_image") and not pd.isna(first.get("flops_per_image")):
-            peak = max([peaks.get(s) for s in used["sweep_id"] if peaks and peaks.get(s)] or
+            peak = max([m["flops_per_sec"] for m in mine if m["flops_per_sec"]] or
                        [p for p in used["peak_flops"] if p and not pd.isna(p)] or [np.nan])
             utilisation = first["flops_per_image"] * est["estimate"] / peak if peak == peak else None
         flags = [f for f in flags if f.name not in ("utilisation_over_peak", "peak_unsteady")]
-        spread = max([spreads[s] for s in used["sweep_id"] if spreads and s in spreads] or [None], key=lambda v: v or 0)
+        spread = max((m["spread"] for m in mine if m["spread"] is not None), default=None)
         if utilisation is not None and (p := peak_flag(spread)) is not None:
             flags.append(p)
             utilisation = None

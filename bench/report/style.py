@@ -57,9 +57,6 @@ FLAGGED_HATCH = "xx"
 PHASES_FLAGGED_NOTE = "cross-hatched '!': phase breakdown flagged (guard named beside the bar), not a measurement"
 
 
-# Appended to the title of a figure whose every input is flagged.
-
-
 BEST_BATCH_HATCH = "//"
 
 
