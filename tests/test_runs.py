@@ -9,7 +9,7 @@ from bench.adapters import ADAPTERS
 from bench.errors import UnsupportedError
 from bench.host.devices import gpus
 from bench.measurement.certificate import parity_table
-from bench.results.store import load_records, load_runs
+from bench.results.store import load_records, runs_frame
 from bench.runs.single import execute
 
 from .conftest import TINY_RUN, assert_utilisation_sane, bench_cli
@@ -74,7 +74,7 @@ def test_tiny_run_writes_valid_ok_record(tiny_records, fw, mode):
 def test_same_optimizer_and_parameter_count_across_frameworks(tiny_records, shared_results):
     training = [tiny_records[fw, m] for fw, m in FRAMEWORK_MODES if m == "training"]
     assert len({t["fairness"]["optimizer"] for t in training}) == 1
-    table = parity_table(load_runs(shared_results))
+    table = parity_table(runs_frame(load_records(shared_results)))
     row = table[table["model"] == "tiny_cnn"].iloc[0]
     assert row["frameworks"] == ", ".join(sorted({fw for fw, _ in FRAMEWORK_MODES})) and bool(row["parity"])
     assert row["min_params"] == row["max_params"]

@@ -12,7 +12,7 @@ import pytest
 
 from bench import make_config
 from bench.errors import SchemaError
-from bench.results.store import atomic_write_json, load_records, load_runs, load_samples, write_record
+from bench.results.store import atomic_write_json, load_records, runs_frame, write_record
 from bench.runs.single import execute
 
 from .conftest import ROOT
@@ -28,10 +28,10 @@ def test_round_trip(tmp_path, null_record):
     path = write_record(null_record, tmp_path)
     assert path.parent == tmp_path / "test-host" / "records"
     assert load_records(tmp_path) == [json.loads(json.dumps(null_record))]
-    runs = load_runs(tmp_path)
+    runs = runs_frame(load_records(tmp_path))
     assert len(runs) == 1 and runs.loc[0, "framework"] == "null" and runs.loc[0, "status"] == "ok"
-    samples = load_samples(tmp_path)
-    assert len(samples) == 30 and set(samples["phase"]) == {"warmup", "timed"}
+    [loaded] = load_records(tmp_path)
+    assert len(loaded.samples.warmup_s) + len(loaded.samples.timed_s) == 30 and loaded.samples.timed_s
 
 
 @pytest.mark.parametrize("breakage", [

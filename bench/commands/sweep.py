@@ -48,8 +48,8 @@ def sweep(args: argparse.Namespace) -> int:
     m = result.manifest
     if m:
         print("time: " + process_overhead.estimate_text(m)
-              + (f"; retries added ~{m['retry_estimate_s'] / 60:.1f} min" if m.get("retry_estimate_s") else "")
-              + (f"; {len(result.extra)} extra processes (~{m['extra_estimate_s'] / 60:.1f} min) where "
+              + (f"; retries added ~{m.retry_estimate_s / 60:.1f} min" if m.retry_estimate_s else "")
+              + (f"; {len(result.extra)} extra processes (~{m.extra_estimate_s / 60:.1f} min) where "
                  "comparisons were undecided" if result.extra else ""))
         print("where each process's seconds went (this sweep):")
         print(process_overhead.to_text(process_overhead.latest_sweep_overhead(host_records(args.results_dir), [m])))

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from ..results.record import Record, as_records
+from ..results.sweep_manifest import SweepManifest, as_manifests
 from .compare import compare_tables
 from .data import config_tables
 
@@ -41,10 +42,10 @@ def same_code_sweeps(records: list[Record]) -> list[tuple[str, str]]:
     return [(a[0], b[0]) for a, b in zip(keyed, keyed[1:]) if a[1:] == b[1:]]
 
 
-def aa_check(records: list[Record], sweeps: list[dict]) -> dict | None:
+def aa_check(records: list[Record], sweeps: list[SweepManifest]) -> dict | None:
     """The A/A false-verdict rate of the latest two sweeps of the same code here, and the median between-sweep
     share of variance over the configs both measured; None when no two such sweeps exist."""
-    records = as_records(records)
+    records, sweeps = as_records(records), as_manifests(sweeps)
     pairs = same_code_sweeps(records)
     if not pairs:
         return None
@@ -52,12 +53,12 @@ def aa_check(records: list[Record], sweeps: list[dict]) -> dict | None:
     sides = []
     for sid in (a_id, b_id):
         mine = [r for r in records if r.sweep and r.sweep.id == sid]
-        sides.append(config_tables(mine, [m for m in sweeps if m.get("sweep_id") == sid])[2])
+        sides.append(config_tables(mine, [m for m in sweeps if m.sweep_id == sid])[2])
     if any(side.empty for side in sides):
         return None
     verdicts = aa_false_verdicts(compare_tables(*sides))
     both = [r for r in records if r.sweep and r.sweep.id in (a_id, b_id)]
-    configs = config_tables(both, [m for m in sweeps if m.get("sweep_id") in (a_id, b_id)])[2]
+    configs = config_tables(both, [m for m in sweeps if m.sweep_id in (a_id, b_id)])[2]
     shares = configs["between_sweep_share"].dropna() if "between_sweep_share" in configs else pd.Series([])
     return {"sweep_a": a_id, "sweep_b": b_id, **verdicts,
             "between_sweep_share": float(np.median(shares)) if len(shares) else None,

@@ -13,7 +13,7 @@ from ..adapters import framework_of
 from ..paths import default_results_dir
 from ..results.record import Record
 from ..results.store import load_records
-from ..results.sweep_manifest import load_sweeps
+from ..results.sweep_manifest import SweepManifest, load_sweeps
 from ..runs.distributed.network import fitted
 from ..runs.maxbatch import load_searches
 from . import scaling
@@ -27,7 +27,7 @@ from .soundness import ratio_table, summary_table
 class ReportData:
     results_dir: Path
     records: list[Record]
-    sweeps: list[dict]
+    sweeps: list[SweepManifest]
     runs: pd.DataFrame  # one row per record (every status and attempt that counts)
     processes: pd.DataFrame  # one row per successful process
     configs: pd.DataFrame  # one row per config: process-level estimate, CI, flags, soundness

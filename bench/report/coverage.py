@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from ..results.record import Record, as_records
+from ..results.sweep_manifest import SweepManifest, as_manifests
 
 FINISHED = "finished"
 
@@ -52,11 +53,11 @@ class SweepCoverage:
                 f"{self.retries_pending} pending")
 
 
-def newest_sweeps(sweeps: list[dict]) -> list[dict]:
+def newest_sweeps(sweeps: list[SweepManifest]) -> list[SweepManifest]:
     """The newest sweep of each host and profile (a later one supersedes an earlier, unfinished one)."""
-    newest: dict[tuple[str, str], dict] = {}
-    for m in sorted(sweeps, key=lambda m: m.get("started") or ""):
-        newest[m["host"], m["profile"]] = m
+    newest: dict[tuple[str, str], SweepManifest] = {}
+    for m in sorted(as_manifests(sweeps), key=lambda m: m.started or ""):
+        newest[m.host, m.profile] = m
     return [newest[k] for k in sorted(newest)]
 
 
@@ -64,41 +65,42 @@ def _time(stamp: str) -> datetime:
     return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
 
 
-def sweep_coverage(manifest: dict, records: list[Record]) -> SweepCoverage:
+def sweep_coverage(manifest: SweepManifest, records: list[Record]) -> SweepCoverage:
     """`manifest` against every record (any status, distributed ones included) that names its sweep."""
-    sid = manifest["sweep_id"]
+    [manifest] = as_manifests([manifest])
+    sid = manifest.sweep_id
     mine = [r for r in as_records(records) if r.sweep and r.sweep.id == sid]
-    order = {(t["config_key"], t["repeat"]) for t in manifest.get("order", [])}
+    order = manifest.planned
     latest: dict[tuple[str, int], Record] = {}
     for r in sorted(mine, key=lambda r: (r.attempt, r.created or "")):
         latest[r.config_key, r.repeat] = r
     attempts = {(r.config_key, r.repeat, r.attempt) for r in mine}
     # The runner appends a retry to the manifest when it queues it; it has run once a later attempt is recorded.
-    retried = manifest.get("retried", [])
-    retries_done = sum((e["config_key"], e["repeat"], e["attempt"] + 1) in attempts for e in retried)
-    ended = manifest.get("elapsed_s") is not None
+    retried = manifest.retried
+    retries_done = sum((e.config_key, e.repeat, e.attempt + 1) in attempts for e in retried)
+    ended = manifest.elapsed_s is not None
     if ended:
-        minutes = manifest["elapsed_s"] / 60
-    elif mine and manifest.get("started"):
+        minutes = manifest.elapsed_s / 60
+    elif mine and manifest.started:
         # A record is created when its run starts: its own duration brings it to the run's end.
         last = max(_time(r.created) + timedelta(seconds=r.duration_s or 0) for r in mine)
-        minutes = (last - _time(manifest["started"])).total_seconds() / 60
+        minutes = (last - _time(manifest.started)).total_seconds() / 60
     else:
         minutes = None
     return SweepCoverage(
-        sweep_id=sid, host=manifest["host"], profile=manifest["profile"], status=manifest.get("status", "unknown"),
-        planned=manifest.get("already_done", 0) + len(order),
-        done=manifest.get("already_done", 0) + len(order & set(latest)),
+        sweep_id=sid, host=manifest.host, profile=manifest.profile, status=manifest.status,
+        planned=manifest.already_done + len(order),
+        done=manifest.already_done + len(order & set(latest)),
         failed=sum(r.status != "ok" for key, r in latest.items() if key in order),
         retries_queued=len(retried), retries_done=retries_done, minutes=minutes, minutes_so_far=not ended)
 
 
-def coverages(sweeps: list[dict], records: list[Record]) -> list[SweepCoverage]:
+def coverages(sweeps: list[SweepManifest], records: list[Record]) -> list[SweepCoverage]:
     """The coverage of the newest sweep of each host and profile."""
     return [sweep_coverage(m, records) for m in newest_sweeps(sweeps)]
 
 
-def banner(sweeps: list[dict], records: list[Record]) -> str:
+def banner(sweeps: list[SweepManifest], records: list[Record]) -> str:
     """Markdown that opens the report when a sweep is unfinished (empty when every sweep is complete)."""
     lines = []
     for c in coverages(sweeps, records):

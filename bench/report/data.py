@@ -10,7 +10,7 @@ import pandas as pd
 from ..adapters import ADAPTERS, measures_a_framework
 from ..results.record import Record, as_records
 from ..results.store import runs_frame
-from ..results.sweep_manifest import sweep_peak
+from ..results.sweep_manifest import SweepManifest, as_manifests
 from .energy import hardware_label
 from .soundness import aggregate, process_table
 
@@ -56,24 +56,25 @@ def best_batch(runs: pd.DataFrame) -> pd.DataFrame:
     return ok.loc[idx].reset_index(drop=True)
 
 
-def sweep_peaks(sweeps: list[dict]) -> dict[str, dict]:
+def sweep_peaks(sweeps: list[SweepManifest]) -> dict[str, dict]:
     """sweep id -> the peak its utilisations use: `flops_per_sec`, the best of its start and end measurements, and
     `spread`, those measurements' trial spread (None when unrecorded; a large spread means the peak was measured
     while other work ran: flags.py, PEAK_SPREAD_LIMIT)."""
     out: dict[str, dict] = {}
-    for m in sweeps:
-        for key in m.get("peaks") or {}:
-            p = sweep_peak(m, key)
+    for m in as_manifests(sweeps):
+        for key in m.peaks:
+            p = m.peak(key)
             if not p:
                 continue
-            seen = out.setdefault(m["sweep_id"], {"flops_per_sec": 0.0, "spread": None})
-            seen["flops_per_sec"] = max(seen["flops_per_sec"], p["flops_per_sec"])
-            if p.get("spread") is not None:
-                seen["spread"] = max(seen["spread"] or 0.0, p["spread"])
+            seen = out.setdefault(m.sweep_id, {"flops_per_sec": 0.0, "spread": None})
+            seen["flops_per_sec"] = max(seen["flops_per_sec"], p.flops_per_sec)
+            if p.spread is not None:
+                seen["spread"] = max(seen["spread"] or 0.0, p.spread)
     return out
 
 
-def config_tables(records: list[Record], sweeps: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+def config_tables(records: list[Record],
+                  sweeps: list[SweepManifest]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """(runs: one row per record, processes: one per successful process, configs: one per config)."""
     records = as_records(records)
     runs = runs_table(records)

@@ -5,15 +5,16 @@ from __future__ import annotations
 import pandas as pd
 
 from ..errors import ConfigError
+from ..results.sweep_manifest import SweepManifest, as_manifests
 from ..sweep.profiles import load_profile
 
 # The named profiles beside the default, each adding a part of the study; `make render` merges what they record.
 NAMED = ("engines", "distributed", "memory", "full")
 
 
-def not_run(sweeps: list[dict], named: tuple[str, ...] = NAMED) -> list[dict]:
+def not_run(sweeps: list[SweepManifest], named: tuple[str, ...] = NAMED) -> list[dict]:
     """Every named profile no sweep here ran: its name, what it holds, and the commands that add it."""
-    ran = {m.get("profile") for m in sweeps}
+    ran = {m.profile for m in as_manifests(sweeps)}
     out = []
     for name in named:
         if name in ran:
@@ -27,12 +28,12 @@ def not_run(sweeps: list[dict], named: tuple[str, ...] = NAMED) -> list[dict]:
     return out
 
 
-def not_run_table(sweeps: list[dict]) -> pd.DataFrame:
+def not_run_table(sweeps: list[SweepManifest]) -> pd.DataFrame:
     """The details' table of the named profiles not run here: name, what it holds, command."""
     return pd.DataFrame(not_run(sweeps), columns=["profile", "description", "command"])
 
 
-def not_run_text(sweeps: list[dict]) -> str:
+def not_run_text(sweeps: list[SweepManifest]) -> str:
     """Markdown, one sentence: the profiles not run here and the command that adds each (what each holds is in the
     details)."""
     rows = not_run(sweeps)

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ..results.record import Record, as_records
-from ..results.sweep_manifest import wall_key
+from ..results.sweep_manifest import SweepManifest, as_manifests, wall_key
 
 # (record field or derived column, what it holds), in the order a process spends them.
 COMPONENTS = (
@@ -80,68 +80,58 @@ def to_text(table: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def to_markdown(table: pd.DataFrame) -> str:
-    """The table as a Markdown table for the report's methodology."""
-    if table.empty:
-        return ""
-    lines = ["| component | what | processes | median s | total s | share of wall time |", "|---|---|---|---|---|---|"]
-    for _, r in table.iterrows():
-        share = f"{r['share']:.0%}" if r["share"] is not None and r["share"] == r["share"] else ""
-        lines.append(f"| {r['component']} | {r['what']} | {r['processes']} | {r['median_s']:.1f} | "
-                     f"{r['total_s']:.0f} | {share} |")
-    return "\n".join(lines)
-
-
-def estimate_text(manifest: Mapping) -> str:
+def estimate_text(manifest: SweepManifest | Mapping) -> str:
     """One sentence: a sweep's estimate against its actual wall time, and the error."""
-    est, actual, err = manifest.get("estimate_s"), manifest.get("runs_s"), manifest.get("estimate_error")
+    [m] = as_manifests([manifest])
+    est, actual, err = m.estimate_s, m.runs_s, m.estimate_error
     if err is None:
         return f"estimated {est / 60:.1f} min" if est else "no estimate recorded"
     return f"estimated {est / 60:.1f} min, took {actual / 60:.1f} min for its runs (estimate error {err:+.0%})"
 
 
-def extra_processes_text(sweeps: list[dict]) -> str:
+def extra_processes_text(sweeps: list[SweepManifest]) -> str:
     """Why configs of an adaptive sweep got more than the minimum processes, one line each."""
     lines = []
-    for m in sweeps:
-        if not m.get("adaptive"):
+    for m in as_manifests(sweeps):
+        if not m.adaptive:
             continue
-        extra = m.get("extra_processes") or []
-        if m.get("status") != "finished":  # an unfinished sweep has not given every config its rounds yet
-            lines.append(f"Sweep `{m['sweep_id']}` ({m.get('status', 'unknown')}) plans {m['adaptive']['min_repeats']} "
+        extra = m.extra_processes or []
+        if m.status != "finished":  # an unfinished sweep has not given every config its rounds yet
+            lines.append(f"Sweep `{m.sweep_id}` ({m.status}) plans {m.adaptive.min_repeats} "
                          f"processes per config before any extra one; {len(extra)} extra so far.")
             continue
-        lines.append(f"Sweep `{m['sweep_id']}` gave every config {m['adaptive']['min_repeats']} processes, then "
-                     f"{len(extra)} more (at most {m['adaptive']['max_repeats']} per config) to the configs whose "
+        lines.append(f"Sweep `{m.sweep_id}` gave every config {m.adaptive.min_repeats} processes, then "
+                     f"{len(extra)} more (at most {m.adaptive.max_repeats} per config) to the configs whose "
                      "comparison was least decided:")
-        lines += [f"- {e['label']} (repeat {e['repeat']}): {e['reason']}" for e in extra]
+        lines += [f"- {e.label} (repeat {e.repeat}): {e.reason}" for e in extra]
     return "\n".join(lines)
 
 
-def latest_sweep_overhead(records: list[Record], sweeps: list[dict]) -> pd.DataFrame:
+def latest_sweep_overhead(records: list[Record], sweeps: list[SweepManifest]) -> pd.DataFrame:
     """The per-process overhead table of the latest sweep (the details notebook shows it)."""
     if not sweeps:
         return pd.DataFrame(columns=COLUMNS)
-    latest = sweeps[-1]
-    ran = [r for r in as_records(records) if r.sweep and r.sweep.id == latest["sweep_id"]]
-    return overhead_table(ran, latest.get("process_walls"))
+    [latest] = as_manifests(sweeps[-1:])
+    ran = [r for r in as_records(records) if r.sweep and r.sweep.id == latest.sweep_id]
+    return overhead_table(ran, latest.process_walls)
 
 
-def sweep_cost_text(records: list[Record], sweeps: list[dict]) -> str:
+def sweep_cost_text(records: list[Record], sweeps: list[SweepManifest]) -> str:
     """The methodology's cost paragraph for the latest sweep: estimate against actual, the timed loop's share of
     the processes' wall time (the per-process table and every extra process are in the details), and how many
     configs got extra processes."""
     if not sweeps:
         return ""
+    sweeps = as_manifests(sweeps)
     latest = sweeps[-1]
     table = latest_sweep_overhead(records, sweeps)
-    text = f"**Where the time went.** Sweep `{latest['sweep_id']}`: {estimate_text(latest)}."
+    text = f"**Where the time went.** Sweep `{latest.sweep_id}`: {estimate_text(latest)}."
     total = table[table["component"] == "all"]
     if not total.empty and total["share"].iloc[0] is not None:
         text += (f" The timed loops were {total['share'].iloc[0]:.0%} of its {int(total['processes'].iloc[0])} "
                  "processes' wall time; the rest (start-up, warm-up, phase pass, checks) is broken down per "
                  "component in the details.")
-    extra = sum(len(m.get("extra_processes") or []) for m in sweeps if m.get("adaptive"))
+    extra = sum(len(m.extra_processes or []) for m in sweeps if m.adaptive)
     if extra:
         text += (f" {extra} processes beyond the minimum went to the configs whose comparison was least decided "
                  "(each with its reason in the details).")

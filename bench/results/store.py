@@ -123,25 +123,3 @@ def runs_frame(records: list[Record]) -> pd.DataFrame:
     import pandas as pd  # lazily: a run process never needs pandas
 
     return pd.DataFrame([r.to_row() for r in as_records(records)])
-
-
-def load_runs(results_dir: Path | str) -> pd.DataFrame:
-    """One tidy row per run across all hosts."""
-    return runs_frame(load_records(results_dir))
-
-
-def load_samples(results_dir: Path | str) -> pd.DataFrame:
-    """One tidy row per iteration (warm-up and timed) across all hosts."""
-    import pandas as pd
-
-    rows = []
-    for r in load_records(results_dir):
-        cfg = {k: v for k, v in r.config.to_json().items() if k != "extra"}
-        base = {"record_id": r.record_id, "host": r.host, "hardware": r.hardware, **cfg}
-        i = 0
-        for phase, seconds in (("warmup", r.samples.warmup_s), ("timed", r.samples.timed_s)):
-            for t in seconds:
-                rows.append({**base, "iteration": i, "phase": phase, "latency_s": t,
-                             "images_per_sec": r.config.batch_size / t if t > 0 else float("nan")})
-                i += 1
-    return pd.DataFrame(rows)

@@ -3,6 +3,12 @@
 One JSON file per sweep invocation under results/<host>/sweeps/, rewritten atomically as the sweep
 goes. Records point to it by `sweep.id`; the report reads it for the methodology (order, seed,
 repeats, budget), the "not run: over budget" list, and the peak each utilisation is computed against.
+
+Typed sections like the record's (bench/results/record.py: keys it does not declare are kept, optional
+keys an older manifest lacks stay absent). Formats: 1 had no `schema_version` key (every manifest written
+before the type; keys were added over time, so a format 1 manifest may lack any key but its id, host and
+profile); 2 is format 1 with its version stated. Every field has a default so that a partial manifest (a test's,
+a notebook's) loads unchecked; the checked load requires what the schema requires.
 """
 
 from __future__ import annotations
@@ -10,11 +16,189 @@ from __future__ import annotations
 import json
 import secrets
 import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from ..errors import SchemaError
+from .record import Section, optional, section
+from .schema import compile_check, json_schema, key
 from .store import atomic_write_json, host_dir
 
 SWEEPS = "sweeps"
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)
+
+
+@section
+class PlannedRun(Section):
+    """One process of the sweep's order (the adaptive plan's extra processes are appended as they are queued)."""
+
+    config_key: str = key(default=None)
+    repeat: int = key(default=None)
+    round: int | None = optional()
+    label: str | None = optional()
+
+
+@section
+class DroppedConfig(Section):
+    """A config the sweep did not run, and why (over the profile's budget)."""
+
+    config_key: str = key(default=None)
+    label: str = key(default=None)
+    reason: str = key(default=None)
+
+
+@section
+class Retry(Section):
+    """A disturbed (or jittery) process queued again at the end; `attempt` is the one that was disturbed."""
+
+    config_key: str = key(default=None)
+    repeat: int = key(default=None)
+    attempt: int = key(default=None)
+    reason: str = key(default=None)
+
+
+@section
+class ExtraProcess(Section):
+    """A process the adaptive plan added after the rounds, and why (bench/sweep/plan.py: next_process)."""
+
+    config_key: str = key(default=None)
+    label: str = key(default=None)
+    repeat: int = key(default=None)
+    reason: str = key(default=None)
+
+
+@section
+class AdaptivePlan(Section):
+    """`repeats: adaptive`: every config gets `min_repeats` processes, the undecided ones up to `max_repeats`."""
+
+    min_repeats: int = key(default=None)
+    max_repeats: int = key(default=None)
+
+
+@dataclass(frozen=True)
+class SweepPeak:
+    """The peak a utilisation uses: the best of the sweep's start and end trials (bench/measurement/peak.py's
+    measurement, as a dict), with both kept."""
+
+    best: dict[str, Any]
+    start_flops_per_sec: float
+    end_flops_per_sec: float | None
+    sweep_id: str
+
+    @property
+    def flops_per_sec(self) -> float:
+        return self.best["flops_per_sec"]
+
+    @property
+    def spread(self) -> float | None:
+        """The best measurement's trial spread (None when unrecorded)."""
+        return self.best.get("spread")
+
+    @property
+    def start_end_change(self) -> float | None:
+        end = self.end_flops_per_sec
+        return None if end is None else end / self.start_flops_per_sec - 1
+
+
+@section
+class SweepManifest(Section):
+    """One sweep: its plan, its progress (rewritten as it goes), its peaks and what its estimate was worth.
+    Keys are in the order the sweep first writes them; those written later are optional."""
+
+    sweep_id: str = key(default=None, minLength=1)
+    host: str = key(default=None, minLength=1)
+    profile: str = key(default=None)
+    description: str = optional("")
+    order_seed: int | None = optional()
+    repeats: int | None = optional()
+    adaptive: AdaptivePlan | None = optional()
+    extra_processes: list[ExtraProcess] = optional([])
+    retries: int | None = optional()
+    budget_minutes: float | None = optional()
+    force: bool | None = optional()
+    started: str | None = optional()
+    finished: str | None = optional()
+    status: str = optional("unknown")  # running, finished, interrupted
+    estimate_s: float | None = optional()  # printed before the start: the rounds and the expected extra processes
+    rounds_estimate_s: float | None = optional()
+    expected_extra_s: float | None = optional()
+    order: list[PlannedRun] = optional([])
+    already_done: int = optional(0)  # repetitions recorded before this sweep started
+    dropped: list[DroppedConfig] = optional([])
+    # peak key -> {"start": measurement, "end": measurement} (bench/measurement/peak.py's dicts, None when unmeasured)
+    peaks: dict[str, dict[str, Any]] = optional({})
+    retried: list[Retry] = optional([])
+    networks: list[str] = optional([])
+    not_applicable: list[str] = optional([])
+    process_walls: dict[str, float] = optional({})  # wall_key -> seconds the process took in papermill
+    runs_s: float | None = optional()  # the timed runs' wall time (what the estimate is of)
+    estimate_error: float | None = optional()
+    estimate_error_with_queued: float | None = optional()
+    retry_estimate_s: float = optional(0.0)
+    extra_estimate_s: float = optional(0.0)
+    executor: dict[str, Any] | None = optional()  # the executor's own state (bench/sweep/executors.py)
+    shard: str | None = optional()
+    busy_warning: str | None = optional()
+    memory_searches: list[str] = optional([])
+    elapsed_s: float | None = optional()
+    runs_done: int | None = optional()
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], check: bool = True) -> SweepManifest:
+        """A manifest from its JSON in any readable format, validated (SchemaError naming the problem). With
+        `check=False`, the keys as they are (a partial manifest a test or notebook holds)."""
+        if check:
+            data = upgrade(data)
+            _validate(data)
+        manifest = super().from_json({k: v for k, v in data.items() if k != "schema_version"})
+        object.__setattr__(manifest, "_order", tuple(data))
+        return manifest
+
+    def _keys(self) -> dict[str, Any]:  # the manifest in the current format (what is written to disk)
+        return {"schema_version": SCHEMA_VERSION, **super()._keys()}
+
+    def peak(self, key: str) -> SweepPeak | None:
+        """The peak a utilisation uses for one peak key (device|precision|threads); None without a start trial."""
+        entry = self.peaks.get(key)
+        if not entry or not entry.get("start"):
+            return None
+        best = max([m for m in (entry["start"], entry.get("end")) if m], key=lambda m: m["flops_per_sec"])
+        return SweepPeak(best, entry["start"]["flops_per_sec"], (entry.get("end") or {}).get("flops_per_sec"),
+                         self.sweep_id)
+
+    @property
+    def planned(self) -> set[tuple[str, int]]:
+        """(config key, repeat) of every process in the order."""
+        return {(o.config_key, o.repeat) for o in self.order}
+
+
+def upgrade(data: Mapping[str, Any]) -> dict[str, Any]:
+    """A manifest's JSON in the current format (format 1 differs only in lacking its version)."""
+    if not isinstance(data, Mapping):
+        raise SchemaError(f"invalid sweep manifest: {type(data).__name__}, not an object")
+    version = data.get("schema_version", 1)
+    if version not in READABLE_VERSIONS:
+        raise SchemaError(f"invalid sweep manifest: schema_version {version!r}; "
+                          f"readable: {', '.join(map(str, READABLE_VERSIONS))}")
+    return {**data, "schema_version": SCHEMA_VERSION}
+
+
+def _manifest_schema() -> dict:
+    schema = json_schema(SweepManifest)
+    schema["properties"] = {"schema_version": {"const": SCHEMA_VERSION}, **schema["properties"]}
+    return schema
+
+
+MANIFEST_SCHEMA = _manifest_schema()
+_validate = compile_check(MANIFEST_SCHEMA)
+
+
+def as_manifests(manifests: Iterable[SweepManifest | Mapping[str, Any]]) -> list[SweepManifest]:
+    """Manifests as SweepManifests: those given as JSON (tests and notebooks hold them as dicts) taken as they are."""
+    return [m if isinstance(m, SweepManifest) else SweepManifest.from_json(m, check=False) for m in manifests]
 
 
 def new_sweep_id() -> str:
@@ -25,43 +209,29 @@ def sweep_path(results_dir: Path | str, sweep_id: str, host: str | None = None) 
     return host_dir(results_dir, host) / SWEEPS / f"{sweep_id}.json"
 
 
-def write_sweep(results_dir: Path | str, manifest: dict) -> Path:
-    path = sweep_path(results_dir, manifest["sweep_id"], manifest["host"])
-    atomic_write_json(path, manifest)
+def write_sweep(results_dir: Path | str, manifest: SweepManifest | Mapping[str, Any]) -> Path:
+    """Write (or rewrite) a sweep's manifest atomically in the current format."""
+    [manifest] = as_manifests([manifest])
+    path = sweep_path(results_dir, manifest.sweep_id, manifest.host)
+    atomic_write_json(path, manifest.to_json())
     return path
 
 
-def read_sweep(results_dir: Path | str, sweep_id: str, host: str | None = None) -> dict | None:
-    path = sweep_path(results_dir, sweep_id, host)
+def _read(path: Path) -> SweepManifest | None:
     try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
+        return SweepManifest.from_json(json.loads(path.read_text()))
+    except (OSError, ValueError, SchemaError):
         return None
 
 
-def load_sweeps(results_dir: Path | str) -> list[dict]:
+def read_sweep(results_dir: Path | str, sweep_id: str, host: str | None = None) -> SweepManifest | None:
+    return _read(sweep_path(results_dir, sweep_id, host))
+
+
+def load_sweeps(results_dir: Path | str) -> list[SweepManifest]:
     """Every readable sweep manifest under every host folder, oldest first."""
-    out = []
-    for path in sorted(Path(results_dir).glob(f"*/{SWEEPS}/[!.]*.json")):
-        try:
-            out.append(json.loads(path.read_text()))
-        except (OSError, ValueError):
-            continue
-    return sorted(out, key=lambda m: m.get("started", ""))
-
-
-def sweep_peak(manifest: dict | None, key: str) -> dict | None:
-    """The peak a utilisation uses: the best of the sweep's start and end trials, with both kept."""
-    if not manifest:
-        return None
-    entry = (manifest.get("peaks") or {}).get(key)
-    if not entry or not entry.get("start"):
-        return None
-    measured = [m for m in (entry.get("start"), entry.get("end")) if m]
-    best = max(measured, key=lambda m: m["flops_per_sec"])
-    start, end = entry["start"]["flops_per_sec"], (entry.get("end") or {}).get("flops_per_sec")
-    return {**best, "start_flops_per_sec": start, "end_flops_per_sec": end,
-            "start_end_change": None if end is None else end / start - 1, "sweep_id": manifest["sweep_id"]}
+    found = (_read(path) for path in sorted(Path(results_dir).glob(f"*/{SWEEPS}/[!.]*.json")))
+    return sorted((m for m in found if m is not None), key=lambda m: m.started or "")
 
 
 def wall_key(config_key: str, repeat: int, attempt: int) -> str:
@@ -69,9 +239,9 @@ def wall_key(config_key: str, repeat: int, attempt: int) -> str:
     return f"{config_key}/{repeat}/{attempt}"
 
 
-def process_walls(manifests: list[dict]) -> dict[str, float]:
+def process_walls(manifests: Iterable[SweepManifest | Mapping[str, Any]]) -> dict[str, float]:
     """Every process's wall time the manifests recorded, by `wall_key` (the latest sweep's on a repeat)."""
     out: dict[str, float] = {}
-    for m in manifests:
-        out.update(m.get("process_walls") or {})
+    for m in as_manifests(manifests):
+        out.update(m.process_walls or {})
     return out

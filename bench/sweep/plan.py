@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from ..config import RunConfig
 from ..measurement.flags import FLAG_SCOPE
 from ..results.record import Record
-from ..results.sweep_manifest import wall_key
+from ..results.sweep_manifest import SweepManifest, as_manifests, wall_key
 from ..stats import process_interval, process_ratio
 
 # Seconds a process spends outside the harness's own run (kernel start, interpreter and package imports, the
@@ -241,18 +241,18 @@ def next_process(configs: Iterable[RunConfig], values: dict[str, list[float]], p
 EXTRA_SHARE = 0.6
 
 
-def extra_share(manifests: Iterable[dict], profile: str) -> float:
+def extra_share(manifests: Iterable[SweepManifest], profile: str) -> float:
     """The share of the possible extra processes this host's finished adaptive sweeps of `profile` ran (mean over
     them), else EXTRA_SHARE."""
     shares = []
-    for m in manifests:
-        adaptive = m.get("adaptive")
-        if m.get("profile") != profile or not adaptive or m.get("status") != "finished":
+    for m in as_manifests(manifests):
+        adaptive = m.adaptive
+        if m.profile != profile or not adaptive or m.status != "finished":
             continue
-        configs = {o["config_key"] for o in m.get("order", [])}
-        possible = len(configs) * (adaptive["max_repeats"] - adaptive["min_repeats"])
+        configs = {o.config_key for o in m.order}
+        possible = len(configs) * (adaptive.max_repeats - adaptive.min_repeats)
         if possible > 0:
-            shares.append(len(m.get("extra_processes", [])) / possible)
+            shares.append(len(m.extra_processes) / possible)
     return statistics.mean(shares) if shares else EXTRA_SHARE
 
 

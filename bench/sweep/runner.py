@@ -30,7 +30,19 @@ from ..measurement.utilisation import peak_threads
 from ..paths import PROJECT_ROOT, default_results_dir
 from ..results.record import Record
 from ..results.store import atomic_write_json, host_dir, host_records, write_record
-from ..results.sweep_manifest import load_sweeps, new_sweep_id, process_walls, wall_key, write_sweep
+from ..results.sweep_manifest import (
+    AdaptivePlan,
+    DroppedConfig,
+    ExtraProcess,
+    PlannedRun,
+    Retry,
+    SweepManifest,
+    load_sweeps,
+    new_sweep_id,
+    process_walls,
+    wall_key,
+    write_sweep,
+)
 from ..runs import maxbatch
 from ..runs.distributed import network
 from ..runs.distributed.cluster import resolve
@@ -74,7 +86,7 @@ class SweepResult:
     estimate_s: float = 0.0
     papermill_s: float = 0.0  # wall time inside papermill (kernel start, imports, run)
     measured_s: float = 0.0  # the runs' own duration as recorded (what the harness spent)
-    manifest: dict = field(default_factory=dict)  # the sweep manifest as written last
+    manifest: SweepManifest | None = None  # the sweep manifest as written last
 
 
 def notebook_parameters(config: RunConfig, results_dir: Path, task: Task, sweep: dict) -> dict:
@@ -255,9 +267,9 @@ def adaptive_task(profile: Profile, results_dir: Path, kept: list[RunConfig], es
     return Task(nxt.config, repeat, repeat), nxt.reason
 
 
-def _sweep_info(manifest: dict, order_index: int, task: Task) -> dict:
-    return {"id": manifest["sweep_id"], "profile": manifest["profile"], "order_seed": manifest["order_seed"],
-            "order_index": order_index, "round": task.round, "planned_runs": len(manifest["order"])}
+def _sweep_info(manifest: SweepManifest, order_index: int, task: Task) -> dict:
+    return {"id": manifest.sweep_id, "profile": manifest.profile, "order_seed": manifest.order_seed,
+            "order_index": order_index, "round": task.round, "planned_runs": len(manifest.order)}
 
 
 def measure_peaks(profile: Profile) -> dict[str, dict]:
@@ -327,20 +339,23 @@ def _latest(records: list[Record], key: str) -> dict[int, Record]:
     return out
 
 
-def _queue_extra(queue: list[Task], extra: tuple[Task, str] | None, result: SweepResult, manifest: dict,
+def _planned(task: Task) -> PlannedRun:
+    return PlannedRun(config_key=task.config.key, repeat=task.repeat, round=task.round, label=task.config.label)
+
+
+def _queue_extra(queue: list[Task], extra: tuple[Task, str] | None, result: SweepResult, manifest: SweepManifest,
                  bar, estimate: Callable[[Task], float]) -> bool:
     """Append the adaptive plan's next process to the queue (and say why in the manifest); False when none."""
     if extra is None:
         return False
     task, why = extra
     queue.append(task)
-    manifest["extra_estimate_s"] += estimate(task)
+    manifest.extra_estimate_s += estimate(task)
     bar.total += 1
     result.extra.append(f"{task.config.label} (repeat {task.repeat}): {why}")
-    manifest["extra_processes"].append({"config_key": task.config.key, "label": task.config.label,
-                                        "repeat": task.repeat, "reason": why})
-    manifest["order"].append({"config_key": task.config.key, "repeat": task.repeat, "round": task.round,
-                              "label": task.config.label})
+    manifest.extra_processes.append(ExtraProcess(config_key=task.config.key, label=task.config.label,
+                                                 repeat=task.repeat, reason=why))
+    manifest.order.append(_planned(task))
     return True
 
 
@@ -397,25 +412,25 @@ def run_sweep(profile: Profile, results_dir: Path | str | None = None, force: bo
         result = SweepResult(sweep_id=new_sweep_id(), estimate_s=p["estimate_s"],
                              already_done=[f"{k}/{r}" for k, r in p["done"]],
                              dropped=[c.label for c in p["dropped"]])
-        manifest = {
-            "sweep_id": result.sweep_id, "host": host_name(), "profile": profile.name,
-            "description": profile.description, "order_seed": profile.order_seed, "repeats": p["repeats"],
-            "adaptive": {"min_repeats": p["repeats"], "max_repeats": profile.max_repeats} if profile.adaptive else None,
-            "extra_processes": [],
-            "retries": profile.retries, "budget_minutes": profile.budget_minutes, "force": force,
-            "started": _now(), "finished": None, "status": "running", "estimate_s": p["estimate_s"],
-            "rounds_estimate_s": p["rounds_s"], "expected_extra_s": p["extra_s"],
-            "order": [{"config_key": t.config.key, "repeat": t.repeat, "round": t.round, "label": t.config.label}
-                      for t in p["tasks"]],
-            "already_done": len(p["done"]),
-            "dropped": [{"config_key": c.key, "label": c.label, "reason": "not run: over the profile's budget of "
-                         f"{profile.budget_minutes:g} min"} for c in p["dropped"]],
-            "peaks": {k: {"start": v, "end": None} for k, v in peaks.items()}, "retried": [],
-            "networks": networks, "not_applicable": list(profile.not_applicable),
-            "process_walls": {}, "runs_s": None, "estimate_error": None, "estimate_error_with_queued": None,
-            "retry_estimate_s": 0.0, "extra_estimate_s": 0.0,
-            "executor": executor.state, "shard": shard,
-        }
+        manifest = SweepManifest(
+            sweep_id=result.sweep_id, host=host_name(), profile=profile.name,
+            description=profile.description, order_seed=profile.order_seed, repeats=p["repeats"],
+            adaptive=AdaptivePlan(min_repeats=p["repeats"], max_repeats=profile.max_repeats) if profile.adaptive
+            else None,
+            extra_processes=[],
+            retries=profile.retries, budget_minutes=profile.budget_minutes, force=force,
+            started=_now(), finished=None, status="running", estimate_s=p["estimate_s"],
+            rounds_estimate_s=p["rounds_s"], expected_extra_s=p["extra_s"],
+            order=[_planned(t) for t in p["tasks"]],
+            already_done=len(p["done"]),
+            dropped=[DroppedConfig(config_key=c.key, label=c.label, reason="not run: over the profile's budget of "
+                                   f"{profile.budget_minutes:g} min") for c in p["dropped"]],
+            peaks={k: {"start": v, "end": None} for k, v in peaks.items()}, retried=[],
+            networks=networks, not_applicable=list(profile.not_applicable),
+            process_walls={}, runs_s=None, estimate_error=None, estimate_error_with_queued=None,
+            retry_estimate_s=0.0, extra_estimate_s=0.0,
+            executor=executor.state, shard=shard,
+        )
         write_sweep(results_dir, manifest)
         announce(f"sweep {profile.name}: {len(p['tasks'])} runs to do ({p['repeats']} repetitions per config, "
                  f"order seed {profile.order_seed}), {len(p['done'])} already recorded, "
@@ -435,7 +450,7 @@ def run_sweep(profile: Profile, results_dir: Path | str | None = None, force: bo
                 wall = time.perf_counter() - t1
                 result.papermill_s += wall
                 if executor.local:  # a scheduler's job runs elsewhere: the time between two ends is not its wall
-                    manifest["process_walls"][wall_key(config.key, task.repeat, task.attempt)] = wall
+                    manifest.process_walls[wall_key(config.key, task.repeat, task.attempt)] = wall
                 result.ran.append(f"{config.label} r{task.repeat}")
                 index += 1
                 bar.update(1)
@@ -449,19 +464,19 @@ def run_sweep(profile: Profile, results_dir: Path | str | None = None, force: bo
                     why = _needs_retry(record, [r for k, r in runs.items() if k != task.repeat])
                     if why and task.attempt < profile.retries:
                         queue.append(Task(config, task.repeat, task.round, task.attempt + 1))
-                        manifest["retry_estimate_s"] += p["estimator"](queue[-1])  # what retries add to the estimate
+                        manifest.retry_estimate_s += p["estimator"](queue[-1])  # what retries add to the estimate
                         bar.total += 1
                         result.retried.append(f"{config.label} (repeat {task.repeat}): {why}")
-                        manifest["retried"].append({"config_key": config.key, "repeat": task.repeat,
-                                                    "attempt": task.attempt, "reason": why})
+                        manifest.retried.append(Retry(config_key=config.key, repeat=task.repeat,
+                                                      attempt=task.attempt, reason=why))
                         write_sweep(results_dir, manifest)
                     elif why:
                         result.still_disturbed.append(f"{config.label} (repeat {task.repeat}): {why}")
-                    if why and not manifest.get("busy_warning"):  # said once, as early as the load is clear
+                    if why and not manifest.busy_warning:  # said once, as early as the load is clear
                         warning = busy_warning(index, len(result.retried) + len(result.still_disturbed),
-                                               manifest["retry_estimate_s"])
+                                               manifest.retry_estimate_s)
                         if warning:
-                            manifest["busy_warning"] = warning
+                            manifest.busy_warning = warning
                             bar.write(warning)
                     if record.status != "ok" and record.attempt == task.attempt:
                         result.failures.append((record.label, record.status, record.reason))
@@ -470,28 +485,28 @@ def run_sweep(profile: Profile, results_dir: Path | str | None = None, force: bo
                                                       budget_s - (time.perf_counter() - t0)),
                                  result, manifest, bar, p["estimator"])
             bar.close()
-            manifest["runs_s"] = time.perf_counter() - t_runs  # what the estimate is of (the timed runs)
+            manifest.runs_s = time.perf_counter() - t_runs  # what the estimate is of (the timed runs)
             # the estimate printed before the start against the actual time; and the estimator's own accuracy, with
             # what was queued later (the adaptive plan's extra processes, the retries) added at its estimate
-            manifest["estimate_error"] = estimate_error(manifest["estimate_s"], manifest["runs_s"])
-            queued = manifest["rounds_estimate_s"] + manifest["extra_estimate_s"] + manifest["retry_estimate_s"]
-            manifest["estimate_error_with_queued"] = estimate_error(queued, manifest["runs_s"])
-            manifest["memory_searches"] = measure_memory(profile, results_dir, announce) if executor.local else []
-            manifest["status"] = "finished"
+            manifest.estimate_error = estimate_error(manifest.estimate_s, manifest.runs_s)
+            queued = manifest.rounds_estimate_s + manifest.extra_estimate_s + manifest.retry_estimate_s
+            manifest.estimate_error_with_queued = estimate_error(queued, manifest.runs_s)
+            manifest.memory_searches = measure_memory(profile, results_dir, announce) if executor.local else []
+            manifest.status = "finished"
         except BaseException as exc:
             finished.close()  # now, not when collected: a scheduler's executor cancels this sweep's jobs
-            manifest["status"] = "interrupted"
+            manifest.status = "interrupted"
             if isinstance(exc, KeyboardInterrupt):
                 _quiet_abandoned_kernel_tasks()
             raise
         finally:
             bar.close()
-            if manifest["status"] == "finished" and executor.local:
+            if manifest.status == "finished" and executor.local:
                 for k, v in measure_peaks(profile).items():
-                    manifest["peaks"].setdefault(k, {"start": None})["end"] = v
-            manifest["finished"] = _now()
-            manifest["elapsed_s"] = time.perf_counter() - t0
-            manifest["runs_done"] = index
+                    manifest.peaks.setdefault(k, {"start": None})["end"] = v
+            manifest.finished = _now()
+            manifest.elapsed_s = time.perf_counter() - t0
+            manifest.runs_done = index
             write_sweep(results_dir, manifest)
             result.manifest = manifest
     return result
