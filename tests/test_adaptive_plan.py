@@ -110,7 +110,7 @@ def test_adaptive_and_fixed_repeats_load(tmp_path):
 
 
 def test_the_runner_queues_the_next_repeat_of_the_undecided_config(tmp_path):
-    from bench.sweep.runner import adaptive_task
+    from bench.sweep.policies import adaptive_task
 
     from .synthetic import write
 

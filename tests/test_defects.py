@@ -258,17 +258,18 @@ def test_a_planted_credential_in_a_workers_output_never_reaches_the_reason(tmp_p
 def test_a_planted_credential_never_reaches_a_record_notebook_kernel_log_or_the_terminal(tmp_path, monkeypatch,
                                                                                           capsys):
     from bench.sweep import runner as sweep
+    from bench.sweep import task
 
     for k, v in PLANTED.items():
         monkeypatch.setenv(k, v)
-    nb = nbformat.read(sweep.BENCHMARK_NOTEBOOK, as_version=4)
+    nb = nbformat.read(task.BENCHMARK_NOTEBOOK, as_version=4)
     planted = nbformat.v4.new_code_cell("import os, sys\nprint(os.environ['TF_DB_URL'], file=sys.stderr)\n"
                                         "raise RuntimeError('bad ' + os.environ['TF_DB_URL'] + ' in ' + "
                                         "os.path.expanduser('~/x') + ' token ' + os.environ['MY_SERVICE_TOKEN'])")
     nb.cells.insert(2, planted)  # after the parameters cell
     broken = tmp_path / "broken.ipynb"
     nbformat.write(nb, broken)
-    monkeypatch.setattr(sweep, "BENCHMARK_NOTEBOOK", broken)
+    monkeypatch.setattr(task, "BENCHMARK_NOTEBOOK", broken)
     profile = tmp_path / "p.yaml"
     profile.write_text("frameworks: [null]\nmodels: [tiny_cnn]\nrepeats: 1\nretries: 0\nsettings: {protocol: seed}\n")
     results = tmp_path / "results"

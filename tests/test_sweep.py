@@ -108,14 +108,15 @@ def test_unknown_profile_lists_the_valid_ones():
 
 def test_a_failing_config_is_recorded_and_the_sweep_goes_on(tmp_path, monkeypatch):
     from bench.sweep import runner as sweep
+    from bench.sweep import task
 
-    nb = nbformat.read(sweep.BENCHMARK_NOTEBOOK, as_version=4)
+    nb = nbformat.read(task.BENCHMARK_NOTEBOOK, as_version=4)
     planted = nbformat.v4.new_code_cell('if settings.get("mode") == "training":\n'
                                         '    raise RuntimeError("planted failure")')
     nb.cells.insert(2, planted)  # after the parameters cell
     broken = tmp_path / "broken.ipynb"
     nbformat.write(nb, broken)
-    monkeypatch.setattr(sweep, "BENCHMARK_NOTEBOOK", broken)
+    monkeypatch.setattr(task, "BENCHMARK_NOTEBOOK", broken)
     profile = tmp_path / "p.yaml"
     profile.write_text("frameworks: [null]\nmodels: [tiny_cnn]\nmodes: [training, inference]\nrepeats: 1\n"
                        "settings: {protocol: seed}\n")

@@ -22,16 +22,15 @@ def sweep(args: argparse.Namespace) -> int:
     if args.shard is not None:
         profile = shard_profile(profile, *parse_shard(args.shard))
     executor = make_executor(args.executor, dict(profile.slurm), {k: getattr(args, k) for k in OPTION_KEYS})
-    if args.executor == "slurm":
-        executor.check(profile.configs)  # a Slurm client, the controller, the partition: before any work
+    executor.check(profile.configs)  # e.g. a Slurm client, the controller, the partition: before any work
     if args.list:
         p = plan(profile, Path(args.results_dir), args.force, args.repeats,
                  measure_peaks(profile) if executor.local else {}, executor)
-        for i, t in enumerate(p["tasks"]):
+        for i, t in enumerate(p.tasks):
             print(f"{i:4d}  todo  round {t.round}  {t.config.label}")
-        for c in p["dropped"]:
+        for c in p.dropped:
             print(f"      not run: over budget  {c.label}")
-        print(f"{len(p['tasks'])} runs to do, {len(p['done'])} already recorded, {len(p['dropped'])} configs over "
+        print(f"{len(p.tasks)} runs to do, {len(p.done)} already recorded, {len(p.dropped)} configs over "
               f"budget; {estimate_line(p)}")
         return EXIT_OK
     result = run_sweep(profile, args.results_dir, force=args.force, repeats=args.repeats, executor=executor,

@@ -1,6 +1,9 @@
 """Executors under the sweep: where each task's papermill notebook runs (`local`, the default, or `slurm`).
 
-Both run the same function on a task (bench/sweep/runner.py `run_task`: the benchmark notebook in a fresh
+An executor is anything with the `Executor` protocol: `check` what it needs before any work, and `submit` a batch
+of tasks, getting each back as it finishes, in the batch's order. The sweep (bench/sweep/runner.py) owns the
+queue and submits what it adds meanwhile (retries, the adaptive plan's extra processes) as the next batch. Both
+executors run the same function on a task (bench/sweep/task.py `run_task`: the benchmark notebook in a fresh
 kernel, or the record of why it could not run), so a record does not depend on the executor; the Slurm one
 adds its job id and node to the record's sweep placement.
 
@@ -22,10 +25,12 @@ import os
 import re
 import signal
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
 
+from ..config import RunConfig
 from ..errors import ConfigError
 from ..host.manifest import host_name
 from ..paths import PROJECT_ROOT
@@ -34,14 +39,48 @@ from ..results.store import atomic_write_json, finished_runs, host_dir, host_rec
 from . import slurm_jobs
 from .jupyter_kernels import kernel_environment
 from .plan import Task
+from .task import record_failure, run_task
 
 EXECUTORS = ("local", "slurm")
 JOBS = "slurm-jobs"  # results/<host>/slurm-jobs/<sweep id>/: submitit's pickles and the jobs' logs
 POLL_S = 2.0
 RESULT_GRACE_S = 10.0  # a job that has ended may still be writing its result file (shared file systems lag)
 
-RunTask = Callable[[Task, Path, dict], None]
-RecordFailure = Callable[..., None]
+
+@dataclass(frozen=True)
+class Submission:
+    """A task and its place in the sweep (the record's `sweep` section: id, profile, order index, round)."""
+
+    task: Task
+    info: dict[str, Any]
+
+
+def _nothing() -> None:
+    pass
+
+
+@runtime_checkable
+class Executor(Protocol):
+    """Where a sweep's tasks run. `state` is what the sweep manifest keeps of it (its name, a scheduler's jobs)."""
+
+    name: str
+    local: bool  # True: the sweep measures peaks, links and largest batches on this machine
+    state: dict[str, Any]
+
+    def check(self, configs: Sequence[RunConfig]) -> None:
+        """Before any work: raise ConfigError when the executor cannot run these configs."""
+
+    def finished(self, results_dir: Path) -> set[tuple[str, int]]:
+        """(config key, repeat) of the repetitions a resumed sweep skips."""
+
+    def records(self, results_dir: Path, config_key: str) -> list[Record]:
+        """The records of a config its runs wrote (wherever they ran)."""
+
+    def submit(self, batch: Sequence[Submission], results_dir: Path,
+               notify: Callable[[], None] = _nothing) -> Iterator[Submission]:
+        """Run the batch, yielding each submission once its task has ended (its record written, a failure's
+        included), in the batch's order; `notify` is called whenever `state` changed. Closing the iterator early
+        (Ctrl-C, the sweep failed) stops what is still running."""
 
 
 class LocalExecutor:
@@ -53,21 +92,20 @@ class LocalExecutor:
     def __init__(self) -> None:
         self.state = {"name": self.name}
 
+    def check(self, configs: Sequence[RunConfig]) -> None:
+        """Nothing to check: the profile was validated against this machine when it loaded."""
+
     def finished(self, results_dir: Path) -> set[tuple[str, int]]:
         return finished_runs(results_dir)
 
     def records(self, results_dir: Path, config_key: str) -> list[Record]:
         return host_records(results_dir, config_key=config_key)
 
-    def run(self, queue: list[Task], results_dir: Path, info_for: Callable[[int, Task], dict], run_task: RunTask,
-            record_failure: RecordFailure, on_change: Callable[[], None]) -> Iterator[tuple[int, Task]]:
-        """Run the queue (which may grow while it runs: retries), yielding (index, task) as each ends."""
-        index = 0
-        while index < len(queue):
-            task = queue[index]
-            run_task(task, results_dir, info_for(index, task))
-            yield index, task
-            index += 1
+    def submit(self, batch: Sequence[Submission], results_dir: Path,
+               notify: Callable[[], None] = _nothing) -> Iterator[Submission]:
+        for submission in batch:
+            run_task(submission.task, results_dir, submission.info)
+            yield submission
 
 
 # ---- Slurm ------------------------------------------------------------------------------------------------
@@ -169,7 +207,7 @@ def check_for_profile(options: SlurmOptions, configs) -> None:
                           "it did not ask for)")
 
 
-def _job(run_task: RunTask, task: Task, results_dir: Path, info: dict, folder: Path) -> None:
+def _job(task: Task, results_dir: Path, info: dict, folder: Path) -> None:
     """One array task, on its node: note where it runs, then the same task function as a local sweep."""
     # submitit warns a job of its time limit with SIGUSR2 and then raises inside it, mid-measurement, which would
     # record a notebook error; a benchmark cannot be checkpointed, so the scheduler's TIMEOUT is the record
@@ -219,43 +257,35 @@ class SlurmExecutor:
             setup=[f"export PYTHONPATH={PROJECT_ROOT}${{PYTHONPATH:+:$PYTHONPATH}}"])  # `bench` on every node
         return executor
 
-    def run(self, queue: list[Task], results_dir: Path, info_for: Callable[[int, Task], dict], run_task: RunTask,
-            record_failure: RecordFailure, on_change: Callable[[], None]) -> Iterator[tuple[int, Task]]:
-        """Submit the queue as an array, yield (index, task) in order as each job ends; tasks queued meanwhile
-        (retries) go out as the next array."""
-        index, live = 0, []
+    def submit(self, batch: Sequence[Submission], results_dir: Path,
+               notify: Callable[[], None] = _nothing) -> Iterator[Submission]:
+        """Submit the batch as one job array, yield each submission in order as its job ends."""
+        tasks, infos = [s.task for s in batch], [s.info for s in batch]
+        folder = host_dir(results_dir) / JOBS / infos[0]["id"]
+        jobs = self._executor(folder).map_array(_job, tasks, [results_dir] * len(batch), infos, [folder] * len(batch))
+        array_id = jobs[0].job_id.split("_")[0]
+        entries = [{"config_key": t.config.key, "repeat": t.repeat, "attempt": t.attempt,
+                    "job_id": j.job_id, "state": "PENDING", "node": None} for t, j in zip(tasks, jobs)]
+        self.state["jobs"] += entries
         try:
-            while index < len(queue):
-                batch = queue[index:]
-                infos = [info_for(index + i, t) for i, t in enumerate(batch)]
-                folder = host_dir(results_dir) / JOBS / infos[0]["id"]
-                jobs = self._executor(folder).map_array(_job, [run_task] * len(batch), batch,
-                                                        [results_dir] * len(batch), infos, [folder] * len(batch))
-                array_id = jobs[0].job_id.split("_")[0]
-                live.append(array_id)
-                entries = [{"config_key": t.config.key, "repeat": t.repeat, "attempt": t.attempt,
-                            "job_id": j.job_id, "state": "PENDING", "node": None} for t, j in zip(batch, jobs)]
-                self.state["jobs"] += entries
-                on_change()
-                for i, (task, job, entry) in enumerate(zip(batch, jobs, entries)):
-                    end = self._wait(job, array_id)
-                    entry.update(state=end.state, node=end.node)
-                    failure = self._failure(job, end, folder)
-                    if failure:
-                        reason, detail, host = failure
-                        failed = {**infos[i], "executor": self.name, "job_id": job.job_id, "node": end.node,
-                                  "job_state": end.state}
-                        record_failure(task, results_dir, failed, reason, detail, host=host)
-                    on_change()
-                    yield index + i, task
-                live.remove(array_id)
-                index += len(batch)
-        except BaseException:
-            slurm_jobs.cancel(live)  # Ctrl-C, or the sweep failed: this sweep's jobs only
-            for entry in self.state["jobs"]:
-                if entry["job_id"].split("_")[0] in live and entry["state"] not in slurm_jobs.ENDED:
+            notify()  # inside: a Ctrl-C as soon as the jobs are known still cancels them
+            for submission, job, entry in zip(batch, jobs, entries):
+                end = self._wait(job, array_id)
+                entry.update(state=end.state, node=end.node)
+                failure = self._failure(job, end, folder)
+                if failure:
+                    reason, detail, host = failure
+                    failed = {**submission.info, "executor": self.name, "job_id": job.job_id, "node": end.node,
+                              "job_state": end.state}
+                    record_failure(submission.task, results_dir, failed, reason, detail, host=host)
+                notify()
+                yield submission
+        except BaseException:  # Ctrl-C, or the sweep failed (it closes this iterator): this sweep's jobs only
+            slurm_jobs.cancel([array_id])
+            for entry in entries:
+                if entry["state"] not in slurm_jobs.ENDED:
                     entry["state"] = "CANCELLED"
-            on_change()
+            notify()
             raise
 
     def _wait(self, job, array_id: str) -> slurm_jobs.JobInfo:
@@ -309,7 +339,7 @@ def _all_hosts(results_dir: Path, config_key: str | None = None) -> list[Record]
 
 
 def make_executor(name: str, profile_options: Mapping | None = None,
-                  command_line: Mapping | None = None) -> LocalExecutor | SlurmExecutor:
+                  command_line: Mapping | None = None) -> Executor:
     """The executor called `name`. Slurm options come from the profile's `slurm` block, the command line's
     overriding them; given on the command line to the local executor, they are refused, not ignored."""
     if name not in EXECUTORS:

@@ -1,41 +1,38 @@
-"""The sweep runner: repeated, interleaved papermill runs of notebooks/benchmark.ipynb; resumable.
+"""The sweep: repeated, interleaved papermill runs of notebooks/benchmark.ipynb through an executor; resumable.
 
-Order of work: take the host's results lock, plan (interleaved repetitions, budget), measure the
-device peak, run every task in a fresh notebook process, retry a disturbed run at the end of the
-queue (a bounded number of times), measure the peak again, and close the sweep manifest.
+A `Sweep` takes the host's results lock and goes through three steps. `plan`: measure the device peak, order the
+work (interleaved repetitions, budget), write the manifest. `run`: submit the queue to the executor
+(bench/sweep/executors.py), and after each process let the queue policies (bench/sweep/policies.py) add a retry of
+a disturbed run or the adaptive plan's next process. `finish`: measure the peak again and close the manifest,
+finished or interrupted.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import logging
 import math
 import os
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from ..adapters import ADAPTERS, measures_a_framework
 from ..config import RunConfig
-from ..errors import ConfigError, UnsupportedError
-from ..host.interference import cv_outlier_reason
+from ..errors import ConfigError
 from ..host.manifest import host_name, mask_text
 from ..measurement.flops import flops_per_image
 from ..measurement.peak import measure_peak, peak_key
 from ..measurement.utilisation import peak_threads
-from ..paths import PROJECT_ROOT, default_results_dir
+from ..paths import default_results_dir
 from ..results.record import Record
-from ..results.store import atomic_write_json, host_dir, host_records, write_record
+from ..results.store import host_dir, host_records
 from ..results.sweep_manifest import (
     AdaptivePlan,
     DroppedConfig,
-    ExtraProcess,
-    PlannedRun,
-    Retry,
     SweepManifest,
     load_sweeps,
     new_sweep_id,
@@ -48,107 +45,26 @@ from ..runs.distributed import network
 from ..runs.distributed.cluster import resolve
 from ..runs.distributed.launcher import LaunchError
 from ..runs.distributed.run import remove_stale_scratch
-from .executors import LocalExecutor, SlurmExecutor
+from .executors import Executor, LocalExecutor, Submission
 from .jupyter_kernels import kernel_environment
 from .plan import (
     PROCESS_OVERHEAD_S,
     STARTUP_S,
     Task,
-    busy_warning,
-    clean_process_values,
     estimate_run_s,
     expected_extra_s,
     extra_share,
     fit_budget,
     fixed_cost_s,
     interleaved_order,
-    next_process,
     startup_history,
 )
+from .policies import AdaptiveExtras, Ended, Journal, QueuePolicy, Retries, SweepQueue, planned_run
 from .profiles import Profile
+from .result import SweepResult
+from .task import NOTEBOOKS, latest_by_repeat
 
-BENCHMARK_NOTEBOOK = PROJECT_ROOT / "notebooks" / "benchmark.ipynb"
-DISTRIBUTED_NOTEBOOK = PROJECT_ROOT / "notebooks" / "distributed.ipynb"  # its ranks are plain processes
-NOTEBOOKS = "notebooks"
 LOCK_FILE = ".sweep.lock"
-
-
-@dataclass
-class SweepResult:
-    sweep_id: str = ""
-    ran: list[str] = field(default_factory=list)  # run labels, one per process (retries included)
-    already_done: list[str] = field(default_factory=list)  # "config key/repeat"
-    dropped: list[str] = field(default_factory=list)  # labels not run: over budget
-    retried: list[str] = field(default_factory=list)  # "label (repeat r): reason"
-    extra: list[str] = field(default_factory=list)  # adaptive plan: "label (repeat r): why it got one more process"
-    still_disturbed: list[str] = field(default_factory=list)
-    failures: list[tuple[str, str, str]] = field(default_factory=list)  # (label, status, reason)
-    estimate_s: float = 0.0
-    papermill_s: float = 0.0  # wall time inside papermill (kernel start, imports, run)
-    measured_s: float = 0.0  # the runs' own duration as recorded (what the harness spent)
-    manifest: SweepManifest | None = None  # the sweep manifest as written last
-
-
-def notebook_parameters(config: RunConfig, results_dir: Path, task: Task, sweep: dict) -> dict:
-    """The benchmark notebook's parameters: the config's fields as `settings` (the notebook repeats no default)."""
-    settings = {k: v for k, v in config.to_dict().items() if k != "extra"}
-    return {"settings": settings, "results_dir": str(results_dir), "repeat": task.repeat, "attempt": task.attempt,
-            "sweep": sweep}
-
-
-def executed_notebook_path(config: RunConfig, results_dir: Path, repeat: int = 0, attempt: int = 0) -> Path:
-    c = config
-    dist = f"_{c.strategy}x{c.workers}" if c.distributed else ""
-    name = (f"{c.framework}_{c.model}_{c.mode}_{c.precision}_bs{c.batch_size}_{c.device.replace(':', '')}"
-            f"{dist}_r{repeat}a{attempt}_{c.key}.ipynb")
-    return host_dir(results_dir) / NOTEBOOKS / name
-
-
-def run_notebook(config: RunConfig, results_dir: Path, task: Task, sweep: dict) -> None:
-    """Execute the benchmark notebook for one task; the executed copy is kept under results/<host>/."""
-    import papermill
-
-    out = executed_notebook_path(config, results_dir, task.repeat, task.attempt)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    notebook = DISTRIBUTED_NOTEBOOK if config.distributed else BENCHMARK_NOTEBOOK
-    try:
-        papermill.execute_notebook(str(notebook), str(out),
-                                   parameters=notebook_parameters(config, results_dir, task, sweep),
-                                   kernel_name=ADAPTERS.get(config.framework).kernel, cwd=str(PROJECT_ROOT),
-                                   progress_bar=False,
-                                   request_save_on_cell_execute=True)  # an interrupted run keeps its notebook
-    finally:
-        mask_notebook(out)
-
-
-def mask_notebook(path: Path) -> None:
-    """Mask what the kernel printed into an executed notebook (outputs, errors), as a record's reason is masked."""
-    if not path.exists():
-        return
-    nb = json.loads(path.read_text(encoding="utf-8"))
-    cells = [{**c, "outputs": _mask_json(c["outputs"])} if "outputs" in c else c for c in nb.get("cells", [])]
-    if cells != nb.get("cells"):
-        atomic_write_json(path, {**nb, "cells": cells})
-
-
-def _mask_json(value):
-    if isinstance(value, str):
-        return mask_text(value)
-    if isinstance(value, list):
-        return [_mask_json(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _mask_json(v) for k, v in value.items()}
-    return value
-
-
-def _failure_reason(exc: BaseException) -> str:
-    ename, evalue = getattr(exc, "ename", None), getattr(exc, "evalue", None)
-    if ename:
-        return f"notebook failed: {ename}: {(evalue or '').splitlines()[0] if evalue else ''}".rstrip(": ")
-    name = type(exc).__name__
-    if name == "DeadKernelError":
-        return "the notebook's kernel died (killed for memory, or a crash in a framework)"
-    return f"notebook failed: {name}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
 
 
 def _quiet_abandoned_kernel_tasks() -> None:
@@ -187,12 +103,14 @@ def estimate_error(estimate_s: float | None, actual_s: float | None) -> float | 
     return (estimate_s - actual_s) / actual_s
 
 
-def estimate_line(p: dict) -> str:
+def estimate_line(p: Plan | Mapping) -> str:
     """The estimate a plan prints before it starts: of the whole sweep, the adaptive plan's expected extra processes
     included and named."""
-    text = f"estimated {p['estimate_s'] / 60:.1f} min"
-    if p.get("extra_s"):
-        text += (f" ({p['rounds_s'] / 60:.1f} for the rounds, ~{p['extra_s'] / 60:.1f} for the extra processes "
+    estimate_s, rounds_s, extra_s = ((p["estimate_s"], p["rounds_s"], p.get("extra_s")) if isinstance(p, Mapping)
+                                     else (p.estimate_s, p.rounds_s, p.extra_s))
+    text = f"estimated {estimate_s / 60:.1f} min"
+    if extra_s:
+        text += (f" ({rounds_s / 60:.1f} for the rounds, ~{extra_s / 60:.1f} for the extra processes "
                  "undecided comparisons usually get here)")
     return text
 
@@ -228,9 +146,23 @@ class _Estimator:
                               self.overhead_s, startup)
 
 
+@dataclass(frozen=True)
+class Plan:
+    """What a sweep would run now: tasks in order, repetitions already done, configs over budget, the estimate."""
+
+    tasks: list[Task]
+    done: list[tuple[str, int]]  # (config key, repeat) already recorded
+    dropped: list[RunConfig]  # over the profile's budget
+    estimate_s: float  # the rounds and the adaptive plan's expected extra processes
+    rounds_s: float
+    extra_s: float
+    repeats: int
+    estimator: Callable[[Task], float]
+
+
 def plan(profile: Profile, results_dir: Path, force: bool = False, repeats: int | None = None,
-         peaks: dict[str, dict] | None = None, executor: LocalExecutor | SlurmExecutor | None = None) -> dict:
-    """What a sweep would run now: tasks in order, repetitions already done, configs over budget, estimate."""
+         peaks: dict[str, dict] | None = None, executor: Executor | None = None) -> Plan:
+    """What a sweep would run now (nothing runs: `bench sweep --list` prints it)."""
     repeats = repeats or profile.repeats
     records = host_records(results_dir)
     done = set() if force else (executor or LocalExecutor()).finished(results_dir)
@@ -243,33 +175,8 @@ def plan(profile: Profile, results_dir: Path, force: bool = False, repeats: int 
         extra = expected_extra_s([c for c in profile.configs if c not in set(dropped)],
                                  lambda c: estimator(Task(c, repeats, repeats)), repeats, profile.max_repeats,
                                  extra_share(load_sweeps(results_dir), profile.name), budget_s - estimate)
-    return {"tasks": kept, "done": sorted(done & {(c.key, r) for c in profile.configs for r in range(repeats)}),
-            "dropped": dropped, "estimate_s": estimate + extra, "rounds_s": estimate, "extra_s": extra,
-            "repeats": repeats, "estimator": estimator}
-
-
-def adaptive_task(profile: Profile, results_dir: Path, kept: list[RunConfig], estimator: _Estimator,
-                  budget_left_s: float) -> tuple[Task, str] | None:
-    """The adaptive plan's next process (bench/sweep/plan.py: next_process) from this host's records, or None."""
-    records = [r for r in host_records(results_dir) if r.config_key in {c.key for c in kept}]
-    failing = {r.config_key for r in records if r.status != "ok"}  # another process would fail or skip again
-    kept = [c for c in kept if c.key not in failing]
-    repeats: dict[str, set[int]] = {}
-    for r in records:
-        repeats.setdefault(r.config_key, set()).add(r.repeat)
-    processes = {k: len(v) for k, v in repeats.items()}
-    nxt = next_process(kept, clean_process_values(records), processes,
-                       lambda c: estimator(Task(c, max(repeats.get(c.key, {0})) + 1, 0)), budget_left_s,
-                       profile.max_repeats)
-    if nxt is None:
-        return None
-    repeat = max(repeats.get(nxt.config.key, {-1})) + 1
-    return Task(nxt.config, repeat, repeat), nxt.reason
-
-
-def _sweep_info(manifest: SweepManifest, order_index: int, task: Task) -> dict:
-    return {"id": manifest.sweep_id, "profile": manifest.profile, "order_seed": manifest.order_seed,
-            "order_index": order_index, "round": task.round, "planned_runs": len(manifest.order)}
+    return Plan(kept, sorted(done & {(c.key, r) for c in profile.configs for r in range(repeats)}), dropped,
+                estimate + extra, estimate, extra, repeats, estimator)
 
 
 def measure_peaks(profile: Profile) -> dict[str, dict]:
@@ -319,195 +226,157 @@ def measure_memory(profile: Profile, results_dir: Path, announce) -> list[str]:
     return done
 
 
-def _needs_retry(record: Record, siblings: list[Record]) -> str | None:
-    """Why a finished run should be repeated: other programs disturbed it, or it jittered far more than
-    its config's other repetitions."""
-    if record.status != "ok":
-        return None
-    disturbed = [f.reason for f in record.flags if f.name == "disturbed"]
-    if disturbed:
-        return disturbed[0]
-    cvs = [s.summary.cv if s.summary else None for s in siblings if s.status == "ok"]
-    return cv_outlier_reason(record.summary.cv if record.summary else None, cvs)
+class Sweep:
+    """One sweep of `profile`: every (config, repetition) not yet recorded (all of them with `force`), on this host
+    or through `executor`; `shard` ('k/n') is noted in the manifest. `execute` runs plan, run and finish."""
 
+    def __init__(self, profile: Profile, results_dir: Path | str | None = None, force: bool = False,
+                 progress: bool = True, repeats: int | None = None, announce: Callable[[str], None] = print,
+                 executor: Executor | None = None, shard: str | None = None) -> None:
+        self.profile, self.force, self.progress, self.repeats = profile, force, progress, repeats
+        self.announce, self.shard = announce, shard
+        self.executor = executor or LocalExecutor()
+        self.results_dir = Path(results_dir or default_results_dir()).resolve()
+        self.result = SweepResult()
+        self.manifest: SweepManifest | None = None
+        self.done = 0  # processes the executor gave back
+        self._t0 = time.perf_counter()
+        self._bar = None
 
-def _latest(records: list[Record], key: str) -> dict[int, Record]:
-    out: dict[int, Record] = {}
-    for r in sorted(records, key=lambda r: r.created):
-        if r.config_key == key:
-            out[r.repeat] = r
-    return out
+    def execute(self) -> SweepResult:
+        remove_stale_scratch()  # a killed sweep's distributed scratch and namespaces (its kernel folders: below)
+        with kernel_environment(host_dir(self.results_dir) / NOTEBOOKS / "kernels.log"), \
+                results_lock(self.results_dir):
+            self._t0 = time.perf_counter()
+            planned = self.plan()
+            try:
+                self.run(planned)
+            except BaseException as exc:
+                self.finish("interrupted")
+                if isinstance(exc, KeyboardInterrupt):
+                    _quiet_abandoned_kernel_tasks()
+                raise
+            self.finish("finished")
+        return self.result
 
+    def plan(self) -> Plan:
+        """Measure what the estimate needs, plan, write the manifest and say what the sweep will do."""
+        profile, local = self.profile, self.executor.local
+        # a scheduler's runs measure their own nodes' peaks (cached per host); the submitting machine measures none
+        peaks = measure_peaks(profile) if local else {}
+        networks = measure_networks(profile, self.results_dir, self.force, self.announce) if local else []
+        p = plan(profile, self.results_dir, self.force, self.repeats, peaks, self.executor)
+        self.result = SweepResult(sweep_id=new_sweep_id(), estimate_s=p.estimate_s,
+                                  already_done=[f"{k}/{r}" for k, r in p.done], dropped=[c.label for c in p.dropped])
+        self.manifest = SweepManifest(
+            sweep_id=self.result.sweep_id, host=host_name(), profile=profile.name,
+            description=profile.description, order_seed=profile.order_seed, repeats=p.repeats,
+            adaptive=AdaptivePlan(min_repeats=p.repeats, max_repeats=profile.max_repeats) if profile.adaptive
+            else None,
+            extra_processes=[], retries=profile.retries, budget_minutes=profile.budget_minutes, force=self.force,
+            started=_now(), finished=None, status="running", estimate_s=p.estimate_s,
+            rounds_estimate_s=p.rounds_s, expected_extra_s=p.extra_s,
+            order=[planned_run(t) for t in p.tasks], already_done=len(p.done),
+            dropped=[DroppedConfig(config_key=c.key, label=c.label, reason="not run: over the profile's budget of "
+                                   f"{profile.budget_minutes:g} min") for c in p.dropped],
+            peaks={k: {"start": v, "end": None} for k, v in peaks.items()}, retried=[],
+            networks=networks, not_applicable=list(profile.not_applicable),
+            process_walls={}, runs_s=None, estimate_error=None, estimate_error_with_queued=None,
+            retry_estimate_s=0.0, extra_estimate_s=0.0, executor=self.executor.state, shard=self.shard)
+        self._save()
+        self.announce(f"sweep {profile.name}: {len(p.tasks)} runs to do ({p.repeats} repetitions per config, "
+                      f"order seed {profile.order_seed}), {len(p.done)} already recorded, "
+                      f"{len(p.dropped)} configs over budget; {estimate_line(p)}")
+        return p
 
-def _planned(task: Task) -> PlannedRun:
-    return PlannedRun(config_key=task.config.key, repeat=task.repeat, round=task.round, label=task.config.label)
+    def policies(self, p: Plan, journal: Journal) -> list[QueuePolicy]:
+        """Retries first: a retry queued keeps the adaptive plan waiting until it has run."""
+        out: list[QueuePolicy] = [Retries(self.profile.retries, journal)]
+        if self.profile.adaptive:
+            budget_s = self.profile.budget_minutes * 60 or float("inf")
+            kept = [c for c in self.profile.configs if c not in set(p.dropped)]
+            out.append(AdaptiveExtras(self.profile, self.results_dir, kept,
+                                      lambda: budget_s - (time.perf_counter() - self._t0), journal))
+        return out
 
+    def run(self, p: Plan) -> None:
+        """Submit the queue to the executor, batch after batch while the policies add to it; then what the estimate
+        was worth, and the profile's largest-batch searches."""
+        from tqdm.auto import tqdm
 
-def _queue_extra(queue: list[Task], extra: tuple[Task, str] | None, result: SweepResult, manifest: SweepManifest,
-                 bar, estimate: Callable[[Task], float]) -> bool:
-    """Append the adaptive plan's next process to the queue (and say why in the manifest); False when none."""
-    if extra is None:
-        return False
-    task, why = extra
-    queue.append(task)
-    manifest.extra_estimate_s += estimate(task)
-    bar.total += 1
-    result.extra.append(f"{task.config.label} (repeat {task.repeat}): {why}")
-    manifest.extra_processes.append(ExtraProcess(config_key=task.config.key, label=task.config.label,
-                                                 repeat=task.repeat, reason=why))
-    manifest.order.append(_planned(task))
-    return True
+        m, result, executor = self.manifest, self.result, self.executor
+        bar = self._bar = tqdm(total=len(p.tasks), desc=f"sweep {self.profile.name} on {host_name()}", unit="run",
+                               disable=not self.progress)
+        queue = SweepQueue(p.tasks, on_add=lambda _: setattr(bar, "total", bar.total + 1))
+        policies = self.policies(p, Journal(m, result, p.estimator, bar.write, self._save))
+        t_runs = t1 = time.perf_counter()
+        while self.done < len(queue):
+            batch = [Submission(t, self._info(self.done + i, t)) for i, t in enumerate(queue.tasks[self.done:])]
+            # closed at once when the sweep stops: a scheduler's executor cancels this sweep's jobs
+            with contextlib.closing(executor.submit(batch, self.results_dir, self._save)) as finished:
+                for submission in finished:
+                    task = submission.task
+                    wall = time.perf_counter() - t1
+                    result.papermill_s += wall
+                    if executor.local:  # a scheduler's job runs elsewhere: the time between two ends is not its wall
+                        m.process_walls[wall_key(task.config.key, task.repeat, task.attempt)] = wall
+                    result.ran.append(f"{task.config.label} r{task.repeat}")
+                    self.done += 1
+                    bar.update(1)
+                    if self.done < len(queue):
+                        nxt = queue.tasks[self.done]
+                        bar.set_postfix_str(f"{nxt.config.label} r{nxt.repeat}", refresh=True)
+                    t1 = time.perf_counter()
+                    self._ended(task, queue, policies)
+        bar.close()
+        m.runs_s = time.perf_counter() - t_runs  # what the estimate is of (the timed runs)
+        # the estimate printed before the start against the actual time; and the estimator's own accuracy, with what
+        # was queued later (the adaptive plan's extra processes, the retries) added at its estimate
+        m.estimate_error = estimate_error(m.estimate_s, m.runs_s)
+        queued = m.rounds_estimate_s + m.extra_estimate_s + m.retry_estimate_s
+        m.estimate_error_with_queued = estimate_error(queued, m.runs_s)
+        m.memory_searches = measure_memory(self.profile, self.results_dir, self.announce) if executor.local else []
 
+    def _ended(self, task: Task, queue: SweepQueue, policies: list[QueuePolicy]) -> None:
+        runs = latest_by_repeat(self.executor.records(self.results_dir, task.config.key), task.config.key)
+        record = runs.get(task.repeat)
+        if record is not None:
+            self.result.measured_s += record.duration_s
+        ended = Ended(task, self.done, record, [r for k, r in runs.items() if k != task.repeat])
+        for policy in policies:
+            policy.after(ended, queue)
+        if record is not None and record.status != "ok" and record.attempt == task.attempt:
+            self.result.failures.append((record.label, record.status, record.reason))
 
-def _failure(config: RunConfig, reason: str, detail: str | None, task: Task, sweep: dict,
-             status: str = "error") -> Record:
-    """The record of a run whose notebook could not start it or died outside the harness."""
-    return Record.failure(config, reason, detail, task.repeat, task.attempt, sweep, status,
-                          framework={"version": ADAPTERS.get(config.framework).version()})
+    def finish(self, status: str) -> None:
+        """Close the manifest: the end peak of a finished local sweep, when it ended, how far it got."""
+        m = self.manifest
+        if self._bar is not None:
+            self._bar.close()
+        m.status = status
+        if status == "finished" and self.executor.local:
+            for k, v in measure_peaks(self.profile).items():
+                m.peaks.setdefault(k, {"start": None})["end"] = v
+        m.finished = _now()
+        m.elapsed_s = time.perf_counter() - self._t0
+        m.runs_done = self.done
+        self._save()
+        self.result.manifest = m
 
+    def _info(self, order_index: int, task: Task) -> dict:
+        """The record's placement in this sweep."""
+        m = self.manifest
+        return {"id": m.sweep_id, "profile": m.profile, "order_seed": m.order_seed, "order_index": order_index,
+                "round": task.round, "planned_runs": len(m.order)}
 
-def record_failure(task: Task, results_dir: Path, info: dict, reason: str, detail: str | None,
-                   host: str | None = None) -> None:
-    """The error record of a task whose run ended without writing one for this attempt of this sweep."""
-    config = task.config
-    latest = _latest(host_records(results_dir, host=host, config_key=config.key), config.key).get(task.repeat)
-    if latest is None or latest.attempt != task.attempt or (latest.sweep.id if latest.sweep else None) != info["id"]:
-        record = _failure(config, reason, detail, task, info)
-        record.host = host or record.host
-        write_record(record, results_dir)
-
-
-def run_task(task: Task, results_dir: Path, info: dict) -> None:
-    """One task, here (on this machine, or on a Slurm node): its notebook in a fresh kernel; a run that cannot
-    start or dies outside the harness becomes a record, so the sweep goes on."""
-    config = task.config
-    try:
-        ADAPTERS.get(config.framework).check_available()  # before starting a kernel that cannot run it
-        run_notebook(config, results_dir, task, info)
-    except UnsupportedError as exc:
-        write_record(_failure(config, str(exc), None, task, info, status="skipped"), results_dir)
-    except Exception as exc:  # a failing config is recorded and the sweep goes on
-        if getattr(exc, "ename", None) == "KeyboardInterrupt":
-            raise KeyboardInterrupt from None  # Ctrl-C reached the kernel first: stop, record nothing
-        record_failure(task, results_dir, info, _failure_reason(exc), repr(exc))
+    def _save(self) -> None:
+        write_sweep(self.results_dir, self.manifest)
 
 
 def run_sweep(profile: Profile, results_dir: Path | str | None = None, force: bool = False,
               progress: bool = True, repeats: int | None = None,
-              announce: Callable[[str], None] = print, executor: LocalExecutor | SlurmExecutor | None = None,
+              announce: Callable[[str], None] = print, executor: Executor | None = None,
               shard: str | None = None) -> SweepResult:
     """Run every (config, repetition) of `profile` not yet recorded (all of them with `force`): on this host,
     or through `executor` (bench/sweep/executors.py); `shard` ('k/n') is noted in the manifest."""
-    from tqdm.auto import tqdm
-
-    executor = executor or LocalExecutor()
-    results_dir = Path(results_dir or default_results_dir()).resolve()
-    remove_stale_scratch()  # a killed sweep's distributed scratch and namespaces (its kernel folders: below)
-    with kernel_environment(host_dir(results_dir) / NOTEBOOKS / "kernels.log"), results_lock(results_dir):
-        t0 = time.perf_counter()
-        # a scheduler's runs measure their own nodes' peaks (cached per host); the submitting machine measures none
-        peaks = measure_peaks(profile) if executor.local else {}
-        networks = measure_networks(profile, results_dir, force, announce) if executor.local else []
-        p = plan(profile, results_dir, force, repeats, peaks, executor)
-        result = SweepResult(sweep_id=new_sweep_id(), estimate_s=p["estimate_s"],
-                             already_done=[f"{k}/{r}" for k, r in p["done"]],
-                             dropped=[c.label for c in p["dropped"]])
-        manifest = SweepManifest(
-            sweep_id=result.sweep_id, host=host_name(), profile=profile.name,
-            description=profile.description, order_seed=profile.order_seed, repeats=p["repeats"],
-            adaptive=AdaptivePlan(min_repeats=p["repeats"], max_repeats=profile.max_repeats) if profile.adaptive
-            else None,
-            extra_processes=[],
-            retries=profile.retries, budget_minutes=profile.budget_minutes, force=force,
-            started=_now(), finished=None, status="running", estimate_s=p["estimate_s"],
-            rounds_estimate_s=p["rounds_s"], expected_extra_s=p["extra_s"],
-            order=[_planned(t) for t in p["tasks"]],
-            already_done=len(p["done"]),
-            dropped=[DroppedConfig(config_key=c.key, label=c.label, reason="not run: over the profile's budget of "
-                                   f"{profile.budget_minutes:g} min") for c in p["dropped"]],
-            peaks={k: {"start": v, "end": None} for k, v in peaks.items()}, retried=[],
-            networks=networks, not_applicable=list(profile.not_applicable),
-            process_walls={}, runs_s=None, estimate_error=None, estimate_error_with_queued=None,
-            retry_estimate_s=0.0, extra_estimate_s=0.0,
-            executor=executor.state, shard=shard,
-        )
-        write_sweep(results_dir, manifest)
-        announce(f"sweep {profile.name}: {len(p['tasks'])} runs to do ({p['repeats']} repetitions per config, "
-                 f"order seed {profile.order_seed}), {len(p['done'])} already recorded, "
-                 f"{len(p['dropped'])} configs over budget; {estimate_line(p)}")
-        queue = list(p["tasks"])
-        bar = tqdm(total=len(queue), desc=f"sweep {profile.name} on {host_name()}", unit="run", disable=not progress)
-        index = 0
-        kept = [c for c in profile.configs if c not in set(p["dropped"])]
-        t_runs = time.perf_counter()
-        budget_s = profile.budget_minutes * 60 or float("inf")
-        finished = executor.run(queue, results_dir, lambda i, t: _sweep_info(manifest, i, t), run_task,
-                                record_failure, lambda: write_sweep(results_dir, manifest))
-        try:
-            t1 = time.perf_counter()
-            for index, task in finished:
-                config = task.config
-                wall = time.perf_counter() - t1
-                result.papermill_s += wall
-                if executor.local:  # a scheduler's job runs elsewhere: the time between two ends is not its wall
-                    manifest.process_walls[wall_key(config.key, task.repeat, task.attempt)] = wall
-                result.ran.append(f"{config.label} r{task.repeat}")
-                index += 1
-                bar.update(1)
-                if index < len(queue):
-                    bar.set_postfix_str(f"{queue[index].config.label} r{queue[index].repeat}", refresh=True)
-                t1 = time.perf_counter()
-                runs = _latest(executor.records(results_dir, config.key), config.key)
-                record = runs.get(task.repeat)
-                if record is not None:
-                    result.measured_s += record.duration_s
-                    why = _needs_retry(record, [r for k, r in runs.items() if k != task.repeat])
-                    if why and task.attempt < profile.retries:
-                        queue.append(Task(config, task.repeat, task.round, task.attempt + 1))
-                        manifest.retry_estimate_s += p["estimator"](queue[-1])  # what retries add to the estimate
-                        bar.total += 1
-                        result.retried.append(f"{config.label} (repeat {task.repeat}): {why}")
-                        manifest.retried.append(Retry(config_key=config.key, repeat=task.repeat,
-                                                      attempt=task.attempt, reason=why))
-                        write_sweep(results_dir, manifest)
-                    elif why:
-                        result.still_disturbed.append(f"{config.label} (repeat {task.repeat}): {why}")
-                    if why and not manifest.busy_warning:  # said once, as early as the load is clear
-                        warning = busy_warning(index, len(result.retried) + len(result.still_disturbed),
-                                               manifest.retry_estimate_s)
-                        if warning:
-                            manifest.busy_warning = warning
-                            bar.write(warning)
-                    if record.status != "ok" and record.attempt == task.attempt:
-                        result.failures.append((record.label, record.status, record.reason))
-                if profile.adaptive and index >= len(queue):  # the rounds are done: one more process where undecided
-                    _queue_extra(queue, adaptive_task(profile, results_dir, kept, p["estimator"],
-                                                      budget_s - (time.perf_counter() - t0)),
-                                 result, manifest, bar, p["estimator"])
-            bar.close()
-            manifest.runs_s = time.perf_counter() - t_runs  # what the estimate is of (the timed runs)
-            # the estimate printed before the start against the actual time; and the estimator's own accuracy, with
-            # what was queued later (the adaptive plan's extra processes, the retries) added at its estimate
-            manifest.estimate_error = estimate_error(manifest.estimate_s, manifest.runs_s)
-            queued = manifest.rounds_estimate_s + manifest.extra_estimate_s + manifest.retry_estimate_s
-            manifest.estimate_error_with_queued = estimate_error(queued, manifest.runs_s)
-            manifest.memory_searches = measure_memory(profile, results_dir, announce) if executor.local else []
-            manifest.status = "finished"
-        except BaseException as exc:
-            finished.close()  # now, not when collected: a scheduler's executor cancels this sweep's jobs
-            manifest.status = "interrupted"
-            if isinstance(exc, KeyboardInterrupt):
-                _quiet_abandoned_kernel_tasks()
-            raise
-        finally:
-            bar.close()
-            if manifest.status == "finished" and executor.local:
-                for k, v in measure_peaks(profile).items():
-                    manifest.peaks.setdefault(k, {"start": None})["end"] = v
-            manifest.finished = _now()
-            manifest.elapsed_s = time.perf_counter() - t0
-            manifest.runs_done = index
-            write_sweep(results_dir, manifest)
-            result.manifest = manifest
-    return result
-
+    return Sweep(profile, results_dir, force, progress, repeats, announce, executor, shard).execute()
