@@ -17,9 +17,9 @@ import dataclasses
 import functools
 import typing
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from ..errors import SchemaError
 from ..host.devices import device_label
@@ -140,6 +140,37 @@ def optional(default: Any = None, **schema) -> Any:
     if isinstance(default, list | dict):
         return key(optional=True, default_factory=lambda: type(default)(default), **schema)
     return key(optional=True, default=default, **schema)
+
+
+@dataclasses.dataclass(frozen=True)
+class JsonFormat:
+    """A file's format: its current version, the upgrade of any readable version to it, and its check."""
+
+    version: int
+    upgrade: Callable[[Mapping[str, Any]], dict[str, Any]]
+    validate: Callable[[Any], None]
+
+
+class Versioned(Section):
+    """A file's top section, written with its format's `schema_version`; `from_json` reads every readable older
+    format. A subclass sets `json_format` once its module has built its schema (the schema needs the class)."""
+
+    json_format: ClassVar[JsonFormat]
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], check: bool = True) -> Self:
+        """From its JSON in any readable format, validated and upgraded to the current one (SchemaError naming
+        the problem). With `check=False`, the sections of a partial one as they are (nothing upgraded or
+        validated: for judging parts of it held as JSON)."""
+        if check:
+            data = cls.json_format.upgrade(data)
+            cls.json_format.validate(data)
+        obj = super().from_json({k: v for k, v in data.items() if k != "schema_version"})
+        object.__setattr__(obj, "_order", tuple(data))
+        return obj
+
+    def _keys(self) -> dict[str, Any]:  # in the current format (what is written to disk)
+        return {"schema_version": self.json_format.version, **super()._keys()}
 
 
 @section
@@ -463,7 +494,7 @@ class Manifest(Section):
 
 
 @section
-class Record(Section):
+class Record(Versioned):
     """One run. Build it with `Record.new` (or `Record.failure`), fill its sections, write it
     (bench/results/store.py); read records back with `Record.from_json` or the store's loaders."""
 
@@ -529,21 +560,6 @@ class Record(Section):
         record.status, record.reason, record.traceback, record.duration_s = status, reason, detail, 0.0
         record.manifest = Manifest.collect(framework)
         return record
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any], check: bool = True) -> Record:
-        """A record from its JSON in any readable format, validated and upgraded to the current one.
-        Raises SchemaError naming the problem. With `check=False`, the sections of a partial record as they
-        are (nothing upgraded or validated: for judging parts of a record held as JSON)."""
-        if check:
-            data = upgrade(data)
-            _validate(data)
-        record = super().from_json({k: v for k, v in data.items() if k != "schema_version"})
-        object.__setattr__(record, "_order", tuple(data))
-        return record
-
-    def _keys(self) -> dict[str, Any]:  # the record in the current format (what is written to disk)
-        return {"schema_version": SCHEMA_VERSION, **super()._keys()}
 
     def to_row(self) -> dict[str, Any]:
         """One tidy row: configuration, summary, phases and the derived columns the report tables use."""
@@ -627,6 +643,7 @@ def _record_schema() -> dict:
 
 RECORD_SCHEMA = _record_schema()
 _validate = compile_check(RECORD_SCHEMA)
+Record.json_format = JsonFormat(SCHEMA_VERSION, upgrade, _validate)
 
 
 def validate_record(record: Record | Mapping[str, Any]) -> None:

@@ -74,7 +74,7 @@ def json_schema(cls: type) -> dict:
     return {"type": "object", "required": required, "properties": props}
 
 
-def compile_check(schema: dict) -> Callable[[Any], None]:
+def compile_check(schema: dict, what: str = "record") -> Callable[[Any], None]:
     """A check raising SchemaError naming the first problem. fastjsonschema compiles the schema to Python
     once (jsonschema's import alone costs ~1.4 s per run process)."""
     check = fastjsonschema.compile(schema)
@@ -83,6 +83,6 @@ def compile_check(schema: dict) -> Callable[[Any], None]:
         try:
             check(data)
         except fastjsonschema.JsonSchemaException as exc:
-            raise SchemaError(f"invalid record: {exc.message}") from None
+            raise SchemaError(f"invalid {what}: {exc.message}") from None
 
     return validate

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SchemaError
-from .record import Section, optional, section
+from .record import JsonFormat, Section, Versioned, optional, section
 from .schema import compile_check, json_schema, key
 from .store import atomic_write_json, host_dir
 
@@ -104,7 +104,7 @@ class SweepPeak:
 
 
 @section
-class SweepManifest(Section):
+class SweepManifest(Versioned):
     """One sweep: its plan, its progress (rewritten as it goes), its peaks and what its estimate was worth.
     Keys are in the order the sweep first writes them; those written later are optional."""
 
@@ -146,20 +146,6 @@ class SweepManifest(Section):
     elapsed_s: float | None = optional()
     runs_done: int | None = optional()
 
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any], check: bool = True) -> SweepManifest:
-        """A manifest from its JSON in any readable format, validated (SchemaError naming the problem). With
-        `check=False`, the keys as they are (a partial manifest a test or notebook holds)."""
-        if check:
-            data = upgrade(data)
-            _validate(data)
-        manifest = super().from_json({k: v for k, v in data.items() if k != "schema_version"})
-        object.__setattr__(manifest, "_order", tuple(data))
-        return manifest
-
-    def _keys(self) -> dict[str, Any]:  # the manifest in the current format (what is written to disk)
-        return {"schema_version": SCHEMA_VERSION, **super()._keys()}
-
     def peak(self, key: str) -> SweepPeak | None:
         """The peak a utilisation uses for one peak key (device|precision|threads); None without a start trial."""
         entry = self.peaks.get(key)
@@ -193,7 +179,7 @@ def _manifest_schema() -> dict:
 
 
 MANIFEST_SCHEMA = _manifest_schema()
-_validate = compile_check(MANIFEST_SCHEMA)
+SweepManifest.json_format = JsonFormat(SCHEMA_VERSION, upgrade, compile_check(MANIFEST_SCHEMA, "sweep manifest"))
 
 
 def as_manifests(manifests: Iterable[SweepManifest | Mapping[str, Any]]) -> list[SweepManifest]:
