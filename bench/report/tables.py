@@ -17,6 +17,7 @@ from ..measurement.certificate import CERTIFICATE_CHECKS, parity_table
 from ..measurement.loop import WARMUP_TOLERANCE
 from ..measurement.peak import PEAK_N, PEAK_TRIALS
 from ..results.record import Certificate, Record, as_records
+from ..results.sweep_manifest import SweepManifest
 from . import answer, calibration, coverage, not_run, overhead, soundness
 from .systems import status_rows
 from .text import prose
@@ -172,20 +173,20 @@ def _config_name(r) -> str:
     return f"{r['series']} {r['model']} {r['mode']} bs{r['batch_size']}"
 
 
-def over_budget_table(sweeps: list[dict], runs: pd.DataFrame) -> pd.DataFrame:
+def over_budget_table(sweeps: list[SweepManifest], runs: pd.DataFrame) -> pd.DataFrame:
     """Configs the newest sweep of each host and profile dropped to fit its budget and never measured."""
     measured = set(runs["config_key"]) if not runs.empty else set()
-    rows = [{"host": m["host"], "profile": m["profile"], "config": d["label"], "status": d["reason"]}
-            for m in coverage.newest_sweeps(sweeps) for d in m.get("dropped", []) if d["config_key"] not in measured]
+    rows = [{"host": m.host, "profile": m.profile, "config": d.label, "status": d.reason}
+            for m in coverage.newest_sweeps(sweeps) for d in m.dropped if d.config_key not in measured]
     return pd.DataFrame(rows)
 
 
-def not_applicable_table(sweeps: list[dict]) -> pd.DataFrame:
+def not_applicable_table(sweeps: list[SweepManifest]) -> pd.DataFrame:
     """What the newest sweep of each host and profile asked for that a framework cannot run there, and why
     (expanded away before any kernel started)."""
-    rows = [{"host": m["host"], "profile": m["profile"], "left out": item.split(": ", 1)[0],
+    rows = [{"host": m.host, "profile": m.profile, "left out": item.split(": ", 1)[0],
              "reason": item.split(": ", 1)[1] if ": " in item else "not implemented by this framework"}
-            for m in coverage.newest_sweeps(sweeps) for item in m.get("not_applicable", [])]
+            for m in coverage.newest_sweeps(sweeps) for item in m.not_applicable]
     return pd.DataFrame(rows)
 
 
@@ -283,10 +284,10 @@ def _all_records(d) -> list[Record]:
     return list(d.records) + (list(d.scaling.records) if d.scaling else [])
 
 
-def _earlier_sweeps(sweeps: list[dict], c) -> str:
+def _earlier_sweeps(sweeps: list[SweepManifest], c) -> str:
     """What the newest sweep of a profile on a host does not say: the earlier sweeps of it whose records count too
     (the sweep is a level of the statistics)."""
-    earlier = sum(m["host"] == c.host and m["profile"] == c.profile for m in sweeps) - 1
+    earlier = sum(m.host == c.host and m.profile == c.profile for m in sweeps) - 1
     return f" (the newest of {earlier + 1} sweeps of it; every sweep's records count)" if earlier > 0 else ""
 
 
@@ -349,12 +350,12 @@ def methodology(d) -> str:
     budgets = sorted({c.time_budget_s for c in cfg if c.protocol == "adaptive"})
     threads = _counts(f"{r.config.framework}: {r.settings.get('intra_op_threads')} intra-op / "
                       f"{r.settings.get('inter_op_threads')} inter-op" for r in ok)
-    sweeps = [m for m in d.sweeps if any(r.sweep and r.sweep.id == m["sweep_id"] for r in ok)]
+    sweeps = [m for m in d.sweeps if any(r.sweep and r.sweep.id == m.sweep_id for r in ok)]
     sweep_lines = []
     for m in sweeps:
         c = coverage.sweep_coverage(m, _all_records(d))
         peaks = []
-        for key, p in (m.get("peaks") or {}).items():
+        for key, p in m.peaks.items():
             start, end = p.get("start"), p.get("end")
             if start:
                 tail = (f", end {end['flops_per_sec'] / 1e9:.0f} GFLOP/s (spread {end['spread']:.0%})" if end
@@ -366,11 +367,11 @@ def methodology(d) -> str:
                 peaks.append(f"{key}: start {start['flops_per_sec'] / 1e9:.0f} GFLOP/s{by} "
                              f"(trial spread {start['spread']:.0%}){tail}")
         sweep_lines.append(
-            f"- sweep `{m['sweep_id']}` on {m['host']}: profile `{m['profile']}`, {m['repeats']} repetitions "
-            f"per config, order seed {m['order_seed']}, up to {m['retries']} retries of a disturbed run "
+            f"- sweep `{m.sweep_id}` on {m.host}: profile `{m.profile}`, {m.repeats} repetitions "
+            f"per config, order seed {m.order_seed}, up to {m.retries} retries of a disturbed run "
             f"({c.retries()}); {c.done} of {c.planned} planned runs recorded, {c.failed} failed or skipped; "
-            f"budget {_minutes(m['budget_minutes'])} (estimated {m['estimate_s'] / 60:.0f} min, "
-            f"{c.duration()}; {len(m.get('dropped', []))} configs over budget); status {m['status']}. Device peak: "
+            f"budget {_minutes(m.budget_minutes)} (estimated {m.estimate_s / 60:.0f} min, "
+            f"{c.duration()}; {len(m.dropped)} configs over budget); status {m.status}. Device peak: "
             + ("; ".join(peaks) or "not measured") + ".")
     procs = d.processes
     n_disturbed = int((~procs["clean"]).sum()) if not procs.empty else 0
