@@ -9,8 +9,9 @@ from ..errors import ConfigError
 from ..report import overhead as process_overhead
 from ..results.store import host_records
 from ..sweep.executors import OPTION_KEYS, make_executor
+from ..sweep.measurements import measure_peaks
 from ..sweep.profiles import load_profile
-from ..sweep.runner import estimate_line, measure_peaks, plan, run_sweep
+from ..sweep.runner import estimate_line, plan, run_sweep
 from ..sweep.shard import parse_shard, shard_profile
 from . import EXIT_OK
 

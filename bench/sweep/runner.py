@@ -20,12 +20,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ..adapters import ADAPTERS, measures_a_framework
+from ..adapters import measures_a_framework
 from ..config import RunConfig
 from ..errors import ConfigError
-from ..host.manifest import host_name, mask_text
+from ..host.manifest import host_name
 from ..measurement.flops import flops_per_image
-from ..measurement.peak import measure_peak, peak_key
+from ..measurement.peak import peak_key
 from ..measurement.utilisation import peak_threads
 from ..paths import default_results_dir
 from ..results.record import Record
@@ -40,13 +40,10 @@ from ..results.sweep_manifest import (
     wall_key,
     write_sweep,
 )
-from ..runs import maxbatch
-from ..runs.distributed import network
-from ..runs.distributed.cluster import resolve
-from ..runs.distributed.launcher import LaunchError
 from ..runs.distributed.run import remove_stale_scratch
 from .executors import Executor, LocalExecutor, Submission
 from .jupyter_kernels import kernel_environment
+from .measurements import measure_memory, measure_networks, measure_peaks
 from .plan import (
     PROCESS_OVERHEAD_S,
     STARTUP_S,
@@ -177,53 +174,6 @@ def plan(profile: Profile, results_dir: Path, force: bool = False, repeats: int 
                                  extra_share(load_sweeps(results_dir), profile.name), budget_s - estimate)
     return Plan(kept, sorted(done & {(c.key, r) for c in profile.configs for r in range(repeats)}), dropped,
                 estimate + extra, estimate, extra, repeats, estimator)
-
-
-def measure_peaks(profile: Profile) -> dict[str, dict]:
-    keys = {(c.device, c.precision, peak_threads(c))
-            for c in profile.configs if measures_a_framework(c.framework)}
-    return {peak_key(*k): measure_peak(*k) for k in sorted(keys)}
-
-
-def measure_networks(profile: Profile, results_dir: Path, force: bool, announce) -> list[str]:
-    """Fit alpha-beta for every link the profile's distributed configs use (cached per host)."""
-
-    links = sorted({(c.workers, c.nodes, c.link_gbit, c.link_delay_ms, c.cluster) for c in profile.configs
-                    if c.distributed and c.workers > 1}, key=str)
-    examples = {(c.workers, c.nodes, c.cluster): c for c in profile.configs if c.cluster}
-    done = []
-    for workers, nodes, gbit, delay, cluster in links:
-        try:  # real machines: every machine's sweep measures their link together (node 0 stores it)
-            machines = resolve(examples[workers, nodes, cluster], env=os.environ) if cluster else None
-            entry = network.measure(results_dir, workers, nodes, gbit, delay, force=force, machines=machines)
-            done += [entry["key"]] if entry else []
-        except (LaunchError, ConfigError, OSError) as exc:  # the model is extra: say so, go on
-            announce(f"network micro-benchmark for {network.link_key(workers, nodes, gbit, delay, cluster)} "
-                     f"failed: {mask_text(str(exc))}")
-    return done
-
-
-def measure_memory(profile: Profile, results_dir: Path, announce) -> list[str]:
-    """The profile's largest-batch searches (bench/runs/maxbatch.py), each stored once per host and reused."""
-
-    done = []
-    for config, cap, max_batch in profile.memory_searches:
-        cap = cap or maxbatch.default_cap_bytes(config.device)
-        what = f"{config.framework}/{config.engine} {config.model} {config.mode} {config.precision} {config.device}"
-        reason = ADAPTERS.get(config.framework).cannot_run(config.mode, config.precision, config.device)
-        if reason:  # what a run would skip (the profile already left out what the framework cannot do)
-            announce(f"largest batch for {what}: skipped ({reason})")
-            continue
-        announce(f"largest batch for {what} ({maxbatch.cap_text(cap)}, at most {max_batch})")
-        try:
-            found = maxbatch.execute(config, results_dir, cap, max_batch)
-        except (OSError, ValueError) as exc:  # an extra section: say so and go on (nothing is stored for it)
-            announce(f"  largest batch for {what} failed: {mask_text(str(exc))}")
-            continue
-        announce(f"  largest batch {found['largest_batch']} (limited by {found['limited_by']}), "
-                 f"{len(found['probes'])} probes in {found['seconds']:.0f} s")
-        done.append(what)
-    return done
 
 
 class Sweep:
