@@ -118,3 +118,31 @@ def test_moderation_buys_power_over_per_config_welch():
     welch = np.mean([not process_ratio(np.exp(rng.normal(0.1, 0.05, 3)), np.exp(rng.normal(0, 0.05, 3)))[
         "within_noise"] for _ in range(800)])
     assert moderated > welch + 0.1
+
+
+def _machine(seed: int = 11, configs: int = 21, sd: float = 0.05) -> dict:
+    rng = np.random.default_rng(seed)
+    return {f"c{i}": list(np.exp(rng.normal(np.log(10 + i), sd, 4))) for i in range(configs)}
+
+
+def test_split_halves_rarely_call_a_winner():
+    from bench.power import split_half_aa
+
+    rate = split_half_aa(_machine(), trials=10)
+    assert rate.judged == 210 and rate.rate <= 0.08
+    assert split_half_aa({"a": [1.0, 2.0]}).judged == 0
+
+
+def test_power_grows_with_processes_and_the_shift():
+    from bench.power import curve
+
+    small = curve(_machine(), 0.05, processes=(2, 6), trials=8)
+    large = curve(_machine(), 0.10, processes=(2, 6), trials=8)
+    assert small[2].rate < small[6].rate and large[2].rate < large[6].rate
+    assert large[6].rate > small[6].rate and large[6].rate > 0.8
+    null = curve(_machine(), 0.0, processes=(4,), trials=8)
+    assert null[4].rate <= 0.1
+    eq = curve(_machine(), 0.0, word="equivalent", processes=(2, 8), trials=8)
+    assert eq[8].rate > eq[2].rate
+    with pytest.raises(ValueError, match="undecided"):
+        curve(_machine(), 0.0, word="undecided")
