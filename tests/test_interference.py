@@ -21,7 +21,7 @@ def cpu_hogs(n: int = 2):
     procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
     time.sleep(0.3)
     try:
-        yield
+        yield procs
     finally:
         for p in procs:
             p.kill()
@@ -43,6 +43,14 @@ def test_monitor_sees_other_processes_cpu():
     assert interference_reasons(busy) and "other processes used" in interference_reasons(busy)[0]
     for key in ("steal_share", "loadavg_1m_start", "loadavg_1m_end", "own_cpu_s", "cpu_mhz_start"):
         assert key in busy
+
+
+def test_a_disturbed_run_names_the_busiest_other_process():
+    with cpu_hogs(1) as (hog,):
+        busy = _watch(1.0)
+    assert f"({hog.pid})" in busy["others"]  # the hog, by name and pid, among the busiest
+    assert f"({hog.pid})" in interference_reasons(busy)[0]
+    assert "while True" not in busy["others"]  # command names only: arguments may hold secrets
 
 
 def test_a_short_window_is_not_judged():
