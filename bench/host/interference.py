@@ -148,6 +148,34 @@ def cv_outlier_reason(run_cv: float, sibling_cvs) -> str | None:
     return None
 
 
+# Before a retry of a disturbed run: how long one look at the machine lasts, and how long to wait at most for quiet.
+QUIET_WINDOW_S = 2.0
+QUIET_MAX_WAIT_S = 90.0
+
+
+def machine_share_busy(window_s: float = QUIET_WINDOW_S, sleep=time.sleep) -> float | None:
+    """The share of the machine's CPU capacity that was busy over `window_s` (this process idles meanwhile, so it
+    is other work); None where /proc/stat is unreadable."""
+    t0 = _cpu_ticks()
+    sleep(window_s)
+    t1 = _cpu_ticks()
+    if t0 is None or t1 is None or t1["total"] <= t0["total"]:
+        return None
+    return (t1["busy"] - t0["busy"]) / (t1["total"] - t0["total"])
+
+
+def wait_until_quiet(limit: float = OTHER_CPU_LIMIT, max_wait_s: float = QUIET_MAX_WAIT_S,
+                     look=machine_share_busy, clock=time.monotonic) -> dict:
+    """Look at the machine until other work uses at most `limit` of it (a retry of a disturbed run then goes where
+    the machine is quiet, not straight back into the same busy spell), at most `max_wait_s`. Returns what was
+    seen: quiet or not, the seconds waited and the last busy share."""
+    start = clock()
+    share = look()
+    while share is not None and share > limit and clock() - start < max_wait_s:
+        share = look()
+    return {"quiet": share is None or share <= limit, "waited_s": clock() - start, "busy_share": share}
+
+
 class TreeSampler:
     """Samples the system's CPU time and this process tree's own every `interval` seconds.
 
