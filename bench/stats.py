@@ -32,9 +32,12 @@ def _binom_half_pmf(n: int, k: int) -> float:
 
 
 def ci_relative_halfwidth(samples, confidence: float = 0.95) -> float:
-    lo, hi, _ = median_ci(samples, confidence)
+    """Half the width of the median's interval relative to the median; infinite while too few samples exist for
+    the interval to reach `confidence` (fewer than 6 at 95%): a target is never "met" by an interval that is only
+    the range of three iterations."""
+    lo, hi, coverage = median_ci(samples, confidence)
     med = float(np.median(samples))
-    return (hi - lo) / 2 / med if med > 0 else math.inf
+    return (hi - lo) / 2 / med if med > 0 and coverage >= confidence else math.inf
 
 
 def mad(samples) -> float:

@@ -21,7 +21,7 @@ def cpu_hogs(n: int = 2):
     procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
     time.sleep(0.3)
     try:
-        yield
+        yield procs
     finally:
         for p in procs:
             p.kill()
@@ -43,6 +43,14 @@ def test_monitor_sees_other_processes_cpu():
     assert interference_reasons(busy) and "other processes used" in interference_reasons(busy)[0]
     for key in ("steal_share", "loadavg_1m_start", "loadavg_1m_end", "own_cpu_s", "cpu_mhz_start"):
         assert key in busy
+
+
+def test_a_disturbed_run_names_the_busiest_other_process():
+    with cpu_hogs(1) as (hog,):
+        busy = _watch(1.0)
+    assert f"({hog.pid})" in busy["others"]  # the hog, by name and pid, among the busiest
+    assert f"({hog.pid})" in interference_reasons(busy)[0]
+    assert "while True" not in busy["others"]  # command names only: arguments may hold secrets
 
 
 def test_a_short_window_is_not_judged():
@@ -96,3 +104,30 @@ def test_a_planted_busy_run_is_flagged_retried_and_kept_flagged(tmp_path):
     [manifest] = (results / TEST_HOST / "sweeps").glob("*.json")
     m = json.loads(manifest.read_text())
     assert len(m["retried"]) == 1 and m["status"] == "finished" and m["peaks"]
+
+
+def test_wait_until_quiet_waits_out_a_busy_spell_and_gives_up_at_its_limit():
+    from bench.host.interference import wait_until_quiet
+
+    now = [0.0]
+
+    def look_seq(shares):
+        it = iter(shares)
+
+        def look():
+            now[0] += 2.0
+            return next(it)
+        return look
+
+    seen = wait_until_quiet(0.10, 60.0, look=look_seq([0.4, 0.3, 0.05]), clock=lambda: now[0])
+    assert seen["quiet"] and seen["busy_share"] == 0.05 and seen["waited_s"] == 6.0
+    now[0] = 0.0
+    stuck = wait_until_quiet(0.10, 5.0, look=look_seq([0.5] * 10), clock=lambda: now[0])
+    assert not stuck["quiet"] and stuck["waited_s"] == 6.0
+
+
+def test_the_machine_is_seen_busy_while_a_hog_runs():
+    from bench.host.interference import machine_share_busy
+
+    with cpu_hogs(1):
+        assert machine_share_busy(0.6) > 0.3  # one of two cores at least

@@ -41,3 +41,12 @@ def test_adaptive_warms_up_at_least_twice_even_past_the_budget():
     clock = itertools.count(0.0, 100.0)  # every clock read is 100 s later: the budget is gone at once
     s = measure(lambda: 1.0, _cfg(time_budget_s=10.0, iterations=3), clock=lambda: next(clock))
     assert len(s.warmup_s) >= 2 and len(s.timed_s) == 3
+
+
+def test_ci_target_is_never_met_by_fewer_iterations_than_a_95_percent_interval_needs():
+    # identical iterations: the range is zero, yet 3 samples give no 95% interval of the median (coverage 75%)
+    clock = itertools.count(0.0, 1.0)
+    s = measure(lambda: 1.0, _cfg(iterations=3, time_budget_s=1000.0), clock=lambda: next(clock))
+    assert s.timed_stop == "CI target met" and len(s.timed_s) == 6
+    short = measure(lambda: 1.0, _cfg(iterations=3, time_budget_s=2.0), clock=lambda: next(clock))
+    assert short.timed_stop == "time budget" and len(short.timed_s) < 6

@@ -49,6 +49,29 @@ def _cpu_ticks() -> dict | None:
             "total": user + nice + system + idle + iowait + irq + softirq + steal}
 
 
+# How many of the busiest other processes a disturbed run names (by command name only: arguments may hold secrets).
+TOP_OTHERS = 3
+
+
+def _cpu_by_process() -> dict[tuple[int, str], float]:
+    """CPU seconds so far of every process on the machine but this one, keyed by (pid, command name)."""
+    me = os.getpid()
+    out = {}
+    for p in psutil.process_iter(["pid", "name", "cpu_times"]):
+        info = p.info
+        if info["pid"] != me and info.get("cpu_times") is not None:
+            out[(info["pid"], info["name"] or "?")] = info["cpu_times"].user + info["cpu_times"].system
+    return out
+
+
+def busiest_others(before: dict, after: dict, top: int = TOP_OTHERS) -> str | None:
+    """The other processes that used the most CPU between two snapshots, as 'name (pid) 1.2 s, ...' (None when
+    none used any): what a disturbed run's record names, so a reader can tell what the other work was."""
+    used = sorted(((after[k] - before.get(k, 0.0), k) for k in after), reverse=True)
+    named = [f"{name} ({pid}) {cpu:.1f} s" for cpu, (pid, name) in used[:top] if cpu >= 0.05]
+    return ", ".join(named) or None
+
+
 def _own_cpu_s() -> float:
     r = resource.getrusage(resource.RUSAGE_SELF)
     return r.ru_utime + r.ru_stime
@@ -61,6 +84,7 @@ class InterferenceMonitor:
         self._cpus = os.cpu_count() or 1
         self._load0 = os.getloadavg()[0]
         self._mhz0 = current_cpu_mhz()
+        self._procs0 = _cpu_by_process()
         self._own0 = _own_cpu_s()
         self._sys0 = _cpu_ticks()
         self._t0 = time.perf_counter()
@@ -72,9 +96,11 @@ class InterferenceMonitor:
         self._own1 = _own_cpu_s()
         self._load1 = os.getloadavg()[0]
         self._mhz1 = current_cpu_mhz()
+        self._others = busiest_others(self._procs0, _cpu_by_process())
 
     def result(self) -> dict:
         out = {"wall_s": self._wall, "cpus": self._cpus, "own_cpu_s": self._own1 - self._own0,
+               "others": self._others,
                "loadavg_1m_start": self._load0, "loadavg_1m_end": self._load1,
                "cpu_mhz_start": self._mhz0, "cpu_mhz_end": self._mhz1,
                "method": "/proc/stat busy time minus this process's rusage over the timed loop"}
@@ -100,8 +126,9 @@ def interference_reasons(interference: dict | None) -> list[str]:
     reasons = []
     other, steal = interference.get("other_cpu_share"), interference.get("steal_share")
     if other is not None and other > OTHER_CPU_LIMIT:
+        who = f"; busiest: {interference['others']}" if interference.get("others") else ""
         reasons.append(f"other processes used {other:.0%} of the CPUs during the timed loop "
-                       f"(limit {OTHER_CPU_LIMIT:.0%})")
+                       f"(limit {OTHER_CPU_LIMIT:.0%}{who})")
     if steal is not None and steal > STEAL_LIMIT:
         reasons.append(f"the hypervisor stole {steal:.0%} of the CPUs (limit {STEAL_LIMIT:.0%})")
     return reasons
@@ -119,6 +146,34 @@ def cv_outlier_reason(run_cv: float, sibling_cvs) -> str | None:
         return (f"iteration-time CV {run_cv:.0%} is more than {CV_OUTLIER_FACTOR:g}x its other "
                 f"repetitions' median CV ({typical:.0%})")
     return None
+
+
+# Before a retry of a disturbed run: how long one look at the machine lasts, and how long to wait at most for quiet.
+QUIET_WINDOW_S = 2.0
+QUIET_MAX_WAIT_S = 90.0
+
+
+def machine_share_busy(window_s: float = QUIET_WINDOW_S, sleep=time.sleep) -> float | None:
+    """The share of the machine's CPU capacity that was busy over `window_s` (this process idles meanwhile, so it
+    is other work); None where /proc/stat is unreadable."""
+    t0 = _cpu_ticks()
+    sleep(window_s)
+    t1 = _cpu_ticks()
+    if t0 is None or t1 is None or t1["total"] <= t0["total"]:
+        return None
+    return (t1["busy"] - t0["busy"]) / (t1["total"] - t0["total"])
+
+
+def wait_until_quiet(limit: float = OTHER_CPU_LIMIT, max_wait_s: float = QUIET_MAX_WAIT_S,
+                     look=machine_share_busy, clock=time.monotonic) -> dict:
+    """Look at the machine until other work uses at most `limit` of it (a retry of a disturbed run then goes where
+    the machine is quiet, not straight back into the same busy spell), at most `max_wait_s`. Returns what was
+    seen: quiet or not, the seconds waited and the last busy share."""
+    start = clock()
+    share = look()
+    while share is not None and share > limit and clock() - start < max_wait_s:
+        share = look()
+    return {"quiet": share is None or share <= limit, "waited_s": clock() - start, "busy_share": share}
 
 
 class TreeSampler:

@@ -333,6 +333,7 @@ class Interference(Section):
     iteration_cv: float | None = optional()
     wall_s: float | None = optional()
     note: str | None = optional()
+    others: str | None = optional()  # the busiest other processes over the loop: "name (pid) cpu s, ..."
 
 
 @section

@@ -1,0 +1,169 @@
+"""Between-process variance moderated by the whole sweep: each config borrows strength from the others.
+
+A config measured in 2-4 processes has 1-3 degrees of freedom for its own between-process variance, so its
+t-interval is wide (t up to 12.7) or, by luck, far too narrow. Across a sweep the spread of log throughput is
+usually small and similar, so each config's variance is shrunk toward a prior fitted to every config's
+variance: the empirical-Bayes estimate of limma (Smyth 2004). The prior is a scaled inverse chi-square with
+`d0` degrees of freedom and scale `s0^2`, fitted by the method of moments on log variances; a config's
+moderated variance is (d0 s0^2 + d s^2) / (d0 + d) with d0 + d degrees of freedom.
+
+A config whose spread really differs (a jittery, busy or distributed one) must not borrow a small variance
+it does not have: its own variance is tested against the prior (s^2 / s0^2 ~ F(d, d0)), and a config in the
+upper 5% tail keeps its own variance and degrees of freedom. The prior is refitted without such configs.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+# A config's own variance beyond this upper-tail probability under the prior is not pooled.
+HETEROGENEITY_ALPHA = 0.05
+# The prior's degrees of freedom never exceed those of the configs it was fitted to (limma's cap).
+MIN_CONFIGS = 3
+
+
+@dataclass(frozen=True)
+class Prior:
+    """The sweep's prior for a config's between-process variance of log throughput."""
+
+    s0_sq: float
+    d0: float  # may be math.inf: every config's spread is the same up to sampling noise
+    configs: int  # how many configs it was fitted to
+    excluded: tuple = field(default_factory=tuple)  # keys of configs whose spread differs (not pooled)
+
+    @property
+    def sd(self) -> float:
+        return math.sqrt(self.s0_sq)
+
+
+@dataclass(frozen=True)
+class Spread:
+    """One config's variance of log throughput between processes, and where it came from."""
+
+    var: float
+    df: float
+    pooled: bool  # True: moderated by the sweep's prior; False: the config's own (Welch) estimate
+    own_var: float
+    own_df: float
+
+
+def _trigamma_inverse(y: float) -> float:
+    """x with trigamma(x) = y (Newton's method, as limma's trigammaInverse)."""
+    from scipy.special import polygamma
+
+    if y > 1e7:
+        return 1 / math.sqrt(y)
+    if y < 1e-6:
+        return 1 / y
+    x = 0.5 + 1 / y
+    for _ in range(50):
+        tri = float(polygamma(1, x))
+        step = tri * (1 - tri / y) / float(polygamma(2, x))
+        x += step
+        if -step / x < 1e-8:
+            break
+    return x
+
+
+def fit_prior(variances, dfs, keys=None) -> Prior | None:
+    """The prior from configs' own variances (each with its degrees of freedom); configs whose spread is in the
+    prior's upper tail are left out and the prior refitted. None with fewer than MIN_CONFIGS usable configs."""
+    from scipy.special import digamma, polygamma
+
+    keys = list(range(len(variances))) if keys is None else list(keys)
+    data = [(k, float(v), float(d)) for k, v, d in zip(keys, variances, dfs) if d >= 1 and v > 0]
+    excluded: list = []
+    prior = None
+    for _ in range(5):
+        use = [x for x in data if x[0] not in excluded]
+        if len(use) < MIN_CONFIGS:
+            return None
+        s2 = np.array([x[1] for x in use])
+        d = np.array([x[2] for x in use])
+        e = np.log(s2) - digamma(d / 2) + np.log(d / 2)
+        emean = float(e.mean())
+        evar = float(((e - emean) ** 2).sum() / (e.size - 1) - polygamma(1, d / 2).mean())
+        total_df = float(d.sum())
+        if evar > 0:
+            d0 = min(2 * _trigamma_inverse(evar), total_df)
+            s0_sq = math.exp(emean + float(digamma(d0 / 2)) - math.log(d0 / 2))
+        else:
+            d0, s0_sq = total_df, math.exp(emean)
+        prior = Prior(s0_sq, d0, len(use), tuple(excluded))
+        tail = [k for k, v, dd in data if differs_from(prior, v, dd)]
+        if sorted(map(str, tail)) == sorted(map(str, excluded)):
+            break
+        excluded = tail
+    return prior
+
+
+def differs_from(prior: Prior, var: float, df: float) -> bool:
+    """True when a config's own variance lies in the prior's upper tail (s^2 / s0^2 ~ F(df, d0)): its spread
+    really differs, so it must not borrow the sweep's."""
+    from scipy.stats import f as f_dist
+
+    return float(f_dist.sf(var / prior.s0_sq, df, min(prior.d0, 1e6))) < HETEROGENEITY_ALPHA
+
+
+def moderate(own_var: float | None, own_df: float, prior: Prior | None, key=None) -> Spread | None:
+    """A config's spread: the moderated variance where the prior applies and the config is not excluded from it,
+    else its own. None when neither exists (one process, no prior)."""
+    excluded = prior is None or key in prior.excluded or (
+        own_var is not None and own_df >= 1 and differs_from(prior, own_var, own_df))
+    if prior is not None and not excluded:
+        if own_var is None or own_df < 1:
+            return Spread(prior.s0_sq, prior.d0, True, float("nan"), 0.0)
+        var = (prior.d0 * prior.s0_sq + own_df * own_var) / (prior.d0 + own_df)
+        return Spread(var, prior.d0 + own_df, True, own_var, own_df)
+    if own_var is None or own_df < 1:
+        return None
+    return Spread(own_var, own_df, False, own_var, own_df)
+
+
+def log_spread(values) -> tuple[float, float | None, float]:
+    """(mean, variance, degrees of freedom) of the logs of per-process values; variance None for one process."""
+    x = np.log(np.asarray(values, dtype=float))
+    if x.size < 2:
+        return float(x.mean()), None, 0.0
+    return float(x.mean()), float(x.var(ddof=1)), float(x.size - 1)
+
+
+def moderated_ratio(a, b, spread_a: Spread | None, spread_b: Spread | None, confidence: float = 0.95) -> dict:
+    """Ratio of geometric means a/b with a t-interval on the log scale from each side's (moderated) spread and
+    Welch-Satterthwaite degrees of freedom. Keys as `bench.stats.process_ratio`, plus `df` and `pooled`."""
+    from .stats import t_quantile
+
+    ma, mb = float(np.log(a).mean()), float(np.log(b).mean())
+    ratio = math.exp(ma - mb)
+    if spread_a is None or spread_b is None:
+        return {"ratio": ratio, "ci_low": None, "ci_high": None, "within_noise": None, "df": None, "pooled": False}
+    va, vb = spread_a.var / len(a), spread_b.var / len(b)
+    se = math.sqrt(va + vb)
+    if se == 0:
+        return {"ratio": ratio, "ci_low": ratio, "ci_high": ratio, "within_noise": ratio == 1, "df": math.inf,
+                "pooled": spread_a.pooled and spread_b.pooled}
+    parts = [(v**2 / s.df) if v and math.isfinite(s.df) else 0.0 for v, s in ((va, spread_a), (vb, spread_b))]
+    df = (va + vb) ** 2 / sum(parts) if sum(parts) > 0 else 1e6
+    half = t_quantile(confidence, max(df, 1.0)) * se
+    lo, hi = math.exp(ma - mb - half), math.exp(ma - mb + half)
+    return {"ratio": ratio, "ci_low": lo, "ci_high": hi, "within_noise": bool(lo <= 1 <= hi), "df": df,
+            "pooled": spread_a.pooled and spread_b.pooled}
+
+
+def moderated_interval(values, spread: Spread | None, confidence: float = 0.95) -> dict:
+    """Geometric mean of per-process values with a t-interval from the (moderated) spread; keys as
+    `bench.stats.process_interval`, plus `df` and `pooled`."""
+    from .stats import t_quantile
+
+    mean, _, _ = log_spread(values)
+    n = len(values)
+    if spread is None:
+        return {"estimate": math.exp(mean), "ci_low": None, "ci_high": None, "n": n, "sd_log": None, "df": None,
+                "pooled": False}
+    half = t_quantile(confidence, max(spread.df, 1.0) if math.isfinite(spread.df) else 1e6) * math.sqrt(
+        spread.var / n)
+    return {"estimate": math.exp(mean), "ci_low": math.exp(mean - half), "ci_high": math.exp(mean + half), "n": n,
+            "sd_log": math.sqrt(spread.var), "df": spread.df, "pooled": spread.pooled}

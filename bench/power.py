@@ -1,0 +1,102 @@
+"""How well the verdicts work on this machine's own data: the A/A false-verdict rate and the power to see a shift.
+
+Both resample real process-level results (one value per process, e.g. each process's median images/s):
+
+- **split halves (A/A)**: each config's processes split at random into two halves, judged against each other with
+  the same moderated method as the report; any "winner" is false, since both halves measured the same thing;
+- **power**: synthetic sweeps drawn from the pooled, centred log residuals of the real processes (so the spread is
+  this machine's, not an assumed normal one), with a planted shift on one side, at n processes a side; the share
+  of comparisons called "winner" is the power at that n.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .moderated import fit_prior, log_spread, moderate, moderated_ratio
+from .verdicts import DEFAULT_MARGIN, EQUIVALENT, WINNER, Verdict, judge
+
+
+def judge_all(sides_a: Sequence, sides_b: Sequence, margin: float = DEFAULT_MARGIN) -> list[Verdict]:
+    """The verdict of B/A for each config (aligned lists of per-process values), with one prior fitted to every
+    side of every config, as the report does within a sweep."""
+    spreads = [log_spread(v) for v in list(sides_a) + list(sides_b)]
+    prior = fit_prior([s[1] if s[1] is not None else 0.0 for s in spreads], [s[2] for s in spreads],
+                      keys=range(len(spreads)))
+    k = len(sides_a)
+    out = []
+    for i, (a, b) in enumerate(zip(sides_a, sides_b)):
+        sa = moderate(spreads[i][1], spreads[i][2], prior, key=i)
+        sb = moderate(spreads[k + i][1], spreads[k + i][2], prior, key=k + i)
+        r = moderated_ratio(b, a, sb, sa)
+        out.append(judge(r["ratio"], r["ci_low"], r["ci_high"], margin, len(a), len(b)))
+    return out
+
+
+@dataclass(frozen=True)
+class Rate:
+    """How often a verdict was called over judged comparisons."""
+
+    called: int
+    judged: int
+
+    @property
+    def rate(self) -> float | None:
+        return self.called / self.judged if self.judged else None
+
+    def text(self) -> str:
+        return "no comparison judged" if not self.judged else f"{self.called} of {self.judged} ({self.rate:.0%})"
+
+
+def split_half_aa(configs: Mapping[str, Sequence[float]], trials: int = 20, seed: int = 0,
+                  margin: float = DEFAULT_MARGIN) -> Rate:
+    """False winners among configs with four or more processes, each split at random into two halves, `trials`
+    times (each trial judges every such config once)."""
+    rng = np.random.default_rng(seed)
+    usable = [np.asarray(v, dtype=float) for v in configs.values() if len(v) >= 4]
+    called = judged = 0
+    for _ in range(trials if usable else 0):
+        halves = [rng.permutation(v) for v in usable]
+        verdicts = judge_all([h[: len(h) // 2] for h in halves], [h[len(h) // 2:] for h in halves], margin)
+        called += sum(v.word == WINNER for v in verdicts)
+        judged += len(verdicts)
+    return Rate(called, judged)
+
+
+def pooled_residuals(configs: Mapping[str, Sequence[float]]) -> np.ndarray:
+    """Every process's log value minus its config's mean, scaled by sqrt(n / (n - 1)) so the pool's variance is
+    unbiased for the between-process variance (configs with two or more processes)."""
+    parts = []
+    for v in configs.values():
+        x = np.log(np.asarray(v, dtype=float))
+        if x.size >= 2:
+            parts.append((x - x.mean()) * np.sqrt(x.size / (x.size - 1)))
+    return np.concatenate(parts) if parts else np.array([])
+
+
+def curve(configs: Mapping[str, Sequence[float]], shift: float, word: str = WINNER,
+          processes: Sequence[int] = (2, 3, 4, 6, 8), sweep_configs: int = 20, trials: int = 25, seed: int = 0,
+          margin: float = DEFAULT_MARGIN) -> dict[int, Rate]:
+    """For each number of processes a side: how often a comparison with a planted `shift` (0.10 = B 10% faster)
+    is called `word` (a winner in the shift's direction, or equivalent) in synthetic sweeps of `sweep_configs`
+    comparisons drawn from this machine's pooled residuals. Power: shift > 0, WINNER; equivalence: shift 0,
+    EQUIVALENT; false winners: shift 0, WINNER."""
+    if word not in (WINNER, EQUIVALENT):
+        raise ValueError(f"verdict {word!r} is not one a rate is computed for: {WINNER!r} or {EQUIVALENT!r}")
+    rng = np.random.default_rng(seed)
+    pool = pooled_residuals(configs)
+    out: dict[int, Rate] = {}
+    for n in processes:
+        called = judged = 0
+        for _ in range(trials if pool.size >= 4 else 0):
+            a = [np.exp(rng.choice(pool, n)) for _ in range(sweep_configs)]
+            b = [np.exp(rng.choice(pool, n) + np.log1p(shift)) for _ in range(sweep_configs)]
+            verdicts = judge_all(a, b, margin)
+            called += sum(v.word == word and (word != WINNER or shift == 0 or (v.ratio > 1) == (shift > 0))
+                          for v in verdicts)
+            judged += len(verdicts)
+        out[n] = Rate(called, judged)
+    return out

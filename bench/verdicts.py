@@ -1,0 +1,107 @@
+"""The three verdicts every surface uses (answer table, findings, `bench compare`, details), defined once.
+
+A comparison of A and B is a ratio (speed-up) with an interval. Its verdict is one of:
+
+- **winner**: the interval excludes 1x, so one side is faster;
+- **equivalent**: the whole interval lies inside the stated margin (default +-5%, symmetric on the log scale:
+  [1/1.05, 1.05]), so the two are equal *within that margin* - the logic of two one-sided tests (Schuirmann 1987);
+- **undecided**: neither. "No difference shown" is not "equal": the verdict then says how many more processes
+  a side would likely decide it.
+
+The same interval decides both claims, so a row is never both a winner and equivalent unless the margin is
+wider than the whole effect (then it is a winner: a difference shown is the stronger statement).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+WINNER, EQUIVALENT, UNDECIDED = "winner", "equivalent", "undecided"
+VERDICTS = (WINNER, EQUIVALENT, UNDECIDED)
+DEFAULT_MARGIN = 0.05
+# Beyond this many more processes a side, a row is "not decidable at this spread" rather than a count.
+MAX_EXTRA_PROCESSES = 40
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One comparison's verdict: the word, the ratio and interval it rests on, the margin, and what would decide it."""
+
+    word: str
+    ratio: float
+    ci_low: float | None
+    ci_high: float | None
+    margin: float
+    extra_processes: int | None = None  # undecided only: more processes a side that would likely decide it
+
+    @property
+    def decided(self) -> bool:
+        return self.word != UNDECIDED
+
+    def interval(self) -> str:
+        if self.ci_low is None:
+            return f"{self.ratio:.2f}x [no interval]"
+        return f"{self.ratio:.2f}x [{self.ci_low:.2f}-{self.ci_high:.2f}]"
+
+    def to_decide(self) -> str:
+        """What would decide an undecided row, in words ('' when decided)."""
+        if self.decided:
+            return ""
+        if self.ci_low is None:
+            return "needs two or more processes a side for an interval"
+        if self.extra_processes is None:
+            return (f"its interval straddles both 1x and the +-{self.margin:.0%} margin at this spread; "
+                    f"more than {MAX_EXTRA_PROCESSES} more processes a side would be needed")
+        return f"about {self.extra_processes} more process{'es' if self.extra_processes != 1 else ''} a side " \
+               f"would likely decide it"
+
+
+def equivalence_bounds(margin: float) -> tuple[float, float]:
+    """The ratio interval that counts as equal within `margin` (symmetric on the log scale)."""
+    if not 0 < margin < 1:
+        raise ValueError(f"equivalence margin {margin!r} must lie in (0, 1), e.g. 0.05 for +-5%")
+    return 1 / (1 + margin), 1 + margin
+
+
+def judge(ratio: float, ci_low: float | None, ci_high: float | None, margin: float = DEFAULT_MARGIN,
+          n_a: int | None = None, n_b: int | None = None) -> Verdict:
+    """The verdict of a ratio and its interval at `margin`; with the processes per side (n_a, n_b), an undecided
+    verdict carries how many more processes a side would likely decide it."""
+    lo_eq, hi_eq = equivalence_bounds(margin)
+    if ci_low is None or ci_high is None:
+        return Verdict(UNDECIDED, ratio, None, None, margin)
+    if ci_low > 1 or ci_high < 1:
+        return Verdict(WINNER, ratio, ci_low, ci_high, margin)
+    if ci_low >= lo_eq and ci_high <= hi_eq:
+        return Verdict(EQUIVALENT, ratio, ci_low, ci_high, margin)
+    extra = extra_processes(ratio, ci_low, ci_high, margin, n_a, n_b) if n_a and n_b else None
+    return Verdict(UNDECIDED, ratio, ci_low, ci_high, margin, extra)
+
+
+def extra_processes(ratio: float, ci_low: float, ci_high: float, margin: float, n_a: int, n_b: int) -> int | None:
+    """More processes per side that would likely decide an undecided comparison, if the ratio and the spread stay
+    as measured: the half-width on the log scale shrinks as 1/sqrt(n) (n the harmonic mean of the sides); a
+    winner needs it below |log ratio|, equivalence below log(1 + margin) - |log ratio|. None when neither is
+    reached within MAX_EXTRA_PROCESSES more a side (a ratio right at 1 +- margin is never decided by more data)."""
+    half = (math.log(ci_high) - math.log(ci_low)) / 2
+    if half <= 0:
+        return 0
+    n = 2 / (1 / n_a + 1 / n_b)
+    effect = abs(math.log(ratio))
+    room = math.log(1 + margin) - effect
+    needed = [n * (half / target) ** 2 for target in (effect, room) if target > 0]
+    if not needed:
+        return None
+    more = max(1, math.ceil(min(needed) - n))
+    return more if more <= MAX_EXTRA_PROCESSES else None
+
+
+def definition(margin: float = DEFAULT_MARGIN) -> str:
+    """The one paragraph that defines the verdicts, for the methodology, page 1's footnote and the README."""
+    lo, hi = equivalence_bounds(margin)
+    return (f"Every comparison is a speed-up with a 95% interval and one of three verdicts: **winner** (the "
+            f"interval excludes 1x), **equivalent** (the whole interval lies within +-{margin:.0%}, i.e. inside "
+            f"[{lo:.3f}x, {hi:.3f}x]: equal within that margin, shown by the data) or **undecided** (neither: the "
+            f"data show no difference but do not show equality either; the row says how many more processes would "
+            f"likely decide it).")

@@ -1,0 +1,148 @@
+"""The three verdicts (bench/verdicts.py) and the sweep-moderated spread (bench/moderated.py)."""
+
+import math
+
+import numpy as np
+import pytest
+
+from bench.moderated import Spread, fit_prior, log_spread, moderate, moderated_interval, moderated_ratio
+from bench.stats import process_ratio
+from bench.verdicts import EQUIVALENT, UNDECIDED, WINNER, definition, equivalence_bounds, extra_processes, judge
+
+
+def test_winner_when_the_interval_excludes_one():
+    assert judge(1.14, 1.05, 1.23).word == WINNER
+    assert judge(0.8, 0.7, 0.9).word == WINNER
+
+
+def test_equivalent_only_when_the_whole_interval_is_inside_the_margin():
+    assert judge(1.01, 0.97, 1.04, margin=0.05).word == EQUIVALENT
+    assert judge(1.01, 0.94, 1.04, margin=0.05).word == UNDECIDED  # 0.94 < 1/1.05
+    assert judge(1.01, 0.94, 1.04, margin=0.10).word == EQUIVALENT
+
+
+def test_undecided_without_an_interval_says_why():
+    v = judge(1.2, None, None)
+    assert v.word == UNDECIDED and "two or more processes" in v.to_decide()
+
+
+def test_undecided_says_how_many_more_processes_would_decide_it():
+    # ratio 1.14, half-width ~0.13 on the log scale with 3 a side: about (0.13/0.131)^2*3 - 3 -> a few more
+    v = judge(1.14, 1.00, 1.30, n_a=3, n_b=4)
+    assert v.word == UNDECIDED and v.extra_processes is not None and 1 <= v.extra_processes <= 5
+    assert "more process" in v.to_decide()
+    # a ratio right at the margin is never decided by more data at this spread
+    assert extra_processes(1.05, 0.8, 1.38, 0.05, 2, 2) is None
+
+
+def test_margin_is_checked():
+    with pytest.raises(ValueError, match="margin"):
+        equivalence_bounds(1.5)
+    lo, hi = equivalence_bounds(0.05)
+    assert math.isclose(lo * hi, 1.0)
+    assert "+-5%" in definition(0.05) and "undecided" in definition()
+
+
+def _spreads(samples):
+    return [log_spread(x) for x in samples]
+
+
+def test_prior_of_similar_configs_has_many_degrees_of_freedom_and_the_right_scale():
+    rng = np.random.default_rng(0)
+    samples = [np.exp(rng.normal(0, 0.05, 3)) for _ in range(30)]
+    sp = _spreads(samples)
+    prior = fit_prior([v for _, v, _ in sp], [d for _, _, d in sp])
+    assert prior is not None and prior.d0 > 10
+    assert 0.03 < prior.sd < 0.08
+
+
+def test_a_config_with_a_really_larger_spread_keeps_its_own_variance():
+    rng = np.random.default_rng(1)
+    samples = [np.exp(rng.normal(0, 0.03, 4)) for _ in range(20)] + [np.array([10.0, 14.0, 7.0, 12.0])]
+    sp = _spreads(samples)
+    prior = fit_prior([v for _, v, _ in sp], [d for _, _, d in sp], keys=range(len(sp)))
+    jittery = moderate(sp[-1][1], sp[-1][2], prior, key=len(sp) - 1)
+    assert jittery is not None and not jittery.pooled and jittery.var == sp[-1][1]
+    quiet = moderate(sp[0][1], sp[0][2], prior, key=0)
+    assert quiet.pooled and quiet.df > sp[0][2]
+
+
+def test_no_prior_from_too_few_configs_falls_back_to_welch():
+    sp = _spreads([np.array([1.0, 1.1]), np.array([2.0, 2.1])])
+    assert fit_prior([v for _, v, _ in sp], [d for _, _, d in sp]) is None
+    own = moderate(sp[0][1], sp[0][2], None)
+    assert own == Spread(sp[0][1], 1.0, False, sp[0][1], 1.0)
+    a, b = [17.4, 18.9, 19.4], [16.1, 16.1, 16.3, 16.5]
+    sa, sb = (moderate(*log_spread(x)[1:], None) for x in (a, b))
+    mine, welch = moderated_ratio(a, b, sa, sb), process_ratio(a, b)
+    assert math.isclose(mine["ci_low"], welch["ci_low"], rel_tol=1e-9)
+
+
+def test_one_process_gets_the_prior_spread_but_no_own_one():
+    sp = _spreads([np.exp(np.random.default_rng(i).normal(0, 0.05, 3)) for i in range(10)])
+    prior = fit_prior([v for _, v, _ in sp], [d for _, _, d in sp])
+    single = moderate(None, 0.0, prior)
+    assert single.pooled and single.var == prior.s0_sq
+    iv = moderated_interval([10.0], single)
+    assert iv["ci_low"] < 10.0 < iv["ci_high"]
+    assert moderated_interval([10.0], None)["ci_low"] is None
+
+
+def _simulated_rates(shift: float, trials: int = 60, configs: int = 20, n: int = 3, sd: float = 0.05,
+                     jittery: int = 0, seed: int = 7) -> tuple[float, float]:
+    """(share called winner among quiet configs, share among jittery ones) over simulated sweeps."""
+    rng = np.random.default_rng(seed)
+    calls, jcalls = [], []
+    for _ in range(trials):
+        sds = [sd * 5 if i < jittery else sd for i in range(configs)]
+        a = [np.exp(rng.normal(0, s, n)) for s in sds]
+        b = [np.exp(rng.normal(shift, s, n)) for s in sds]
+        sp = _spreads(a + b)
+        prior = fit_prior([v for _, v, _ in sp], [d for _, _, d in sp], keys=range(2 * configs))
+        for i in range(configs):
+            r = moderated_ratio(b[i], a[i], moderate(sp[configs + i][1], sp[configs + i][2], prior, configs + i),
+                                moderate(sp[i][1], sp[i][2], prior, i))
+            (jcalls if i < jittery else calls).append(judge(r["ratio"], r["ci_low"], r["ci_high"]).word == WINNER)
+    return float(np.mean(calls)), float(np.mean(jcalls)) if jcalls else 0.0
+
+
+def test_moderated_intervals_keep_the_false_winner_rate_near_five_percent():
+    quiet, jittery = _simulated_rates(0.0, jittery=2)
+    assert quiet <= 0.08
+    assert jittery <= 0.15  # a jittery config does not borrow the quiet ones' small spread
+
+
+def test_moderation_buys_power_over_per_config_welch():
+    rng = np.random.default_rng(3)
+    moderated, _ = _simulated_rates(0.10, trials=40)
+    welch = np.mean([not process_ratio(np.exp(rng.normal(0.1, 0.05, 3)), np.exp(rng.normal(0, 0.05, 3)))[
+        "within_noise"] for _ in range(800)])
+    assert moderated > welch + 0.1
+
+
+def _machine(seed: int = 11, configs: int = 21, sd: float = 0.05) -> dict:
+    rng = np.random.default_rng(seed)
+    return {f"c{i}": list(np.exp(rng.normal(np.log(10 + i), sd, 4))) for i in range(configs)}
+
+
+def test_split_halves_rarely_call_a_winner():
+    from bench.power import split_half_aa
+
+    rate = split_half_aa(_machine(), trials=10)
+    assert rate.judged == 210 and rate.rate <= 0.08
+    assert split_half_aa({"a": [1.0, 2.0]}).judged == 0
+
+
+def test_power_grows_with_processes_and_the_shift():
+    from bench.power import curve
+
+    small = curve(_machine(), 0.05, processes=(2, 6), trials=8)
+    large = curve(_machine(), 0.10, processes=(2, 6), trials=8)
+    assert small[2].rate < small[6].rate and large[2].rate < large[6].rate
+    assert large[6].rate > small[6].rate and large[6].rate > 0.8
+    null = curve(_machine(), 0.0, processes=(4,), trials=8)
+    assert null[4].rate <= 0.1
+    eq = curve(_machine(), 0.0, word="equivalent", processes=(2, 8), trials=8)
+    assert eq[8].rate > eq[2].rate
+    with pytest.raises(ValueError, match="undecided"):
+        curve(_machine(), 0.0, word="undecided")
