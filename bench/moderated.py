@@ -15,6 +15,7 @@ upper 5% tail keeps its own variance and degrees of freedom. The prior is refitt
 from __future__ import annotations
 
 import math
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -167,3 +168,41 @@ def moderated_interval(values, spread: Spread | None, confidence: float = 0.95) 
         spread.var / n)
     return {"estimate": math.exp(mean), "ci_low": math.exp(mean - half), "ci_high": math.exp(mean + half), "n": n,
             "sd_log": math.sqrt(spread.var), "df": spread.df, "pooled": spread.pooled}
+
+
+class SweepSpreads:
+    """Every config's spread in a sweep, each moderated by the prior of its pool (configs that share a spread: by
+    default one pool; e.g. single-process and distributed configs apart), from one value per process per config.
+    The one place the report, `bench compare` and the adaptive plan get a config's interval and a ratio from."""
+
+    def __init__(self, values: Mapping[Hashable, Sequence[float]], pools: Mapping[Hashable, Hashable] | None = None):
+        self.values = {k: [float(x) for x in v] for k, v in values.items() if len(v)}
+        self._own = {k: log_spread(v) for k, v in self.values.items()}
+        pools = pools or {}
+        members: dict = {}
+        for k in self.values:
+            members.setdefault(pools.get(k), []).append(k)
+        self.priors: dict = {}
+        for pool, keys in members.items():
+            with_var = [k for k in keys if self._own[k][1] is not None]
+            self.priors[pool] = fit_prior([self._own[k][1] for k in with_var], [self._own[k][2] for k in with_var],
+                                          keys=with_var)
+        self._pool = {k: pools.get(k) for k in self.values}
+
+    def prior(self, key: Hashable) -> Prior | None:
+        return self.priors.get(self._pool.get(key))
+
+    def spread(self, key: Hashable) -> Spread | None:
+        if key not in self.values:
+            return None
+        _, var, df = self._own[key]
+        return moderate(var, df, self.prior(key), key=key)
+
+    def interval(self, key: Hashable, confidence: float = 0.95) -> dict:
+        return moderated_interval(self.values[key], self.spread(key), confidence)
+
+    def ratio(self, a: Hashable, b: Hashable, confidence: float = 0.95) -> dict:
+        """a / b with its moderated interval; a side with no value gives no ratio (ratio None)."""
+        if a not in self.values or b not in self.values:
+            return {"ratio": None, "ci_low": None, "ci_high": None, "within_noise": None, "df": None, "pooled": False}
+        return moderated_ratio(self.values[a], self.values[b], self.spread(a), self.spread(b), confidence)

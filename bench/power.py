@@ -16,22 +16,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .moderated import fit_prior, log_spread, moderate, moderated_ratio
+from .moderated import SweepSpreads
 from .verdicts import DEFAULT_MARGIN, EQUIVALENT, WINNER, Verdict, judge
 
 
 def judge_all(sides_a: Sequence, sides_b: Sequence, margin: float = DEFAULT_MARGIN) -> list[Verdict]:
     """The verdict of B/A for each config (aligned lists of per-process values), with one prior fitted to every
     side of every config, as the report does within a sweep."""
-    spreads = [log_spread(v) for v in list(sides_a) + list(sides_b)]
-    prior = fit_prior([s[1] if s[1] is not None else 0.0 for s in spreads], [s[2] for s in spreads],
-                      keys=range(len(spreads)))
-    k = len(sides_a)
+    spreads = SweepSpreads({**{("a", i): v for i, v in enumerate(sides_a)},
+                            **{("b", i): v for i, v in enumerate(sides_b)}})
     out = []
     for i, (a, b) in enumerate(zip(sides_a, sides_b)):
-        sa = moderate(spreads[i][1], spreads[i][2], prior, key=i)
-        sb = moderate(spreads[k + i][1], spreads[k + i][2], prior, key=k + i)
-        r = moderated_ratio(b, a, sb, sa)
+        r = spreads.ratio(("b", i), ("a", i))
         out.append(judge(r["ratio"], r["ci_low"], r["ci_high"], margin, len(a), len(b)))
     return out
 

@@ -35,7 +35,23 @@ def test_the_undecided_comparison_gets_the_next_process():
                       ("torch", 8): (10, 0.05), ("tensorflow", 8): (10.2, 0.05)})
     extra = _next(values)
     assert extra is not None and extra.config.batch_size == 8
-    assert extra.reason.startswith("interval straddled 1x") and extra.score >= 1
+    assert extra.reason.startswith("undecided: ") and "more process" in extra.reason
+
+
+def test_page_one_rows_come_before_other_undecided_pairs_and_a_decided_row_asks_for_nothing():
+    # one group of three frameworks: torch 20, tensorflow 10 and jax 10.3, all with 5% spread. The page-1 row
+    # (torch vs the runner-up) is decided; jax vs torch is too; nothing asks for more
+    trio = {fw: make_config(framework=fw, model="resnet50", batch_size=16, protocol="seed")
+            for fw in ("torch", "tensorflow", "jax")}
+    rng = np.random.default_rng(4)
+    values = {trio[fw].key: list(m * np.exp(0.05 * rng.standard_normal(3)))
+              for fw, m in (("torch", 20), ("tensorflow", 10), ("jax", 10.3))}
+    assert next_process(trio.values(), values, {k: 3 for k in values}, lambda c: 1.0, 1e9, 8) is None
+    # torch 10.4 vs tensorflow 10 (page 1, undecided) and jax 9 (decided against torch): the page-1 pair asks
+    values = {trio[fw].key: list(m * np.exp(0.05 * rng.standard_normal(3)))
+              for fw, m in (("torch", 10.4), ("tensorflow", 10), ("jax", 7))}
+    extra = next_process(trio.values(), values, {k: 3 for k in values}, lambda c: 1.0, 1e9, 8)
+    assert extra is not None and extra.config.framework in ("torch", "tensorflow") and extra.score >= 2
 
 
 def test_nothing_more_when_every_comparison_is_decided():
@@ -122,7 +138,7 @@ def test_the_runner_queues_the_next_repeat_of_the_undecided_config(tmp_path):
     write([record(framework=fw, batch_size=bs, repeat=r, ips=means[fw, bs] * (1 + 0.05 * (r - 1)), seed=r)
            for (fw, bs) in means for r in range(2)], tmp_path / "results")
     task, why = adaptive_task(p, tmp_path / "results", list(p.configs), lambda t: 10.0, 1e9)
-    assert task.config.batch_size == 8 and task.repeat == 2 and why.startswith("interval straddled 1x")
+    assert task.config.batch_size == 8 and task.repeat == 2 and why.startswith("undecided: ")
     assert adaptive_task(p, tmp_path / "results", list(p.configs), lambda t: 10.0, 5.0) is None  # over budget
 
 
@@ -190,3 +206,12 @@ def test_a_plan_prints_the_rounds_and_the_expected_extras_apart():
     assert estimate_line({"estimate_s": 600.0, "rounds_s": 600.0, "extra_s": 0.0}) == "estimated 10.0 min"
     line = estimate_line({"estimate_s": 900.0, "rounds_s": 600.0, "extra_s": 300.0})
     assert line.startswith("estimated 15.0 min (10.0 for the rounds, ~5.0 for the extra processes")
+
+
+def test_the_equivalence_margin_is_a_checked_profile_setting(tmp_path):
+    path = tmp_path / "p.yaml"
+    path.write_text("frameworks: [null]\nmodels: [tiny_cnn]\nequivalence_margin: 0.1\n")
+    assert load_profile(str(path)).equivalence_margin == 0.1
+    path.write_text("frameworks: [null]\nmodels: [tiny_cnn]\nequivalence_margin: 2\n")
+    with pytest.raises(ConfigError, match="'equivalence_margin' must be a number from 0.005 to 0.5, got 2"):
+        load_profile(str(path))

@@ -118,6 +118,7 @@ class SweepManifest(Versioned):
     extra_processes: list[ExtraProcess] = optional([])
     retries: int | None = optional()
     budget_minutes: float | None = optional()
+    equivalence_margin: float | None = optional()  # the profile's margin for "equivalent" (bench/verdicts.py)
     force: bool | None = optional()
     started: str | None = optional()
     finished: str | None = optional()

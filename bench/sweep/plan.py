@@ -16,9 +16,10 @@ from dataclasses import dataclass
 
 from ..config import RunConfig
 from ..measurement.flags import FLAG_SCOPE
+from ..moderated import SweepSpreads
 from ..results.record import Record
 from ..results.sweep_manifest import SweepManifest, as_manifests, wall_key
-from ..stats import process_interval, process_ratio
+from ..verdicts import DEFAULT_MARGIN, judge
 
 # Seconds a process spends outside the harness's own run (kernel start, interpreter and package imports, the
 # notebook's cells after the run, record write, kernel shutdown) when this host has no sweep manifest that timed
@@ -134,17 +135,13 @@ def fit_budget(configs: list[RunConfig], tasks: list[Task], estimate: Callable[[
 
 
 # --- Sequential repetitions (`repeats: adaptive`) ------------------------------------------------------------
-# Every config first gets `min_repeats` processes in interleaved rounds; then, one process at a time, the config
-# whose interval is widest relative to the comparison it decides gets the next one, until the budget ends, every
-# comparison is decided, or each config has `max_repeats` (Kalibera & Jones 2013: spend repetitions where the
-# variance is).
+# Every config first gets `min_repeats` processes in interleaved rounds; then, one process at a time, an undecided
+# comparison (page 1's first) gets the next one, until the budget ends, every comparison is decided (winner or
+# equivalent), or each config has `max_repeats` (Kalibera & Jones 2013: spend repetitions where they decide).
 
 # A config compared with nothing (the only framework at its batch) wants its own process-level interval within
 # this relative half-width; above it, more processes help the number itself.
 SOLO_TARGET = 0.05
-# A comparison is decided when its ratio interval excludes 1x: the interval's log half-width is smaller than the
-# distance of the ratio from 1x, i.e. a need below 1.
-DECIDED = 1.0
 
 
 @dataclass(frozen=True)
@@ -170,66 +167,84 @@ def clean_process_values(records: Iterable[Record]) -> dict[str, list[float]]:
     return out
 
 
-def _log_halfwidth(values: list[float]) -> float:
-    """Half-width of a config's own process-level interval on the log scale (inf below two processes)."""
-    est = process_interval(values)
-    return math.inf if est["ci_low"] is None else math.log(est["ci_high"] / est["estimate"])
+def _log_halfwidth(interval: dict) -> float:
+    """Half-width of a config's process-level interval on the log scale (inf without an interval)."""
+    return math.inf if interval["ci_low"] is None else math.log(interval["ci_high"] / interval["estimate"])
 
 
 def _name(c: RunConfig) -> str:
     return f"{c.framework}/{c.engine}"
 
 
-def _need(a: RunConfig, b: RunConfig, va: list[float], vb: list[float]) -> tuple[float, str]:
-    """How undecided the a-vs-b comparison is: its ratio interval's log half-width over the ratio's distance from
-    1x (above 1: the interval straddles 1x), and a sentence saying so."""
-    r = process_ratio(va, vb)
-    if r["ci_low"] is None:
-        return math.inf, f"{_name(a)} vs {_name(b)}: fewer than two clean processes"
-    half = math.log(r["ci_high"] / r["ci_low"]) / 2
-    distance = abs(math.log(r["ratio"]))
-    need = half / distance if distance > 0 else math.inf
-    interval = f"{_name(a)} / {_name(b)} = {r['ratio']:.3f} [{r['ci_low']:.3f}-{r['ci_high']:.3f}]"
-    return need, f"interval {'straddled' if need >= DECIDED else 'excluded'} 1x: {interval}"
+def spread_pool(c: RunConfig) -> str:
+    """Configs that share a between-process spread: single processes apart from distributed runs (ranks add
+    their own variation), so neither borrows the other's."""
+    return "single" if c.strategy == "none" else "distributed"
+
+
+# Priority tiers of the next process (higher first): a config without an interval; an undecided page-1 row (the
+# fastest and the runner-up of a comparison group); another undecided pair or a config compared with nothing whose
+# own interval is wider than SOLO_TARGET.
+NO_INTERVAL, PAGE_ONE, OTHER = 3, 2, 1
 
 
 def next_process(configs: Iterable[RunConfig], values: dict[str, list[float]], processes: dict[str, int],
-                 cost_s: Callable[[RunConfig], float], budget_left_s: float, max_repeats: int) -> Extra | None:
+                 cost_s: Callable[[RunConfig], float], budget_left_s: float, max_repeats: int,
+                 margin: float = DEFAULT_MARGIN) -> Extra | None:
     """The config that gets the next process, or None when none should (budget spent, all decided, or capped).
 
     `values`: clean per-process values per config key (`clean_process_values`); `processes`: processes already
     run per config key (clean or not, retries excluded); `cost_s`: estimated seconds of one more process of a
-    config. A config's score is the largest need among the comparisons it takes part in (its comparison group:
-    the same model, mode, batch and settings in another framework or engine), or, compared with nothing, its own
-    interval's relative half-width over SOLO_TARGET. Only configs whose score is at least 1 (undecided) and whose
-    next process fits the budget are candidates; the highest score wins, the cheaper one on a tie.
+    config. Every comparison is judged as the report judges it (bench/moderated.py's sweep-moderated spreads,
+    bench/verdicts.py's three verdicts at `margin`); a decided one asks for nothing. Among the undecided, page 1's
+    rows come first (each comparison group's fastest against its runner-up), then those that more processes would
+    decide soonest; the process goes to the side with fewer processes. A config compared with nothing asks for
+    more while its own interval is wider than SOLO_TARGET. Only configs under `max_repeats` whose next process fits
+    the budget are candidates.
     """
     configs = list(configs)
+    spreads = SweepSpreads({c.key: values.get(c.key, []) for c in configs}, {c.key: spread_pool(c) for c in configs})
     groups: dict[tuple, list[RunConfig]] = {}
     for c in configs:
         groups.setdefault(comparison_group(c), []).append(c)
-    best: Extra | None = None
-    for c in configs:
-        if processes.get(c.key, 0) >= max_repeats:
-            continue
-        cost = cost_s(c)
-        if cost > budget_left_s:
-            continue
-        mine = values.get(c.key, [])
-        others = [o for o in groups[comparison_group(c)] if o is not c]
-        if others:
-            needs = [_need(c, o, mine, values.get(o.key, [])) for o in others]
-            score, reason = max(needs, key=lambda n: n[0])
-        else:
-            half = _log_halfwidth(mine) if len(mine) >= 2 else math.inf
-            score = half / math.log1p(SOLO_TARGET)
-            reason = (f"its own interval is +-{math.expm1(half):.1%}, wider than the {SOLO_TARGET:.0%} target"
-                      if half < math.inf else "fewer than two clean processes")
-        if score < DECIDED:
-            continue
-        if best is None or score > best.score or (score == best.score and cost < cost_s(best.config)):
-            best = Extra(c, score, reason)
-    return best
+
+    def open_(c: RunConfig) -> bool:
+        return processes.get(c.key, 0) < max_repeats and cost_s(c) <= budget_left_s
+
+    candidates: list[tuple[tuple, Extra]] = []
+
+    def offer(c: RunConfig, tier: int, urgency: float, reason: str) -> None:
+        if open_(c):
+            candidates.append(((tier, urgency, -cost_s(c)), Extra(c, float(tier) + urgency, reason)))
+
+    for members in groups.values():
+        for c in members:
+            if len(values.get(c.key, [])) < 2:
+                offer(c, NO_INTERVAL, math.inf, f"{_name(c)}: fewer than two clean processes")
+        ranked = sorted((c for c in members if len(values.get(c.key, [])) >= 2),
+                        key=lambda c: -spreads.interval(c.key)["estimate"])
+        if len(members) == 1 and ranked:
+            half = _log_halfwidth(spreads.interval(ranked[0].key))
+            if half > math.log1p(SOLO_TARGET):
+                offer(ranked[0], OTHER, 0.0, f"its own interval is +-{math.expm1(half):.1%}, wider than the "
+                                             f"{SOLO_TARGET:.0%} target")
+        for i, b in enumerate(ranked[1:]):
+            a = ranked[0]
+            r = spreads.ratio(a.key, b.key)
+            n_a, n_b = len(values[a.key]), len(values[b.key])
+            v = judge(r["ratio"], r["ci_low"], r["ci_high"], margin, n_a, n_b)
+            if v.decided:
+                continue
+            sides = sorted((a, b), key=lambda c: (len(values[c.key]), -cost_s(c)))
+            side = next((c for c in sides if open_(c)), None)
+            if side is None:
+                continue
+            urgency = 1 / (1 + v.extra_processes) if v.extra_processes is not None else 0.0
+            offer(side, PAGE_ONE if i == 0 else OTHER, urgency,
+                  f"undecided: {_name(a)} / {_name(b)} = {v.interval()}; {v.to_decide()}")
+    if not candidates:
+        return None
+    return max(candidates, key=lambda x: x[0])[1]
 
 
 # --- What an adaptive sweep will add ---------------------------------------------------------------------------

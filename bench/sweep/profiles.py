@@ -35,6 +35,7 @@ from ..errors import ConfigError
 from ..host import devices
 from ..paths import PROJECT_ROOT
 from ..runs import maxbatch
+from ..verdicts import DEFAULT_MARGIN
 from .executors import slurm_options
 
 PROFILES_DIR = PROJECT_ROOT / "profiles"
@@ -43,7 +44,9 @@ DEFAULT_AXES = {"frameworks": [reference_adapter().name], "modes": ["inference"]
                 "precisions": ["fp32"], "devices": ["cpu"]}
 # name -> (type, lower bound, upper bound, default)
 REPETITION = {"repeats": (int, 1, 100, 3), "retries": (int, 0, 10, 1), "order_seed": (int, 0, 2**31 - 1, 0),
-              "budget_minutes": ((int, float), 0, 10_000, 0)}
+              "budget_minutes": ((int, float), 0, 10_000, 0),
+              # two frameworks are called equivalent when the whole interval of their ratio lies within +-this
+              "equivalence_margin": ((int, float), 0.005, 0.5, DEFAULT_MARGIN)}
 ADAPTIVE = "adaptive"  # `repeats: adaptive`: min_repeats rounds, then processes where comparisons are undecided
 SEQUENTIAL = {"min_repeats": (int, 2, 100, 2), "max_repeats": (int, 2, 100, 6)}
 KEYS = {"description", "engines", "settings", "also", "distributed", "memory", "slurm", *AXES, *REPETITION, *SEQUENTIAL}
@@ -70,6 +73,7 @@ class Profile:
     retries: int = 1
     order_seed: int = 0
     budget_minutes: float = 0.0  # 0: no budget
+    equivalence_margin: float = DEFAULT_MARGIN  # bench/verdicts.py: "equivalent" within +-this
     not_applicable: tuple[str, ...] = ()  # what the profile asked for that a framework cannot run, and why
     # largest-batch searches: (config at batch 1, memory cap in bytes or None for the default, max batch)
     memory_searches: tuple[tuple[RunConfig, int | None, int], ...] = ()

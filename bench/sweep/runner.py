@@ -223,7 +223,8 @@ class Sweep:
             description=profile.description, order_seed=profile.order_seed, repeats=p.repeats,
             adaptive=AdaptivePlan(min_repeats=p.repeats, max_repeats=profile.max_repeats) if profile.adaptive
             else None,
-            extra_processes=[], retries=profile.retries, budget_minutes=profile.budget_minutes, force=self.force,
+            extra_processes=[], retries=profile.retries, budget_minutes=profile.budget_minutes,
+            equivalence_margin=profile.equivalence_margin, force=self.force,
             started=_now(), finished=None, status="running", estimate_s=p.estimate_s,
             rounds_estimate_s=p.rounds_s, expected_extra_s=p.extra_s,
             order=[planned_run(t) for t in p.tasks], already_done=len(p.done),
