@@ -123,3 +123,20 @@ def test_an_interrupted_sweep_closes_the_executor_and_says_how_far_it_got(tmp_pa
     resumed = plan(profile, results, executor=DoubleExecutor())
     [left] = resumed.tasks
     assert (left.config.key, left.repeat, 0) not in {r[:3] for r in executor.ran}
+
+
+def test_a_retry_waits_for_a_quiet_machine_and_its_record_says_how_long(monkeypatch, tmp_path):
+    from bench import make_config
+    from bench.sweep import executors
+    from bench.sweep.executors import LocalExecutor, Submission
+    from bench.sweep.plan import Task
+
+    ran, looks = [], []
+    monkeypatch.setattr(executors, "run_task", lambda task, results_dir, info: ran.append((task.attempt, info)))
+    ex = LocalExecutor(wait_until_quiet=lambda: looks.append(1) or {"quiet": True, "waited_s": 12.34,
+                                                                     "busy_share": 0.04})
+    config = make_config(framework="null", model="tiny_cnn")
+    batch = [Submission(Task(config, 0, 0, 0), {"id": "s"}), Submission(Task(config, 0, 0, 1), {"id": "s"})]
+    assert len(list(ex.submit(batch, tmp_path))) == 2
+    assert len(looks) == 1  # only the retry waited
+    assert ran[0][1] == {"id": "s"} and ran[1][1] == {"id": "s", "quiet_wait_s": 12.3, "busy_share_before": 0.04}

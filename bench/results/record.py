@@ -236,6 +236,10 @@ class SweepPlacement(Section):
     job_id: str | None = optional()  # the Slurm job (array job _ task)
     node: str | None = optional()  # the node the job ran on
     job_state: str | None = optional()  # set only when the job ended before its run did (CANCELLED, TIMEOUT, ...)
+    # A retry of a disturbed run waits until the machine is quiet (bench/host/interference.py: wait_until_quiet):
+    # how long it waited, and the busy share it saw last.
+    quiet_wait_s: float | None = optional()
+    busy_share_before: float | None = optional()
 
 
 @section

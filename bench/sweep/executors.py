@@ -32,6 +32,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..config import RunConfig
 from ..errors import ConfigError
+from ..host.interference import wait_until_quiet
 from ..host.manifest import host_name
 from ..paths import PROJECT_ROOT
 from ..results.record import Record
@@ -89,8 +90,9 @@ class LocalExecutor:
     name = "local"
     local = True  # the sweep measures peaks, links and largest batches on this machine
 
-    def __init__(self) -> None:
+    def __init__(self, wait_until_quiet: Callable[[], dict] = wait_until_quiet) -> None:
         self.state = {"name": self.name}
+        self.wait_until_quiet = wait_until_quiet
 
     def check(self, configs: Sequence[RunConfig]) -> None:
         """Nothing to check: the profile was validated against this machine when it loaded."""
@@ -104,6 +106,10 @@ class LocalExecutor:
     def submit(self, batch: Sequence[Submission], results_dir: Path,
                notify: Callable[[], None] = _nothing) -> Iterator[Submission]:
         for submission in batch:
+            if submission.task.attempt > 0:  # a retry goes where the machine is quiet, not into the same busy spell
+                seen = self.wait_until_quiet()
+                submission.info.update(quiet_wait_s=round(seen["waited_s"], 1),
+                                       busy_share_before=seen["busy_share"])
             run_task(submission.task, results_dir, submission.info)
             yield submission
 
