@@ -74,3 +74,18 @@ def test_atomic_write_replaces_whole_file(tmp_path):
     atomic_write_json(tmp_path / "a.json", {"v": 2})
     assert json.loads((tmp_path / "a.json").read_text()) == {"v": 2}
     assert [p.name for p in tmp_path.iterdir()] == ["a.json"]
+
+
+def test_a_disturbed_retry_never_replaces_a_clean_attempt():
+    from bench.results.record import Record
+    from bench.results.store import counted_attempts
+
+    from .synthetic import record
+
+    disturbed = [{"name": "disturbed", "reason": "other processes used 14% of the CPUs"}]
+    first, retry = (Record.from_json(record(repeat=0, ips=ips, seed=s, flags=f, created=t)) for ips, s, f, t in (
+        (10, 1, [], "2026-01-01T00:00:00Z"), (8, 2, disturbed, "2026-01-01T00:00:05Z")))
+    retry.attempt = 1
+    assert counted_attempts([first, retry]) == [first]
+    first.flags = [Record.from_json(record(flags=disturbed)).flags[0]]  # both disturbed: the newest counts
+    assert counted_attempts([first, retry]) == [retry]

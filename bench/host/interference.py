@@ -64,11 +64,11 @@ def _cpu_by_process() -> dict[tuple[int, str], float]:
     return out
 
 
-def busiest_others(before: dict, after: dict, top: int = TOP_OTHERS) -> str | None:
+def busiest_others(before: dict, after: dict, top: int | None = None) -> str | None:
     """The other processes that used the most CPU between two snapshots, as 'name (pid) 1.2 s, ...' (None when
     none used any): what a disturbed run's record names, so a reader can tell what the other work was."""
     used = sorted(((after[k] - before.get(k, 0.0), k) for k in after), reverse=True)
-    named = [f"{name} ({pid}) {cpu:.1f} s" for cpu, (pid, name) in used[:top] if cpu >= 0.05]
+    named = [f"{name} ({pid}) {cpu:.1f} s" for cpu, (pid, name) in used[:top or TOP_OTHERS] if cpu >= 0.05]
     return ", ".join(named) or None
 
 

@@ -84,14 +84,30 @@ def load_records(results_dir: Path | str, latest: bool = True) -> list[Record]:
             records.append(read_record(path))
         except (OSError, ValueError) as exc:
             warnings.warn(f"skipping {path}: {exc}", stacklevel=2)
-    if latest:
-        newest: dict[tuple, Record] = {}
-        last: dict[tuple[str, str, int], Record] = {}
-        for r in sorted(records, key=lambda r: r.created):
-            newest[r.host, r.sweep.id if r.sweep else None, r.config_key, r.repeat] = r
-            last[r.host, r.config_key, r.repeat] = r
-        records = [r for r in newest.values() if r.status == "ok" or last[r.host, r.config_key, r.repeat] is r]
-    return records
+    return counted_attempts(records) if latest else records
+
+
+# A run's own flag that says other programs took CPU time while it was timed (bench/measurement/flags.py).
+DISTURBED = "disturbed"
+
+
+def counted_attempts(records: list[Record]) -> list[Record]:
+    """The attempt of each repetition that counts, once per sweep on a host: the newest attempt that other work did
+    not disturb, else the newest (a retry that ran into a busy spell never replaces a clean attempt). A repetition
+    that did not end ok in one sweep and ran again later counts only as its later run."""
+    chosen: dict[tuple, Record] = {}
+    last: dict[tuple[str, str, int], Record] = {}
+    for r in sorted(records, key=lambda r: (r.created or "", r.attempt)):
+        key = (r.host, r.sweep.id if r.sweep else None, r.config_key, r.repeat)
+        if key not in chosen or _disturbed(r) <= _disturbed(chosen[key]):
+            chosen[key] = r
+        last[r.host, r.config_key, r.repeat] = r
+    return [r for r in chosen.values()
+            if r.status == "ok" or last[r.host, r.config_key, r.repeat] is r]
+
+
+def _disturbed(r: Record) -> bool:
+    return r.status == "ok" and any(f.name == DISTURBED for f in r.flags)
 
 
 def host_records(results_dir: Path | str, host: str | None = None, quarantine: bool = True,

@@ -18,6 +18,7 @@ from ..config import RunConfig
 from ..measurement.flags import FLAG_SCOPE
 from ..moderated import SweepSpreads
 from ..results.record import Record
+from ..results.store import counted_attempts
 from ..results.sweep_manifest import SweepManifest, as_manifests, wall_key
 from ..verdicts import DEFAULT_MARGIN, judge
 
@@ -154,16 +155,14 @@ class Extra:
 
 
 def clean_process_values(records: Iterable[Record]) -> dict[str, list[float]]:
-    """config key -> one value (median images/s) per clean process: the latest attempt of each repetition,
-    status ok, no throughput flag (what the report's intervals are built from)."""
-    latest: dict[tuple[str, int], Record] = {}
-    for r in sorted(records, key=lambda r: (r.created or "", r.attempt)):
-        latest[(r.config_key, r.repeat)] = r
+    """config key -> one value (median images/s) per clean process: the attempt of each repetition that counts
+    (bench/results/store.py: counted_attempts, as the report counts them), status ok, no throughput flag (what the
+    report's intervals are built from)."""
     out: dict[str, list[float]] = {}
-    for (key, _), r in sorted(latest.items()):
+    for r in sorted(counted_attempts(list(records)), key=lambda r: (r.config_key, r.repeat, r.created or "")):
         if r.status != "ok" or not r.summary or any(FLAG_SCOPE.get(f.name) == "throughput" for f in r.flags):
             continue
-        out.setdefault(key, []).append(r.summary.images_per_sec_median)
+        out.setdefault(r.config_key, []).append(r.summary.images_per_sec_median)
     return out
 
 
