@@ -162,20 +162,6 @@ def test_processes_on_several_nodes_make_the_node_the_outer_level():
 
 # ---- a real Slurm -------------------------------------------------------------------------------------------
 
-@pytest.fixture(scope="session")
-def slurm_cluster():
-    """The local one-node cluster: reused when it runs, else started and stopped afterwards."""
-    reason = local_slurm.unavailable_reason()
-    if reason:
-        pytest.skip(reason)
-    started = local_slurm.node_state() not in ("idle", "mixed", "allocated")
-    if started:
-        local_slurm.start()
-    yield {"SLURM_CONF": str(local_slurm.CONF)}
-    if started:
-        local_slurm.stop()
-
-
 def _sweep(profile: Path, results: Path, env: dict, *more: str, wait: bool = True):
     cmd = [sys.executable, "-m", "bench", "sweep", "--profile", str(profile), "--results-dir", str(results), *more]
     full = {**os.environ, **env, "PYTHONPATH": str(ROOT), "BENCH_HOST": TEST_HOST, "TF_CPP_MIN_LOG_LEVEL": "3"}

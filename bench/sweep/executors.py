@@ -28,6 +28,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..host.manifest import host_name
+from ..masking import masked_command
 from ..paths import PROJECT_ROOT
 from ..results.record import Record
 from ..results.store import atomic_write_json, finished_runs, host_dir, host_records
@@ -211,7 +212,9 @@ class SlurmExecutor:
         import submitit  # lazily: only a Slurm sweep needs it
 
         o = self.options
-        executor = submitit.SlurmExecutor(folder=folder, max_num_timeout=0)
+        # the job's interpreter writes its log through the one masking, as it is written (a job that prints its
+        # environment, as frameworks do on some errors, leaves no credential in results/<host>/slurm-jobs/)
+        executor = submitit.SlurmExecutor(folder=folder, max_num_timeout=0, python=masked_command())
         executor.update_parameters(
             job_name=f"bench-{folder.name}", time=o.time_limit_min, partition=o.partition,
             cpus_per_task=o.cpus_per_task, gpus_per_task=o.gpus_per_task, exclusive=True if o.exclusive else None,
