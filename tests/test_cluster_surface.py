@@ -331,3 +331,44 @@ def test_the_test_sessions_slurm_leaves_the_machine_as_it_found_it():
     finally:
         local_slurm.stop(started)
     assert local_slurm.running() == before
+
+
+def test_reading_every_hosts_records_moves_no_foreign_file(tmp_path):
+    """`bench sweep --executor slurm --list` reads every host's records: a foreign host's unreadable file stays."""
+    from bench.sweep.executors import SlurmExecutor, slurm_options
+
+    foreign = tmp_path / "other-host" / "records"
+    foreign.mkdir(parents=True)
+    (foreign / "20260101T000000_x_r0a0_0123456789abcdef.json").write_text("[1, 2")
+    assert SlurmExecutor(slurm_options({}, "test")).finished(tmp_path) == set()
+    assert [p.name for p in foreign.rglob("*") if p.is_file()] == ["20260101T000000_x_r0a0_0123456789abcdef.json"]
+
+
+def test_an_executed_notebook_is_masked_each_time_it_is_written(tmp_path, monkeypatch):
+    import threading
+
+    import nbformat
+
+    from bench.sweep.masked_notebooks import execute_masked
+
+    monkeypatch.setenv("TEST_ADDR", f"bob:{SECRET}@10.0.0.1")  # planted where the kernel reads it, never in its source
+    monkeypatch.setenv("TEST_WORD", "hunter22")
+    flag = tmp_path / "go-on"
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("import os\nprint('MASTER_ADDR=' + os.environ['TEST_ADDR'] + ' TF_PASSWORD=' + "
+                                  "os.environ['TEST_WORD'])"),
+        nbformat.v4.new_code_cell(f"import os, time\nwhile not os.path.exists({str(flag)!r}): time.sleep(0.1)")])
+    source, out = tmp_path / "in.ipynb", tmp_path / "out.ipynb"
+    nbformat.write(nb, source)
+    runner = threading.Thread(target=execute_masked, args=(source, out),
+                              kwargs=dict(kernel_name="python3", progress_bar=False,
+                                          request_save_on_cell_execute=True))
+    runner.start()
+    try:
+        seen = _poll(out, "MASTER_ADDR=<masked>@10.0.0.1")  # the first cell's output, saved mid-run
+    finally:
+        flag.touch()
+        runner.join(timeout=120)
+    final = out.read_text()
+    for text in [*seen, final]:
+        assert SECRET not in text and "hunter22" not in text

@@ -256,7 +256,7 @@ def test_a_job_killed_by_scancel_becomes_an_error_record_and_resume_resubmits_on
     assert killed["host"] == TEST_HOST and killed["sweep"]["node"] == local_slurm.node_name()
     resumed = _sweep(profile, results, slurm_cluster, "--executor", "slurm")
     assert resumed.returncode == 0, resumed.stdout[-3000:]
-    assert "1 runs to do" in resumed.stdout and "1 already recorded" in resumed.stdout
+    assert "1 run to do" in resumed.stdout and "1 already recorded" in resumed.stdout
     after = _records(results)
     new = [r for r in after if r["record_id"] not in {x["record_id"] for x in first}]
     assert [(r["repeat"], r["status"]) for r in new] == [(0, "ok")]

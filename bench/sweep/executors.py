@@ -306,9 +306,11 @@ def _tail(path: Path, chars: int = 4000) -> str | None:
 
 
 def _all_hosts(results_dir: Path, config_key: str | None = None) -> list[Record]:
-    """Records of every host folder under `results_dir` (a Slurm sweep's nodes each write their own)."""
+    """Records of every host folder under `results_dir` (a Slurm sweep's nodes each write their own); a foreign
+    host's unreadable file is skipped, never moved (reading, as `--list` does, changes nothing of another host's)."""
     hosts = sorted(p.parent.name for p in Path(results_dir).glob("*/records") if p.is_dir())
-    return [r for h in hosts for r in host_records(results_dir, host=h, config_key=config_key)]
+    return [r for h in hosts for r in host_records(results_dir, host=h, config_key=config_key,
+                                                   quarantine=h == host_name())]
 
 
 def make_executor(name: str, profile_options: Mapping | None = None,

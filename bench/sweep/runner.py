@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import logging
 import math
 import os
@@ -29,15 +28,17 @@ from ..measurement.peak import measure_peak, peak_key
 from ..measurement.utilisation import peak_threads
 from ..paths import PROJECT_ROOT, default_results_dir
 from ..results.record import Record
-from ..results.store import atomic_write_json, host_dir, host_records, write_record
+from ..results.store import host_dir, host_records, write_record
 from ..results.sweep_manifest import load_sweeps, new_sweep_id, process_walls, wall_key, write_sweep
 from ..runs import maxbatch
 from ..runs.distributed import network
 from ..runs.distributed.cluster import resolve
 from ..runs.distributed.launcher import LaunchError
 from ..runs.distributed.run import remove_stale_scratch
+from ..values import counted
 from .executors import LocalExecutor, SlurmExecutor
 from .jupyter_kernels import kernel_environment
+from .masked_notebooks import execute_masked
 from .plan import (
     PROCESS_OVERHEAD_S,
     STARTUP_S,
@@ -93,40 +94,14 @@ def executed_notebook_path(config: RunConfig, results_dir: Path, repeat: int = 0
 
 
 def run_notebook(config: RunConfig, results_dir: Path, task: Task, sweep: dict) -> None:
-    """Execute the benchmark notebook for one task; the executed copy is kept under results/<host>/."""
-    import papermill
-
+    """Execute the benchmark notebook for one task; the executed copy is kept under results/<host>/, its outputs
+    masked each time it is written."""
     out = executed_notebook_path(config, results_dir, task.repeat, task.attempt)
     out.parent.mkdir(parents=True, exist_ok=True)
     notebook = DISTRIBUTED_NOTEBOOK if config.distributed else BENCHMARK_NOTEBOOK
-    try:
-        papermill.execute_notebook(str(notebook), str(out),
-                                   parameters=notebook_parameters(config, results_dir, task, sweep),
-                                   kernel_name=ADAPTERS.get(config.framework).kernel, cwd=str(PROJECT_ROOT),
-                                   progress_bar=False,
-                                   request_save_on_cell_execute=True)  # an interrupted run keeps its notebook
-    finally:
-        mask_notebook(out)
-
-
-def mask_notebook(path: Path) -> None:
-    """Mask what the kernel printed into an executed notebook (outputs, errors), as a record's reason is masked."""
-    if not path.exists():
-        return
-    nb = json.loads(path.read_text(encoding="utf-8"))
-    cells = [{**c, "outputs": _mask_json(c["outputs"])} if "outputs" in c else c for c in nb.get("cells", [])]
-    if cells != nb.get("cells"):
-        atomic_write_json(path, {**nb, "cells": cells})
-
-
-def _mask_json(value):
-    if isinstance(value, str):
-        return mask_text(value)
-    if isinstance(value, list):
-        return [_mask_json(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _mask_json(v) for k, v in value.items()}
-    return value
+    execute_masked(notebook, out, parameters=notebook_parameters(config, results_dir, task, sweep),
+                   kernel_name=ADAPTERS.get(config.framework).kernel, cwd=str(PROJECT_ROOT), progress_bar=False,
+                   request_save_on_cell_execute=True)  # an interrupted run keeps its notebook
 
 
 def _failure_reason(exc: BaseException) -> str:
@@ -417,9 +392,9 @@ def run_sweep(profile: Profile, results_dir: Path | str | None = None, force: bo
             "executor": executor.state, "shard": shard,
         }
         write_sweep(results_dir, manifest)
-        announce(f"sweep {profile.name}: {len(p['tasks'])} runs to do ({p['repeats']} repetitions per config, "
-                 f"order seed {profile.order_seed}), {len(p['done'])} already recorded, "
-                 f"{len(p['dropped'])} configs over budget; {estimate_line(p)}")
+        announce(f"sweep {profile.name}: {counted(len(p['tasks']), 'run')} to do ({p['repeats']} repetitions per "
+                 f"config, order seed {profile.order_seed}), {len(p['done'])} already recorded, "
+                 f"{counted(len(p['dropped']), 'config')} over budget; {estimate_line(p)}")
         queue = list(p["tasks"])
         bar = tqdm(total=len(queue), desc=f"sweep {profile.name} on {host_name()}", unit="run", disable=not progress)
         index = 0
