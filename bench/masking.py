@@ -58,7 +58,7 @@ def mask_text(text: str, environ: Mapping[str, str] | None = None) -> str:
     return _HOME.sub("~", text)
 
 
-LONGEST_WORD = 80  # a quoted value longer than this is shown by its start and its length
+LONGEST_WORD = 160  # a quoted value longer than this (a host list, not a path) is shown by its start and length
 MAX_LINES = 4
 
 

@@ -178,7 +178,7 @@ def test_a_line_is_passed_on_as_soon_as_it_ends():
 
 def test_brief_keeps_short_messages_and_shortens_long_words():
     assert brief("invalid x 'a'; valid: 1, 2") == "invalid x 'a'; valid: 1, 2"
-    assert len(brief("bad " + "h," * 1000)) < 150
+    assert len(brief("bad " + "h," * 1000)) < 250 and "2000 characters" in brief("bad " + "h," * 1000)
 
 
 def _poll(path: Path, until: str, timeout_s: float = 60) -> list[str]:
@@ -372,3 +372,33 @@ def test_an_executed_notebook_is_masked_each_time_it_is_written(tmp_path, monkey
     final = out.read_text()
     for text in [*seen, final]:
         assert SECRET not in text and "hunter22" not in text
+
+
+def _print_environment(flag: str) -> None:
+    """A Slurm job that prints its environment, as frameworks do on some errors, then waits to be read."""
+    print(f"HF_TOKEN={os.environ['HF_TOKEN']} MASTER_ADDR={os.environ['TEST_ADDR']}", flush=True)
+    print(f"TF_CONFIG={os.environ['TEST_TF_CONFIG']}", file=sys.stderr, flush=True)
+    deadline = time.monotonic() + 120
+    while not os.path.exists(flag) and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+def test_a_slurm_jobs_log_is_masked_as_it_is_written(slurm_cluster, tmp_path, monkeypatch):
+    from bench.sweep.executors import SlurmExecutor, slurm_options
+
+    for name, value in {**slurm_cluster, "HF_TOKEN": f"hf_{SECRET}abcdefghijklmnopqrstuvwxyz0123",
+                        "TEST_ADDR": f"bob:{SECRET}@10.0.0.1",
+                        "TEST_TF_CONFIG": json.dumps({"cluster": {"worker": [f"bob:{SECRET}@h:2222"]}})}.items():
+        monkeypatch.setenv(name, value)
+    flag = tmp_path / "read"
+    job = SlurmExecutor(slurm_options({"time_limit": 5}, "test"))._executor(tmp_path / "jobs").submit(
+        _print_environment, str(flag))
+    try:
+        log = tmp_path / "jobs" / f"{job.job_id}_0_log.out"
+        seen = _poll(log, "TF_CONFIG=", timeout_s=240)  # the job runs: what its log held at every look
+    finally:
+        flag.touch()
+    job.result()
+    for text in [*seen, log.read_text()]:
+        assert SECRET not in text
+    assert "HF_TOKEN=<masked> MASTER_ADDR=<masked>@10.0.0.1" in seen[-1]

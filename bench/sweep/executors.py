@@ -22,13 +22,14 @@ import os
 import re
 import signal
 import time
+import traceback
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..errors import ConfigError
 from ..host.manifest import host_name
-from ..masking import masked_command
+from ..masking import mask_text, masked_command
 from ..paths import PROJECT_ROOT
 from ..results.record import Record
 from ..results.store import atomic_write_json, finished_runs, host_dir, host_records
@@ -179,8 +180,11 @@ def _job(run_task: RunTask, task: Task, results_dir: Path, info: dict, folder: P
     job_id = f"{array}_{index}" if array and index else os.environ.get("SLURM_JOB_ID", "unknown")
     node = os.environ.get("SLURMD_NODENAME") or os.uname().nodename
     atomic_write_json(folder / f"{job_id}.started.json", {"host": host_name(), "node": node})
-    with kernel_environment(folder / f"{job_id}.kernels.log"):
-        run_task(task, results_dir, {**info, "executor": "slurm", "job_id": job_id, "node": node})
+    try:
+        with kernel_environment(folder / f"{job_id}.kernels.log"):
+            run_task(task, results_dir, {**info, "executor": "slurm", "job_id": job_id, "node": node})
+    except Exception:  # submitit pickles what escapes into the job's result file: masked, as its log is
+        raise RuntimeError(mask_text(traceback.format_exc())) from None
 
 
 class SlurmExecutor:
