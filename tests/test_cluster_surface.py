@@ -31,6 +31,7 @@ from bench.sweep.profiles import load_profile
 
 from . import local_slurm
 from .conftest import ROOT
+from .test_defects import _ranks_of
 
 SECRET = "s3cret"
 RUN = ("run", "--framework", "torch", "--model", "tiny_cnn", "--image-size", "32", "--mode", "training",
@@ -274,15 +275,6 @@ def test_ctrl_c_unwinds_like_sigterm_and_a_second_one_cannot_cut_the_clean_up_sh
     os.killpg(proc.pid, signal.SIGINT)
     out, _ = proc.communicate(timeout=30)
     assert proc.returncode == 130 and out == b"cleaned\n"
-
-
-def _ranks_of(pid: int) -> list[psutil.Process]:
-    try:
-        return [p for p in psutil.Process(pid).children(recursive=True)
-                if "bench.runs.distributed.rank_main" in " ".join(p.cmdline())
-                and "torch.distributed.run" not in " ".join(p.cmdline()) and p.name() != "pt_elastic"]
-    except psutil.Error:
-        return []
 
 
 @pytest.mark.full

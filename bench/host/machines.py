@@ -22,7 +22,7 @@ def host_problem(value: object) -> str | None:
         return "it is empty" if value == "" else "it is no text"
     labels = value.split(".")
     if len(value) > 253 or not all(_LABEL.fullmatch(label) for label in labels):
-        return f"it is not {HOST_RULE}"
+        return "it is no host name or IPv4 address"
     if all(label.isdigit() for label in labels) and (len(labels) != 4 or max(map(int, labels)) > 255):
         return "it is no IPv4 address (four numbers 0-255)"
     return None
