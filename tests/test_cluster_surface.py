@@ -394,3 +394,13 @@ def test_a_slurm_jobs_log_is_masked_as_it_is_written(slurm_cluster, tmp_path, mo
     for text in [*seen, log.read_text()]:
         assert SECRET not in text
     assert "HF_TOKEN=<masked> MASTER_ADDR=<masked>@10.0.0.1" in seen[-1]
+
+
+def test_a_runs_processes_keep_their_temporary_files_in_its_scratch_folder(tmp_path):
+    """torchrun's agents make torchelastic_* folders (the ranks' error files) with mkdtemp: inside the run's scratch
+    folder they go with it, instead of piling up in the machine's temporary folder."""
+    script = "import tempfile; print(tempfile.mkdtemp(prefix='torchelastic_'))"
+    launch = Launch([Task("node0", [sys.executable, "-c", script])], tmp_path / "logs", timeout_s=60)
+    launch.run()
+    made = Path((tmp_path / "logs" / "node0.log").read_text().strip())
+    assert made.parent == tmp_path / "logs" / "tmp" and made.is_dir()

@@ -149,10 +149,13 @@ class Launch:
     def _env(self, task: Task) -> dict:
         env = {**os.environ, **task.env}
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH")]))
+        # their temporary files (torchrun's torchelastic_* folders, which hold the ranks' error files) inside the
+        # run's scratch folder, so they go with it: nothing of a run is left in the machine's temporary folder
+        env["TMPDIR"] = str(self.log_dir / "tmp")
         return env
 
     def start(self) -> None:
-        self.log_dir.mkdir(parents=True, exist_ok=True)
+        (self.log_dir / "tmp").mkdir(parents=True, exist_ok=True)
         for task in self.tasks:
             with open(self.log_dir / f"{task.name}.log", "wb") as log:
                 copier = self.copiers[task.name] = masked_sink(log, self._env(task))
