@@ -404,3 +404,17 @@ def test_a_runs_processes_keep_their_temporary_files_in_its_scratch_folder(tmp_p
     launch.run()
     made = Path((tmp_path / "logs" / "node0.log").read_text().strip())
     assert made.parent == tmp_path / "logs" / "tmp" and made.is_dir()
+
+
+def test_a_listing_changes_nothing_not_even_an_unreadable_records_place(tmp_path, capsys):
+    from .conftest import TEST_HOST
+
+    profile = tmp_path / "p.yaml"
+    profile.write_text("frameworks: [null]\nmodels: [tiny_cnn]\nrepeats: 1\n")
+    records = tmp_path / "results" / TEST_HOST / "records"
+    records.mkdir(parents=True)
+    (records / "20260101T000000_x_r0a0_0123456789abcdef.json").write_text("{truncated")
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    assert main(["sweep", "--profile", str(profile), "--list", "--results-dir", str(tmp_path / "results")]) == 0
+    assert "1 run to do" in capsys.readouterr().out
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..report import overhead as process_overhead
-from ..results.store import host_records
+from ..results.store import host_records, read_only
 from ..sweep.executors import OPTION_KEYS, make_executor
 from ..sweep.profiles import load_profile
 from ..sweep.runner import estimate_line, measure_peaks, plan, run_sweep
@@ -26,8 +26,9 @@ def sweep(args: argparse.Namespace) -> int:
     if args.executor == "slurm":
         executor.check(profile.configs)  # a Slurm client, the controller, the partition: before any work
     if args.list:
-        p = plan(profile, Path(args.results_dir), args.force, args.repeats,
-                 measure_peaks(profile) if executor.local else {}, executor)
+        with read_only():  # a listing changes nothing, not even an unreadable record's place
+            p = plan(profile, Path(args.results_dir), args.force, args.repeats,
+                     measure_peaks(profile) if executor.local else {}, executor)
         for i, t in enumerate(p["tasks"]):
             print(f"{i:4d}  todo  round {t.round}  {t.config.label}")
         for c in p["dropped"]:
