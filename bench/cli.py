@@ -15,6 +15,7 @@ from .errors import ConfigError, Terminated, terminations_unwind
 from .host import devices
 from .host.manifest import host_name
 from .measurement.fresh_process import bench_environ
+from .measurement.peak import matrix_side
 from .models import get_model
 from .paths import PROJECT_ROOT, checked_dir
 
@@ -120,6 +121,7 @@ def _parser() -> argparse.ArgumentParser:
 def _check_inputs(args: argparse.Namespace) -> None:
     """Folders and the internal subcommands' values, checked before any work (ConfigError: exit 2)."""
     host_name()  # BENCH_HOST must name one safe folder
+    matrix_side("cpu")  # BENCH_PEAK_N, which every command that measures a peak reads: checked as a value here
     if hasattr(args, "results_dir"):
         args.results_dir = str(checked_dir(args.results_dir))
     if getattr(args, "csv", None) is not None:
@@ -135,6 +137,10 @@ def _check_inputs(args: argparse.Namespace) -> None:
             args.device = devices.normalise_device(args.device)
             if not 1 <= args.threads <= 1024:
                 raise ConfigError(f"invalid --threads {args.threads}; it must be an integer from 1 to 1024")
+            # the peak is the reference framework's GEMM: a precision its runs refuse here has no peak either
+            reason = reference_adapter().cannot_run("inference", args.precision, args.device)
+            if reason:
+                raise ConfigError(f"invalid --precision {args.precision} on {args.device}: {reason}")
         else:
             spec = get_model(args.model)
             if not spec.min_image_size <= args.image_size <= spec.max_image_size:

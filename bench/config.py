@@ -186,12 +186,11 @@ class RunConfig:
             object.__setattr__(self, name, value)
 
     def _check_distributed(self, adapter) -> None:
-        if self.strategy == "none":
-            if self.workers != 1 or self.nodes != 1 or self.backend != "auto" or self.cluster or \
-                    self.rendezvous != "static":
-                raise ConfigError(f"workers={self.workers}, nodes={self.nodes}, backend={self.backend}, "
-                                  f"cluster={self.cluster!r}, rendezvous={self.rendezvous} need a distributed "
-                                  "strategy; "
+        if self.strategy == "none":  # a distributed-only setting given to one process would do nothing: refused
+            given = [f"{name}={getattr(self, name)!r}" for name in DISTRIBUTED_FIELDS[1:]
+                     if getattr(self, name) != getattr(RunConfig, name) and name not in _SHAPING_FIELDS]
+            if given:
+                raise ConfigError(f"{', '.join(given)}: settings of a distributed run need a distributed strategy; "
                                   f"valid choices: {', '.join(STRATEGIES[1:])}")
             return
         supported = getattr(adapter, "distributed_strategies", ())
@@ -371,6 +370,9 @@ FIELD_TYPES = {f.name: {"str": str, "int": int, "float": float, "bool": bool}[f.
                for f in dataclasses.fields(RunConfig) if f.name != "extra"}
 DISTRIBUTED_FIELDS = ("strategy", "workers", "nodes", "link_gbit", "link_delay_ms", "bucket_mb", "scaling",
                       "oversubscribe", "backend", "cluster", "rendezvous")
+# Distributed settings a single-process config may carry at their values (a profile's `settings` apply to every
+# block; the emulated link, the bucket and scaling are refused or ignored by nodes and workers of 1 already).
+_SHAPING_FIELDS = ("link_gbit", "link_delay_ms", "bucket_mb", "scaling")
 
 
 

@@ -6,13 +6,21 @@ import contextlib
 import signal
 import threading
 
+from .masking import brief, mask_text
+
 
 class BenchError(Exception):
     """Base class for every error the harness raises on purpose."""
 
 
 class ConfigError(BenchError, ValueError):
-    """A bad input: names the bad value and the valid choices. Nothing has run or been written."""
+    """A bad input: names the bad value and the valid choices. Nothing has run or been written.
+
+    Whatever raised it and whatever value it quotes, its message is masked (a host list's `user:password@`) and a
+    few lines at most (a 500-host list is shown by its start and length): the one place every message passes."""
+
+    def __init__(self, message: object = "") -> None:
+        super().__init__(brief(mask_text(str(message))))
 
 
 class UnsupportedError(BenchError):
@@ -38,10 +46,15 @@ class Terminated(KeyboardInterrupt):
 
 @contextlib.contextmanager
 def terminations_unwind():
-    """While inside, SIGTERM and SIGHUP raise `Terminated` (once; a second one during the clean-up is ignored), so
-    the owner of what a run creates cleans it up as on Ctrl-C. Outside the main thread, where Python cannot set a
-    handler, nothing changes (the owner there is not the process that receives them)."""
-    if threading.current_thread() is not threading.main_thread():
+    """While inside, Ctrl-C (SIGINT, to the whole foreground process group), SIGTERM and SIGHUP take one path: the
+    first raises (KeyboardInterrupt for SIGINT, `Terminated` for the others) so the owner of what a run creates
+    (namespaces, scratch folders, child processes) removes it, and any signal during that clean-up is ignored, so
+    a second Ctrl-C cannot cut it short. SIGINT is taken even when this process was started with it ignored (a
+    background job of a script): a run that outlived its Ctrl-C could only be killed, leaving everything behind.
+    Outside the main thread, where Python cannot set a handler, nothing changes (the owner there is not the process
+    that receives them)."""
+    outer = getattr(signal.getsignal(signal.SIGTERM), "unwinds", False)  # nested: the outer one's state holds
+    if threading.current_thread() is not threading.main_thread() or outer:
         yield
         return
     raised = []
@@ -49,9 +62,11 @@ def terminations_unwind():
     def handler(signum, frame) -> None:
         if not raised:
             raised.append(signum)
-            raise Terminated(signum)
+            raise KeyboardInterrupt if signum == signal.SIGINT else Terminated(signum)
 
-    previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
+    handler.unwinds = True
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
         yield
     finally:

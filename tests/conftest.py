@@ -14,6 +14,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from . import local_slurm
+
 ROOT = Path(__file__).resolve().parent.parent
 TEST_HOST = "test-host"
 os.environ["BENCH_HOST"] = TEST_HOST  # every record written by the tests lands in results/test-host/
@@ -42,6 +44,18 @@ def assert_utilisation_sane(record: dict) -> None:
 # A tiny, quick run: small CNN, small images, few iterations.
 TINY_RUN = ("--model", "tiny_cnn", "--batch-size", "4", "--image-size", "32", "--protocol", "seed",
             "--warmup", "2", "--iterations", "5", "--phase-iterations", "2")
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster():
+    """The local one-node Slurm cluster (tests/local_slurm.py) for the session: what was up is reused and left up,
+    what the session started (slurmctld, slurmd, munged) is stopped at its end, so the machine is left as found."""
+    reason = local_slurm.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    started = local_slurm.start()
+    yield {"SLURM_CONF": str(local_slurm.CONF)}
+    local_slurm.stop(started)
 
 
 @pytest.fixture(scope="session")

@@ -6,14 +6,17 @@
 missing). It writes its own slurm.conf under STATE (never /etc/slurm, so a machine's real Slurm is left
 alone), starts munged when none runs, then slurmctld and slurmd, and waits until the node is idle. Every
 command that talks to this cluster needs SLURM_CONF=<STATE>/slurm.conf in its environment: `environment()`
-gives it. `stop` ends the daemons it started (`scontrol shutdown`). A cluster already up is reused, not
-restarted, and `start` says why it cannot run (not root, no packages) without changing anything.
+gives it. A cluster already up is reused, not restarted, and `start` says why it cannot run (not root, no packages)
+without changing anything. `start()` returns the daemons it started and `stop(those)` ends exactly them, so a test
+session leaves the machine as it found it (the `slurm_cluster` fixture in tests/conftest.py); `stop` from the command
+line ends slurmctld and slurmd (munged stays: other things may use it).
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -24,6 +27,7 @@ STATE = Path(os.environ.get("DLBENCH_SLURM_STATE", "/var/lib/dlbench-slurm"))
 CONF = STATE / "slurm.conf"
 PARTITION = "dlbench"
 DAEMONS = ("slurmctld", "slurmd", "munged", "sbatch", "squeue", "scancel", "sinfo", "scontrol")
+SERVICES = ("munged", "slurmctld", "slurmd")  # what `start` may start, in order
 
 
 def unavailable_reason() -> str | None:
@@ -95,21 +99,45 @@ def node_state() -> str | None:
     return done.stdout.strip().lower().rstrip("*~#") or None if done.returncode == 0 else None
 
 
-def _munge_running() -> bool:
-    return subprocess.run(["munge", "-n"], capture_output=True).returncode == 0
+def _pids(daemon: str) -> list[int]:
+    """The processes of `daemon` on this machine (by their command name)."""
+    found = []
+    for comm in Path("/proc").glob("[0-9]*/comm"):
+        try:
+            if comm.read_text().strip() == daemon:
+                found.append(int(comm.parent.name))
+        except OSError:
+            continue
+    return found
 
 
-def start(timeout_s: float = 60) -> None:
-    """Start (or reuse) the cluster; raises RuntimeError with the reason when it cannot."""
+def running() -> set[str]:
+    """Which of munged, slurmctld and slurmd run now."""
+    return {d for d in SERVICES if _pids(d)}
+
+
+def start(timeout_s: float = 60) -> set[str]:
+    """Start (or reuse) the cluster; returns the daemons it started (empty when it was up), to give to `stop`.
+    Raises RuntimeError with the reason when it cannot (stopping what it started)."""
     reason = unavailable_reason()
     if reason:
         raise RuntimeError(reason)
+    before = running()
     if node_state() in ("idle", "mixed", "allocated"):
-        return
+        return set()
+    try:
+        _start_missing(before, timeout_s)
+    except BaseException:
+        stop(running() - before)
+        raise
+    return running() - before
+
+
+def _start_missing(before: set[str], timeout_s: float) -> None:
     for folder in (STATE, STATE / "ctld", STATE / "slurmd"):
         folder.mkdir(parents=True, exist_ok=True)
     CONF.write_text(_conf_text())
-    if not _munge_running():
+    if "munged" not in before:
         key = Path("/etc/munge/munge.key")
         if not key.exists():
             _run("mungekey", "--create")
@@ -118,8 +146,10 @@ def start(timeout_s: float = 60) -> None:
         Path("/run/munge").mkdir(exist_ok=True)
         shutil.chown("/run/munge", "munge", "munge")
         _run("runuser", "-u", "munge", "--", "munged", "--force")
-    _run("slurmctld")
-    _run("slurmd")
+    if "slurmctld" not in before:
+        _run("slurmctld")
+    if "slurmd" not in before:
+        _run("slurmd")
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         state = node_state()
@@ -132,12 +162,19 @@ def start(timeout_s: float = 60) -> None:
     raise RuntimeError(f"the local Slurm node did not become idle within {timeout_s:g} s (state {node_state()}). {log}")
 
 
-def stop() -> None:
-    """Stop the cluster's daemons (munged stays: other things may use it)."""
-    _run("scontrol", "shutdown", check=False)
-    for pid_file in (STATE / "slurmctld.pid", STATE / "slurmd.pid"):
-        for _ in range(50):
-            if not _alive(pid_file):
+def stop(daemons: set[str] | tuple[str, ...] = ("slurmctld", "slurmd")) -> None:
+    """Stop `daemons` (by default the cluster's own two; munged only when named: other things may use it), each
+    waited for, so the next `start` finds the machine as it was."""
+    for daemon in reversed(SERVICES):  # slurmd, slurmctld, then munged, which they need while they stop
+        if daemon not in daemons:
+            continue
+        for pid in _pids(daemon):
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        for _ in range(100):
+            if not _pids(daemon):
                 break
             time.sleep(0.1)
 

@@ -250,10 +250,9 @@ SLURM_UP = local_slurm.unavailable_reason()
 @pytest.mark.full
 @pytest.mark.skipif(SLURM_UP is not None, reason=f"local Slurm: {SLURM_UP}")
 @pytest.mark.parametrize("framework", ["torch", "tensorflow"])
-def test_two_slurm_tasks_each_run_the_per_task_command(tmp_path, framework):
+def test_two_slurm_tasks_each_run_the_per_task_command(tmp_path, framework, slurm_cluster):
     """`srun -n2` on the local one-node Slurm: two tasks, each `bench run --cluster slurm` (torchrun's master from
     the node list; TensorFlow's cluster from SlurmClusterResolver), one ok record."""
-    local_slurm.start()  # reused when up (never stopped here)
     script = (f"exec {sys.executable} -m bench run --framework {framework} --strategy allreduce {' '.join(RUN)} "
               f"--cluster slurm --results-dir {tmp_path}/task$SLURM_PROCID")
     env = {**_env(), "SLURM_CONF": str(local_slurm.CONF)}

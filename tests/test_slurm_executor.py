@@ -162,20 +162,6 @@ def test_processes_on_several_nodes_make_the_node_the_outer_level():
 
 # ---- a real Slurm -------------------------------------------------------------------------------------------
 
-@pytest.fixture(scope="session")
-def slurm_cluster():
-    """The local one-node cluster: reused when it runs, else started and stopped afterwards."""
-    reason = local_slurm.unavailable_reason()
-    if reason:
-        pytest.skip(reason)
-    started = local_slurm.node_state() not in ("idle", "mixed", "allocated")
-    if started:
-        local_slurm.start()
-    yield {"SLURM_CONF": str(local_slurm.CONF)}
-    if started:
-        local_slurm.stop()
-
-
 def _sweep(profile: Path, results: Path, env: dict, *more: str, wait: bool = True):
     cmd = [sys.executable, "-m", "bench", "sweep", "--profile", str(profile), "--results-dir", str(results), *more]
     full = {**os.environ, **env, "PYTHONPATH": str(ROOT), "BENCH_HOST": TEST_HOST, "TF_CPP_MIN_LOG_LEVEL": "3"}
@@ -270,7 +256,7 @@ def test_a_job_killed_by_scancel_becomes_an_error_record_and_resume_resubmits_on
     assert killed["host"] == TEST_HOST and killed["sweep"]["node"] == local_slurm.node_name()
     resumed = _sweep(profile, results, slurm_cluster, "--executor", "slurm")
     assert resumed.returncode == 0, resumed.stdout[-3000:]
-    assert "1 runs to do" in resumed.stdout and "1 already recorded" in resumed.stdout
+    assert "1 run to do" in resumed.stdout and "1 already recorded" in resumed.stdout
     after = _records(results)
     new = [r for r in after if r["record_id"] not in {x["record_id"] for x in first}]
     assert [(r["repeat"], r["status"]) for r in new] == [(0, "ok")]

@@ -172,7 +172,7 @@ def test_a_corrupt_record_is_quarantined_and_rerun_on_resume(tiny_sweep, tmp_pat
     victim.write_text(victim.read_text()[:100])  # truncated, as by a full disk
     listing = bench_cli("sweep", "--profile", "tiny", "--results-dir", str(copy), "--list")
     assert listing.returncode == 0, listing.stderr[-2000:]
-    assert f"1 runs to do, {RUNS - 1} already recorded" in listing.stdout
+    assert f"1 run to do, {RUNS - 1} already recorded" in listing.stdout
     assert (copy / TEST_HOST / "records" / "quarantine" / victim.name).exists() and not victim.exists()
 
 

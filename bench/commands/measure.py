@@ -11,6 +11,7 @@ import sys
 from ..adapters import ADAPTERS, reference_adapter
 from ..config import FIELD_TYPES, make_config
 from ..errors import ConfigError
+from ..host.machines import check_host, check_port, check_rank
 from ..host.manifest import collect_manifest
 from ..measurement.flops import count_forward_flops
 from ..measurement.peak import matmul_peak
@@ -20,7 +21,7 @@ from ..report.systems import status_rows
 from ..results.store import write_record
 from ..runs import fidelity, maxbatch
 from ..runs.distributed import network
-from ..runs.distributed.cluster import DEFAULT_PORT, Machines, check_port, resolve
+from ..runs.distributed.cluster import DEFAULT_PORT, Machines, resolve
 from ..runs.distributed.run import execute, remove_stale_scratch
 from ..runs.single import run
 from ..sweep.jupyter_kernels import remove_stale as remove_stale_kernels
@@ -29,28 +30,33 @@ from . import EXIT_OK, EXIT_RUN_ERROR, MAXBATCH_FLAGS
 
 def _cluster(args: argparse.Namespace, config) -> Machines | None:
     """This machine's place among real machines: --cluster (a host list with --node-rank, or slurm), or torchrun's
-    static rendezvous from --master-addr/--node-rank; checked before any work."""
+    static rendezvous from --master-addr/--node-rank; checked before any work, each value as a value first."""
+    if args.master_port is not None:
+        check_port(args.master_port, "--master-port")
+    if args.master_addr is not None:
+        check_host(args.master_addr, "--master-addr")
     if config.cluster:
         if args.master_addr is not None:
             raise ConfigError(f"--master-addr is node 0 of --cluster {config.cluster!r}: leave it out")
         return resolve(config, args.node_rank, args.master_port, os.environ)
     if args.master_addr is None and args.node_rank is None:
-        if args.measure_link:
-            raise ConfigError("--measure-link measures the link between real machines: give --cluster")
+        for flag, given in (("--measure-link", args.measure_link), ("--master-port", args.master_port is not None)):
+            if given:
+                raise ConfigError(f"{flag} is for a run across real machines: give --cluster (or --master-addr)")
         return None
     adapter = ADAPTERS.get(config.framework)
     if not config.distributed or adapter.distributed_launch != "torchrun":
         raise ConfigError("--master-addr/--node-rank start this machine's torchrun agent of a run across machines; "
                           "valid choices: --strategy with a torchrun framework, or --cluster host0,host1,... "
                           "--node-rank k (every framework that runs on several machines)")
-    if args.master_addr is None or args.node_rank is None or not 0 <= args.node_rank < config.nodes:
+    if args.master_addr is None or args.node_rank is None:
         raise ConfigError(f"a real cluster needs --master-addr and --node-rank in 0..{config.nodes - 1} "
                           f"(--nodes {config.nodes} machines); got {args.master_addr!r}, {args.node_rank!r}")
+    check_rank(args.node_rank, config.nodes, "--node-rank")
     if config.link_gbit or config.link_delay_ms:
         raise ConfigError("--link-gbit/--link-delay-ms shape emulated links; a real cluster's network is what it is: "
                           "leave them out with --master-addr")
-    port = args.master_port or DEFAULT_PORT
-    check_port(port)
+    port = DEFAULT_PORT if args.master_port is None else args.master_port
     return Machines((args.master_addr,), args.node_rank, port, config.rendezvous, f"dlbench-{config.key}", "master")
 
 

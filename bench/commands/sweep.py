@@ -7,12 +7,13 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..report import overhead as process_overhead
-from ..results.store import host_records
+from ..results.store import host_records, read_only
 from ..sweep.executors import OPTION_KEYS, make_executor
 from ..sweep.measurements import measure_peaks
 from ..sweep.profiles import load_profile
 from ..sweep.runner import estimate_line, plan, run_sweep
 from ..sweep.shard import parse_shard, shard_profile
+from ..values import counted
 from . import EXIT_OK
 
 
@@ -25,21 +26,22 @@ def sweep(args: argparse.Namespace) -> int:
     executor = make_executor(args.executor, dict(profile.slurm), {k: getattr(args, k) for k in OPTION_KEYS})
     executor.check(profile.configs)  # e.g. a Slurm client, the controller, the partition: before any work
     if args.list:
-        p = plan(profile, Path(args.results_dir), args.force, args.repeats,
-                 measure_peaks(profile) if executor.local else {}, executor)
+        with read_only():  # a listing changes nothing, not even an unreadable record's place
+            p = plan(profile, Path(args.results_dir), args.force, args.repeats,
+                     measure_peaks(profile) if executor.local else {}, executor)
         for i, t in enumerate(p.tasks):
             print(f"{i:4d}  todo  round {t.round}  {t.config.label}")
         for c in p.dropped:
             print(f"      not run: over budget  {c.label}")
-        print(f"{len(p.tasks)} runs to do, {len(p.done)} already recorded, {len(p.dropped)} configs over "
-              f"budget; {estimate_line(p)}")
+        print(f"{counted(len(p.tasks), 'run')} to do, {len(p.done)} already recorded, "
+              f"{counted(len(p.dropped), 'config')} over budget; {estimate_line(p)}")
         return EXIT_OK
     result = run_sweep(profile, args.results_dir, force=args.force, repeats=args.repeats, executor=executor,
                        shard=args.shard)
     n = len(result.ran)
-    print(f"sweep {profile.name} ({result.sweep_id}): {n} runs, {len(result.already_done)} already recorded, "
-          f"{len(result.retried)} retried after a disturbance, {len(result.still_disturbed)} still disturbed, "
-          f"{len(result.dropped)} configs over budget, {len(result.failures)} not ok")
+    print(f"sweep {profile.name} ({result.sweep_id}): {counted(n, 'run')}, {len(result.already_done)} already "
+          f"recorded, {len(result.retried)} retried after a disturbance, {len(result.still_disturbed)} still "
+          f"disturbed, {counted(len(result.dropped), 'config')} over budget, {len(result.failures)} not ok")
     if n:
         overhead = result.papermill_s - result.measured_s
         print(f"time: {result.papermill_s:.0f} s in papermill, of which {result.measured_s:.0f} s inside the "

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 import psutil
 
 from ..errors import ConfigError
+from ..masking import mask_text
 from ..paths import PROJECT_ROOT
 from . import devices
 from .devices import cpu_brand, cpu_flags
@@ -45,42 +46,6 @@ _PATH = re.compile(r"""(["'])(?:/|~/|[A-Za-z]:[\\/])[^"']*\1"""
                    r"""|(?<![\w.-])(?:/|~/)[^\s,;:=\"']+"""
                    r"""|(?<![\w])[A-Za-z]:[\\/][^\s,;\"']*""")
 _URL_WITH_USER = re.compile(r"[a-z][a-z0-9+.-]*://[^\s/@]+@", re.IGNORECASE)
-# What a credential looks like in free text (a child's stderr, an exception, a notebook's output).
-_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/@'\"]+@")
-_SECRET_WORDS = r"password|passwd|passphrase|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credentials?"
-_SECRET_NAME = re.compile(rf"(?i)(?:{_SECRET_WORDS}|auth|cookie|session|(?:^|_)pat(?:$|_)|(?:^|_)pwd$|db_?url|dsn)")
-_SECRET_ASSIGNMENT = re.compile(rf"(?i)\b([\w.-]*(?:{_SECRET_WORDS})[\w.-]*[\"']?\s*[=:]\s*)"
-                                r"(\"[^\"]*\"|'[^']*'|[^\s,;]+)")
-_TOKENS = re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b|\bgh[pousr]_[A-Za-z0-9]{30,}|\bgithub_pat_\w{30,}"
-                     r"|\bxox[abposr]-[A-Za-z0-9-]{10,}|\bsk-[A-Za-z0-9_-]{20,}|\bhf_[A-Za-z0-9]{30,}"
-                     r"|\beyJ[\w-]{8,}\.[\w-]{8,}\.[\w-]{8,}|(?i:\b(?:bearer|basic)\s+)[\w.~+/=-]{16,}"
-                     r"|-----BEGIN [A-Z ]*PRIVATE KEY-----.*?-----END [A-Z ]*PRIVATE KEY-----", re.DOTALL)
-_HOME = re.compile(r"(?<![\w.-])(?:/home/[^/\s\"':;,]+|/Users/[^/\s\"':;,]+|/root(?![\w.-]))")
-MASK = "<masked>"
-_SHELL = ("PWD", "OLDPWD")  # the shell's folders, not secrets (their home part is masked as any path is)
-
-
-def _secret_values(environ: Mapping[str, str]) -> list[str]:
-    """Values of this environment's credential-named variables (a child inherits them and may print them)."""
-    values = {v for k, v in environ.items() if _SECRET_NAME.search(k) and k not in _SHELL and len(v) >= 8}
-    return sorted(values, key=len, reverse=True)
-
-
-def mask_text(text: str, environ: Mapping[str, str] | None = None) -> str:
-    """`text` with every credential-shaped value masked: the values of credential-named environment variables, URLs'
-    user:password, NAME=value where the name says secret, well-known token formats, and home folders (they name the
-    user). Everything captured from a child process passes through here before it is written anywhere (records,
-    notebooks, the report, the terminal), as every recorded environment value does."""
-    env = os.environ if environ is None else environ
-    home = os.path.expanduser("~")
-    for value in _secret_values(env):
-        text = text.replace(value, MASK)
-    text = _URL_USERINFO.sub(rf"\1{MASK}@", text)
-    text = _SECRET_ASSIGNMENT.sub(rf"\1{MASK}", text)
-    text = _TOKENS.sub(MASK, text)
-    if home not in ("", "/") and not _HOME.fullmatch(home):  # a home elsewhere (/var/lib/x): masked by its name
-        text = re.sub(rf"(?<![\w.-]){re.escape(home)}(?![\w.-])", "~", text)
-    return _HOME.sub("~", text)
 
 
 def _safe_value(name: str, value: str) -> str:

@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ..masking import mask_text
 from ..paths import PROJECT_ROOT
 from ..results.store import atomic_write_json, host_dir
 
@@ -35,7 +36,7 @@ def in_fresh_process(argv: list[str]) -> dict:
     proc = subprocess.run([main_python(), "-m", "bench", *argv], capture_output=True, text=True,
                           env=bench_environ())
     if proc.returncode != 0:
-        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        tail = mask_text((proc.stderr.strip().splitlines() or ["no output"])[-1])  # a child's words: masked
         raise RuntimeError(f"'python -m bench {' '.join(argv)}' failed: {tail}")
     return json.loads(proc.stdout)
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ..adapters import ADAPTERS, reference_adapter
 from ..host.devices import is_gpu
+from ..values import env_integer
 from .fresh_process import cached, in_fresh_process
 
 PEAK_FILE = "device_peak.json"
@@ -26,12 +27,8 @@ PEAK_N = {"cpu": 4096, "gpu": 8192}
 
 
 def matrix_side(device: str) -> int:
-    override = os.environ.get("BENCH_PEAK_N", "")
-    if override:
-        if not override.isdigit() or not 64 <= int(override) <= 65536:
-            raise ValueError(f"invalid BENCH_PEAK_N {override!r}; it must be an integer from 64 to 65536")
-        return int(override)
-    return PEAK_N["gpu" if is_gpu(device) else "cpu"]
+    """The matrix side of the peak's GEMM on `device`: BENCH_PEAK_N (checked as a value, 64 to 65536) or the default."""
+    return env_integer(os.environ, "BENCH_PEAK_N", 64, 65536, default=PEAK_N["gpu" if is_gpu(device) else "cpu"])
 
 
 def _best_of(run, flop: float, trials: int) -> list[float]:

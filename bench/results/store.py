@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
 import os
 import tempfile
@@ -18,6 +20,18 @@ if TYPE_CHECKING:
 
 RECORDS = "records"
 QUARANTINE = "quarantine"
+_READ_ONLY = contextvars.ContextVar("read_only", default=False)
+
+
+@contextlib.contextmanager
+def read_only():
+    """Inside, reading records changes nothing on disk: an unreadable file is skipped, never quarantined. A listing
+    (`bench sweep --list`) reads through here, so looking at a results folder never alters it."""
+    token = _READ_ONLY.set(True)
+    try:
+        yield
+    finally:
+        _READ_ONLY.reset(token)
 
 
 def host_dir(results_dir: Path | str, host: str | None = None) -> Path:
@@ -121,7 +135,7 @@ def host_records(results_dir: Path | str, host: str | None = None, quarantine: b
         try:
             out.append(read_record(path))
         except (OSError, ValueError) as exc:
-            if quarantine:
+            if quarantine and not _READ_ONLY.get():
                 target = folder / QUARANTINE / path.name
                 target.parent.mkdir(exist_ok=True)
                 os.replace(path, target)

@@ -25,6 +25,7 @@ import os
 import re
 import signal
 import time
+import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -34,6 +35,7 @@ from ..config import RunConfig
 from ..errors import ConfigError
 from ..host.interference import wait_until_quiet
 from ..host.manifest import host_name
+from ..masking import mask_text, masked_command
 from ..paths import PROJECT_ROOT
 from ..results.record import Record
 from ..results.store import atomic_write_json, finished_runs, host_dir, host_records
@@ -222,8 +224,11 @@ def _job(task: Task, results_dir: Path, info: dict, folder: Path) -> None:
     job_id = f"{array}_{index}" if array and index else os.environ.get("SLURM_JOB_ID", "unknown")
     node = os.environ.get("SLURMD_NODENAME") or os.uname().nodename
     atomic_write_json(folder / f"{job_id}.started.json", {"host": host_name(), "node": node})
-    with kernel_environment(folder / f"{job_id}.kernels.log"):
-        run_task(task, results_dir, {**info, "executor": "slurm", "job_id": job_id, "node": node})
+    try:
+        with kernel_environment(folder / f"{job_id}.kernels.log"):
+            run_task(task, results_dir, {**info, "executor": "slurm", "job_id": job_id, "node": node})
+    except Exception:  # submitit pickles what escapes into the job's result file: masked, as its log is
+        raise RuntimeError(mask_text(traceback.format_exc())) from None
 
 
 class SlurmExecutor:
@@ -255,7 +260,9 @@ class SlurmExecutor:
         import submitit  # lazily: only a Slurm sweep needs it
 
         o = self.options
-        executor = submitit.SlurmExecutor(folder=folder, max_num_timeout=0)
+        # the job's interpreter writes its log through the one masking, as it is written (a job that prints its
+        # environment, as frameworks do on some errors, leaves no credential in results/<host>/slurm-jobs/)
+        executor = submitit.SlurmExecutor(folder=folder, max_num_timeout=0, python=masked_command())
         executor.update_parameters(
             job_name=f"bench-{folder.name}", time=o.time_limit_min, partition=o.partition,
             cpus_per_task=o.cpus_per_task, gpus_per_task=o.gpus_per_task, exclusive=True if o.exclusive else None,
@@ -339,9 +346,11 @@ def _tail(path: Path, chars: int = 4000) -> str | None:
 
 
 def _all_hosts(results_dir: Path, config_key: str | None = None) -> list[Record]:
-    """Records of every host folder under `results_dir` (a Slurm sweep's nodes each write their own)."""
+    """Records of every host folder under `results_dir` (a Slurm sweep's nodes each write their own); a foreign
+    host's unreadable file is skipped, never moved (reading, as `--list` does, changes nothing of another host's)."""
     hosts = sorted(p.parent.name for p in Path(results_dir).glob("*/records") if p.is_dir())
-    return [r for h in hosts for r in host_records(results_dir, host=h, config_key=config_key)]
+    return [r for h in hosts for r in host_records(results_dir, host=h, config_key=config_key,
+                                                   quarantine=h == host_name())]
 
 
 def make_executor(name: str, profile_options: Mapping | None = None,

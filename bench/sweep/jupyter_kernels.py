@@ -25,7 +25,6 @@ from ..adapters import ADAPTERS
 from ..adapters.base import MAIN_KERNEL
 from ..errors import terminations_unwind
 from ..host.devices import CPU_INFO_ENV, cpu_info
-from ..host.manifest import mask_text
 from ..paths import PROJECT_ROOT
 
 PREFIX = "bench-kernels-"
@@ -40,15 +39,6 @@ def remove_stale() -> None:
             continue
         if not psutil.pid_exists(pid):
             shutil.rmtree(folder, ignore_errors=True)
-
-
-def mask_file(path: Path) -> None:
-    """Mask a log the kernels wrote themselves (their stderr), once they are gone, as their notebooks are masked."""
-    with contextlib.suppress(OSError):
-        text = path.read_text(errors="replace")
-        masked = mask_text(text)
-        if masked != text:
-            path.write_text(masked)
 
 
 def _private_kernelspecs(folder: str) -> None:
@@ -83,13 +73,15 @@ def kernel_environment(log_path: Path | str | None = None):
                 "BENCH_KERNEL_LOG": str(log_path) if log_path is not None else os.path.join(runtime, "kernel.log")}
     previous = {k: os.environ.get(k) for k in settings}
     os.environ.update(settings)
+    # jupyter_client writes a kernel's connection file (its HMAC key) with mkstemp, in the temporary folder, not
+    # JUPYTER_RUNTIME_DIR: here that is the private folder, so a killed sweep's file goes with it
+    previous_tmp, tempfile.tempdir = tempfile.tempdir, runtime
     try:
         with terminations_unwind():  # SIGTERM / SIGHUP remove the folder of connection files as Ctrl-C does
             yield runtime
     finally:
+        tempfile.tempdir = previous_tmp
         shutil.rmtree(runtime, ignore_errors=True)
-        if log_path is not None:
-            mask_file(Path(log_path))
         for k, v in previous.items():
             if v is None:
                 os.environ.pop(k, None)

@@ -41,6 +41,7 @@ from ..results.sweep_manifest import (
     write_sweep,
 )
 from ..runs.distributed.run import remove_stale_scratch
+from ..values import counted
 from .executors import Executor, LocalExecutor, Submission
 from .jupyter_kernels import kernel_environment
 from .measurements import measure_memory, measure_networks, measure_peaks
@@ -235,9 +236,9 @@ class Sweep:
             process_walls={}, runs_s=None, estimate_error=None, estimate_error_with_queued=None,
             retry_estimate_s=0.0, extra_estimate_s=0.0, executor=self.executor.state, shard=self.shard)
         self._save()
-        self.announce(f"sweep {profile.name}: {len(p.tasks)} runs to do ({p.repeats} repetitions per config, "
-                      f"order seed {profile.order_seed}), {len(p.done)} already recorded, "
-                      f"{len(p.dropped)} configs over budget; {estimate_line(p)}")
+        self.announce(f"sweep {profile.name}: {counted(len(p.tasks), 'run')} to do ({p.repeats} repetitions per "
+                      f"config, order seed {profile.order_seed}), {len(p.done)} already recorded, "
+                      f"{counted(len(p.dropped), 'config')} over budget; {estimate_line(p)}")
         return p
 
     def policies(self, p: Plan, journal: Journal) -> list[QueuePolicy]:

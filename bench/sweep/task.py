@@ -3,16 +3,15 @@ could not run. Executors (bench/sweep/executors.py) call `run_task`, so a record
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from ..adapters import ADAPTERS
 from ..config import RunConfig
 from ..errors import UnsupportedError
-from ..host.manifest import mask_text
 from ..paths import PROJECT_ROOT
 from ..results.record import Record
-from ..results.store import atomic_write_json, host_dir, host_records, write_record
+from ..results.store import host_dir, host_records, write_record
+from .masked_notebooks import execute_masked
 from .plan import Task
 
 BENCHMARK_NOTEBOOK = PROJECT_ROOT / "notebooks" / "benchmark.ipynb"
@@ -36,40 +35,14 @@ def executed_notebook_path(config: RunConfig, results_dir: Path, repeat: int = 0
 
 
 def run_notebook(config: RunConfig, results_dir: Path, task: Task, sweep: dict) -> None:
-    """Execute the benchmark notebook for one task; the executed copy is kept under results/<host>/."""
-    import papermill
-
+    """Execute the benchmark notebook for one task; the executed copy is kept under results/<host>/, its outputs
+    masked each time it is written."""
     out = executed_notebook_path(config, results_dir, task.repeat, task.attempt)
     out.parent.mkdir(parents=True, exist_ok=True)
     notebook = DISTRIBUTED_NOTEBOOK if config.distributed else BENCHMARK_NOTEBOOK
-    try:
-        papermill.execute_notebook(str(notebook), str(out),
-                                   parameters=notebook_parameters(config, results_dir, task, sweep),
-                                   kernel_name=ADAPTERS.get(config.framework).kernel, cwd=str(PROJECT_ROOT),
-                                   progress_bar=False,
-                                   request_save_on_cell_execute=True)  # an interrupted run keeps its notebook
-    finally:
-        mask_notebook(out)
-
-
-def mask_notebook(path: Path) -> None:
-    """Mask what the kernel printed into an executed notebook (outputs, errors), as a record's reason is masked."""
-    if not path.exists():
-        return
-    nb = json.loads(path.read_text(encoding="utf-8"))
-    cells = [{**c, "outputs": _mask_json(c["outputs"])} if "outputs" in c else c for c in nb.get("cells", [])]
-    if cells != nb.get("cells"):
-        atomic_write_json(path, {**nb, "cells": cells})
-
-
-def _mask_json(value):
-    if isinstance(value, str):
-        return mask_text(value)
-    if isinstance(value, list):
-        return [_mask_json(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _mask_json(v) for k, v in value.items()}
-    return value
+    execute_masked(notebook, out, parameters=notebook_parameters(config, results_dir, task, sweep),
+                   kernel_name=ADAPTERS.get(config.framework).kernel, cwd=str(PROJECT_ROOT), progress_bar=False,
+                   request_save_on_cell_execute=True)  # an interrupted run keeps its notebook
 
 
 def _failure_reason(exc: BaseException) -> str:

@@ -15,7 +15,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ...errors import ConfigError
-from ...host.machines import SLURM, expand_nodelist, expand_tasks_per_node, parse_hosts
+from ...host.machines import (
+    MAX_HOSTS,
+    PORTS,
+    SLURM,
+    check_port,
+    check_rank,
+    expand_nodelist,
+    expand_tasks_per_node,
+    parse_hosts,
+)
+from ...values import env_integer, integer
 
 DEFAULT_PORT = 29500
 NODE_RANK_ENV = "BENCH_NODE_RANK"  # a sweep's runs on a host list: this machine's node rank
@@ -59,17 +69,24 @@ def _slurm(env: Mapping[str, str], *names: str) -> str:
                       "`bench run ... --cluster slurm` inside srun (one command per Slurm task)")
 
 
+def _slurm_name(env: Mapping[str, str], *names: str) -> str:
+    """The first of `names` that is set (for a message naming the variable a value came from)."""
+    _slurm(env, *names)
+    return next(name for name in names if env.get(name))
+
+
 def slurm_port(env: Mapping[str, str]) -> int:
     """MASTER_PORT, else a port drawn from the job id (every task of the job draws the same), as submitit does."""
     if env.get("MASTER_PORT"):
-        return int(env["MASTER_PORT"])
+        return check_port(env["MASTER_PORT"], "MASTER_PORT")
     return random.Random(_slurm(env, "SLURM_JOB_ID")).randint(*SLURM_PORTS)
 
 
 def from_slurm(env: Mapping[str, str], nodes: int, rendezvous: str = "static") -> Machines:
     """This Slurm task's view of the run: node rank = its task rank, one host per task (block distribution, as
     Slurm places tasks by default), node 0's host the master; the step must have exactly `nodes` tasks."""
-    tasks = int(_slurm(env, "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS"))
+    name = _slurm_name(env, "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS")
+    tasks = integer(env[name], name, 1, MAX_HOSTS)
     if tasks != nodes:
         raise ConfigError(f"the Slurm step has {tasks} tasks but the run has nodes={nodes}: one `bench run` per "
                           f"node, so start it with `srun -n {nodes}` (or set --nodes {tasks})")
@@ -80,7 +97,7 @@ def from_slurm(env: Mapping[str, str], nodes: int, rendezvous: str = "static") -
         raise ConfigError(f"the Slurm step's node list {hostlist} with tasks per node {per_node} does not hold "
                           f"its {tasks} tasks")
     job = _slurm(env, "SLURM_JOB_ID")
-    return Machines(hosts, int(_slurm(env, "SLURM_PROCID")), slurm_port(env), rendezvous,
+    return Machines(hosts, check_rank(_slurm(env, "SLURM_PROCID"), tasks, "SLURM_PROCID"), slurm_port(env), rendezvous,
                     f"slurm-{job}.{env.get('SLURM_STEP_ID', '0')}", SLURM)
 
 
@@ -94,21 +111,19 @@ def resolve(config, node_rank: int | None = None, port: int | None = None, env: 
     if config.cluster == SLURM:
         if node_rank is not None:
             raise ConfigError("--node-rank is Slurm's to give (SLURM_PROCID) with --cluster slurm: leave it out")
-        return from_slurm({**env, "MASTER_PORT": str(port)} if port else env, config.nodes, config.rendezvous)
+        if port is not None:
+            env = {**env, "MASTER_PORT": str(check_port(port, "--master-port"))}
+        return from_slurm(env, config.nodes, config.rendezvous)
     hosts = parse_hosts(config.cluster)
-    if node_rank is None and env.get(NODE_RANK_ENV):
-        node_rank = int(env[NODE_RANK_ENV])
-    if node_rank is None or not 0 <= node_rank < len(hosts):
+    if node_rank is None:
+        node_rank = env_integer(env, NODE_RANK_ENV, 0, len(hosts) - 1)
+    if node_rank is None:
         raise ConfigError(f"cluster {config.cluster} needs this machine's --node-rank in 0..{len(hosts) - 1} (or "
-                          f"{NODE_RANK_ENV}); got {node_rank!r}")
-    port = port or int(env.get(PORT_ENV) or DEFAULT_PORT)
-    check_port(port)
+                          f"{NODE_RANK_ENV})")
+    check_rank(node_rank, len(hosts), "--node-rank")
+    port = check_port(port, "--master-port") if port is not None else \
+        env_integer(env, PORT_ENV, *PORTS, default=DEFAULT_PORT)
     return Machines(hosts, node_rank, port, config.rendezvous, f"dlbench-{config.key}", "hosts")
-
-
-def check_port(port: int) -> None:
-    if not 0 < port < 65536:
-        raise ConfigError(f"invalid --master-port {port}; it must be 1..65535")
 
 
 def place_tf_tasks(workers: int, nodes: int, parameter_server: bool) -> list[tuple[str, int, int]]:

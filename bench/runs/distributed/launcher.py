@@ -8,6 +8,7 @@ non-zero (or is killed) stops the run within about a second, with a message nami
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import re
@@ -22,6 +23,7 @@ from pathlib import Path
 import psutil
 
 from ...host.manifest import mask_text
+from ...masking import masked_sink
 from ...paths import PROJECT_ROOT
 
 POLL_S = 0.1
@@ -141,21 +143,34 @@ class Launch:
         self.tasks, self.log_dir, self.timeout_s = tasks, Path(log_dir), timeout_s
         self.before_stop = before_stop  # called with this Launch before anything is stopped
         self.procs: dict[str, subprocess.Popen] = {}
+        self.copiers: dict[str, subprocess.Popen] = {}  # each task's log, masked as it is written
         self.seen: set[psutil.Process] = set()
 
     def _env(self, task: Task) -> dict:
         env = {**os.environ, **task.env}
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH")]))
+        # their temporary files (torchrun's torchelastic_* folders, which hold the ranks' error files) inside the
+        # run's scratch folder, so they go with it: nothing of a run is left in the machine's temporary folder
+        env["TMPDIR"] = str(self.log_dir / "tmp")
         return env
 
     def start(self) -> None:
-        self.log_dir.mkdir(parents=True, exist_ok=True)
+        (self.log_dir / "tmp").mkdir(parents=True, exist_ok=True)
         for task in self.tasks:
             with open(self.log_dir / f"{task.name}.log", "wb") as log:
+                copier = self.copiers[task.name] = masked_sink(log, self._env(task))
+            try:
                 self.procs[task.name] = subprocess.Popen(
-                    task.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                    task.argv, stdout=copier.stdin, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                     env=self._env(task), cwd=str(PROJECT_ROOT), start_new_session=True,
                     preexec_fn=_die_with_parent if sys.platform == "linux" else None)
+            finally:
+                copier.stdin.close()
+
+    def _logged(self, name: str, timeout_s: float = 2.0) -> None:
+        """Wait (a little) until task `name`'s log holds all it wrote: its copier ends once every writer has."""
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.copiers[name].wait(timeout_s)
 
     def _remember_descendants(self) -> None:
         for proc in self.procs.values():
@@ -175,6 +190,7 @@ class Launch:
             failed = {name: proc.poll() for name, proc in self.procs.items() if proc.poll() not in (None, 0)}
             if failed:  # the likeliest cause first: the others' errors follow from its death
                 name = min(failed, key=lambda n: _cause_first(failed[n]))
+                self._logged(name)
                 log = self.log_dir / f"{name}.log"
                 try:
                     death = _first_death(log.read_text(errors="replace"))
@@ -231,6 +247,11 @@ class Launch:
             except (ProcessLookupError, PermissionError):
                 pass
             proc.wait()
+        for name, copier in self.copiers.items():  # every writer is gone: each copier ends with its log complete
+            self._logged(name, GRACE_S)
+            if copier.poll() is None:
+                copier.kill()
+                copier.wait()
 
     def run(self) -> float:
         t0 = time.perf_counter()
