@@ -22,7 +22,7 @@ from .paths import PROJECT_ROOT, checked_dir
 # matplotlib, which `bench run` must not need (it also runs in a framework's own lean environment).
 COMMANDS = {"run": "measure:run_one", "list": "measure:listing", "env": "measure:env", "peak": "measure:peak",
             "flops": "measure:flops", "fidelity": "measure:fidelity_check", "maxbatch": "measure:largest_batch",
-            "sweep": "sweep:sweep", "report": "report:report", "compare": "report:compare"}
+            "sweep": "sweep:sweep", "report": "report:report", "compare": "report:compare", "doctor": "doctor:doctor"}
 
 # CLI flag -> RunConfig field, every one, with its type from RunConfig (choices are validated by RunConfig
 # itself, so the CLI, notebooks and tests all get the same messages).
@@ -59,6 +59,10 @@ def _parser() -> argparse.ArgumentParser:
     ls.add_argument("what", choices=["models", "frameworks"])
     ls.add_argument("pattern", nargs="?", default="*")
     sub.add_parser("env", help="print this machine's environment manifest as JSON")
+    doc = sub.add_parser("doctor", help="what this machine can run: per framework its build, CUDA libraries and GPUs; "
+                                        "the driver, NVML, the device peak")
+    doc.add_argument("--framework", default=None, choices=list(ADAPTERS), help="only this framework's facts, as JSON")
+    doc.add_argument("--json", action="store_true")
     peak = sub.add_parser("peak", help="measure the device's matmul peak (prints JSON)")
     peak.add_argument("--device", default="cpu")
     peak.add_argument("--precision", default="fp32")

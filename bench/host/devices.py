@@ -31,6 +31,20 @@ def gpus() -> tuple[dict[str, str], ...]:
     return tuple(dict(index=r[0], name=r[1], driver=r[2], memory=r[3]) for r in rows if len(r) == 4)
 
 
+@functools.lru_cache(maxsize=1)
+def driver_cuda_version() -> str | None:
+    """The newest CUDA the installed driver supports, from nvidia-smi's banner ("CUDA Version: 13.0"), or None."""
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return None
+    try:
+        out = subprocess.run([exe], capture_output=True, text=True, timeout=20, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    m = re.search(r"CUDA Version:\s*([\d.]+)", out)
+    return m.group(1) if m else None
+
+
 def default_threads() -> int:
     """Physical cores available to this process: the CPU thread count every framework gets."""
     physical = psutil.cpu_count(logical=False) or os.cpu_count() or 1

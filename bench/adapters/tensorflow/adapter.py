@@ -9,7 +9,7 @@ from ...errors import UnsupportedError
 from ...host.devices import is_gpu
 from ...models import get_model
 from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, dist_version, register, subtractive_phases
-from . import strategies, worker
+from . import doctor, strategies, worker
 from .recipe import LOSS, POLICIES, build_model, import_tf, make_loss, make_optimizer, set_tf_threads
 
 if TYPE_CHECKING:
@@ -155,6 +155,9 @@ class TensorFlowAdapter(Adapter):
 
     def version(self) -> str | None:
         return dist_version("tensorflow-cpu") or dist_version("tensorflow")
+
+    def doctor(self) -> dict:
+        return doctor.gpu_facts()
 
     def info(self) -> dict:
         tf, keras = import_tf()

@@ -11,7 +11,7 @@ from ...host.devices import is_gpu
 from ...models import get_model
 from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, dist_version, register, timed_phases
 from ..precision import tf32_unavailable
-from . import worker
+from . import doctor, worker
 from .models import build_torch_model
 
 if TYPE_CHECKING:
@@ -222,6 +222,9 @@ class TorchAdapter(Adapter):
     distributed_strategies = ("independent", "allreduce", "allreduce_nosync", "ps_sync")
     distributed_launch = "torchrun"
     launcher_module = "torch.distributed.run"
+
+    def doctor(self) -> dict:
+        return doctor.gpu_facts()
 
     def info(self) -> dict:
         import torch
