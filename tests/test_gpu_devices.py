@@ -77,3 +77,73 @@ def test_a_gpu_run_makes_its_gpu_current_and_lets_cudnn_autotune():
     assert not torch.backends.cudnn.allow_tf32 and not torch.backends.cuda.matmul.allow_tf32  # fp32 means fp32
     select_gpu(torch, "cuda:0", "tf32")
     assert torch.cuda.current == 0 and torch.backends.cudnn.allow_tf32
+
+
+SMI = """0, NVIDIA H100 80GB HBM3, 580.159.04, 81559 MiB, GPU-aaaa0000
+1, NVIDIA H100 80GB HBM3, 580.159.04, 81559 MiB, GPU-bbbb1111
+2, NVIDIA H100 80GB HBM3, 580.159.04, 81559 MiB, GPU-cccc2222
+3, NVIDIA A100-SXM4-40GB, 580.159.04, 40960 MiB, GPU-dddd3333
+"""
+
+
+def test_cuda_visible_devices_renumbers_the_gpus_as_cuda_does():
+    from bench.host.devices import visible_gpus
+
+    assert [g["nvml_index"] for g in visible_gpus(SMI, None)] == ["0", "1", "2", "3"]
+    picked = visible_gpus(SMI, "3,GPU-bbbb")
+    assert [(g["index"], g["nvml_index"], g["name"]) for g in picked] == [
+        ("0", "3", "NVIDIA A100-SXM4-40GB"), ("1", "1", "NVIDIA H100 80GB HBM3")]
+    assert "uuid" not in picked[0]
+    assert [g["nvml_index"] for g in visible_gpus(SMI, "2,7,0")] == ["2"]  # CUDA stops at the first unknown entry
+    assert visible_gpus(SMI, "") == () and visible_gpus(SMI, "-1") == ()
+
+
+def test_energy_and_topology_read_the_gpu_the_run_used(monkeypatch):
+    import sys
+
+    from bench.host import devices
+    from bench.host.energy import energy_meter
+
+    from .test_gpu_paths import FakeNvml
+
+    monkeypatch.setattr(devices, "gpus", lambda: devices.visible_gpus(SMI, "2,3"))
+    fake = FakeNvml(step_mj=1000)
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    with energy_meter("cuda:1") as meter:  # the framework's cuda:1 is NVML's GPU 3
+        pass
+    assert list(fake.readings) == ["gpu3"] and meter.result(1)["meter"] == "NVML total energy, GPU 3"
+    matrix = ("\tGPU0\tGPU1\tGPU2\tGPU3\nGPU0\t X \tNV18\tNV18\tSYS\nGPU1\tNV18\t X \tNV18\tSYS\n"
+              "GPU2\tNV18\tNV18\t X \tPIX\nGPU3\tSYS\tSYS\tPIX\t X \n")
+    monkeypatch.setattr(devices.shutil, "which", lambda _: "/usr/bin/nvidia-smi")
+    monkeypatch.setattr(devices.subprocess, "run", lambda *a, **k: types.SimpleNamespace(stdout=matrix))
+    assert devices.gpu_interconnect([0, 1]) == "PCIe (one switch)"  # NVML's 2 and 3, not 0 and 1 (NVLink)
+
+
+def test_all_gpus_runs_each_gpu_model_once(monkeypatch, tmp_path):
+    from bench.host import devices
+    from bench.sweep.profiles import load_profile
+
+    monkeypatch.setattr(devices, "gpus", lambda: devices.visible_gpus(SMI, None))
+    (tmp_path / "p.yaml").write_text("frameworks: [torch]\nmodels: [tiny_cnn]\ndevices: [cpu, all-gpus]\nrepeats: 1\n")
+    profile = load_profile(str(tmp_path / "p.yaml"))
+    assert sorted({c.device for c in profile.configs}) == ["cpu", "cuda:0", "cuda:3"]
+    assert sum("identical GPUs run once" in line for line in profile.not_applicable) == 2
+
+
+def test_a_gpu_largest_batch_search_has_no_host_memory_cap(monkeypatch, tmp_path):
+    from bench.config import make_config
+    from bench.host import devices
+    from bench.runs import maxbatch
+    from bench.sweep.profiles import load_profile
+
+    monkeypatch.setattr(devices, "gpus", lambda: devices.visible_gpus(SMI, "0"))
+    (tmp_path / "p.yaml").write_text("frameworks: [torch]\nmodels: [tiny_cnn]\ndevices: [cpu, cuda:0]\n"
+                                     "memory:\n  - modes: [training]\n    memory_cap_gb: 3\n")
+    caps = {c.device: cap for c, cap, _ in load_profile(str(tmp_path / "p.yaml")).memory_searches}
+    assert caps == {"cpu": 3 * 2**30, "cuda:0": None}
+    seen = []
+    monkeypatch.setattr(maxbatch, "host_facts", lambda config, results_dir: None)
+    monkeypatch.setattr(maxbatch, "search", lambda config, cap, top, facts: seen.append(cap) or {"probes": []})
+    maxbatch.execute(make_config(framework="torch", model="tiny_cnn", mode="training", device="cuda:0"), tmp_path,
+                     3 * 2**30, 8)
+    assert seen == [None]

@@ -39,7 +39,7 @@ def ask(name: str) -> dict:
 def host_facts(answers: dict[str, dict]) -> dict:
     """The driver, the GPUs nvidia-smi lists, NVML's energy counters and who can measure each device's peak."""
     gpus = devices.gpus()
-    nvml = NvmlEnergyMeter([int(g["index"]) for g in gpus])
+    nvml = NvmlEnergyMeter([devices.nvml_index(f"cuda:{g['index']}") for g in gpus])
     if nvml.reason is None:
         with nvml:  # initialised by the check: shut NVML down again
             pass

@@ -17,18 +17,46 @@ import psutil
 
 @functools.lru_cache(maxsize=1)
 def gpus() -> tuple[dict[str, str], ...]:
-    """NVIDIA GPUs as reported by nvidia-smi (empty when there is no driver or no GPU)."""
+    """NVIDIA GPUs as this process's frameworks number them (empty when there is no driver or no GPU): nvidia-smi's
+    list narrowed and renumbered by CUDA_VISIBLE_DEVICES, each with its NVML (nvidia-smi) index beside."""
     exe = shutil.which("nvidia-smi")
     if exe is None:
         return ()
-    query = "--query-gpu=index,name,driver_version,memory.total"
+    query = "--query-gpu=index,name,driver_version,memory.total,uuid"
     try:
         out = subprocess.run([exe, query, "--format=csv,noheader"], capture_output=True,
                              text=True, timeout=20, check=True).stdout
     except (OSError, subprocess.SubprocessError):
         return ()
-    rows = [[c.strip() for c in line.split(",")] for line in out.strip().splitlines() if line]
-    return tuple(dict(index=r[0], name=r[1], driver=r[2], memory=r[3]) for r in rows if len(r) == 4)
+    return visible_gpus(out, os.environ.get("CUDA_VISIBLE_DEVICES"))
+
+
+def visible_gpus(listing: str, visible: str | None) -> tuple[dict[str, str], ...]:
+    """nvidia-smi's CSV rows (index, name, driver, memory, uuid) as CUDA numbers them under CUDA_VISIBLE_DEVICES
+    `visible` (None: unset, every GPU): the listed GPUs (by index or UUID prefix) in the listed order, cuda:0 first;
+    as CUDA does, the list ends at the first entry that names no GPU."""
+    rows = [[c.strip() for c in line.split(",")] for line in listing.strip().splitlines() if line]
+    found = [dict(index=r[0], name=r[1], driver=r[2], memory=r[3], uuid=r[4]) for r in rows if len(r) == 5]
+    if visible is not None:
+        chosen = []
+        for item in (i.strip() for i in visible.split(",")):
+            match = next((g for g in found if item and (item == g["index"] or
+                                                        (item.startswith("GPU-") and g["uuid"].startswith(item)))),
+                         None)
+            if match is None or match in chosen:
+                break
+            chosen.append(match)
+        found = chosen
+    # the UUID only matched the list: records keep the model, not the serial number of the part
+    return tuple({**{k: v for k, v in g.items() if k != "uuid"}, "index": str(i), "nvml_index": g["index"]}
+                 for i, g in enumerate(found))
+
+
+def nvml_index(device: str) -> int:
+    """NVML's (and nvidia-smi's) number of the GPU a framework calls `device` (cuda:N): under CUDA_VISIBLE_DEVICES
+    the two differ."""
+    n = device.split(":")[1]
+    return next((int(g.get("nvml_index", n)) for g in gpus() if g["index"] == n), int(n))
 
 
 @functools.lru_cache(maxsize=1)
@@ -184,7 +212,7 @@ def interconnect_from_topology(matrix: str, indices: list[int]) -> str:
 
 def gpu_interconnect(indices: list[int]) -> str:
     """How the GPUs a run used talk to each other: "single GPU", or the link `nvidia-smi topo -m` reports."""
-    indices = sorted(set(indices))
+    indices = sorted({nvml_index(f"cuda:{i}") for i in indices})  # the topology matrix numbers GPUs as NVML does
     if len(indices) < 2:
         return "single GPU"
     exe = shutil.which("nvidia-smi")

@@ -240,11 +240,24 @@ def _check_settings(where: str, settings, distributed: bool = False) -> None:
         _refused(where, f"settings: {key}", check_value, key, value)
 
 
-def _devices(listed: list[str]) -> list[str]:
-    out = []
+def _devices(listed: list[str]) -> tuple[list[str], list[str]]:
+    """The devices a block lists, `all-gpus` as one GPU of each model this machine has (identical GPUs would only
+    repeat the same measurement; the manifest records how many there are), and a line for each GPU left out."""
+    out, same = [], []
     for d in listed:
-        out += [f"cuda:{g['index']}" for g in devices.gpus()] if d == ALL_GPUS else [d]
-    return out
+        if d != ALL_GPUS:
+            out.append(d)
+            continue
+        first: dict[tuple[str, str], str] = {}
+        for g in devices.gpus():
+            kind = (g["name"], g.get("memory", ""))
+            if kind in first:
+                same.append(f"cuda:{g['index']}: a {g['name']} like {first[kind]}, which runs for both "
+                            "(identical GPUs run once)")
+            else:
+                first[kind] = f"cuda:{g['index']}"
+                out.append(first[kind])
+    return list(dict.fromkeys(out)), same
 
 
 def _expand(where: str, axes: dict, engines, settings: dict) -> tuple[list[RunConfig], list[str]]:
@@ -252,10 +265,10 @@ def _expand(where: str, axes: dict, engines, settings: dict) -> tuple[list[RunCo
     so a comparison group (the same config in every framework) sits together and is kept or dropped whole.
     Combinations a framework declares it cannot run here are left out, each with the reason."""
     frameworks = [_framework(fw) for fw in axes["frameworks"]]
-    configs, left_out = [], []
+    device_list, left_out = _devices(axes["devices"])
+    configs = []
     for model, mode, bs, precision, device, fw in itertools.product(
-            axes["models"], axes["modes"], axes["batch_sizes"], axes["precisions"], _devices(axes["devices"]),
-            frameworks):
+            axes["models"], axes["modes"], axes["batch_sizes"], axes["precisions"], device_list, frameworks):
         adapter = ADAPTERS.get(fw)
         reason = adapter.not_applicable(mode, precision, device)
         if isinstance(engines, list):  # a listed engine applies to the frameworks that have it
@@ -320,7 +333,8 @@ def load_profile(name_or_path: str) -> Profile:
             axes = {**main, **{k: block[k] for k in MEMORY_AXES if k in block}, "batch_sizes": [1]}
             more, left_out = _expand(where, axes, block.get("engines", "default"), settings)
             cap = block.get("memory_cap_gb")
-            searches += [(c, int(cap * 2**30) if cap else None, block.get("max_batch", 256)) for c in more]
+            searches += [(c, maxbatch.host_cap(c.device, int(cap * 2**30) if cap else None),
+                          block.get("max_batch", 256)) for c in more]
         skipped += left_out
     if not configs and not searches:  # a profile of largest-batch searches alone has no timed runs
         raise ConfigError(f"profile {path.name} expands to no runs (is 'models' empty?)")
