@@ -86,3 +86,18 @@ def test_python_env_system_builds_nothing_and_runs_that_python(checkout):
                           cwd=checkout, capture_output=True, text=True, timeout=60).stdout
     assert "-m venv" not in plan and "pip install" not in plan
     assert "/opt/their/python3 -m bench sweep --profile" in plan and "/opt/their/python3 -m bench report" in plan
+
+
+def test_report_on_a_gpu_host_asks_the_doctor_then_runs_the_gpu_profile(checkout):
+    smi = checkout / "bin" / "nvidia-smi"
+    smi.parent.mkdir()
+    smi.write_text("#!/bin/sh\necho 'GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-0000)'\n")
+    smi.chmod(0o755)
+
+    def plan(path: str) -> str:
+        return subprocess.run(["make", "-n", "-s", "report", "PYTHON_ENV=system", "PYTHON=python3"], cwd=checkout,
+                              capture_output=True, text=True, timeout=60, env={**os.environ, "PATH": path}).stdout
+    gpu = plan(f"{smi.parent}:{os.environ['PATH']}")
+    assert "python3 -m bench doctor" in gpu and "bench sweep --profile gpu" in gpu
+    cpu = plan("/usr/bin:/bin")  # no nvidia-smi
+    assert "bench doctor" not in cpu and "bench sweep --profile quick" in cpu

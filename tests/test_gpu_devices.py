@@ -147,3 +147,36 @@ def test_a_gpu_largest_batch_search_has_no_host_memory_cap(monkeypatch, tmp_path
     maxbatch.execute(make_config(framework="torch", model="tiny_cnn", mode="training", device="cuda:0"), tmp_path,
                      3 * 2**30, 8)
     assert seen == [None]
+
+
+def _h100s(count: int) -> str:
+    return "".join(f"{i}, NVIDIA H100 80GB HBM3, 580.159.04, 81559 MiB, GPU-{i:04d}\n" for i in range(count))
+
+
+@pytest.mark.parametrize("count, workers", [(1, [1]), (8, [1, 2, 4, 8])])
+def test_the_gpu_profile_runs_one_gpu_and_data_parallel_up_to_the_gpus_there(monkeypatch, count, workers):
+    from bench.host import devices
+    from bench.sweep.profiles import load_profile
+
+    monkeypatch.setattr(devices, "gpus", lambda: devices.visible_gpus(_h100s(count), None))
+    monkeypatch.setattr(devices, "usable_cpus", lambda: 16 * count)  # a GPU server's cores, not this VM's
+    gpu = load_profile("gpu")
+    single = [c for c in gpu.configs if not c.distributed]
+    assert {c.device for c in single} == {"cuda:0"} and {c.model for c in single} == {"resnet50", "vgg16"}
+    assert sorted({c.batch_size for c in single}) == [32, 64, 128, 256]
+    assert {c.precision for c in single if c.framework == "torch"} == {"fp32", "tf32", "bf16"}
+    torch_dp = [c for c in gpu.configs if c.distributed and c.framework == "torch"]
+    assert sorted(c.workers for c in torch_dp) == workers and {c.device for c in torch_dp} == {"cuda:0"}
+    assert all(c.warmup >= 10 and c.iterations >= 50 for c in gpu.configs)  # seconds of work, not milliseconds
+    assert {c.device for c, cap, _ in gpu.memory_searches} == {"cuda:0"}
+    assert {cap for _, cap, _ in gpu.memory_searches} == {None}
+
+
+def test_the_gpu_profile_on_a_machine_without_one_says_so(monkeypatch):
+    from bench.errors import ConfigError
+    from bench.host import devices
+    from bench.sweep.profiles import load_profile
+
+    monkeypatch.setattr(devices, "gpus", lambda: ())
+    with pytest.raises(ConfigError, match="expands to no runs"):
+        load_profile("gpu")

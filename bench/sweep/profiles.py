@@ -48,7 +48,7 @@ ADAPTIVE = "adaptive"  # `repeats: adaptive`: min_repeats rounds, then processes
 SEQUENTIAL = {"min_repeats": (int, 2, 100, 2), "max_repeats": (int, 2, 100, 6)}
 KEYS = {"description", "engines", "settings", "also", "distributed", "memory", "slurm", *AXES, *REPETITION, *SEQUENTIAL}
 DIST_AXES = {"frameworks": str, "models": str, "batch_sizes": int, "strategies": str, "workers": int,
-             "bucket_mbs": (int, float)}
+             "bucket_mbs": (int, float), "devices": str}
 DIST_KEYS = {*DIST_AXES, "settings"}
 MEMORY_AXES = {k: v for k, v in AXES.items() if k != "batch_sizes"}
 MEMORY_LIMITS = ("memory_cap_gb", "max_batch")
@@ -290,24 +290,43 @@ def _expand(where: str, axes: dict, engines, settings: dict) -> tuple[list[RunCo
     return configs, left_out
 
 
+def _rank_devices(listed: list[str]) -> tuple[list[tuple[str, int]], list[str]]:
+    """A distributed block's devices as (device, GPUs there): `cpu`, or `all-gpus` for GPU ranks (one GPU each, from
+    cuda:0 up), which a machine without a GPU leaves out with a line saying so."""
+    out, left_out = [], []
+    for d in listed:
+        if d != ALL_GPUS:
+            out.append((d, len(devices.gpus()) if devices.is_gpu(d) else 0))
+        elif devices.gpus():
+            out.append(("cuda:0", len(devices.gpus())))
+        else:
+            left_out.append("distributed runs on all-gpus: this machine has no GPU")
+    return out, left_out
+
+
 def _expand_distributed(where: str, block: dict, settings: dict) -> tuple[list[RunConfig], list[str]]:
-    """A distributed block's training configs; (framework, strategy) pairs not implemented are left out."""
-    configs, skipped = [], []
+    """A distributed block's training configs; (framework, strategy) pairs not implemented are left out, and so
+    are GPU runs of more workers than this machine has GPUs (a profile says 1..N for whatever N a host has)."""
+    configs = []
     merged = {**settings, **(block.get("settings") or {})}
-    for model, bs, strategy, workers, bucket, fw in itertools.product(
+    rank_devices, skipped = _rank_devices(block.get("devices", ["cpu"]))
+    for model, bs, strategy, workers, bucket, (device, gpus), fw in itertools.product(
             block.get("models", ["resnet18"]), block.get("batch_sizes", [16]), block.get("strategies", ["allreduce"]),
-            block.get("workers", [2]), block.get("bucket_mbs", [None]),
+            block.get("workers", [2]), block.get("bucket_mbs", [None]), rank_devices,
             [_framework(fw) for fw in block.get("frameworks", DEFAULT_AXES["frameworks"])]):
         if strategy not in ("none", *ADAPTERS.get(fw).distributed_strategies):
             skipped.append(f"{fw} {strategy}: {fw} does not implement {strategy} (it has: "
                            f"{', '.join(ADAPTERS.get(fw).distributed_strategies) or 'no distributed runs'})")
             continue
+        if devices.is_gpu(device) and workers > gpus:
+            skipped.append(f"{fw} {strategy} {workers} workers on GPUs: this machine has {gpus}")
+            continue
         try:
             configs.append(make_config(framework=fw, model=model, mode="training", batch_size=bs, strategy=strategy,
-                                       workers=workers, bucket_mb=bucket, **merged))
+                                       workers=workers, bucket_mb=bucket, device=device, **merged))
         except ConfigError as exc:
             raise ConfigError(f"{where}: {exc}") from None
-    return configs, skipped
+    return configs, list(dict.fromkeys(skipped))
 
 
 def load_profile(name_or_path: str) -> Profile:
