@@ -61,8 +61,11 @@ def plan(answers: dict[str, dict], device: str, tiny: bool) -> list[Step]:
     """The single-device runs of every framework present in every precision it runs on `device` (training where it
     trains), then the distributed runs and the largest-batch search of the reference framework and JAX."""
     size, gpu = SIZES[tiny], device != "cpu"
-    steps = []
     present = [n for n, a in answers.items() if a.get("version") and (a.get("gpus") or not gpu)]
+    # a framework missing here, or one whose build cannot reach the device: its run's record says why (skipped)
+    steps = [Step(f"{name} on {device}: {answers[name].get('gpu') or 'not installed'}",
+                  run_argv(name, ADAPTERS.get(name).modes[0], "fp32", device, size))
+             for name in answers if name not in present]
     for name in present:
         adapter = ADAPTERS.get(name)
         mode = "training" if "training" in adapter.modes else adapter.modes[0]
