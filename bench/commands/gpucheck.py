@@ -1,7 +1,7 @@
 """`bench gpucheck`: verify a GPU machine in one command, in minutes, with the interpreter and frameworks already
 there (no venv, no pip, no Jupyter): every framework present in every precision it runs, a 1-rank NCCL DDP run,
 2 ranks over gloo on one GPU, JAX data parallel on the one device, NVML energy, the largest-batch search, and
-ResNet-50 training at that batch in bf16 and fp16 beside the published PyTorch AMP fp16 figure. Each step is its own
+ResNet-50 training at that batch in bf16 and fp16 beside the published AMP fp16 figure on an H100. Each step is its own
 `python -m bench` process (JAX takes most of the GPU's memory for itself); the records land in results/<host>/."""
 
 from __future__ import annotations
@@ -28,8 +28,9 @@ from . import EXIT_OK, EXIT_RUN_ERROR
 from .doctor import ask, host_facts, table
 
 PUBLISHED = PROJECT_ROOT / "bench" / "data" / "published_throughput.csv"
-REFERENCE = {"hardware": "H100 80GB SXM5", "framework": "pytorch", "model": "resnet50", "mode": "training",
-             "precision": "amp-fp16"}  # Lambda's PyTorch AMP fp16 ResNet-50 training on one H100 SXM
+# The published figure the check's fp16 run stands beside: Lambda's AMP fp16 ResNet-50 training on one H100 SXM in
+# the reference framework (the CSV names frameworks as the published tables do: an adapter's name or alias).
+REFERENCE = {"hardware": "H100 80GB SXM5", "model": "resnet50", "mode": "training", "precision": "amp-fp16"}
 # Sizes: on a GPU, ResNet-50 at 224 px with enough timed steps per process; --tiny: the plumbing on a CPU in seconds.
 SIZES = {False: dict(model="resnet50", batch=64, image=224, warmup=10, iterations=30, max_batch=512),
          True: dict(model="tiny_cnn", batch=4, image=32, warmup=1, iterations=3, max_batch=8)}
@@ -151,9 +152,10 @@ def summary(record: dict) -> str:
 
 def published_reference() -> float | None:
     """The published images/s of REFERENCE (bench/data/published_throughput.csv)."""
+    ref = reference_adapter()
     with PUBLISHED.open(newline="") as f:
         for row in csv.DictReader(f):
-            if all(row[k] == v for k, v in REFERENCE.items()):
+            if row["framework"] in (ref.name, *ref.aliases) and all(row[k] == v for k, v in REFERENCE.items()):
                 return float(row["images_per_sec"])
     return None
 
@@ -205,8 +207,8 @@ def gpucheck(args: argparse.Namespace) -> int:
         print(f"  {step.name}: {step.outcome}", flush=True)
     reference = published_reference()
     if reference:
-        print(f"  published: PyTorch AMP fp16 ResNet-50 training on one H100 SXM, {reference:.0f} img/s "
-              f"(Lambda; {SIZES[args.tiny]['model']} here)")
+        print(f"  published: {reference_adapter().display_name} AMP fp16 ResNet-50 training on one H100 SXM, "
+              f"{reference:.0f} img/s (Lambda; {SIZES[args.tiny]['model']} here)")
     steps += final
     out = host_dir(results_dir) / f"gpucheck-{time.strftime('%Y%m%dT%H%M%S')}.json"
     atomic_write_json(out, {"host": host_name(), "device": device, "python": sys.executable, "tiny": args.tiny,
