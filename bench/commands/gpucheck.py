@@ -1,8 +1,9 @@
 """`bench gpucheck`: verify a GPU machine in one command, in minutes, with the interpreter and frameworks already
 there (no venv, no pip, no Jupyter): every framework present in every precision it runs, a 1-rank NCCL DDP run,
-2 ranks over gloo on one GPU, JAX data parallel on the one device, NVML energy, the largest-batch search, and
+2 ranks over gloo on one GPU, one-process data parallel over the one device, NVML energy, the largest-batch search, and
 ResNet-50 training at that batch in bf16 and fp16 beside the published AMP fp16 figure on an H100. Each step is its own
-`python -m bench` process (JAX takes most of the GPU's memory for itself); the records land in results/<host>/."""
+`python -m bench` process (a framework may take most of the GPU's memory for itself); the records land in
+results/<host>/."""
 
 from __future__ import annotations
 
