@@ -64,6 +64,7 @@ def _parser() -> argparse.ArgumentParser:
                                         "the driver, NVML, the device peak")
     doc.add_argument("--framework", default=None, choices=list(ADAPTERS), help="only this framework's facts, as JSON")
     doc.add_argument("--json", action="store_true")
+    doc.add_argument("--results-dir", default=None, help="where results/<host>/doctor.json is kept for the report")
     chk = sub.add_parser("gpucheck", help="verify a GPU machine in minutes with this interpreter and the frameworks it "
                                           "has (no venv, no Jupyter): runs of each, DDP, data parallel, NVML, largest "
                                           "batch, ResNet-50 bf16/fp16 training; records in results/<host>/")

@@ -51,3 +51,15 @@ def test_no_gpu_host_is_said_plainly(monkeypatch):
     host = doctor.host_facts({"torch": {"version": "2.14.1", "gpus": []}})
     assert host["peak"] == {"cpu": "ready (torch)", "cuda": "no GPU on this machine"}
     assert "driver: none" in doctor.table({}, host) and host["nvml"] == "no GPU to measure"
+
+
+def test_the_answers_are_kept_for_the_report(monkeypatch, tmp_path, capsys):
+    import argparse
+
+    monkeypatch.setattr(doctor, "ask", lambda name: {"version": "1.0", "built_for": "CPU only", "gpus": [],
+                                                     "gpu": f"{name} has no GPU runs"})
+    monkeypatch.setattr(devices, "gpus", lambda: ())
+    args = argparse.Namespace(framework=None, json=False, results_dir=str(tmp_path))
+    assert doctor.doctor(args) == 0 and "framework" in capsys.readouterr().out
+    kept = json.loads(next(tmp_path.glob(f"*/{doctor.DOCTOR_FILE}")).read_text())
+    assert set(kept["frameworks"]) >= {"torch", "jax"} and kept["host"]["gpus"] == [] and kept["python"]

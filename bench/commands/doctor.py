@@ -13,7 +13,11 @@ from ..adapters import ADAPTERS
 from ..host import devices
 from ..host.energy import NvmlEnergyMeter
 from ..measurement.fresh_process import bench_environ
+from ..paths import default_results_dir
+from ..results.store import atomic_write_json, host_dir
 from . import EXIT_OK
+
+DOCTOR_FILE = "doctor.json"  # results/<host>/doctor.json: the last answers, for the report's environment section
 
 TIMEOUT_S = 300  # importing TensorFlow on a slow machine takes tens of seconds; a hung probe must not hang doctor
 
@@ -77,5 +81,7 @@ def doctor(args: argparse.Namespace) -> int:
         return EXIT_OK
     answers = {n: ask(n) for n in ADAPTERS if ADAPTERS.get(n).measures_a_framework}
     host = host_facts(answers)
-    print(json.dumps({"frameworks": answers, "host": host}, indent=1) if args.json else table(answers, host))
+    found = {"frameworks": answers, "host": host, "python": sys.executable}
+    atomic_write_json(host_dir(args.results_dir or default_results_dir()) / DOCTOR_FILE, found)
+    print(json.dumps(found, indent=1) if args.json else table(answers, host))
     return EXIT_OK
