@@ -180,3 +180,28 @@ def test_the_gpu_profile_on_a_machine_without_one_says_so(monkeypatch):
     monkeypatch.setattr(devices, "gpus", lambda: ())
     with pytest.raises(ConfigError, match="expands to no runs"):
         load_profile("gpu")
+
+
+def test_a_slurm_sweep_plans_for_the_jobs_gpus_not_the_login_nodes(monkeypatch, tmp_path):
+    import argparse
+
+    from bench.commands.sweep import job_gpus
+    from bench.host import devices
+    from bench.sweep.profiles import load_profile
+
+    monkeypatch.setattr(devices, "smi_gpus", lambda: ())  # a login node without a GPU
+    monkeypatch.setattr(devices, "usable_cpus", lambda: 32)
+    path = tmp_path / "p.yaml"
+    path.write_text("frameworks: [torch]\nmodels: [tiny_cnn]\ndevices: [cpu, all-gpus]\nrepeats: 1\n"
+                    "distributed:\n  - frameworks: [torch]\n    workers: [1, 2, 4]\n    devices: [all-gpus]\n"
+                    "slurm: {gpus_per_task: 2}\n")
+    args = argparse.Namespace(executor="slurm", gpus_per_task=None, profile=str(path))
+    assert job_gpus(args) == 2 and job_gpus(argparse.Namespace(**{**vars(args), "gpus_per_task": 4})) == 4
+    assert job_gpus(argparse.Namespace(**{**vars(args), "executor": "local"})) is None
+    assert {c.device for c in load_profile(str(path)).configs} == {"cpu"}  # the login node's own view: no GPU
+    with devices.planned_gpus(job_gpus(args)):
+        profile = load_profile(str(path))
+    assert {c.device for c in profile.configs if not c.distributed} == {"cpu", "cuda:0"}
+    assert sorted(c.workers for c in profile.configs if c.distributed) == [1, 2]
+    assert "torch allreduce 4 workers on GPUs: this machine has 2" in profile.not_applicable
+    assert devices.gpus() == ()  # the plan's GPUs end with it

@@ -14,11 +14,33 @@ from pathlib import Path
 
 import psutil
 
+# While a plan is made for other machines (a Slurm job's GPUs, not the login node's): the GPUs they will have.
+_planned: list[tuple[dict[str, str], ...]] = []
+PLANNED_GPU = "a GPU of the job"
 
-@functools.lru_cache(maxsize=1)
+
 def gpus() -> tuple[dict[str, str], ...]:
     """NVIDIA GPUs as this process's frameworks number them (empty when there is no driver or no GPU): nvidia-smi's
-    list narrowed and renumbered by CUDA_VISIBLE_DEVICES, each with its NVML (nvidia-smi) index beside."""
+    list narrowed and renumbered by CUDA_VISIBLE_DEVICES, each with its NVML (nvidia-smi) index beside; inside
+    `planned_gpus`, the GPUs planned for."""
+    return _planned[-1] if _planned else smi_gpus()
+
+
+@contextlib.contextmanager
+def planned_gpus(count: int):
+    """Plan for machines that will have `count` GPUs (of a model unknown here) instead of this one's: a scheduler
+    gives a job GPUs numbered cuda:0 up, whatever the node it is sent to. Each run checks its device again there."""
+    _planned.append(tuple({"index": str(i), "name": PLANNED_GPU, "driver": "", "memory": "", "nvml_index": str(i)}
+                          for i in range(count)))
+    try:
+        yield
+    finally:
+        _planned.pop()
+
+
+@functools.lru_cache(maxsize=1)
+def smi_gpus() -> tuple[dict[str, str], ...]:
+    """This machine's GPUs from nvidia-smi, as `gpus` describes them."""
     exe = shutil.which("nvidia-smi")
     if exe is None:
         return ()

@@ -329,6 +329,13 @@ def _expand_distributed(where: str, block: dict, settings: dict) -> tuple[list[R
     return configs, list(dict.fromkeys(skipped))
 
 
+def slurm_block(name_or_path: str) -> dict:
+    """A profile's `slurm` block as written (checked when the profile loads): what its jobs ask the scheduler for,
+    needed before the profile is expanded for the machines they will run on."""
+    block = _read(_path(name_or_path)).get("slurm") or {}
+    return block if isinstance(block, dict) else {}
+
+
 def load_profile(name_or_path: str) -> Profile:
     """Read and expand a profile; every config is validated here, so a bad one fails before any run."""
     path = _path(name_or_path)
