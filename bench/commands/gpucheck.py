@@ -60,14 +60,15 @@ def run_argv(framework: str, mode: str, precision: str, device: str, size: dict,
 
 
 def plan(answers: dict[str, dict], device: str, tiny: bool) -> list[Step]:
-    """The single-device runs of every framework present in every precision it runs on `device` (training where it
-    trains), then the distributed runs and the largest-batch search of the reference framework and JAX."""
+    """What to run, most telling first, since --minutes may stop the rest: the reference framework's runs in every
+    precision, its largest-batch search (the best-batch runs follow it), its distributed runs; then every other
+    framework present alike (training where it trains); last, one run of each framework missing here, or whose build
+    cannot reach the device, whose skipped record says why."""
     size, gpu = SIZES[tiny], device != "cpu"
-    present = [n for n, a in answers.items() if a.get("version") and (a.get("gpus") or not gpu)]
-    # a framework missing here, or one whose build cannot reach the device: its run's record says why (skipped)
-    steps = [Step(f"{name} on {device}: {answers[name].get('gpu') or 'not installed'}",
-                  run_argv(name, ADAPTERS.get(name).modes[0], "fp32", device, size))
-             for name in answers if name not in present]
+    ref = reference_adapter().name
+    present = sorted((n for n, a in answers.items() if a.get("version") and (a.get("gpus") or not gpu)),
+                     key=lambda n: n != ref)
+    steps = []
     for name in present:
         adapter = ADAPTERS.get(name)
         mode = "training" if "training" in adapter.modes else adapter.modes[0]
@@ -77,9 +78,10 @@ def plan(answers: dict[str, dict], device: str, tiny: bool) -> list[Step]:
             if reason:
                 step.outcome = f"not applicable: {reason}"
             steps.append(step)
-    ref = reference_adapter().name
-    for name in present:
-        adapter = ADAPTERS.get(name)
+        if name == ref:
+            steps.append(Step(f"{ref} largest training batch bf16", [
+                "maxbatch", "--framework", ref, "--model", size["model"], "--mode", "training", "--precision", "bf16",
+                "--device", device, "--image-size", str(size["image"]), "--max-batch", str(size["max_batch"])]))
         if "allreduce" not in adapter.distributed_strategies:
             continue
         if adapter.distributed_launch == "torchrun":
@@ -89,14 +91,12 @@ def plan(answers: dict[str, dict], device: str, tiny: bool) -> list[Step]:
             steps.append(Step(f"{name} DDP 2 ranks gloo on one {'GPU' if gpu else 'CPU'}",
                               run_argv(name, "training", "fp32", device, size, strategy="allreduce", workers=2,
                                        backend="gloo", oversubscribe="true")))
-        else:  # one process over its local devices (JAX's mesh, TensorFlow's MirroredStrategy)
+        else:  # one process over its local devices (a mesh, a mirrored strategy)
             steps.append(Step(f"{name} data parallel over 1 device",
                               run_argv(name, "training", "fp32", device, size, strategy="allreduce", workers=1)))
-    if ref in present:
-        steps.append(Step(f"{ref} largest training batch bf16", [
-            "maxbatch", "--framework", ref, "--model", size["model"], "--mode", "training", "--precision", "bf16",
-            "--device", device, "--image-size", str(size["image"]), "--max-batch", str(size["max_batch"])]))
-    return steps
+    return steps + [Step(f"{name} on {device}: {answers[name].get('gpu') or 'not installed'}",
+                         run_argv(name, ADAPTERS.get(name).modes[0], "fp32", device, size))
+                    for name in answers if name not in present]
 
 
 def execute(step: Step, deadline: float, results_dir: Path) -> None:
@@ -162,7 +162,7 @@ def published_reference() -> float | None:
 
 
 def best_batch_steps(steps: list[Step], device: str, tiny: bool) -> list[Step]:
-    """ResNet-50 training at the largest batch found (at most the search's top), in bf16 and fp16."""
+    """ResNet-50 training at the fastest batch the search found to fit (else the default batch), in bf16 and fp16."""
     size = SIZES[tiny]
     batch = next((s.best_batch for s in steps if s.best_batch), size["batch"])
     ref = reference_adapter()
@@ -199,18 +199,18 @@ def gpucheck(args: argparse.Namespace) -> int:
         return EXIT_OK
     print(f"\nchecking {device} with {sys.executable} (records in {host_dir(results_dir)}), "
           f"at most {args.minutes:g} minutes:", flush=True)
-    for step in steps:
+    reference, done = published_reference(), []
+    while steps:
+        step = steps.pop(0)
         execute(step, deadline, results_dir)
         print(f"  {step.name}: {step.outcome}", flush=True)
-    final = best_batch_steps(steps, device, args.tiny)
-    for step in final:
-        execute(step, deadline, results_dir)
-        print(f"  {step.name}: {step.outcome}", flush=True)
-    reference = published_reference()
-    if reference:
-        print(f"  published: {reference_adapter().display_name} AMP fp16 ResNet-50 training on one H100 SXM, "
-              f"{reference:.0f} img/s (Lambda; {SIZES[args.tiny]['model']} here)")
-    steps += final
+        done.append(step)
+        if step.argv[0] == "maxbatch":  # at the batch it found, before anything else
+            steps[:0] = best_batch_steps([step], device, args.tiny)
+        if step.name.startswith(f"{reference_adapter().name} training fp16 at batch") and reference:
+            print(f"  published: {reference_adapter().display_name} AMP fp16 ResNet-50 training on one H100 SXM, "
+                  f"{reference:.0f} img/s (Lambda; {SIZES[args.tiny]['model']} here)", flush=True)
+    steps = done
     out = host_dir(results_dir) / f"gpucheck-{time.strftime('%Y%m%dT%H%M%S')}.json"
     atomic_write_json(out, {"host": host_name(), "device": device, "python": sys.executable, "tiny": args.tiny,
                             "seconds": round(time.monotonic() - started, 1), "doctor": {"frameworks": answers,
