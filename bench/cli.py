@@ -23,7 +23,8 @@ from .paths import PROJECT_ROOT, checked_dir
 # matplotlib, which `bench run` must not need (it also runs in a framework's own lean environment).
 COMMANDS = {"run": "measure:run_one", "list": "measure:listing", "env": "measure:env", "peak": "measure:peak",
             "flops": "measure:flops", "fidelity": "measure:fidelity_check", "maxbatch": "measure:largest_batch",
-            "sweep": "sweep:sweep", "report": "report:report", "compare": "report:compare"}
+            "sweep": "sweep:sweep", "report": "report:report", "compare": "report:compare", "doctor": "doctor:doctor",
+            "gpucheck": "gpucheck:gpucheck"}
 
 # CLI flag -> RunConfig field, every one, with its type from RunConfig (choices are validated by RunConfig
 # itself, so the CLI, notebooks and tests all get the same messages).
@@ -60,6 +61,20 @@ def _parser() -> argparse.ArgumentParser:
     ls.add_argument("what", choices=["models", "frameworks"])
     ls.add_argument("pattern", nargs="?", default="*")
     sub.add_parser("env", help="print this machine's environment manifest as JSON")
+    doc = sub.add_parser("doctor", help="what this machine can run: per framework its build, CUDA libraries and GPUs; "
+                                        "the driver, NVML, the device peak")
+    doc.add_argument("--framework", default=None, choices=list(ADAPTERS), help="only this framework's facts, as JSON")
+    doc.add_argument("--json", action="store_true")
+    doc.add_argument("--results-dir", default=None, help="where results/<host>/doctor.json is kept for the report")
+    chk = sub.add_parser("gpucheck", help="verify a GPU machine in minutes with this interpreter and the frameworks it "
+                                          "has (no venv, no Jupyter): runs of each, DDP, data parallel, NVML, largest "
+                                          "batch, ResNet-50 bf16/fp16 training; records in results/<host>/")
+    chk.add_argument("--device", default=None, help="default: cuda:0 where there is a GPU")
+    chk.add_argument("--tiny", action="store_true", help="a tiny model and few steps: the plumbing, on a CPU too")
+    chk.add_argument("--dry-run", action="store_true", help="print the steps (after the doctor's table), run none")
+    chk.add_argument("--frameworks", default=None, help="comma-separated (default: every framework present)")
+    chk.add_argument("--minutes", type=float, default=9.0, help="stop starting steps after this long (default 9)")
+    chk.add_argument("--results-dir", default=None)
     peak = sub.add_parser("peak", help="measure the device's matmul peak (prints JSON)")
     peak.add_argument("--device", default="cpu")
     peak.add_argument("--precision", default="fp32")

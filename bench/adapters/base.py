@@ -270,6 +270,13 @@ class Adapter(ABC):
         """Library details for the manifest (versions, BLAS/oneDNN, CUDA); called after prepare."""
         return {"version": self.version()}
 
+    def doctor(self) -> dict:
+        """What this framework reaches on this machine, for `bench doctor` (asked in a fresh process of its own
+        environment): bench.adapters.doctor.facts. A framework with GPU runs says how its build sees the GPUs."""
+        refused = self.not_applicable("inference", self.precisions[0], "cuda:0")
+        return {"version": self.version(), "built_for": "CPU only" if refused else "not probed", "gpus": [],
+                "gpu": refused or f"{self.name} does not say which GPUs it sees"}
+
     @abstractmethod
     def prepare(self, config: RunConfig) -> Workload:
         """Build model, data and step for `config`; raise UnsupportedError for what it cannot run."""

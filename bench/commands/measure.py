@@ -155,7 +155,8 @@ def largest_batch(args: argparse.Namespace) -> int:
     reason = ADAPTERS.get(config.framework).cannot_run(config.mode, config.precision, config.device)
     if reason:
         raise ConfigError(f"no largest batch to search for {config.label}: {reason}")
-    cap = int(args.memory_cap_gb * 2**30) if args.memory_cap_gb else maxbatch.default_cap_bytes(config.device)
+    cap = maxbatch.host_cap(config.device, int(args.memory_cap_gb * 2**30) if args.memory_cap_gb
+                            else maxbatch.default_cap_bytes(config.device))
     found = maxbatch.execute(config, args.results_dir or default_results_dir(), cap, args.max_batch)
     for p in found["probes"]:
         mem = f"{p['peak_bytes'] / 2**30:.2f} GiB" if p["peak_bytes"] else "-"

@@ -3,22 +3,35 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..host import devices
 from ..report import overhead as process_overhead
 from ..results.store import host_records, read_only
 from ..sweep.executors import OPTION_KEYS, make_executor
 from ..sweep.measurements import measure_peaks
-from ..sweep.profiles import load_profile
+from ..sweep.profiles import load_profile, slurm_block
 from ..sweep.runner import estimate_line, plan, run_sweep
 from ..sweep.shard import parse_shard, shard_profile
 from ..values import counted
 from . import EXIT_OK
 
 
+def job_gpus(args: argparse.Namespace) -> int | None:
+    """The GPUs each Slurm job will have (--gpus-per-task, else the profile's `slurm` block; none unless asked for),
+    or None for a local sweep: `all-gpus` means the job's GPUs, never the login node's."""
+    if args.executor != "slurm":
+        return None
+    asked = args.gpus_per_task if args.gpus_per_task is not None else slurm_block(args.profile).get("gpus_per_task")
+    return asked if isinstance(asked, int) and not isinstance(asked, bool) and asked > 0 else 0
+
+
 def sweep(args: argparse.Namespace) -> int:
-    profile = load_profile(args.profile)  # validates every config before anything runs
+    count = job_gpus(args)
+    with devices.planned_gpus(count) if count is not None else contextlib.nullcontext():
+        profile = load_profile(args.profile)  # validates every config before anything runs
     if args.repeats is not None and not 1 <= args.repeats <= 100:
         raise ConfigError(f"invalid --repeats {args.repeats}; it must be an integer from 1 to 100")
     if args.shard is not None:

@@ -14,21 +14,85 @@ from pathlib import Path
 
 import psutil
 
+# While a plan is made for other machines (a Slurm job's GPUs, not the login node's): the GPUs they will have.
+_planned: list[tuple[dict[str, str], ...]] = []
+PLANNED_GPU = "a GPU of the job"
+
+
+def gpus() -> tuple[dict[str, str], ...]:
+    """NVIDIA GPUs as this process's frameworks number them (empty when there is no driver or no GPU): nvidia-smi's
+    list narrowed and renumbered by CUDA_VISIBLE_DEVICES, each with its NVML (nvidia-smi) index beside; inside
+    `planned_gpus`, the GPUs planned for."""
+    return _planned[-1] if _planned else smi_gpus()
+
+
+@contextlib.contextmanager
+def planned_gpus(count: int):
+    """Plan for machines that will have `count` GPUs (of a model unknown here) instead of this one's: a scheduler
+    gives a job GPUs numbered cuda:0 up, whatever the node it is sent to. Each run checks its device again there."""
+    _planned.append(tuple({"index": str(i), "name": PLANNED_GPU, "driver": "", "memory": "", "nvml_index": str(i)}
+                          for i in range(count)))
+    try:
+        yield
+    finally:
+        _planned.pop()
+
 
 @functools.lru_cache(maxsize=1)
-def gpus() -> tuple[dict[str, str], ...]:
-    """NVIDIA GPUs as reported by nvidia-smi (empty when there is no driver or no GPU)."""
+def smi_gpus() -> tuple[dict[str, str], ...]:
+    """This machine's GPUs from nvidia-smi, as `gpus` describes them."""
     exe = shutil.which("nvidia-smi")
     if exe is None:
         return ()
-    query = "--query-gpu=index,name,driver_version,memory.total"
+    query = "--query-gpu=index,name,driver_version,memory.total,uuid"
     try:
         out = subprocess.run([exe, query, "--format=csv,noheader"], capture_output=True,
                              text=True, timeout=20, check=True).stdout
     except (OSError, subprocess.SubprocessError):
         return ()
-    rows = [[c.strip() for c in line.split(",")] for line in out.strip().splitlines() if line]
-    return tuple(dict(index=r[0], name=r[1], driver=r[2], memory=r[3]) for r in rows if len(r) == 4)
+    return visible_gpus(out, os.environ.get("CUDA_VISIBLE_DEVICES"))
+
+
+def visible_gpus(listing: str, visible: str | None) -> tuple[dict[str, str], ...]:
+    """nvidia-smi's CSV rows (index, name, driver, memory, uuid) as CUDA numbers them under CUDA_VISIBLE_DEVICES
+    `visible` (None: unset, every GPU): the listed GPUs (by index or UUID prefix) in the listed order, cuda:0 first;
+    as CUDA does, the list ends at the first entry that names no GPU."""
+    rows = [[c.strip() for c in line.split(",")] for line in listing.strip().splitlines() if line]
+    found = [dict(index=r[0], name=r[1], driver=r[2], memory=r[3], uuid=r[4]) for r in rows if len(r) == 5]
+    if visible is not None:
+        chosen = []
+        for item in (i.strip() for i in visible.split(",")):
+            match = next((g for g in found if item and (item == g["index"] or
+                                                        (item.startswith("GPU-") and g["uuid"].startswith(item)))),
+                         None)
+            if match is None or match in chosen:
+                break
+            chosen.append(match)
+        found = chosen
+    # the UUID only matched the list: records keep the model, not the serial number of the part
+    return tuple({**{k: v for k, v in g.items() if k != "uuid"}, "index": str(i), "nvml_index": g["index"]}
+                 for i, g in enumerate(found))
+
+
+def nvml_index(device: str) -> int:
+    """NVML's (and nvidia-smi's) number of the GPU a framework calls `device` (cuda:N): under CUDA_VISIBLE_DEVICES
+    the two differ."""
+    n = device.split(":")[1]
+    return next((int(g.get("nvml_index", n)) for g in gpus() if g["index"] == n), int(n))
+
+
+@functools.lru_cache(maxsize=1)
+def driver_cuda_version() -> str | None:
+    """The newest CUDA the installed driver supports, from nvidia-smi's banner ("CUDA Version: 13.0"), or None."""
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return None
+    try:
+        out = subprocess.run([exe], capture_output=True, text=True, timeout=20, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    m = re.search(r"CUDA Version:\s*([\d.]+)", out)
+    return m.group(1) if m else None
 
 
 def default_threads() -> int:
@@ -170,7 +234,7 @@ def interconnect_from_topology(matrix: str, indices: list[int]) -> str:
 
 def gpu_interconnect(indices: list[int]) -> str:
     """How the GPUs a run used talk to each other: "single GPU", or the link `nvidia-smi topo -m` reports."""
-    indices = sorted(set(indices))
+    indices = sorted({nvml_index(f"cuda:{i}") for i in indices})  # the topology matrix numbers GPUs as NVML does
     if len(indices) < 2:
         return "single GPU"
     exe = shutil.which("nvidia-smi")

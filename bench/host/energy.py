@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from .devices import is_gpu
+from .devices import is_gpu, nvml_index
 
 RAPL = Path("/sys/class/powercap")
 
@@ -143,4 +143,4 @@ def _shutdown(pynvml) -> None:
 
 def energy_meter(device: str) -> EnergyMeter | NvmlEnergyMeter:
     """The meter of a run on `device`: its GPU's NVML counter, or the CPU packages' RAPL counters."""
-    return NvmlEnergyMeter([int(device.split(":")[1])]) if is_gpu(device) else EnergyMeter()
+    return NvmlEnergyMeter([nvml_index(device)]) if is_gpu(device) else EnergyMeter()

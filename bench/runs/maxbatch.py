@@ -171,7 +171,7 @@ def result_path(results_dir: Path | str, config: RunConfig, cap_bytes: int | Non
 
 def execute(config: RunConfig, results_dir: Path | str, cap_bytes: int | None, max_batch: int) -> dict:
     """Search and store results/<host>/memory/<...>.json (written once, whole); a stored result is reused."""
-
+    cap_bytes = host_cap(config.device, cap_bytes)
     path = result_path(results_dir, config, cap_bytes, max_batch)
     if path.exists():
         return json.loads(path.read_text())
@@ -217,6 +217,12 @@ def default_cap_bytes(device: str) -> int | None:
 
 
     return None if is_gpu(device) else psutil.virtual_memory().total // 2
+
+
+def host_cap(device: str, cap_bytes: int | None) -> int | None:
+    """The host-memory cap a search on `device` applies: none on a GPU, whose own memory is the limit (a GPU
+    process's resident memory, its CUDA context and libraries, says nothing about what fits on the device)."""
+    return None if is_gpu(device) else cap_bytes
 
 
 def cap_text(cap_bytes: int | None) -> str:

@@ -51,7 +51,7 @@ ADAPTIVE = "adaptive"  # `repeats: adaptive`: min_repeats rounds, then processes
 SEQUENTIAL = {"min_repeats": (int, 2, 100, 2), "max_repeats": (int, 2, 100, 6)}
 KEYS = {"description", "engines", "settings", "also", "distributed", "memory", "slurm", *AXES, *REPETITION, *SEQUENTIAL}
 DIST_AXES = {"frameworks": str, "models": str, "batch_sizes": int, "strategies": str, "workers": int,
-             "bucket_mbs": (int, float)}
+             "bucket_mbs": (int, float), "devices": str}
 DIST_KEYS = {*DIST_AXES, "settings"}
 MEMORY_AXES = {k: v for k, v in AXES.items() if k != "batch_sizes"}
 MEMORY_LIMITS = ("memory_cap_gb", "max_batch")
@@ -244,11 +244,24 @@ def _check_settings(where: str, settings, distributed: bool = False) -> None:
         _refused(where, f"settings: {key}", check_value, key, value)
 
 
-def _devices(listed: list[str]) -> list[str]:
-    out = []
+def _devices(listed: list[str]) -> tuple[list[str], list[str]]:
+    """The devices a block lists, `all-gpus` as one GPU of each model this machine has (identical GPUs would only
+    repeat the same measurement; the manifest records how many there are), and a line for each GPU left out."""
+    out, same = [], []
     for d in listed:
-        out += [f"cuda:{g['index']}" for g in devices.gpus()] if d == ALL_GPUS else [d]
-    return out
+        if d != ALL_GPUS:
+            out.append(d)
+            continue
+        first: dict[tuple[str, str], str] = {}
+        for g in devices.gpus():
+            kind = (g["name"], g.get("memory", ""))
+            if kind in first:
+                same.append(f"cuda:{g['index']}: a {g['name']} like {first[kind]}, which runs for both "
+                            "(identical GPUs run once)")
+            else:
+                first[kind] = f"cuda:{g['index']}"
+                out.append(first[kind])
+    return list(dict.fromkeys(out)), same
 
 
 def _expand(where: str, axes: dict, engines, settings: dict) -> tuple[list[RunConfig], list[str]]:
@@ -256,10 +269,10 @@ def _expand(where: str, axes: dict, engines, settings: dict) -> tuple[list[RunCo
     so a comparison group (the same config in every framework) sits together and is kept or dropped whole.
     Combinations a framework declares it cannot run here are left out, each with the reason."""
     frameworks = [_framework(fw) for fw in axes["frameworks"]]
-    configs, left_out = [], []
+    device_list, left_out = _devices(axes["devices"])
+    configs = []
     for model, mode, bs, precision, device, fw in itertools.product(
-            axes["models"], axes["modes"], axes["batch_sizes"], axes["precisions"], _devices(axes["devices"]),
-            frameworks):
+            axes["models"], axes["modes"], axes["batch_sizes"], axes["precisions"], device_list, frameworks):
         adapter = ADAPTERS.get(fw)
         reason = adapter.not_applicable(mode, precision, device)
         if isinstance(engines, list):  # a listed engine applies to the frameworks that have it
@@ -281,24 +294,50 @@ def _expand(where: str, axes: dict, engines, settings: dict) -> tuple[list[RunCo
     return configs, left_out
 
 
+def _rank_devices(listed: list[str]) -> tuple[list[tuple[str, int]], list[str]]:
+    """A distributed block's devices as (device, GPUs there): `cpu`, or `all-gpus` for GPU ranks (one GPU each, from
+    cuda:0 up), which a machine without a GPU leaves out with a line saying so."""
+    out, left_out = [], []
+    for d in listed:
+        if d != ALL_GPUS:
+            out.append((d, len(devices.gpus()) if devices.is_gpu(d) else 0))
+        elif devices.gpus():
+            out.append(("cuda:0", len(devices.gpus())))
+        else:
+            left_out.append("distributed runs on all-gpus: this machine has no GPU")
+    return out, left_out
+
+
 def _expand_distributed(where: str, block: dict, settings: dict) -> tuple[list[RunConfig], list[str]]:
-    """A distributed block's training configs; (framework, strategy) pairs not implemented are left out."""
-    configs, skipped = [], []
+    """A distributed block's training configs; (framework, strategy) pairs not implemented are left out, and so
+    are GPU runs of more workers than this machine has GPUs (a profile says 1..N for whatever N a host has)."""
+    configs = []
     merged = {**settings, **(block.get("settings") or {})}
-    for model, bs, strategy, workers, bucket, fw in itertools.product(
+    rank_devices, skipped = _rank_devices(block.get("devices", ["cpu"]))
+    for model, bs, strategy, workers, bucket, (device, gpus), fw in itertools.product(
             block.get("models", ["resnet18"]), block.get("batch_sizes", [16]), block.get("strategies", ["allreduce"]),
-            block.get("workers", [2]), block.get("bucket_mbs", [None]),
+            block.get("workers", [2]), block.get("bucket_mbs", [None]), rank_devices,
             [_framework(fw) for fw in block.get("frameworks", DEFAULT_AXES["frameworks"])]):
         if strategy not in ("none", *ADAPTERS.get(fw).distributed_strategies):
             skipped.append(f"{fw} {strategy}: {fw} does not implement {strategy} (it has: "
                            f"{', '.join(ADAPTERS.get(fw).distributed_strategies) or 'no distributed runs'})")
             continue
+        if devices.is_gpu(device) and workers > gpus:
+            skipped.append(f"{fw} {strategy} {workers} workers on GPUs: this machine has {gpus}")
+            continue
         try:
             configs.append(make_config(framework=fw, model=model, mode="training", batch_size=bs, strategy=strategy,
-                                       workers=workers, bucket_mb=bucket, **merged))
+                                       workers=workers, bucket_mb=bucket, device=device, **merged))
         except ConfigError as exc:
             raise ConfigError(f"{where}: {exc}") from None
-    return configs, skipped
+    return configs, list(dict.fromkeys(skipped))
+
+
+def slurm_block(name_or_path: str) -> dict:
+    """A profile's `slurm` block as written (checked when the profile loads): what its jobs ask the scheduler for,
+    needed before the profile is expanded for the machines they will run on."""
+    block = _read(_path(name_or_path)).get("slurm") or {}
+    return block if isinstance(block, dict) else {}
 
 
 def load_profile(name_or_path: str) -> Profile:
@@ -324,7 +363,8 @@ def load_profile(name_or_path: str) -> Profile:
             axes = {**main, **{k: block[k] for k in MEMORY_AXES if k in block}, "batch_sizes": [1]}
             more, left_out = _expand(where, axes, block.get("engines", "default"), settings)
             cap = block.get("memory_cap_gb")
-            searches += [(c, int(cap * 2**30) if cap else None, block.get("max_batch", 256)) for c in more]
+            searches += [(c, maxbatch.host_cap(c.device, int(cap * 2**30) if cap else None),
+                          block.get("max_batch", 256)) for c in more]
         skipped += left_out
     if not configs and not searches:  # a profile of largest-batch searches alone has no timed runs
         raise ConfigError(f"profile {path.name} expands to no runs (is 'models' empty?)")

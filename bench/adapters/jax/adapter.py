@@ -11,7 +11,7 @@ from ...host.devices import is_gpu
 from ...models import get_model
 from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, register, subtractive_phases
 from ..keras_models import build_keras_model
-from . import worker
+from . import doctor, worker
 from .training import LOSS, POLICIES, build_model, import_jax, make_loss, set_matmul_precision, sgd_momentum
 
 if TYPE_CHECKING:
@@ -135,6 +135,9 @@ class JaxAdapter(Adapter):
     distributed_strategies = ("independent", "allreduce")
     distributed_launch = "local_devices"
     own_collectives = "XLA's all-reduce between one process's devices"
+
+    def doctor(self) -> dict:
+        return doctor.gpu_facts()
 
     def info(self) -> dict:
         import jax

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from ...host.devices import is_gpu
 from ..base import Adapter, InferenceRuntimeWorkload, Workload, register
 from ..onnx_export import INPUT, export_onnx
+from . import doctor
 
 if TYPE_CHECKING:
     from ...config import RunConfig
@@ -93,6 +94,9 @@ class ORTAdapter(Adapter):
     modes = ("inference",)
     precisions = ("fp32",)
     libraries = ("onnx",)
+
+    def doctor(self) -> dict:
+        return doctor.gpu_facts()
 
     def info(self) -> dict:
         import onnxruntime as ort

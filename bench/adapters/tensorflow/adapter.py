@@ -9,7 +9,7 @@ from ...errors import UnsupportedError
 from ...host.devices import is_gpu
 from ...models import get_model
 from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, dist_version, register, subtractive_phases
-from . import strategies, worker
+from . import doctor, strategies, worker
 from .recipe import LOSS, POLICIES, build_model, import_tf, make_loss, make_optimizer, set_tf_threads
 
 if TYPE_CHECKING:
@@ -25,8 +25,8 @@ class TFWorkload(Workload):
         threads = set_tf_threads(tf, config.threads)
         if is_gpu(config.device):
             if not tf.config.list_physical_devices("GPU"):
-                raise UnsupportedError("tensorflow: this TensorFlow build sees no GPU "
-                                       "(tensorflow-cpu?); install requirements-gpu.txt (make setup GPU=1)")
+                raise UnsupportedError("tensorflow: this TensorFlow build sees no GPU (tensorflow-cpu?); its CUDA "
+                                       "build is requirements-tensorflow-gpu.txt (make setup GPU=1)")
             self.tf_device = "/GPU:" + config.device.split(":")[1]
         else:
             self.tf_device = "/CPU:0"
@@ -156,6 +156,9 @@ class TensorFlowAdapter(Adapter):
     def version(self) -> str | None:
         return dist_version("tensorflow-cpu") or dist_version("tensorflow")
 
+    def doctor(self) -> dict:
+        return doctor.gpu_facts()
+
     def info(self) -> dict:
         tf, keras = import_tf()
         build = dict(tf.sysconfig.get_build_info())
@@ -218,5 +221,5 @@ class TensorFlowAdapter(Adapter):
         # the CPU-only wheel (the default environment's) cannot run a GPU config: said before any work
         if is_gpu(device) and dist_version("tensorflow-cpu") and not dist_version("tensorflow"):
             return ("tensorflow: the installed build is tensorflow-cpu, which has no GPU support; "
-                    "install requirements-gpu.txt (make setup GPU=1) for tensorflow[and-cuda]")
+                    "tensorflow[and-cuda] is requirements-tensorflow-gpu.txt (make setup GPU=1 builds it)")
         return super().not_applicable(mode, precision, device)

@@ -11,7 +11,7 @@ from ...host.devices import is_gpu
 from ...models import get_model
 from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, dist_version, register, timed_phases
 from ..precision import tf32_unavailable
-from . import worker
+from . import doctor, worker
 from .models import build_torch_model
 
 if TYPE_CHECKING:
@@ -28,6 +28,20 @@ def set_torch_threads(torch, threads: int) -> dict:
             "inter_op_threads": torch.get_num_interop_threads()}
 
 
+def select_gpu(torch, device, precision: str) -> None:
+    """Make `device` the current GPU and set cuDNN for `precision`. Current: a CUDA event records on the current
+    device's stream, so on cuda:N (N > 0) without this the clock would time GPU 0. Autotuned: cuDNN benchmarks its
+    convolution algorithms for the shapes it meets (TensorFlow and XLA autotune by default, PyTorch does not). fp32
+    means fp32: PyTorch's default lets cuDNN convolutions use TF32 tensor cores."""
+    torch.cuda.set_device(device)
+    if precision == "tf32":
+        reason = tf32_unavailable(torch.cuda.get_device_capability(device))
+        if reason:
+            raise UnsupportedError(reason)
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = precision == "tf32"
+    torch.backends.cudnn.benchmark = True
+
+
 class TorchWorkload(Workload):
     def __init__(self, config: RunConfig) -> None:
         import numpy as np
@@ -39,12 +53,8 @@ class TorchWorkload(Workload):
         self.gpu = is_gpu(config.device)
         threads = set_torch_threads(torch, config.threads)
         torch.manual_seed(config.seed)
-        if self.gpu:  # fp32 means fp32: PyTorch's default lets cuDNN convolutions use TF32 tensor cores
-            if config.precision == "tf32":
-                reason = tf32_unavailable(torch.cuda.get_device_capability(self.device))
-                if reason:
-                    raise UnsupportedError(reason)
-            torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = config.precision == "tf32"
+        if self.gpu:
+            select_gpu(torch, self.device, config.precision)
         # "eager" (the default, the faster layout for CNNs on oneDNN and tensor cores) keeps activations
         # channels_last; "eager_nchw" keeps PyTorch's contiguous NCHW (the best layout can differ per mode).
         fmt = self.fmt = torch.contiguous_format if config.engine == "eager_nchw" else torch.channels_last
@@ -74,6 +84,7 @@ class TorchWorkload(Workload):
             "inside_timer": self._inside_timer(),
             "autocast_dtype": str(dtype) if dtype else None,
             "tf32_tensor_cores": bool(self.gpu and torch.backends.cudnn.allow_tf32),
+            "cudnn_benchmark": bool(self.gpu and torch.backends.cudnn.benchmark),
             "optimizer": OPTIMIZER if self.training else None,
             "loss": "CrossEntropyLoss" if self.training else None,
             "timer": "CUDA events" if self.gpu else "time.perf_counter",
@@ -157,10 +168,11 @@ class TorchWorkload(Workload):
             return super().timed_iteration()
         cuda = self.torch.cuda
         start, end = cuda.Event(enable_timing=True), cuda.Event(enable_timing=True)
+        stream = cuda.current_stream(self.device)  # this run's GPU's stream, whichever device is current
         self.sync()
-        start.record()
+        start.record(stream)
         self.step()
-        end.record()
+        end.record(stream)
         end.synchronize()
         return start.elapsed_time(end) / 1e3
 
@@ -222,6 +234,9 @@ class TorchAdapter(Adapter):
     distributed_strategies = ("independent", "allreduce", "allreduce_nosync", "ps_sync")
     distributed_launch = "torchrun"
     launcher_module = "torch.distributed.run"
+
+    def doctor(self) -> dict:
+        return doctor.gpu_facts()
 
     def info(self) -> dict:
         import torch
