@@ -102,11 +102,6 @@ def _ci(lo, hi, digits: int = 2) -> str:
     return "" if lo is None or lo != lo else f"{lo:.{digits}f}-{hi:.{digits}f}"
 
 
-def _rate(v: float) -> str:
-    """Three significant digits without an exponent: 6.96, 42.1, 789, 11619."""
-    return f"{v:.0f}" if abs(v) >= 100 else f"{v:.3g}"
-
-
 def startup_for_display(configs: pd.DataFrame) -> pd.DataFrame:
     """Start-up cost per series, apart from steady-state throughput: building the model (for ONNX Runtime
     and OpenVINO: the ONNX export and session compile) and the first iteration (tracing, jit compile)."""
