@@ -11,7 +11,7 @@ from bench import make_config
 from bench.config import RunConfig
 from bench.report import tables as T
 from bench.report.data import config_tables
-from bench.report.soundness import ratio_table, summary_table
+from bench.report.estimates import ratio_table, summary_table
 from bench.results.store import load_records
 from bench.stats import process_interval, process_ratio, variance_components
 from bench.sweep.plan import comparison_group, fit_budget, interleaved_order

@@ -1,7 +1,7 @@
 """Sanity guards on one run: named flags with reasons, shown next to a number and never a finding.
 
 Cross-run guards (a jump across batch sizes, training cheaper than inference, a jittery repetition)
-need several records and live in bench/report/soundness.py; the rules they share are here.
+need several records and live in bench/report/estimates/; the rules they share are here.
 """
 
 from __future__ import annotations

@@ -7,16 +7,16 @@ import pandas as pd
 
 from ..adapters import measures_a_framework
 from ..results.record import Record, as_records
-from . import coverage, soundness
+from . import coverage, estimates
 
 # The reason behind a "no winner" verdict, once per report however many rows share it: a throughput flag's name
 # (bench/measurement/flags.py: FLAG_SCOPE) or one of the two verdicts that need no flag.
 REASONS = {
     "within noise": "within noise: the 95% interval of the speed-up includes 1x, so neither is faster",
     "one framework": "only one framework measured this configuration: nothing to compare",
-    "disturbed": f"disturbed: fewer than {soundness.MIN_PROCESSES} clean processes, because other work on the "
+    "disturbed": f"disturbed: fewer than {estimates.MIN_PROCESSES} clean processes, because other work on the "
                  "machine took CPU time while they were timed (the disturbed processes are listed in details)",
-    "too_few_processes": f"fewer than {soundness.MIN_PROCESSES} processes: the spread between processes is unknown",
+    "too_few_processes": f"fewer than {estimates.MIN_PROCESSES} processes: the spread between processes is unknown",
     "cv_outlier": "a process far jitterier than its repetitions",
     "batch_jump": "throughput jumps across neighbouring batch sizes beyond the intervals",
     "training_cheaper_than_inference": "training measured faster than inference beyond the intervals",
@@ -105,5 +105,5 @@ def status_line(d, records: list[Record]) -> str:
     disturbed = (f"{bad} of {n} processes disturbed or jittery (left out of their config's number where a clean "
                  "one remains)" if bad else f"none of {n} processes disturbed")
     return (f"**Status:** {state}; {disturbed}; {unsound} of {len(configs)} configs not sound (fewer than "
-            f"{soundness.MIN_PROCESSES} clean processes or a flag on the throughput), so no winner is stated from "
+            f"{estimates.MIN_PROCESSES} clean processes or a flag on the throughput), so no winner is stated from "
             "them.")

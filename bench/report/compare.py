@@ -24,7 +24,7 @@ from ..results.store import load_records, record_files
 from ..results.sweep_manifest import load_sweeps
 from ..stats import sweep_level_ratio
 from .data import config_tables
-from .soundness import UNRELIABLE, no_winner
+from .estimates import UNRELIABLE, no_winner
 from .style import mark_flags
 
 COLUMNS = ["model", "mode", "precision", "batch_size", "series", "platform_a", "platform_b", "ips_a", "ips_b",

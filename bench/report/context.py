@@ -18,9 +18,9 @@ from ..runs.distributed.network import fitted
 from ..runs.maxbatch import load_searches
 from . import scaling
 from .data import config_tables, published_throughput, seed_2019
+from .estimates import ratio_table, summary_table
 from .memory import searches_table
 from .scaling import is_distributed
-from .soundness import ratio_table, summary_table
 
 
 @dataclass

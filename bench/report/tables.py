@@ -17,7 +17,7 @@ from ..measurement.certificate import CERTIFICATE_CHECKS, parity_table
 from ..measurement.loop import WARMUP_TOLERANCE
 from ..measurement.peak import PEAK_N, PEAK_TRIALS
 from ..results.record import Certificate, Record, as_records
-from . import answer, calibration, coverage, not_run, overhead, soundness
+from . import answer, calibration, coverage, estimates, not_run, overhead
 from .systems import status_rows
 from .text import prose
 
@@ -121,7 +121,7 @@ def against_fastest(ratios: pd.DataFrame) -> pd.DataFrame:
     """Only the pairs with each configuration's fastest series (the one faster in most of its pairs): with
     many engines, every pair is a quadratic table; every series against the leader says what a reader asks."""
     keep = []
-    for _, g in ratios.groupby(soundness.GROUP + ["batch_size"], sort=False):
+    for _, g in ratios.groupby(estimates.GROUP + ["batch_size"], sort=False):
         leader = g["faster"].value_counts().idxmax()
         keep += list(g.index[(g["a"] == leader) | (g["b"] == leader)])
     return ratios.loc[sorted(keep)]
@@ -135,7 +135,7 @@ def ratios_for_display(ratios: pd.DataFrame, only_against_fastest: bool = False)
     if only_against_fastest:
         ratios = against_fastest(ratios)
     # a speed-up with an unsound side is not stated (the rule in the methodology): blank, the verdict says why
-    stated = ~ratios["verdict"].str.startswith(soundness.UNRELIABLE)
+    stated = ~ratios["verdict"].str.startswith(estimates.UNRELIABLE)
     return pd.DataFrame({
         "platform": ratios["platform"], "model": ratios["model"], "mode": ratios["mode"],
         "precision": ratios["precision"], "batch": ratios["batch_size"],
@@ -216,11 +216,11 @@ def best_engine_findings(configs: pd.DataFrame) -> list[str]:
     """Per configuration and framework measured with several engines: its fastest engine against its
     runner-up, with the process-level interval (only sound numbers name a winner)."""
     out = []
-    for key, g in configs.groupby(soundness.GROUP + ["batch_size", "framework"], sort=True):
+    for key, g in configs.groupby(estimates.GROUP + ["batch_size", "framework"], sort=True):
         if g["engine"].nunique() < 2:
             continue
         first, second = (r for _, r in g.sort_values("images_per_sec_median", ascending=False).head(2).iterrows())
-        pair = soundness.compare_pair(first, second)
+        pair = estimates.compare_pair(first, second)
         where = f"{_where(first)}, {key[-1]}"
         if pd.isna(first["sweep_id"]) or first["sweep_id"] != second["sweep_id"]:
             where += " (the two engines were not measured in one interleaved sweep)"
@@ -247,7 +247,7 @@ def findings(configs: pd.DataFrame, summary: pd.DataFrame) -> list[str]:
                            f"[95% CI {_ci(r['ci_low'], r['ci_high'])}].")
         # the configurations without a winner are on page 1 with their reasons: one line here, not one per row
         ties = int((summary["verdict"] == "within noise").sum())
-        unreliable = int(summary["verdict"].str.startswith(soundness.UNRELIABLE).sum())
+        unreliable = int(summary["verdict"].str.startswith(estimates.UNRELIABLE).sum())
         if ties or unreliable:
             out.append(f"No winner in {ties + unreliable} of {len(summary)} comparisons (model, mode, batch; "
                        f"{ties} within noise, {unreliable} with a side not sound): the answer table gives each one's "
@@ -375,11 +375,11 @@ def methodology(d) -> str:
                  budgets=", ".join(f"{b:g} s" for b in budgets) or "none", threads=threads, optimizer=OPTIMIZER,
                  warmup_tolerance=WARMUP_TOLERANCE,
                  sweeps="\n".join(sweep_lines) or "- no sweep manifests (single runs)",
-                 min_processes=soundness.MIN_PROCESSES, other_cpu_limit=interference.OTHER_CPU_LIMIT,
+                 min_processes=estimates.MIN_PROCESSES, other_cpu_limit=interference.OTHER_CPU_LIMIT,
                  steal_limit=interference.STEAL_LIMIT, min_window_s=interference.MIN_WINDOW_S,
                  cv_outlier_factor=interference.CV_OUTLIER_FACTOR, cv_floor=interference.CV_FLOOR,
                  utilisation_limit=checks.UTILISATION_LIMIT, phase_sum_tolerance=checks.PHASE_SUM_TOLERANCE,
-                 batch_drop_limit=soundness.BATCH_DROP_LIMIT, disturbed=n_disturbed, processes=len(procs),
+                 batch_drop_limit=estimates.BATCH_DROP_LIMIT, disturbed=n_disturbed, processes=len(procs),
                  peak_trials=PEAK_TRIALS, peak_n_cpu=PEAK_N["cpu"], peak_n_gpu=PEAK_N["gpu"],
                  impossible_guards="\n".join(f"- *{name}*: {rule}." for name, rule in checks.IMPOSSIBLE.items())) \
         + "".join(f"\n\n{part}" for part in (overhead.sweep_cost_text(d.records, sweeps),
