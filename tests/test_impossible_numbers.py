@@ -13,8 +13,8 @@ from bench.report import figures as F
 from bench.report import scaling as S
 from bench.report import scaling_figures as SF
 from bench.report.context import load
+from bench.report.sections.methodology import methodology
 from bench.report.style import ALL_FLAGGED, FLAGGED_HATCH
-from bench.report.tables import methodology
 from tests.synthetic import dist_record, record, write
 
 BUSY = [{"name": "disturbed", "reason": "other processes used 67% of the CPUs"}]
