@@ -12,13 +12,21 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ...measurement.flags import FLAG_SCOPE, flag, forward_backward_flag, peak_flag, phase_sum_flag, utilisation_flag
+from ...measurement.flags import (
+    FLAG_SCOPE,
+    MIN_PROCESSES,
+    flag,
+    forward_backward_flag,
+    peak_flag,
+    phase_sum_flag,
+    utilisation_flag,
+)
 from ...measurement.utilisation import utilisation
 from ...results.record import Flag
 from ...stats import variance_components
 from .cross_run import cross_run_flags
 from .intervals import Interval, config_interval
-from .judgement import MIN_PROCESSES, join_reasons
+from .judgement import join_reasons
 from .processes import throughput_flags
 
 CONFIG = ["platform", "config_key"]

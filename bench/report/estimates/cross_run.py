@@ -7,13 +7,11 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from ...measurement.flags import flag
+from ...measurement.flags import BATCH_DROP_LIMIT, flag
 
 if TYPE_CHECKING:
     from .configs import ConfigEstimate
 
-# A larger batch's throughput may fall (memory, cache), but not by more than this share beyond its CIs.
-BATCH_DROP_LIMIT = 1 / 3
 # What else must match for two configs to be neighbours in batch size (or the same config in two modes): the
 # image size, the data placement and a distributed run's layout (strategy, workers, nodes), so that, e.g., one
 # worker's and two workers' batch 16 are never read as one curve.

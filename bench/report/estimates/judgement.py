@@ -7,10 +7,6 @@ from collections.abc import Iterable
 from ...measurement.flags import FLAG_SCOPE
 from ...results.record import Flag
 
-# A config is sound (usable for a finding) when at least this many clean processes measured it and no guard
-# flagged its throughput.
-MIN_PROCESSES = 2
-
 
 def on_throughput(flag: Flag) -> bool:
     """Whether a flag makes the throughput unusable (an unknown flag does: the cautious reading)."""

@@ -6,11 +6,10 @@ import pandas as pd
 
 from ...adapters import measures_a_framework
 from ...adapters.base import OPTIMIZER
-from ...host import interference
 from ...measurement import flags as checks
 from ...measurement.loop import WARMUP_TOLERANCE
 from ...measurement.peak import PEAK_N, PEAK_TRIALS
-from .. import calibration, coverage, estimates, not_run, overhead
+from .. import calibration, coverage, not_run, overhead
 from ..text import prose
 from .base import Section, Text, all_records, heading
 
@@ -77,13 +76,10 @@ def methodology(d) -> str:
                  budgets=", ".join(f"{b:g} s" for b in budgets) or "none", threads=threads, optimizer=OPTIMIZER,
                  warmup_tolerance=WARMUP_TOLERANCE,
                  sweeps="\n".join(sweep_lines) or "- no sweep manifests (single runs)",
-                 min_processes=estimates.MIN_PROCESSES, other_cpu_limit=interference.OTHER_CPU_LIMIT,
-                 steal_limit=interference.STEAL_LIMIT, min_window_s=interference.MIN_WINDOW_S,
-                 cv_outlier_factor=interference.CV_OUTLIER_FACTOR, cv_floor=interference.CV_FLOOR,
-                 utilisation_limit=checks.UTILISATION_LIMIT, phase_sum_tolerance=checks.PHASE_SUM_TOLERANCE,
-                 batch_drop_limit=estimates.BATCH_DROP_LIMIT, disturbed=n_disturbed, processes=len(procs),
+                 min_processes=checks.MIN_PROCESSES, guards="\n".join(r.methodology_line() for r in checks.GUARDS),
+                 disturbed=n_disturbed, processes=len(procs),
                  peak_trials=PEAK_TRIALS, peak_n_cpu=PEAK_N["cpu"], peak_n_gpu=PEAK_N["gpu"],
-                 impossible_guards="\n".join(f"- *{name}*: {rule}." for name, rule in checks.IMPOSSIBLE.items())) \
+                 impossible_guards="\n".join(r.methodology_line() for r in checks.RULES if r.impossible)) \
         + "".join(f"\n\n{part}" for part in (overhead.sweep_cost_text(d.records, sweeps),
                                               calibration.methodology_text(calibration.aa_check(d.records, d.sweeps)),
                                               not_run.not_run_text(d.sweeps)) if part)
