@@ -25,7 +25,7 @@ from ...measurement.utilisation import utilisation
 from ...results.record import Flag
 from ...stats import variance_components
 from .cross_run import cross_run_flags
-from .intervals import Interval, config_interval
+from .intervals import Interval, config_intervals
 from .judgement import join_reasons
 from .processes import throughput_flags
 
@@ -105,11 +105,18 @@ def config_utilisation(flops_per_image, images_per_sec: float, sweep_peaks: list
     return share, found
 
 
-def estimate_config(g: pd.DataFrame, columns: list[str], peaks: dict[str, dict] | None) -> ConfigEstimate:
-    """One config's estimate from its processes `g` (rows of the process table); `columns` are the runs table's."""
+def _used(g: pd.DataFrame) -> pd.DataFrame:
+    """The processes a config's number is made of: its clean ones, or all of them where none is clean."""
     clean = g[g["clean"]]
-    used = clean if len(clean) else g
-    interval = config_interval(used["ips"], used["node"] if "node" in used else [None] * len(used), used["sweep_id"])
+    return clean if len(clean) else g
+
+
+def estimate_config(g: pd.DataFrame, interval: Interval, columns: list[str],
+                    peaks: dict[str, dict] | None) -> ConfigEstimate:
+    """One config's estimate from its processes `g` (rows of the process table) and its interval; `columns` are the
+    runs table's."""
+    clean = g[g["clean"]]
+    used = _used(g)
     first = used.sort_values("repeat").iloc[0]
     config = {c: first[c] for c in columns if c in first and c not in PER_PROCESS}
     lat = np.concatenate([1 / x for x in used["timed_ips"]]) * first["batch_size"] * 1e3
@@ -156,6 +163,9 @@ def estimate_configs(processes: pd.DataFrame, columns: list[str],
     (bench/report/data.py: sweep_peaks): its FLOP/s (best of start and end) and its trials' spread."""
     if processes.empty:
         return []
-    estimates = [estimate_config(g, columns, peaks) for _, g in processes.groupby(CONFIG, sort=False)]
+    groups = [g for _, g in processes.groupby(CONFIG, sort=False)]
+    intervals = config_intervals([(u["ips"], u["node"] if "node" in u else [None] * len(u), u["sweep_id"])
+                                  for u in map(_used, groups)])
+    estimates = [estimate_config(g, i, columns, peaks) for g, i in zip(groups, intervals, strict=True)]
     cross_run_flags(estimates)
     return estimates

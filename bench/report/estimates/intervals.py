@@ -41,9 +41,14 @@ class Interval:
         return "nodes" if self.nodes > 1 else "sweeps" if self.sweeps else "processes"
 
 
+def config_intervals(configs: Sequence[tuple[Sequence[float], Sequence, Sequence]]) -> list[Interval]:
+    """Every config's interval in one call (a variance pooled across configs belongs here): each config given as
+    its processes' median images/s, each process's node (None where unknown) and each process's sweep id."""
+    return [config_interval(values, nodes, sweeps) for values, nodes, sweeps in configs]
+
+
 def config_interval(values: Sequence[float], nodes: Sequence, sweeps: Sequence) -> Interval:
-    """One config's interval from its processes' median images/s, each process's node (None where unknown) and
-    sweep id."""
+    """One config's interval on its own processes alone."""
     replicates, levels = outer_level(values, nodes)
     by_sweep = sweep_level_interval(list(values), list(sweeps)) if levels == 1 else None
     est = by_sweep or process_interval(replicates)
