@@ -261,3 +261,16 @@ def test_an_engine_note_declared_by_its_adapter_travels_with_the_finding():
     configs, _ = _tables(records)
     (text,) = best_engine_findings(configs)
     assert "best engine is **latency**" in text and "Note on throughput: the harness sends one" in text
+
+
+def test_a_config_s_utilisation_is_against_its_sweeps_best_peak_and_withheld_when_unsteady():
+    from bench.measurement.utilisation import utilisation
+    from bench.report.estimates.configs import config_utilisation
+
+    steady = [{"flops_per_sec": 2e11, "spread": 0.05}, {"flops_per_sec": 4e11, "spread": 0.03}]
+    share, flags = config_utilisation(1e9, 50.0, steady, run_peaks=[1e11])
+    assert share == utilisation(1e9, 50.0, 4e11) and not flags  # the best sweep peak, not the run's own
+    assert config_utilisation(1e9, 50.0, [], run_peaks=[float("nan"), 1e11])[0] == utilisation(1e9, 50.0, 1e11)
+    share, flags = config_utilisation(1e9, 50.0, [{"flops_per_sec": 4e11, "spread": 0.4}], run_peaks=[])
+    assert share is None and [f.name for f in flags] == ["peak_unsteady"]
+    assert config_utilisation(float("nan"), 50.0, steady, run_peaks=[])[0] is None  # FLOPs unknown
