@@ -41,13 +41,15 @@ MIN_PROCESSES = 2
 @dataclass(frozen=True)
 class Rule:
     """A flag's rule: its name, what it makes unusable (`scope`: the run's throughput, and so every finding built on
-    it, or only the derived figure it names), the methodology's sentence stating it (None where the methodology
-    states it elsewhere), and whether it guards an impossible number (shown as "n/a (reason)", never as a number)."""
+    it, or only the derived figure it names), the methodology's sentence stating it (None: not stated there yet),
+    whether it guards an impossible number (shown as "n/a (reason)", never as a number), and, for a throughput flag,
+    why it leaves a comparison without a winner (the answer table's footnote)."""
 
     name: str
     scope: str
     sentence: str | None = None
     impossible: bool = False
+    why_no_winner: str | None = None
 
     def methodology_line(self) -> str:
         return f"- *{self.name}*: {self.sentence}."
@@ -57,10 +59,13 @@ RULES: tuple[Rule, ...] = (
     Rule("disturbed", "throughput",
          f"other processes used more than {OTHER_CPU_LIMIT:.0%} of the CPUs, or steal exceeded {STEAL_LIMIT:.0%} "
          f"(judged on timed loops of at least {MIN_WINDOW_S:g} s); retried at the end of the sweep, and kept but "
-         "flagged if still disturbed"),
+         "flagged if still disturbed",
+         why_no_winner=f"disturbed: fewer than {MIN_PROCESSES} clean processes, because other work on the machine took "
+                       "CPU time while they were timed (the disturbed processes are listed in details)"),
     Rule("cv_outlier", "throughput",
          f"iteration-time CV above {CV_OUTLIER_FACTOR:g}x the median of the config's other repetitions (and above "
-         f"{CV_FLOOR:.0%}); needs at least two other repetitions"),
+         f"{CV_FLOOR:.0%}); needs at least two other repetitions",
+         why_no_winner="a process far jitterier than its repetitions"),
     Rule("utilisation_over_peak", "utilisation",
          f"above {UTILISATION_LIMIT:.0%} of the peak: plausible, not an error (\"faster than this machine's best "
          "GEMM\": an engine may need fewer operations, e.g. Winograd); the throughput stays a finding"),
@@ -69,11 +74,14 @@ RULES: tuple[Rule, ...] = (
          "phase breakdown)"),
     Rule("batch_jump", "throughput",
          f"a larger batch taking less time per iteration than a smaller one, or throughput falling by more than "
-         f"{BATCH_DROP_LIMIT:.0%} between neighbouring batch sizes, beyond the CIs"),
+         f"{BATCH_DROP_LIMIT:.0%} between neighbouring batch sizes, beyond the CIs",
+         why_no_winner="throughput jumps across neighbouring batch sizes beyond the intervals"),
     Rule("training_cheaper_than_inference", "throughput",
-         "training images/s above inference images/s beyond the CIs"),
+         "training images/s above inference images/s beyond the CIs",
+         why_no_winner="training measured faster than inference beyond the intervals"),
     Rule("too_few_processes", "throughput",
-         f"fewer than {MIN_PROCESSES} processes, so the between-process spread is unknown"),
+         f"fewer than {MIN_PROCESSES} processes, so the between-process spread is unknown",
+         why_no_winner=f"fewer than {MIN_PROCESSES} processes: the spread between processes is unknown"),
     # the rules below have no sentence in the methodology yet (its text predates them; the reason each flag carries
     # says what happened): a sentence here lists it among the guards
     Rule("peak_unsteady", "utilisation"),
@@ -91,9 +99,10 @@ RULES: tuple[Rule, ...] = (
     # distributed runs (bench/runs/distributed/record.py)
     Rule("no_emulated_link", "throughput"),
     Rule("ranks_disagree", "throughput"),
-    Rule("weights_unchanged", "throughput"),
+    Rule("weights_unchanged", "throughput", why_no_winner="the training step did not change the weights"),
     # the run's fairness certificate (bench/measurement/certificate.py) has a failed check
-    Rule("certificate_failed", "throughput"),
+    Rule("certificate_failed", "throughput",
+         why_no_winner="a fairness check failed: the frameworks did not do the same work"),
 )
 RULE = {r.name: r for r in RULES}
 # What each flag makes unusable, by name (the rules' scopes).
