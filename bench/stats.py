@@ -73,19 +73,6 @@ def summarize_latencies(latencies_s, batch_size: int) -> dict:
     }
 
 
-def ratio_of_medians_ci(a, b, n_boot: int = 4000, confidence: float = 0.95, seed: int = 0):
-    """median(a)/median(b) with a percentile-bootstrap CI: (ratio, low, high, within_noise)."""
-    a = np.asarray(a, dtype=float)
-    b = np.asarray(b, dtype=float)
-    rng = np.random.default_rng(seed)
-    ma = np.median(rng.choice(a, size=(n_boot, a.size)), axis=1)
-    mb = np.median(rng.choice(b, size=(n_boot, b.size)), axis=1)
-    q = (1 - confidence) / 2
-    low, high = np.quantile(ma / mb, [q, 1 - q])
-    ratio = float(np.median(a) / np.median(b))
-    return ratio, float(low), float(high), bool(low <= 1.0 <= high)
-
-
 def is_steady(times, window: int = 3, tolerance: float = 0.05) -> bool:
     """True when the median of the last `window` iterations is within `tolerance` of the window before."""
     if len(times) < 2 * window:
@@ -179,8 +166,7 @@ def variance_components(groups) -> dict:
 
     `groups` holds one array of per-iteration values per process. Returns the within-process
     variance, the between-process variance component (process means' variance minus what the
-    within-process noise explains), the between share of the total, and Kalibera & Jones's optimal
-    number of timed iterations per process given `iteration_cost` and `process_cost` when passed.
+    within-process noise explains), the between share of the total and the mean iterations per process.
     """
     groups = [np.asarray(g, dtype=float) for g in groups if len(g) > 1]
     if len(groups) < 2:
@@ -193,18 +179,6 @@ def variance_components(groups) -> dict:
     return {"within_var": within, "between_var": between,
             "between_share": between / total if total > 0 else 0.0, "processes": len(groups),
             "iterations_per_process": n_bar}
-
-
-def optimal_iterations(within_var: float, between_var: float, iteration_cost_s: float,
-                       process_cost_s: float) -> float | None:
-    """Kalibera & Jones: timed iterations per process that minimise the CI width for a fixed time.
-
-    n* = sqrt(process_cost * within_var / (iteration_cost * between_var)); None when the between
-    component is zero (then one long process is as good as many).
-    """
-    if not between_var or iteration_cost_s <= 0:
-        return None
-    return math.sqrt(process_cost_s * within_var / (iteration_cost_s * between_var))
 
 
 def _log_level(values, sweeps) -> tuple[float, float, float, dict] | None:

@@ -14,6 +14,7 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 
+from bench.adapters.base import SPARE_COLOURS  # noqa: E402
 from bench.report import figures as F  # noqa: E402
 from bench.report import published as P  # noqa: E402
 from bench.report import style as S  # noqa: E402
@@ -132,9 +133,18 @@ def test_framework_variants_share_the_colour_and_differ_in_style():
     assert S.series_style("mystery", "mystery")["color"] == S.FALLBACK_COLOUR
     assert S.series_style("x", "pytorch")["color"] == S.FRAMEWORK_COLOURS["torch"]
     assert S.series_style("caffe2")["color"] == S.FRAMEWORK_COLOURS["caffe2"]
-    assert S.series_style("tensorflow bf16", "tensorflow") == S.series_style("tensorflow bf16", "tensorflow")
+    # a precision alone (no engine) is a variant too: same colour and line, its own marker and hatch
+    bf16, default = S.series_style("tensorflow bf16", "tensorflow"), S.series_style("tensorflow", "tensorflow")
+    assert bf16["color"] == default["color"] and bf16["ls"] == default["ls"]
+    assert bf16["marker"] != default["marker"] and bf16["hatch"] and not default["hatch"]
     framework_colours = [c for k, c in S.FRAMEWORK_COLOURS.items() if k != "other"]
     assert len(set(framework_colours)) == len(framework_colours)
+
+
+def test_an_unknown_framework_s_colour_is_no_framework_s():
+    """The fallback colour is neither a declared framework's nor one a new framework package may be given."""
+    declared = {to_hex(c) for k, c in S.FRAMEWORK_COLOURS.items() if k != "other"}
+    assert S.FALLBACK_COLOUR not in declared | {to_hex(c) for c in SPARE_COLOURS}
 
 
 def test_phase_colours_share_nothing_with_frameworks():

@@ -8,13 +8,22 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
-from bench.measurement.flags import EFFICIENCY_TOLERANCE, IMPOSSIBLE, forward_backward_flag
+from bench.measurement import flags
+from bench.measurement.flags import (
+    EFFICIENCY_TOLERANCE,
+    FLAG_SCOPE,
+    GUARDS,
+    IMPOSSIBLE,
+    RULE,
+    Rule,
+    forward_backward_flag,
+)
 from bench.report import figures as F
 from bench.report import scaling as S
 from bench.report import scaling_figures as SF
 from bench.report.context import load
+from bench.report.sections.methodology import methodology
 from bench.report.style import ALL_FLAGGED, FLAGGED_HATCH
-from bench.report.tables import methodology
 from tests.synthetic import dist_record, record, write
 
 BUSY = [{"name": "disturbed", "reason": "other processes used 67% of the CPUs"}]
@@ -135,6 +144,16 @@ def test_the_guards_live_in_one_place_and_the_methodology_lists_them(tmp_path):
     text = methodology(load(tmp_path))
     for name, rule in IMPOSSIBLE.items():
         assert f"*{name}*: {rule}." in text
+    for rule in GUARDS:  # every other rule with a sentence is listed among the guards, as its rule object states it
+        assert rule.methodology_line() in text
+
+
+def test_a_new_rule_s_sentence_reaches_the_methodology_from_its_rule_alone(tmp_path, monkeypatch):
+    write([_training(250.0, 500.0, rep) for rep in range(2)], tmp_path)
+    new = Rule("made_up_guard", "throughput", "a sentence only this rule states")
+    monkeypatch.setattr(flags, "GUARDS", [*GUARDS, new])
+    assert "- *made_up_guard*: a sentence only this rule states." in methodology(load(tmp_path))
+    assert set(FLAG_SCOPE) == set(RULE) and all(FLAG_SCOPE[n] == RULE[n].scope for n in RULE)
 
 
 FIT = {"alpha_s": 5e-5, "bandwidth_Bps": 1e9, "r2": 0.99}

@@ -36,7 +36,7 @@ def test_a_framework_package_dropped_in_is_listed_runs_and_is_drawn(tmp_path):
     assert record["status"] == "ok" and record["config"]["framework"] == "toyfw"
     assert record["fairness"]["weights_changed"] is True
     drawn = _bench(copy, code="import json; from bench.report.style import framework_colour; "
-                              "from bench.report.tables import frameworks_table; "
+                              "from bench.report.sections.frameworks import frameworks_table; "
                               "print(json.dumps([framework_colour('toyfw'), list(frameworks_table()['framework'])]))")
     assert drawn.returncode == 0, drawn.stderr
     colour, table = json.loads(drawn.stdout)

@@ -10,7 +10,8 @@ import pytest
 
 from bench.report import scaling
 from bench.report.data import config_tables
-from bench.report.tables import environment_table, fairness_summary
+from bench.report.sections.environment import environment_table
+from bench.report.sections.fairness import fairness_summary
 from bench.results.store import load_records, runs_frame
 
 FIXTURES = Path(__file__).parent / "fixtures" / "records"

@@ -87,10 +87,12 @@ def test_headless_chromium_renders_a_non_blank_page(report, tmp_path):
 
 def test_findings_are_computed_from_the_data(report):
     results, *_ = report
-    from bench.report import tables as T
+    from bench.report.sections.findings import findings
+    from bench.report.sections.header import header
+    from bench.report.sections.methodology import methodology
 
     d = load(results)
-    lines = T.findings(d.configs, d.summary)
+    lines = findings(d.configs, d.summary)
     # a winner is a finding of its own; configurations without one are counted once (page 1 gives each reason)
     assert any(("tiny_cnn inference" in line and "faster" in line) or line.startswith("No winner in ")
                for line in lines)
@@ -98,8 +100,8 @@ def test_findings_are_computed_from_the_data(report):
     verdicts = set(d.ratios["verdict"])
     assert all(v in {"within noise", "torch faster", "tensorflow faster"} or v.startswith("not measured reliably")
                for v in verdicts)
-    assert "Built " in T.header(d) and "tiny" in T.header(d)
-    method = T.methodology(d)
+    assert "Built " in header(d) and "tiny" in header(d)
+    method = methodology(d)
     assert "order seed 0" in method and "2 repetitions per config" in method  # generated from what ran
 
 

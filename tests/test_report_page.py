@@ -19,6 +19,7 @@ from bench.report import studies as St
 from bench.report import tables as T
 from bench.report.context import load
 from bench.report.export import build_report, find_chromium
+from bench.report.sections.findings import findings
 from bench.report.style import ALL_FLAGGED
 
 from .synthetic import default_profile_records, record, write
@@ -46,7 +47,7 @@ def test_all_disturbed_data_names_no_winner_and_blanks_every_speed_up(all_distur
     ratios = T.ratios_for_display(d.ratios)
     assert (ratios["speed-up"] == "").all() and (ratios["95% CI"] == "").all()
     assert ratios["verdict"].str.contains("not measured reliably").all()
-    assert not any("faster**" in f for f in T.findings(d.configs, d.summary))
+    assert not any("faster**" in f for f in findings(d.configs, d.summary))
     status = A.status_line(d, d.records)
     assert "12 of 12 processes disturbed" in status and "4 of 4 configs not sound" in status
 

@@ -9,9 +9,12 @@ from pathlib import Path
 import pytest
 
 from bench import make_config
-from bench.report import coverage
-from bench.report import tables as T
+from bench.adapters import ADAPTERS
+from bench.report import coverage, sections
 from bench.report.context import load
+from bench.report.sections.environment import environment_name, environment_table
+from bench.report.sections.header import header
+from bench.report.sections.methodology import methodology
 from bench.results.record import Record
 from bench.results.store import write_record
 from bench.results.sweep_manifest import write_sweep
@@ -64,7 +67,7 @@ def test_an_unfinished_sweep_says_so_first_with_true_counts(unfinished):
     (c,) = coverage.coverages(d.sweeps, d.records)
     assert (c.planned, c.done, c.failed, c.retries_queued, c.retries_done, c.retries_pending) == (6, 5, 1, 2, 1, 1)
     assert not c.complete and c.minutes_so_far and c.minutes == pytest.approx(41, abs=0.5)
-    head = T.header(d)
+    head = header(d)
     assert head.startswith("> **Incomplete: sweep")
     for true in ("has not finished (status running)", "5 of 6 planned runs recorded (1 not yet run)",
                  "1 failed or skipped", "2 retries of disturbed runs queued, 1 run, 1 pending",
@@ -72,7 +75,7 @@ def test_an_unfinished_sweep_says_so_first_with_true_counts(unfinished):
                  f"`make sweep PROFILE={PROFILE}`", f"`python -m bench sweep --profile {PROFILE}`",
                  "1 failed and 0 were skipped"):
         assert true in head, true
-    method = T.methodology(d)
+    method = methodology(d)
     assert "5 of 6 planned runs recorded" in method and "41 min so far" in method and "1 pending" in method
     text = head + method + NOTEBOOK.read_text()
     for false in ("0 runs failed", "took 0 min", "(2 retried)", "every config of the profile was run"):
@@ -82,7 +85,7 @@ def test_an_unfinished_sweep_says_so_first_with_true_counts(unfinished):
 def test_an_interrupted_sweep_states_its_recorded_duration(unfinished):
     m = load(unfinished).sweeps[0]
     write_sweep(unfinished, {**m, "status": "interrupted", "elapsed_s": 43 * 60.0, "runs_done": 5})
-    head = T.header(load(unfinished))
+    head = header(load(unfinished))
     assert head.startswith("> **Incomplete") and "is interrupted" in head and "took 43 min" in head
 
 
@@ -94,14 +97,14 @@ def test_a_complete_sweep_has_no_banner_and_states_its_duration(tmp_path):
     write_sweep(tmp_path, _manifest(order, [], status="finished", elapsed_s=7 * 60.0, runs_done=3))
     d = load(tmp_path)
     assert coverage.banner(d.sweeps, d.records) == ""
-    head = T.header(d)
+    head = header(d)
     assert head.startswith("**Status:** complete (3 of 3 planned runs)")
     assert "complete, 3 of 3 planned runs recorded" in head
-    assert "took 7 min" in T.methodology(d) and "no disturbed run retried" in T.methodology(d)
+    assert "took 7 min" in methodology(d) and "no disturbed run retried" in methodology(d)
 
 
 def test_each_environment_is_listed_with_its_own_runs_and_values(tmp_path):
-    own = next(T.ADAPTERS.get(n).environment for n in T.ADAPTERS if T.ADAPTERS.get(n).environment)
+    own = next(ADAPTERS.get(n).environment for n in ADAPTERS if ADAPTERS.get(n).environment)
     main = [record(framework="torch", repeat=i, seed=i) for i in range(3)]
     other = [record(framework="tensorflow", repeat=i, seed=i) for i in range(2)]
     for r in main:
@@ -109,7 +112,7 @@ def test_each_environment_is_listed_with_its_own_runs_and_values(tmp_path):
     for r in other:  # as runs in a framework's environment of its own record them
         r["manifest"].update(interpreter=f"/p/{own}", libraries={"numpy": "1.23.5"}, env={"OMP_NUM_THREADS": "2"})
     write(main + other, tmp_path)
-    env = T.environment_table(load(tmp_path).records)
+    env = environment_table(load(tmp_path).records)
     assert sorted(env.columns) == sorted([f"{HOST}: main", f"{HOST}: {own}"])
     a, b = env[f"{HOST}: main"], env[f"{HOST}: {own}"]
     assert (a["environment (interpreter)"], a["runs"], a["frameworks (runs)"], a["numpy"], a["recorded env vars"]) \
@@ -122,24 +125,25 @@ def test_two_unnamed_environments_on_one_host_stay_apart(tmp_path):
     runs = [record(framework="torch", repeat=i, seed=i) for i in range(2)]
     for r, prefix in zip(runs, ("/a/.venv", "/b/.venv")):
         r["manifest"]["interpreter"] = prefix
-    env = T.environment_table(load(write(runs, tmp_path)).records)
+    env = environment_table(load(write(runs, tmp_path)).records)
     assert len(env.columns) == 2 and set(env.loc["environment (interpreter)"]) == {"/a/.venv", "/b/.venv"}
 
 
 def test_a_framework_s_own_environment_is_named_after_its_folder():
-    own = next(T.ADAPTERS.get(n).environment for n in T.ADAPTERS if T.ADAPTERS.get(n).environment)
-    assert T._environment_name(f"/p/{own}") == own
-    assert T._environment_name("/p/.venv") == "main" and T._environment_name(None) == "not recorded"
+    own = next(ADAPTERS.get(n).environment for n in ADAPTERS if ADAPTERS.get(n).environment)
+    assert environment_name(f"/p/{own}") == own
+    assert environment_name("/p/.venv") == "main" and environment_name(None) == "not recorded"
 
 
 def test_the_notebook_shows_the_header_first():
     cells = [c for c in json.loads(NOTEBOOK.read_text())["cells"] if c["cell_type"] == "code"]
     first_output = [c for c in cells if "parameters" not in c.get("metadata", {}).get("tags", [])][0]
-    assert "".join(first_output["source"]).rstrip().endswith("Markdown(T.header(d))")
+    assert "".join(first_output["source"]).rstrip().endswith("show_all(REPORT, load(results_dir), figures_dir)")
+    assert sections.REPORT[0] is sections.header
 
 
 def test_an_interpreter_in_a_home_folder_does_not_name_its_user(tmp_path):
     runs = [record(framework="torch", repeat=0, seed=0)]
     runs[0]["manifest"]["interpreter"] = "/home/alice/proj/.venv"
-    env = T.environment_table(load(write(runs, tmp_path)).records)
+    env = environment_table(load(write(runs, tmp_path)).records)
     assert env.loc["environment (interpreter)"].tolist() == ["~/proj/.venv"]

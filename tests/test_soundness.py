@@ -11,7 +11,8 @@ from bench import make_config
 from bench.config import RunConfig
 from bench.report import tables as T
 from bench.report.data import config_tables
-from bench.report.soundness import ratio_table, summary_table
+from bench.report.estimates import ratio_table, summary_table
+from bench.report.sections.findings import best_engine_findings, findings
 from bench.results.store import load_records
 from bench.stats import process_interval, process_ratio, variance_components
 from bench.sweep.plan import comparison_group, fit_budget, interleaved_order
@@ -63,7 +64,7 @@ def test_a_clear_winner_is_stated_with_factor_above_one_and_ci():
     row = summary.iloc[0]
     assert row["fastest"] == "tensorflow" and row["verdict"] == "tensorflow faster"
     assert row["speedup"] == pytest.approx(1.3, abs=0.02) and 1 < row["ci_low"] < 1.3 < row["ci_high"]
-    text = " ".join(T.findings(configs, summary))
+    text = " ".join(findings(configs, summary))
     assert "tensorflow is 1.30x faster** than torch" in text
     assert "0.7" not in text  # never a ratio below 1 for the reader to invert
 
@@ -71,7 +72,7 @@ def test_a_clear_winner_is_stated_with_factor_above_one_and_ci():
 def test_overlapping_processes_are_within_noise():
     configs, summary = _tables(_procs("torch", [10.0, 10.4, 9.7]) + _procs("tensorflow", [10.1, 9.8, 10.3]))
     assert summary.iloc[0]["verdict"] == "within noise"
-    assert "within noise" in " ".join(T.findings(configs, summary))
+    assert "within noise" in " ".join(findings(configs, summary))
 
 
 def test_disturbed_side_never_becomes_a_finding():
@@ -82,7 +83,7 @@ def test_disturbed_side_never_becomes_a_finding():
     tf_row = configs[configs["series"] == "tensorflow"].iloc[0]
     assert not tf_row["sound"] and "disturbed" in tf_row["flags"] and tf_row["clean_processes"] == 1
     assert summary.iloc[0]["verdict"].startswith("not measured reliably (tensorflow: disturbed")
-    text = " ".join(T.findings(configs, summary))
+    text = " ".join(findings(configs, summary))
     assert "faster" not in text
     # said once, with page 1's answer table giving the reason (its footnote names the flag)
     assert "No winner in 1 of 1 comparisons (model, mode, batch; 0 within noise, 1 with a side not sound)" in text
@@ -106,7 +107,7 @@ def test_above_the_gemm_peak_is_plausible_and_said_so_not_called_wrong():
     assert all("utilisation_over_peak" in f for f in configs["flags"])
     assert all("faster than this machine's best measured GEMM" in r and "wrong" not in r
                for r in configs["flag_reasons"])
-    text = " ".join(T.findings(configs, summary))
+    text = " ".join(findings(configs, summary))
     assert "faster than this machine's best GEMM" in text and "wrong" not in text
     # the flag concerns the utilisation only: the throughput is a finding, on page 1 too
     assert summary.iloc[0]["verdict"] == "tensorflow faster" and configs["sound"].all()
@@ -225,7 +226,6 @@ def test_budget_drops_lowest_priority_groups_whole():
 
 
 def test_the_report_shows_each_series_against_the_fastest_and_the_details_every_pair():
-    from bench.report import tables as T
     ratios = pd.DataFrame([
         {"platform": "p", "model": "m", "mode": "inference", "precision": "fp32", "batch_size": 32,
          "a": a, "b": b, "faster": f, "slower": s, "speedup": x, "speedup_ci_low": x * 0.9,
@@ -238,7 +238,6 @@ def test_the_report_shows_each_series_against_the_fastest_and_the_details_every_
 
 
 def test_each_frameworks_best_engine_is_a_finding_only_when_its_interval_says_so():
-    from bench.report import tables as T
 
     one = {"sweep_id": "s1"}
     records = (_procs("torch", [7.0, 7.1, 6.9], engine="eager", **one)
@@ -247,7 +246,7 @@ def test_each_frameworks_best_engine_is_a_finding_only_when_its_interval_says_so
                + _procs("tensorflow", [7.1, 6.9, 7.2], engine="xla", sweep_id="s2")
                + _procs("onnxruntime", [9.0, 9.1, 8.9], **one))
     configs, _ = _tables(records)
-    text = T.best_engine_findings(configs)
+    text = best_engine_findings(configs)
     assert len(text) == 2  # one engine only: no finding for onnxruntime
     torch = next(t for t in text if ", torch:" in t)  # one sweep: no caveat
     assert "best engine is **compile**" in torch and "runner-up eager" in torch
@@ -256,10 +255,22 @@ def test_each_frameworks_best_engine_is_a_finding_only_when_its_interval_says_so
 
 
 def test_an_engine_note_declared_by_its_adapter_travels_with_the_finding():
-    from bench.report import tables as T
 
     records = (_procs("openvino", [8.7, 8.8, 8.6], engine="latency", sweep_id="s1")
                + _procs("openvino", [4.8, 4.9, 4.7], engine="throughput", sweep_id="s1"))
     configs, _ = _tables(records)
-    (text,) = T.best_engine_findings(configs)
+    (text,) = best_engine_findings(configs)
     assert "best engine is **latency**" in text and "Note on throughput: the harness sends one" in text
+
+
+def test_a_config_s_utilisation_is_against_its_sweeps_best_peak_and_withheld_when_unsteady():
+    from bench.measurement.utilisation import utilisation
+    from bench.report.estimates.configs import config_utilisation
+
+    steady = [{"flops_per_sec": 2e11, "spread": 0.05}, {"flops_per_sec": 4e11, "spread": 0.03}]
+    share, flags = config_utilisation(1e9, 50.0, steady, run_peaks=[1e11])
+    assert share == utilisation(1e9, 50.0, 4e11) and not flags  # the best sweep peak, not the run's own
+    assert config_utilisation(1e9, 50.0, [], run_peaks=[float("nan"), 1e11])[0] == utilisation(1e9, 50.0, 1e11)
+    share, flags = config_utilisation(1e9, 50.0, [{"flops_per_sec": 4e11, "spread": 0.4}], run_peaks=[])
+    assert share is None and [f.name for f in flags] == ["peak_unsteady"]
+    assert config_utilisation(float("nan"), 50.0, steady, run_peaks=[])[0] is None  # FLOPs unknown

@@ -1,15 +1,23 @@
 """Sanity guards on one run: named flags with reasons, shown next to a number and never a finding.
 
 Cross-run guards (a jump across batch sizes, training cheaper than inference, a jittery repetition)
-need several records and live in bench/report/soundness.py; the rules they share are here.
+need several records and live in bench/report/estimates/; the rules they share are here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from ..host.interference import interference_reasons
+from ..host.interference import (
+    CV_FLOOR,
+    CV_OUTLIER_FACTOR,
+    MIN_WINDOW_S,
+    OTHER_CPU_LIMIT,
+    STEAL_LIMIT,
+    interference_reasons,
+)
 from ..results.record import Certificate, Flag, Record
 
 # A utilisation above this machine's best measured GEMM is plausible, not an error: an engine may need fewer arithmetic
@@ -24,42 +32,85 @@ FORWARD_BACKWARD_TOLERANCE = 0.10
 # The instrumented phases of one step must add up to the headline step time within this share.
 PHASE_SUM_TOLERANCE = 0.25
 
-# What a flag makes unusable: the run's throughput (and so every finding built on it), or only
-# the derived figure it names (its utilisation, its phase breakdown).
-FLAG_SCOPE = {
-    "disturbed": "throughput",
-    "cv_outlier": "throughput",
-    "batch_jump": "throughput",
-    "training_cheaper_than_inference": "throughput",
-    "too_few_processes": "throughput",
-    "utilisation_over_peak": "utilisation",
-    "peak_unsteady": "utilisation",
-    "phase_sum_mismatch": "phases",
-    # impossible numbers (IMPOSSIBLE below): the number is shown as "n/a (reason)", never as a number
-    "forward_over_backward": "phases",
-    "efficiency_over_100": "efficiency",
-    "disturbed_baseline": "ratio",
+# A larger batch's throughput may fall (memory, cache), but not by more than this share beyond its CIs.
+BATCH_DROP_LIMIT = 1 / 3
+# A config is sound (usable for a finding) with at least this many clean processes and no flag on its throughput.
+MIN_PROCESSES = 2
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A flag's rule: its name, what it makes unusable (`scope`: the run's throughput, and so every finding built on
+    it, or only the derived figure it names), the methodology's sentence stating it (None: not stated there yet),
+    whether it guards an impossible number (shown as "n/a (reason)", never as a number), and, for a throughput flag,
+    why it leaves a comparison without a winner (the answer table's footnote)."""
+
+    name: str
+    scope: str
+    sentence: str | None = None
+    impossible: bool = False
+    why_no_winner: str | None = None
+
+    def methodology_line(self) -> str:
+        return f"- *{self.name}*: {self.sentence}."
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("disturbed", "throughput",
+         f"other processes used more than {OTHER_CPU_LIMIT:.0%} of the CPUs, or steal exceeded {STEAL_LIMIT:.0%} "
+         f"(judged on timed loops of at least {MIN_WINDOW_S:g} s); retried at the end of the sweep, and kept but "
+         "flagged if still disturbed",
+         why_no_winner=f"disturbed: fewer than {MIN_PROCESSES} clean processes, because other work on the machine took "
+                       "CPU time while they were timed (the disturbed processes are listed in details)"),
+    Rule("cv_outlier", "throughput",
+         f"iteration-time CV above {CV_OUTLIER_FACTOR:g}x the median of the config's other repetitions (and above "
+         f"{CV_FLOOR:.0%}); needs at least two other repetitions",
+         why_no_winner="a process far jitterier than its repetitions"),
+    Rule("utilisation_over_peak", "utilisation",
+         f"above {UTILISATION_LIMIT:.0%} of the peak: plausible, not an error (\"faster than this machine's best "
+         "GEMM\": an engine may need fewer operations, e.g. Winograd); the throughput stays a finding"),
+    Rule("phase_sum_mismatch", "phases",
+         f"instrumented phases that differ from the headline step by more than {PHASE_SUM_TOLERANCE:.0%} (blocks the "
+         "phase breakdown)"),
+    Rule("batch_jump", "throughput",
+         f"a larger batch taking less time per iteration than a smaller one, or throughput falling by more than "
+         f"{BATCH_DROP_LIMIT:.0%} between neighbouring batch sizes, beyond the CIs",
+         why_no_winner="throughput jumps across neighbouring batch sizes beyond the intervals"),
+    Rule("training_cheaper_than_inference", "throughput",
+         "training images/s above inference images/s beyond the CIs",
+         why_no_winner="training measured faster than inference beyond the intervals"),
+    Rule("too_few_processes", "throughput",
+         f"fewer than {MIN_PROCESSES} processes, so the between-process spread is unknown",
+         why_no_winner=f"fewer than {MIN_PROCESSES} processes: the spread between processes is unknown"),
+    # the rules below have no sentence in the methodology yet (its text predates them; the reason each flag carries
+    # says what happened): a sentence here lists it among the guards
+    Rule("peak_unsteady", "utilisation"),
+    # the impossible-number guards: the scaling table, the findings, the figures and the methodology all read these
+    Rule("efficiency_over_100", "efficiency",
+         f"weak-scaling efficiency above {1 + EFFICIENCY_TOLERANCE:.0%} (100% plus {EFFICIENCY_TOLERANCE:.0%} for "
+         "timing noise): N workers sharing one machine cannot beat N x one worker with all of it, so the baseline or "
+         "the timing is wrong", impossible=True),
+    Rule("disturbed_baseline", "ratio",
+         "a ratio (scaling efficiency, communication cost, the no-communication ceiling) whose baseline config "
+         "(1 worker, or the independent run at the same N) is not sound", impossible=True),
+    Rule("forward_over_backward", "phases",
+         f"a training forward longer than its backward by more than {FORWARD_BACKWARD_TOLERANCE:.0%} (backward does "
+         "about twice the forward's work): the phases were timed wrongly", impossible=True),
     # distributed runs (bench/runs/distributed/record.py)
-    "no_emulated_link": "throughput",
-    "ranks_disagree": "throughput",
-    "weights_unchanged": "throughput",
+    Rule("no_emulated_link", "throughput"),
+    Rule("ranks_disagree", "throughput"),
+    Rule("weights_unchanged", "throughput", why_no_winner="the training step did not change the weights"),
     # the run's fairness certificate (bench/measurement/certificate.py) has a failed check
-    "certificate_failed": "throughput",
-}
-
-
-# The impossible-number guards, in one place: the scaling table, the findings, the figures and the methodology
-# all read this. name -> the rule as the methodology states it.
-IMPOSSIBLE = {
-    "efficiency_over_100": f"weak-scaling efficiency above {1 + EFFICIENCY_TOLERANCE:.0%} (100% plus "
-                           f"{EFFICIENCY_TOLERANCE:.0%} for timing noise): N workers sharing one machine cannot beat "
-                           f"N x one worker with all of it, so the baseline or the timing is wrong",
-    "disturbed_baseline": "a ratio (scaling efficiency, communication cost, the no-communication ceiling) whose "
-                          "baseline config (1 worker, or the independent run at the same N) is not sound",
-    "forward_over_backward": f"a training forward longer than its backward by more than "
-                             f"{FORWARD_BACKWARD_TOLERANCE:.0%} (backward does about twice the forward's work): the "
-                             f"phases were timed wrongly",
-}
+    Rule("certificate_failed", "throughput",
+         why_no_winner="a fairness check failed: the frameworks did not do the same work"),
+)
+RULE = {r.name: r for r in RULES}
+# What each flag makes unusable, by name (the rules' scopes).
+FLAG_SCOPE = {r.name: r.scope for r in RULES}
+# The impossible-number guards: name -> the rule as the methodology states it.
+IMPOSSIBLE = {r.name: r.sentence for r in RULES if r.impossible}
+# The guards the methodology lists, in its order (the impossible ones have a list of their own).
+GUARDS = [r for r in RULES if r.sentence and not r.impossible]
 
 
 def flag(name: str, reason: str) -> Flag:

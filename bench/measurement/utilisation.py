@@ -15,6 +15,15 @@ if TYPE_CHECKING:
     from ..config import RunConfig
 
 
+def utilisation(flops_per_image: float | None, images_per_sec: float | None,
+                peak_flops_per_sec: float | None) -> float | None:
+    """The share of the peak that a throughput's model FLOPs use; None when any of the three is unknown (None, NaN
+    or zero). Every utilisation (a run's, a GPU rank's, a config's) is this one computation."""
+    if not all(v and v == v for v in (flops_per_image, images_per_sec, peak_flops_per_sec)):
+        return None
+    return flops_per_image * images_per_sec / peak_flops_per_sec
+
+
 def peak_threads(config: RunConfig) -> int:
     """The threads a run is judged against: a distributed run's workers share the machine, so all of theirs."""
     return config.threads * config.workers
@@ -42,4 +51,4 @@ def apply_utilisation(record: Record, results_dir: Path, config: RunConfig, para
                              flops_per_image=flops, flops_method=how, note=spec.note)
     record.peak = run_peak(results_dir, config, record.sweep)
     images_per_sec = record.summary.images_per_sec_median if record.summary else None
-    record.utilisation = flops * images_per_sec / record.peak.flops_per_sec if flops and images_per_sec else None
+    record.utilisation = utilisation(flops, images_per_sec, record.peak.flops_per_sec)

@@ -6,22 +6,16 @@ from __future__ import annotations
 import pandas as pd
 
 from ..adapters import measures_a_framework
+from ..measurement.flags import RULES
 from ..results.record import Record, as_records
-from . import coverage, soundness
+from . import coverage, estimates
 
-# The reason behind a "no winner" verdict, once per report however many rows share it: a throughput flag's name
-# (bench/measurement/flags.py: FLAG_SCOPE) or one of the two verdicts that need no flag.
+# The reason behind a "no winner" verdict, once per report however many rows share it: a throughput flag's own
+# (bench/measurement/flags.py: its Rule's why_no_winner) or one of the verdicts that need no flag.
 REASONS = {
     "within noise": "within noise: the 95% interval of the speed-up includes 1x, so neither is faster",
     "one framework": "only one framework measured this configuration: nothing to compare",
-    "disturbed": f"disturbed: fewer than {soundness.MIN_PROCESSES} clean processes, because other work on the "
-                 "machine took CPU time while they were timed (the disturbed processes are listed in details)",
-    "too_few_processes": f"fewer than {soundness.MIN_PROCESSES} processes: the spread between processes is unknown",
-    "cv_outlier": "a process far jitterier than its repetitions",
-    "batch_jump": "throughput jumps across neighbouring batch sizes beyond the intervals",
-    "training_cheaper_than_inference": "training measured faster than inference beyond the intervals",
-    "certificate_failed": "a fairness check failed: the frameworks did not do the same work",
-    "weights_unchanged": "the training step did not change the weights",
+    **{r.name: r.why_no_winner for r in RULES if r.why_no_winner},
     "fewer than two processes": "no interval: fewer than two processes on a side",
 }
 
@@ -105,5 +99,5 @@ def status_line(d, records: list[Record]) -> str:
     disturbed = (f"{bad} of {n} processes disturbed or jittery (left out of their config's number where a clean "
                  "one remains)" if bad else f"none of {n} processes disturbed")
     return (f"**Status:** {state}; {disturbed}; {unsound} of {len(configs)} configs not sound (fewer than "
-            f"{soundness.MIN_PROCESSES} clean processes or a flag on the throughput), so no winner is stated from "
+            f"{estimates.MIN_PROCESSES} clean processes or a flag on the throughput), so no winner is stated from "
             "them.")

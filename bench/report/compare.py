@@ -5,7 +5,7 @@ machine). The key also hashes the thread count, which defaults to the machine's 
 left unmatched is then matched by what was measured (framework and engine, model, mode, precision,
 batch, image size, data placement) and the settings that differ are named in `note`. Each side's
 number comes from its own fresh processes, so B/A gets a process-level interval (Welch on the log
-scale, `bench.stats.sweep_level_ratio`: the sweep is a level too where a side holds several sweeps) and a
+scale, `bench.report.estimates.pair_ratio`: the sweep is a level too where a side holds several sweeps) and a
 verdict stated as a factor of at least 1.
 """
 
@@ -22,9 +22,8 @@ from ..adapters import measures_a_framework
 from ..errors import ConfigError
 from ..results.store import load_records, record_files
 from ..results.sweep_manifest import load_sweeps
-from ..stats import sweep_level_ratio
 from .data import config_tables
-from .soundness import UNRELIABLE, no_winner
+from .estimates import UNRELIABLE, no_winner, pair_ratio
 from .style import mark_flags
 
 COLUMNS = ["model", "mode", "precision", "batch_size", "series", "platform_a", "platform_b", "ips_a", "ips_b",
@@ -109,7 +108,7 @@ def compare_tables(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for i, j, how in pairs:
         x, y = a.loc[i], b.loc[j]
-        ratio = sweep_level_ratio(y["process_ips"], y["process_sweeps"], x["process_ips"], x["process_sweeps"])
+        ratio = pair_ratio(y, x)
         notes = [how] if how else []
         for side, df, other in (("A", a, [p[0] for p in pairs if p[1] == j]),
                                 ("B", b, [p[1] for p in pairs if p[0] == i])):

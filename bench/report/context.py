@@ -18,9 +18,9 @@ from ..runs.distributed.network import fitted
 from ..runs.maxbatch import load_searches
 from . import scaling
 from .data import config_tables, published_throughput, seed_2019
+from .estimates import ratio_table, summary_table
 from .memory import searches_table
 from .scaling import is_distributed
-from .soundness import ratio_table, summary_table
 
 
 @dataclass
@@ -90,32 +90,8 @@ def show(figs, name: str, figures_dir=None) -> None:
         plt.close(fig)
 
 
-def bullets(lines: list[str]):
-    return Markdown("\n".join(f"- {line}" for line in lines))
-
-
 def table(df: pd.DataFrame, empty: str = "none"):
     """A DataFrame for display without its index (row numbers mean nothing to a reader), or a note."""
     if df is None or df.empty:
         return Markdown(f"*{empty}*")
     return HTML(df.to_html(index=False, escape=True, na_rep="", classes="report-table", border=0))
-
-
-def section(title: str, content, intro: str = "", name: str | None = None, figures_dir=None, level: int = 2,
-            empty: str | None = None) -> None:
-    """A heading, its intro and its table or figure(s); an empty section is omitted (nothing is displayed) unless
-    `empty` says what its absence means."""
-    if isinstance(content, pd.DataFrame) or content is None:
-        present = content is not None and not content.empty
-    else:
-        figs = [f for f in (content if isinstance(content, list) else [content]) if f is not None]
-        present = bool(figs)
-    if not present and empty is None:
-        return
-    display(Markdown(f"{'#' * level} {title}" + (f"\n\n{intro}" if intro else "")))
-    if not present:
-        display(Markdown(f"*{empty}*"))
-    elif isinstance(content, pd.DataFrame):
-        display(table(content))
-    else:
-        show(figs, name or title.lower().replace(" ", "_"), figures_dir)

@@ -11,8 +11,9 @@ from ..adapters import ADAPTERS, measures_a_framework
 from ..results.record import Record, as_records
 from ..results.store import runs_frame
 from ..results.sweep_manifest import SweepManifest, as_manifests
+from .config_frame import configs_frame
 from .energy import hardware_label
-from .soundness import aggregate, process_table
+from .estimates import estimate_configs, process_table
 
 GROUP = ["platform", "model", "mode", "precision"]
 
@@ -81,7 +82,7 @@ def config_tables(records: list[Record],
     if runs.empty:
         return runs, runs, runs
     processes = process_table(records, runs)
-    return runs, processes, aggregate(processes, runs, sweep_peaks(sweeps))
+    return runs, processes, configs_frame(estimate_configs(processes, list(runs.columns), sweep_peaks(sweeps)))
 
 
 def _reference(name: str) -> pd.DataFrame:

@@ -82,6 +82,10 @@ img { max-width: 100%; height: auto; }
   .jp-Cell:has(h2), .jp-Cell:has(h3), .jp-MarkdownCell:has(+ .jp-CodeCell) {
     break-after: avoid; page-break-after: avoid; }
   .jp-Cell:has(h2) + .jp-Cell, .jp-MarkdownCell + .jp-CodeCell { break-before: avoid; page-break-before: avoid; }
+  /* sections render as outputs of one cell (bench/report/sections/): a heading's output stays with the next one */
+  .jp-OutputArea-child:has(h2), .jp-OutputArea-child:has(h3) { break-after: avoid; page-break-after: avoid; }
+  .jp-OutputArea-child:has(h2) + .jp-OutputArea-child, .jp-OutputArea-child:has(h3) + .jp-OutputArea-child {
+    break-before: avoid; page-break-before: avoid; }
   .jp-MarkdownCell, img, table, tr, .jp-OutputArea-output { break-inside: avoid; page-break-inside: avoid; }
   thead { display: table-header-group; }
   /* a figure taller than a page would leave its heading alone on a page and then be cut: scale it to fit */

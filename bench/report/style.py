@@ -17,7 +17,9 @@ from ..adapters import ADAPTERS, framework_of
 from .marks import ALL_FLAGGED, mark_flags  # noqa: F401 - the figures' one flag helper, stated here too
 from .systems import HISTORICAL
 
-FALLBACK_COLOUR = "#ff7f0e"  # a name no adapter and no historical system answers to
+# A name no adapter and no historical system answers to; not among the colours a new framework package may be
+# given (bench/adapters/base.py: SPARE_COLOURS), so an unknown name never looks like a registered framework.
+FALLBACK_COLOUR = "#393b79"
 # One colour per framework in every figure: a reader learns the mapping once. Engines and precisions of one
 # framework differ by line style, marker and hatch instead (bench/report/figures.py: series_style).
 FRAMEWORK_COLOURS = {**{n: ADAPTERS.get(n).colour for n in ADAPTERS}, **{s.key: s.colour for s in HISTORICAL},
@@ -121,16 +123,6 @@ def _series_frameworks(df: pd.DataFrame) -> dict[str, str]:
 
 def series_styles(df: pd.DataFrame) -> dict[str, dict]:
     return {s: series_style(s, fw) for s, fw in _series_frameworks(df).items()}
-
-
-def colours(series) -> dict[str, str]:
-    """Each series in its framework's colour, the same in every figure."""
-    return {s: series_style(s)["color"] for s in set(series)}
-
-
-def linestyles(series) -> dict[str, str]:
-    """The framework's default series solid; its other engines dashed, dotted, ..."""
-    return {s: series_style(s)["ls"] for s in set(series)}
 
 
 def plain_text(text) -> str:

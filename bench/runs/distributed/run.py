@@ -21,7 +21,7 @@ from ...host.interference import TreeSampler
 from ...host.machines import SLURM
 from ...measurement.certificate import run_checks
 from ...measurement.flags import run_flags
-from ...measurement.utilisation import apply_utilisation
+from ...measurement.utilisation import apply_utilisation, utilisation
 from ...paths import default_results_dir
 from ...ranks.rankio import GPU_BASE_ENV, MACHINE_RANKS_ENV, SPEC_ENV, TF_SLURM_ENV
 from ...results.record import Manifest, ModelInfo, Record, SweepPlacement
@@ -291,7 +291,7 @@ def gpu_utilisation(record: Record) -> None:
     if not gpus or not flops or not peak:
         return
     for rank in record.distributed.ranks:
-        rank.utilisation = flops * rank.images_per_sec / peak if rank.images_per_sec else None
+        rank.utilisation = utilisation(flops, rank.images_per_sec, peak)
     if record.utilisation is not None:  # the GPUs of every machine (the link counts them by host and device)
         record.utilisation /= record.distributed.link.get("gpus") or len(gpus)
 

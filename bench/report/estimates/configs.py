@@ -1,0 +1,171 @@
+"""The per-config estimate: numbers and flags only, computed once from a config's processes.
+
+A disturbed or unusually jittery process is left out while a clean one remains. A config is *sound* (usable for a
+finding) when at least MIN_PROCESSES clean processes measured it and no guard flagged its throughput. How any of
+this is shown is bench/report/config_frame.py's business.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ...measurement.flags import (
+    FLAG_SCOPE,
+    MIN_PROCESSES,
+    flag,
+    forward_backward_flag,
+    peak_flag,
+    phase_sum_flag,
+    utilisation_flag,
+)
+from ...measurement.utilisation import utilisation
+from ...results.record import Flag
+from ...stats import variance_components
+from .cross_run import cross_run_flags
+from .intervals import Interval, config_intervals
+from .judgement import join_reasons
+from .processes import throughput_flags
+
+CONFIG = ["platform", "config_key"]
+# The run table's columns that describe a process, not its config.
+PER_PROCESS = ("record_id", "repeat", "attempt")
+
+
+@dataclass
+class Certificate:
+    """A config's fairness certificate over its processes: the checks each ran (the fewest) and every one failed."""
+
+    checked: int
+    failed: list[str]
+
+
+@dataclass
+class ConfigEstimate:
+    """One config (platform x config key): what was measured, the estimate with its interval, and its flags."""
+
+    config: dict  # the config's own columns of the runs table (its first clean process's row)
+    interval: Interval
+    ci_low: float  # the interval, or with one process its own within-process interval
+    ci_high: float
+    processes: int
+    clean_processes: int
+    sweeps: int
+    latency_ms: dict[str, float]  # p50, p90, p99, median over every timed iteration of the processes used
+    peak_memory_bytes: float
+    utilisation: float | None  # against the best peak of the config's sweeps (withheld where that peak is unsteady)
+    cv_median: float
+    variance: dict  # within- and between-process components of the per-iteration images/s
+    duration_s: float
+    certificate: Certificate | None  # None where the records carry no certificate
+    prepare_s: float | None
+    first_iteration_s: float | None
+    phases: dict[str, float]  # one process's phase columns (phase_<name>_ms), as shown
+    flags: list[Flag] = field(default_factory=list)
+
+    @property
+    def estimate(self) -> float:
+        return self.interval.estimate
+
+
+def _median(frame: pd.DataFrame, column: str) -> float | None:
+    values = frame[column].dropna() if column in frame else []
+    return float(values.median()) if len(values) else None
+
+
+def _certificate(processes: pd.DataFrame) -> Certificate | None:
+    if "certificate_failed" not in processes:
+        return None
+    failed = sorted({c for fl in processes["certificate_failed"] for c in (fl or [])})
+    return Certificate(int(processes["certificate_checked"].min()), failed)
+
+
+def _known(value) -> bool:
+    return bool(value) and not pd.isna(value)
+
+
+def config_utilisation(flops_per_image, images_per_sec: float, sweep_peaks: list[dict],
+                       run_peaks: list) -> tuple[float | None, list[Flag]]:
+    """The config's utilisation and the flags judging it: against the best peak its sweeps measured (start or end),
+    else the best its runs recorded; withheld (flag peak_unsteady) where a sweep's peak trials spread too far."""
+    found: list[Flag] = []
+    share = None
+    if _known(flops_per_image):
+        peak = max([m["flops_per_sec"] for m in sweep_peaks if m["flops_per_sec"]] or
+                   [p for p in run_peaks if _known(p)] or [np.nan])
+        share = utilisation(flops_per_image, images_per_sec, peak)
+    spread = max((m["spread"] for m in sweep_peaks if m["spread"] is not None), default=None)
+    if share is not None and (p := peak_flag(spread)) is not None:
+        found.append(p)
+        share = None
+    if (u := utilisation_flag(share)) is not None:
+        found.append(u)
+    return share, found
+
+
+def _used(g: pd.DataFrame) -> pd.DataFrame:
+    """The processes a config's number is made of: its clean ones, or all of them where none is clean."""
+    clean = g[g["clean"]]
+    return clean if len(clean) else g
+
+
+def estimate_config(g: pd.DataFrame, interval: Interval, columns: list[str],
+                    peaks: dict[str, dict] | None) -> ConfigEstimate:
+    """One config's estimate from its processes `g` (rows of the process table) and its interval; `columns` are the
+    runs table's."""
+    clean = g[g["clean"]]
+    used = _used(g)
+    first = used.sort_values("repeat").iloc[0]
+    config = {c: first[c] for c in columns if c in first and c not in PER_PROCESS}
+    lat = np.concatenate([1 / x for x in used["timed_ips"]]) * first["batch_size"] * 1e3
+    flags = [f for fl in used["process_flags"] for f in fl if FLAG_SCOPE.get(f.name) != "throughput"]
+    if len(clean) < MIN_PROCESSES:
+        disturbed = join_reasons(f.reason for fl in g["process_flags"] for f in throughput_flags(fl))
+        why = (f"{len(g) - len(clean)} of {len(g)} processes disturbed ({disturbed})" if len(clean) < len(g)
+               else f"only {len(g)} process{'es' if len(g) != 1 else ''}: the between-process spread is unknown")
+        flags.append(flag("disturbed" if len(clean) < len(g) else "too_few_processes", why))
+    mine = [peaks[s] for s in used["sweep_id"] if peaks and s in peaks]
+    share, judged = config_utilisation(first.get("flops_per_image"), interval.estimate, mine, list(used["peak_flops"]))
+    # the records' own utilisation judgements were against their run's peak; the config's replace them
+    flags = [f for f in flags if f.name not in ("utilisation_over_peak", "peak_unsteady")] + judged
+    phase_row = g.sort_values("repeat").iloc[0]
+    # the phases shown are one process's; they must also add up to the config's headline step
+    phases = {c: phase_row[c] for c in g.columns if c.startswith("phase_") and c.endswith("_ms")}
+    phase_ms = {c: v for c, v in phases.items() if v == v}
+    if interval.estimate and not any(f.name == "phase_sum_mismatch" for f in flags):
+        if (p := phase_sum_flag(phase_ms, first["batch_size"] / interval.estimate * 1e3)) is not None:
+            flags.append(p)
+    # judged here too, not only when the run was recorded: records written before the guard existed
+    if first["mode"] == "training" and not any(f.name == "forward_over_backward" for f in flags):
+        if (fb := forward_backward_flag(phase_ms.get("phase_forward_ms"), phase_ms.get("phase_backward_ms"))):
+            flags.append(fb)
+    one = interval.ci_low is None  # a single process: only its own (within-process) interval exists
+    return ConfigEstimate(
+        config=config, interval=interval,
+        ci_low=used["images_per_sec_ci_low"].min() if one else interval.ci_low,
+        ci_high=used["images_per_sec_ci_high"].max() if one else interval.ci_high,
+        processes=len(g), clean_processes=len(clean), sweeps=used["sweep_id"].nunique(),
+        latency_ms={"p50": float(np.percentile(lat, 50)), "p90": float(np.percentile(lat, 90)),
+                    "p99": float(np.percentile(lat, 99)), "median": float(np.median(lat))},
+        peak_memory_bytes=used["peak_memory_bytes"].max(), utilisation=share, cv_median=float(used["cv"].median()),
+        variance=variance_components(list(g["timed_ips"])), duration_s=float(g["duration_s"].median()),
+        certificate=_certificate(used), prepare_s=_median(used, "prepare_s"),
+        first_iteration_s=_median(used, "first_iteration_s"), phases=phases, flags=flags)
+
+
+def estimate_configs(processes: pd.DataFrame, columns: list[str],
+                     peaks: dict[str, dict] | None = None) -> list[ConfigEstimate]:
+    """Every config's estimate, with the flags that need several configs (bench/report/estimates/cross_run.py).
+
+    `columns` are the runs table's (a config keeps its own); `peaks` maps sweep id -> the sweep's peak
+    (bench/report/data.py: sweep_peaks): its FLOP/s (best of start and end) and its trials' spread."""
+    if processes.empty:
+        return []
+    groups = [g for _, g in processes.groupby(CONFIG, sort=False)]
+    intervals = config_intervals([(u["ips"], u["node"] if "node" in u else [None] * len(u), u["sweep_id"])
+                                  for u in map(_used, groups)])
+    estimates = [estimate_config(g, i, columns, peaks) for g, i in zip(groups, intervals, strict=True)]
+    cross_run_flags(estimates)
+    return estimates

@@ -1,0 +1,30 @@
+"""The details' sections, in reading order (each a module with `render(d) -> Section`); notebooks/details.ipynb
+shows DETAILS. Adding a section is one module here and one line in the list."""
+
+from .. import fairness, header
+from . import (
+    appendix,
+    dist_accuracy,
+    dist_extrapolation,
+    dist_failures,
+    dist_methodology,
+    dist_network,
+    dist_phases,
+    energy,
+    flagged,
+    latency,
+    memory,
+    overhead,
+    pairs,
+    phases,
+    profiles_not_run,
+    startup,
+    utilisation,
+    variance,
+)
+
+DETAILS = [header, pairs, flagged, variance, latency, energy, memory, utilisation, phases, overhead, startup, fairness,
+           dist_phases, dist_network, dist_extrapolation, dist_accuracy, dist_failures, dist_methodology,
+           profiles_not_run, appendix]
+
+__all__ = ["DETAILS"]

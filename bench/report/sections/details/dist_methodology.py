@@ -1,0 +1,10 @@
+"""Distributed: methodology, generated from the distributed records."""
+
+from __future__ import annotations
+
+from ... import scaling
+from ..base import Section, Text, heading
+
+
+def render(d) -> Section:
+    return Section([heading("Distributed: methodology"), Text(scaling.methodology(d.scaling))])

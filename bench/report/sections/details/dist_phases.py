@@ -1,0 +1,14 @@
+"""Distributed: median phase times per step, where the step goes."""
+
+from __future__ import annotations
+
+from ...scaling_figures import phases
+from ..base import Figures, Section, heading
+
+INTRO = ("Median phase times per step (median over ranks); *all-reduce after backward* shows what overlapping "
+         "communication with backward buys; bucket size changes how early communication starts.")
+
+
+def render(d) -> Section:
+    return Section([heading("Distributed: where the step goes", INTRO),
+                    Figures(phases(d.scaling.table), "scaling_phases")])

@@ -1,0 +1,22 @@
+"""Distributed data-parallel training: findings, the scaling table and its two figures (never mixed with the
+single-process tables)."""
+
+from __future__ import annotations
+
+from .. import scaling
+from ..scaling_figures import efficiency, throughput_and_comm
+from .base import Figures, Section, Table, bullets, heading
+
+INTRO = ("Training across worker processes on this machine (and across emulated nodes joined by a shaped link): "
+         "synchronous all-reduce, parameter servers and an *independent* baseline whose workers never communicate, "
+         "so communication cost is measured, not guessed. Weak scaling (batch per worker fixed); threads per "
+         "worker = cores / workers, so the *independent* run at the same N, not 100%, is the ceiling a strategy "
+         "can reach here. These runs never enter the single-process tables above; the step breakdown, the link "
+         "model, predicted against measured and accuracy over time are in the details.")
+
+
+def render(d) -> Section:
+    return Section([heading("Distributed data-parallel training", INTRO), bullets(scaling.findings(d.scaling)),
+                    Table(scaling.scaling_for_display(d.scaling.table), "no distributed runs yet"),
+                    Figures(throughput_and_comm(d.scaling.table), "scaling_throughput"),
+                    Figures(efficiency(d.scaling.table), "scaling_efficiency")])

@@ -1,0 +1,71 @@
+"""Each environment (interpreter) that produced runs, per host: its runs, frameworks, machine and software."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import PurePath
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from ...adapters import ADAPTERS, measures_a_framework
+from ...host.manifest import mask_text
+from .base import Section, Table, heading
+
+INTRO = ("Each environment (interpreter) that produced runs, per host: the runs and frameworks it covers, and the "
+         "machine and software its newest run recorded.")
+
+if TYPE_CHECKING:
+    from ...results.record import Record
+
+
+def environment_name(interpreter: str | None) -> str:
+    """'main', or the folder of a framework's own environment (declared by its adapter), from sys.prefix."""
+    if not interpreter:
+        return "not recorded"
+    own = {a.environment for a in (ADAPTERS.get(n) for n in ADAPTERS) if a.environment}
+    folder = PurePath(interpreter).name
+    return folder if folder in own else "main"
+
+
+def environment_table(records: list[Record]) -> pd.DataFrame:
+    """One column per host and environment (interpreter) that produced runs: the runs and frameworks it covers,
+    and the machine and software of its newest record. A framework with an environment of its own (other
+    library versions, other variables) is never described by another environment's values."""
+    groups: dict[tuple[str, str | None], list[Record]] = {}
+    for r in sorted(records, key=lambda r: r.created):
+        if measures_a_framework(r.config.framework) and r.manifest is not None:
+            groups.setdefault((r.host, r.manifest.interpreter), []).append(r)
+    cols = {}
+    for (host, interpreter), rs in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
+        m = rs[-1].manifest
+        cpu = m.cpu
+        frameworks = Counter(r.config.framework for r in rs)
+        name = f"{host}: {environment_name(interpreter)}"
+        shown = mask_text(interpreter) if interpreter else "not recorded"  # a home folder names its user: masked
+        if name in cols:  # two main environments on one host (two checkouts): the interpreter tells them apart
+            name += f" ({shown})"
+        cols[name] = {
+            "environment (interpreter)": shown,
+            "runs": str(len(rs)),
+            "frameworks (runs)": ", ".join(f"{f} ({n})" for f, n in sorted(frameworks.items())),
+            "CPU": cpu.model,
+            "physical cores / logical CPUs": f"{cpu.physical_cores} / {cpu.logical_cpus}",
+            "CPU flags (vector/matrix)": " ".join(cpu.flags),
+            "memory (GiB)": f"{m.memory_bytes / 2**30:.1f}",
+            "GPUs": ", ".join(f"{g.name} (driver {g.driver})" for g in m.gpus) or "none",
+            "Python": m.python,
+            "platform": m.platform,
+            "CPU clock (advertised)": cpu.mhz_advertised or "unknown",
+            "SMT / virtual machine": f"{cpu.smt} / {cpu.virtual_machine}",
+            **{lib: version for lib, version in sorted(m.libraries.items())},
+            "git commit": (m.git.commit or "unknown")[:12] + (" (dirty)" if m.git.dirty else ""),
+            "recorded env vars": ", ".join(f"{k}={v}" for k, v in m.env.items()) or "none",
+        }
+    # Libraries one environment lacks stay blank in its column rather than borrowing another's version.
+    return pd.DataFrame(cols).fillna("")
+
+
+def render(d) -> Section:
+    return Section([heading("Environment", INTRO),
+                    Table(environment_table(d.records).reset_index(names="") if d.records else None, "no results")])

@@ -1,0 +1,52 @@
+"""The first lines of the report: an unfinished sweep first, then the status, the machine, and what was covered."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pandas as pd
+
+from .. import answer, coverage
+from .base import Section, Text, all_records
+
+
+def _earlier_sweeps(sweeps: list[dict], c) -> str:
+    """What the newest sweep of a profile on a host does not say: the earlier sweeps of it whose records count too
+    (the sweep is a level of the statistics)."""
+    earlier = sum(m["host"] == c.host and m["profile"] == c.profile for m in sweeps) - 1
+    return f" (the newest of {earlier + 1} sweeps of it; every sweep's records count)" if earlier > 0 else ""
+
+
+def _processes_phrase(configs: pd.DataFrame) -> str:
+    if configs.empty:
+        return "no processes"
+    lo, hi = int(configs["processes"].min()), int(configs["processes"].max())
+    return f"{lo} fresh processes" if lo == hi else f"{lo} to {hi} fresh processes"
+
+
+def header(d) -> str:
+    """The first lines of the report: an unfinished sweep first, then when, which profile(s), which machines,
+    how much was covered and flagged (coverage from the sweep manifests and records, never assumed)."""
+    runs, configs = d.runs, d.configs
+    built = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    top = coverage.banner(d.sweeps, all_records(d))
+    top = top + "\n\n" if top else ""
+    if runs.empty:
+        return f"{top}Built {built}. No results yet."
+    hosts = "; ".join(f"**{h}** ({', '.join(sorted(set(g['hardware'])))})" for h, g in runs.groupby("host"))
+    sweeps = "; ".join(f"`{c.profile}` on {c.host}: {'complete' if c.complete else c.status}, {c.done} of {c.planned} "
+                       f"planned runs recorded{_earlier_sweeps(d.sweeps, c)}"
+                       for c in coverage.coverages(d.sweeps, all_records(d)))
+    dates = sorted(runs["created"].str[:10])
+    status = runs["status"].value_counts()
+    return (f"{top}{answer.status_line(d, all_records(d))}\n\n{answer.machine_line(d.records)}\n\n"
+            f"Built {built} from {len(runs)} process runs recorded {dates[0]}"
+            f"{' to ' + dates[-1] if dates[-1] != dates[0] else ''} on {hosts}; "
+            f"sweep(s): {sweeps or 'none (single runs)'}; {len(configs)} configs, each measured in "
+            f"{_processes_phrase(configs)}; of the {len(runs)} recorded runs "
+            f"{int(status.get('error', 0))} failed and {int(status.get('skipped', 0))} were skipped. "
+            "Every number was measured by this project unless it is labelled *published*.")
+
+
+def render(d) -> Section:
+    return Section([Text(header(d))])

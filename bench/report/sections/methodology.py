@@ -1,0 +1,89 @@
+"""The methodology, generated from the records and sweep manifests of this report."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ...adapters import measures_a_framework
+from ...adapters.base import OPTIMIZER
+from ...measurement import flags as checks
+from ...measurement.loop import WARMUP_TOLERANCE
+from ...measurement.peak import PEAK_N, PEAK_TRIALS
+from .. import calibration, coverage, not_run, overhead
+from ..text import prose
+from .base import Section, Text, all_records, heading
+
+INTRO = ("Generated from the records and sweep manifests of this report; the distributed runs' methodology is in "
+         "the details.")
+
+
+def _minutes(budget) -> str:
+    return f"{budget:g} min" if budget else "none"
+
+
+def _spread(values) -> str:
+    values = sorted(values)
+    if not values:
+        return "none"
+    mid = values[len(values) // 2]
+    return f"{values[0]}" if values[0] == values[-1] else f"{values[0]}-{values[-1]} (median {mid})"
+
+
+def _counts(values) -> str:
+    return ", ".join(f"{v}: {n}" for v, n in pd.Series(values).value_counts().items()) or "none"
+
+
+def methodology(d) -> str:
+    """Markdown describing what was measured and how, generated from the records and sweep manifests."""
+    ok = [r for r in d.records if r.status == "ok" and measures_a_framework(r.config.framework)]
+    if not ok:
+        return "*No successful runs: nothing to describe.*"
+    cfg = [r.config for r in ok]
+    protocols = _counts(c.protocol for c in cfg)
+    warm = [len(r.samples.warmup_s) for r in ok]
+    timed = [len(r.samples.timed_s) for r in ok]
+    budgets = sorted({c.time_budget_s for c in cfg if c.protocol == "adaptive"})
+    threads = _counts(f"{r.config.framework}: {r.settings.get('intra_op_threads')} intra-op / "
+                      f"{r.settings.get('inter_op_threads')} inter-op" for r in ok)
+    sweeps = [m for m in d.sweeps if any(r.sweep and r.sweep.id == m["sweep_id"] for r in ok)]
+    sweep_lines = []
+    for m in sweeps:
+        c = coverage.sweep_coverage(m, all_records(d))
+        peaks = []
+        for key, p in (m.get("peaks") or {}).items():
+            start, end = p.get("start"), p.get("end")
+            if start:
+                tail = (f", end {end['flops_per_sec'] / 1e9:.0f} GFLOP/s (spread {end['spread']:.0%})" if end
+                        else ", no end measurement")
+                others = [f"{lib} {v['flops_per_sec'] / 1e9:.0f}" for lib, v in (start.get("libraries") or {}).items()
+                          if lib != start.get("library") and "flops_per_sec" in v]
+                by = (f" by {start['library']}" + (f" (others: {', '.join(others)} GFLOP/s)" if others else "")
+                      if start.get("library") else "")
+                peaks.append(f"{key}: start {start['flops_per_sec'] / 1e9:.0f} GFLOP/s{by} "
+                             f"(trial spread {start['spread']:.0%}){tail}")
+        sweep_lines.append(
+            f"- sweep `{m['sweep_id']}` on {m['host']}: profile `{m['profile']}`, {m['repeats']} repetitions "
+            f"per config, order seed {m['order_seed']}, up to {m['retries']} retries of a disturbed run "
+            f"({c.retries()}); {c.done} of {c.planned} planned runs recorded, {c.failed} failed or skipped; "
+            f"budget {_minutes(m['budget_minutes'])} (estimated {m['estimate_s'] / 60:.0f} min, "
+            f"{c.duration()}; {len(m.get('dropped', []))} configs over budget); status {m['status']}. Device peak: "
+            + ("; ".join(peaks) or "not measured") + ".")
+    procs = d.processes
+    n_disturbed = int((~procs["clean"]).sum()) if not procs.empty else 0
+    return prose("methodology", runs=len(ok), protocols=protocols, warmup=_spread(warm),
+                 warmup_stops=_counts(r.samples.warmup_stop for r in ok), timed=_spread(timed),
+                 timed_stops=_counts(r.samples.timed_stop for r in ok),
+                 budgets=", ".join(f"{b:g} s" for b in budgets) or "none", threads=threads, optimizer=OPTIMIZER,
+                 warmup_tolerance=WARMUP_TOLERANCE,
+                 sweeps="\n".join(sweep_lines) or "- no sweep manifests (single runs)",
+                 min_processes=checks.MIN_PROCESSES, guards="\n".join(r.methodology_line() for r in checks.GUARDS),
+                 disturbed=n_disturbed, processes=len(procs),
+                 peak_trials=PEAK_TRIALS, peak_n_cpu=PEAK_N["cpu"], peak_n_gpu=PEAK_N["gpu"],
+                 impossible_guards="\n".join(r.methodology_line() for r in checks.RULES if r.impossible)) \
+        + "".join(f"\n\n{part}" for part in (overhead.sweep_cost_text(d.records, sweeps),
+                                              calibration.methodology_text(calibration.aa_check(d.records, d.sweeps)),
+                                              not_run.not_run_text(d.sweeps)) if part)
+
+
+def render(d) -> Section:
+    return Section([heading("Methodology", INTRO), Text(methodology(d))])

@@ -1,0 +1,15 @@
+"""The 2019 study's published measurements beside this project's, for the models it measured."""
+
+from __future__ import annotations
+
+from ..published import then_and_now
+from .base import Section, optional
+
+INTRO = ("Its published measurements (dashed) beside this project's (solid) for the models it measured (VGG16, "
+         "ResNet-152: profile `full`; where they were not run here, this section is left out and *Study coverage* "
+         "gives the command). Its 'training' had no optimizer update, so its training numbers are not directly "
+         "comparable with a full training step.")
+
+
+def render(d) -> Section:
+    return optional("Then and now: the 2019 study", then_and_now(d.configs, d.seed), INTRO, "then_and_now")
