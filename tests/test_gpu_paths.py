@@ -214,9 +214,9 @@ def test_cpu_comm_keeps_host_timestamps():
 
 
 def test_torchrun_tasks_tell_each_agent_its_machine_ranks_and_gpu_base():
+    from bench.adapters.torch.launch import torchrun_tasks
     from bench.ranks import rankio
     from bench.runs.distributed.cluster import Machines
-    from bench.runs.distributed.run import torchrun_tasks
 
     config = make_config(**DIST)
     (task,) = torchrun_tasks(config, "m", {}, None)

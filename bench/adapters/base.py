@@ -7,6 +7,7 @@ import importlib.util
 import resource
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
@@ -16,6 +17,7 @@ from ..errors import FrameworkUnavailableError, UnsupportedError
 from ..host.manifest import declare_framework, dist_version
 from ..paths import PROJECT_ROOT
 from ..registry import Registry
+from .launch import LOCAL_DEVICES, LaunchPlan, Node
 from .precision import precision_unsupported
 
 if TYPE_CHECKING:  # adapters sit below the config layer: RunConfig is only a type here
@@ -182,14 +184,20 @@ class Adapter(ABC):
     engine_notes: ClassVar[dict[str, str]] = {}
     # False for the harness-overhead adapter: its rows are not a framework's numbers.
     measures_a_framework: ClassVar[bool] = True
-    # Distributed data-parallel training: the strategies this framework implements (see
-    # bench.config.STRATEGIES) and how ranks are started: "torchrun" (one torchrun agent per node) or
-    # "tf_config" (one process per TF_CONFIG task). Every rank runs bench.runs.distributed.rank_main,
-    # which calls `run_rank`.
+    # Distributed data-parallel training: the strategies this framework implements (see bench.config.STRATEGIES)
+    # and the kind of launch its ranks take (recorded; its `launch_plan` says what starts). Every rank runs
+    # bench.runs.distributed.rank_main, which calls `run_rank`.
     distributed_strategies: ClassVar[tuple[str, ...]] = ()
     distributed_launch: ClassVar[str | None] = None
-    # The module of its launcher's agent, run as `python -m` (torchrun: torch.distributed.run).
-    launcher_module: ClassVar[str | None] = None
+    # The rendezvous its ranks can join at a master address on real machines (--master-addr, the `rendezvous`
+    # setting); none: its tasks are given every address instead.
+    rendezvous_kinds: ClassVar[tuple[str, ...]] = ()
+    # Its ranks choose their collective backend (the `backend` setting) and are placed on GPUs by
+    # bench.host.devices.rank_placement; False: its collectives and GPU layouts are its own (gpu_layout_refusal).
+    chooses_backend: ClassVar[bool] = False
+    # Independent workers still connect (to gather their results on one machine); False: they never do, so an
+    # independent run cannot span machines.
+    independent_workers_connect: ClassVar[bool] = True
     # The module run as each rank of the link micro-benchmark (the reference framework's collectives: all-reduce and
     # ping-pong timed per message size, for the alpha-beta fit of every link).
     link_probe_worker: ClassVar[str | None] = None
@@ -202,10 +210,26 @@ class Adapter(ABC):
     own_collectives: ClassVar[str] = ""
 
     def launch_for(self, strategy: str, device: str, nodes: int) -> str | None:
-        """How the ranks of a distributed run of `strategy` on `device` over `nodes` start: `distributed_launch`, or
-        "local_devices" (one process whose replicas, one per local device, are the workers) where the framework
-        runs that layout in one process (TensorFlow's MirroredStrategy on GPUs, JAX over its devices)."""
+        """The kind of launch a distributed run of `strategy` on `device` over `nodes` takes: `distributed_launch`, or
+        LOCAL_DEVICES (one process whose replicas, one per local device, are the workers) where the framework runs
+        that layout in one process (TensorFlow's MirroredStrategy on GPUs, JAX over its devices)."""
         return self.distributed_launch
+
+    def workers_in_one_process(self, strategy: str, device: str, nodes: int) -> bool:
+        """Whether the workers of this layout are the devices of one process (so the run stays on one machine)."""
+        return self.launch_for(strategy, device, nodes) == LOCAL_DEVICES
+
+    def slurm_tasks(self, strategy: str, workers: int) -> int | None:
+        """How many Slurm tasks a run of `workers` needs where each of its tasks is a Slurm task of its own
+        (TensorFlow's SlurmClusterResolver layout); None: one Slurm task per machine (a node of the run)."""
+        return None
+
+    def launch_plan(self, config: RunConfig, module: str, env: dict, nodes: Sequence[Node] | None,
+                    cluster) -> LaunchPlan:
+        """The processes this machine starts for the distributed run `config`, each running `module` with `env`:
+        on `nodes` (emulated nodes; None: this machine) or, on real machines, this machine's share of `cluster`
+        (bench.runs.distributed.cluster.Machines). Raises LaunchError for a layout it cannot start."""
+        raise UnsupportedError(f"{self.name} has no distributed runs")
 
     def gpu_layout_refusal(self, strategy: str, ranks_here: int, nodes: int, gpu_count: int) -> str | None:
         """Why `ranks_here` GPU workers of `strategy` on a machine with `gpu_count` GPUs cannot run (None: they can).

@@ -39,7 +39,7 @@ def _cluster(args: argparse.Namespace, config) -> Machines | None:
             raise ConfigError("--measure-link measures the link between real machines: give --cluster")
         return None
     adapter = ADAPTERS.get(config.framework)
-    if not config.distributed or adapter.distributed_launch != "torchrun":
+    if not config.distributed or not adapter.rendezvous_kinds:
         raise ConfigError("--master-addr/--node-rank start this machine's torchrun agent of a run across machines; "
                           "valid choices: --strategy with a torchrun framework, or --cluster host0,host1,... "
                           "--node-rank k (every framework that runs on several machines)")

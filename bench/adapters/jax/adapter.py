@@ -11,6 +11,7 @@ from ...host.devices import is_gpu
 from ...models import get_model
 from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, register, subtractive_phases
 from ..keras_models import build_keras_model
+from ..launch import LOCAL_DEVICES, LaunchPlan, local_device_plan
 from . import worker
 from .training import LOSS, POLICIES, build_model, import_jax, make_loss, set_matmul_precision, sgd_momentum
 
@@ -133,7 +134,7 @@ class JaxAdapter(Adapter):
     libraries = ("jaxlib", "keras")
     # data parallel over one process's devices (a 1-D mesh): the workers are its replicas (bench/adapters/jax/worker.py)
     distributed_strategies = ("independent", "allreduce")
-    distributed_launch = "local_devices"
+    distributed_launch = LOCAL_DEVICES
     own_collectives = "XLA's all-reduce between one process's devices"
 
     def info(self) -> dict:
@@ -185,6 +186,9 @@ class JaxAdapter(Adapter):
 
     def run_rank(self, config: RunConfig, spec: dict) -> None:
         worker.run_rank(config, spec)
+
+    def launch_plan(self, config: RunConfig, module: str, env: dict, nodes, cluster) -> LaunchPlan:
+        return local_device_plan(config, module, env, nodes, cluster)
 
     def gpu_layout_refusal(self, strategy: str, ranks_here: int, nodes: int, gpu_count: int) -> str | None:
         return worker.gpu_refusal(ranks_here, gpu_count)

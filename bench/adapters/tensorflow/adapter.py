@@ -9,7 +9,8 @@ from ...errors import UnsupportedError
 from ...host.devices import is_gpu
 from ...models import get_model
 from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, dist_version, register, subtractive_phases
-from . import strategies, worker
+from ..launch import LOCAL_DEVICES, LaunchPlan
+from . import launch, strategies, worker
 from .recipe import LOSS, POLICIES, build_model, import_tf, make_loss, make_optimizer, set_tf_threads
 
 if TYPE_CHECKING:
@@ -147,7 +148,8 @@ class TensorFlowAdapter(Adapter):
                              "TF_USE_LEGACY_KERAS", "KERAS_BACKEND", "XLA_FLAGS")
     engines = ("graph", "xla", "eager")
     distributed_strategies = ("independent", "allreduce", "ps_async")
-    distributed_launch = "tf_config"
+    distributed_launch = launch.TF_CONFIG
+    independent_workers_connect = False  # independent workers have no cluster: nothing gathers their results
     multi_machine = True  # TF_CONFIG from a host list, or SlurmClusterResolver inside Slurm
     module = "tensorflow"
     distribution = "tensorflow-cpu"
@@ -209,7 +211,13 @@ class TensorFlowAdapter(Adapter):
         worker.run_rank(config, spec)
 
     def launch_for(self, strategy: str, device: str, nodes: int) -> str | None:
-        return "local_devices" if strategies.local_devices(strategy, device, nodes) else self.distributed_launch
+        return LOCAL_DEVICES if strategies.local_devices(strategy, device, nodes) else self.distributed_launch
+
+    def slurm_tasks(self, strategy: str, workers: int) -> int | None:
+        return workers + (2 if strategy == "ps_async" else 0)  # one Slurm task per TF task: a ps and a chief too
+
+    def launch_plan(self, config: RunConfig, module: str, env: dict, nodes, cluster) -> LaunchPlan:
+        return launch.launch_plan(config, module, env, nodes, cluster)
 
     def gpu_layout_refusal(self, strategy: str, ranks_here: int, nodes: int, gpu_count: int) -> str | None:
         return strategies.gpu_refusal(strategy, ranks_here, gpu_count)

@@ -10,8 +10,9 @@ from ...errors import UnsupportedError
 from ...host.devices import is_gpu
 from ...models import get_model
 from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, dist_version, register, timed_phases
+from ..launch import LaunchPlan
 from ..precision import tf32_unavailable
-from . import worker
+from . import launch, worker
 from .models import build_torch_model
 
 if TYPE_CHECKING:
@@ -220,8 +221,9 @@ class TorchAdapter(Adapter):
     distribution = "torch"
     libraries = ("torchvision",)
     distributed_strategies = ("independent", "allreduce", "allreduce_nosync", "ps_sync")
-    distributed_launch = "torchrun"
-    launcher_module = "torch.distributed.run"
+    distributed_launch = launch.TORCHRUN
+    rendezvous_kinds = ("static", "c10d")
+    chooses_backend = True
 
     def info(self) -> dict:
         import torch
@@ -272,6 +274,9 @@ class TorchAdapter(Adapter):
 
     def run_rank(self, config: RunConfig, spec: dict) -> None:
         worker.run_rank(self, config, spec)
+
+    def launch_plan(self, config: RunConfig, module: str, env: dict, nodes, cluster) -> LaunchPlan:
+        return launch.launch_plan(config, module, env, nodes, cluster)
 
     def gemm_label(self, device: str, precision: str) -> str | None:
         return "torch.mm"
