@@ -105,11 +105,11 @@ def fill(record: Record, config, ranks: list[dict], servers: list[dict], link: d
                                median_ms={k: statistics.median(p[k] for p in phase_ranks) for k in keys})
     peaks = [s.peak_rss_bytes for s in sections if s.peak_rss_bytes] + \
             [s["peak_rss_bytes"] for s in servers if s.get("peak_rss_bytes")]
-    gpu_peaks = [s.memory["peak_bytes"] for s in sections if s.memory and s.memory.get("peak_bytes")]
+    gpu_peaks = [s.memory.peak_bytes for s in sections if s.memory and s.memory.peak_bytes]
     if gpu_peaks:  # GPU ranks: the device memory, as a single GPU run records it (each rank's RSS stays in its section)
         record.memory = Memory(peak_bytes=max(gpu_peaks), total_peak_bytes=sum(gpu_peaks),
                                kind="largest and summed per-GPU peak over ranks ("
-                                    + next(s.memory.get("kind") for s in sections if s.memory) + ")")
+                                    + next(s.memory.kind for s in sections if s.memory) + ")")
     else:
         record.memory = Memory(peak_bytes=max(peaks) if peaks else None, total_peak_bytes=sum(peaks) if peaks else None,
                                kind="largest and summed per-process peak RSS over ranks and servers")
