@@ -19,6 +19,7 @@ from ..paths import PROJECT_ROOT
 from ..registry import Registry
 from .launch import LOCAL_DEVICES, LaunchPlan, Node
 from .precision import precision_unsupported
+from .ranks import RankGroup
 
 if TYPE_CHECKING:  # adapters sit below the config layer: RunConfig is only a type here
     from ..config import RunConfig
@@ -186,7 +187,7 @@ class Adapter(ABC):
     measures_a_framework: ClassVar[bool] = True
     # Distributed data-parallel training: the strategies this framework implements (see bench.config.STRATEGIES)
     # and the kind of launch its ranks take (recorded; its `launch_plan` says what starts). Every rank runs
-    # bench.runs.distributed.rank_main, which calls `run_rank`.
+    # bench.runs.distributed.rank_main, which runs its `rank_group` through the one rank loop.
     distributed_strategies: ClassVar[tuple[str, ...]] = ()
     distributed_launch: ClassVar[str | None] = None
     # The rendezvous its ranks can join at a master address on real machines (--master-addr, the `rendezvous`
@@ -298,9 +299,10 @@ class Adapter(ABC):
     def prepare(self, config: RunConfig) -> Workload:
         """Build model, data and step for `config`; raise UnsupportedError for what it cannot run."""
 
-    def run_rank(self, config: RunConfig, spec: dict) -> None:
-        """Run this process's rank (or task) of the distributed run `config` and write its result where `spec`
-        says (bench/ranks/rankio.py). The framework code lives in the adapter's worker module."""
+    def rank_group(self, config: RunConfig, spec: dict) -> RankGroup | None:
+        """This process's ranks of the distributed run `config` (`spec`: bench/ranks/rankio.py), prepared for the one
+        rank loop (bench/runs/distributed/rank_loop.py); None for a task that only serves until the run ends. The
+        framework code lives in the adapter's worker module."""
         raise UnsupportedError(f"{self.name} has no distributed runs")
 
     has_hand_loop: ClassVar[bool] = False

@@ -12,6 +12,7 @@ from ...models import get_model
 from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, register, subtractive_phases
 from ..keras_models import build_keras_model
 from ..launch import LOCAL_DEVICES, LaunchPlan, local_device_plan
+from ..ranks import RankGroup
 from . import worker
 from .training import LOSS, POLICIES, build_model, import_jax, make_loss, set_matmul_precision, sgd_momentum
 
@@ -184,8 +185,8 @@ class JaxAdapter(Adapter):
         self.check_available()
         return JaxWorkload(config)
 
-    def run_rank(self, config: RunConfig, spec: dict) -> None:
-        worker.run_rank(config, spec)
+    def rank_group(self, config: RunConfig, spec: dict) -> RankGroup:
+        return worker.MeshRanks(config)
 
     def launch_plan(self, config: RunConfig, module: str, env: dict, nodes, cluster) -> LaunchPlan:
         return local_device_plan(config, module, env, nodes, cluster)

@@ -29,6 +29,7 @@ from ...host.energy import EnergyMeter, NvmlEnergyMeter
 from ...models import get_model
 from ...ranks import rankio
 from ..base import OPTIMIZER
+from ..ranks import GroupFacts, RankGroup, Readings, Replica
 from .training import LOSS, POLICIES, build_model, import_jax, make_loss, set_matmul_precision, sgd_momentum
 
 if TYPE_CHECKING:
@@ -143,29 +144,68 @@ def _device_memory(device) -> dict | None:
             "kind": "XLA allocator peak of the device since the process started (memory_stats)"}
 
 
-def run_rank(config: RunConfig, spec: dict) -> None:
-    """The one process of a JAX data-parallel run: every worker is one of its devices; writes one result per rank."""
+class MeshReadings(Readings):
+    """Per GPU its NVML counter and its allocator peak; CPU host devices share the packages' RAPL counters: one
+    reading, on rank 0."""
+
+    def __init__(self, devices: list, gpu: bool, images: int) -> None:
+        self.devices, self.gpu, self.images = devices, gpu, images
+        self.meters = [NvmlEnergyMeter([d.id]) for d in devices] if gpu else [EnergyMeter()]
+        self.stack = contextlib.ExitStack()
+
+    def __enter__(self) -> MeshReadings:
+        for meter in self.meters:
+            self.stack.enter_context(meter)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stack.close()
+
+    def replica(self, k: int) -> tuple[dict | None, dict | None]:
+        if not self.gpu:
+            return (self.meters[0].result(self.images * len(self.devices)) if k == 0 else None), None
+        return self.meters[k].result(self.images), _device_memory(self.devices[k])
+
+
+class MeshRanks(RankGroup):
+    """The one process of a JAX data-parallel run: every worker is one of its devices."""
+
+    def __init__(self, config: RunConfig) -> None:
+        gpu = is_gpu(config.device)
+        if not gpu:  # CPU workers are XLA host devices: asked for before JAX starts, or JAX would have one
+            if "jax" in sys.modules:
+                raise UnsupportedError("jax: already imported in this process; its host device count is fixed")
+            os.environ["XLA_FLAGS"] = host_device_flags(os.environ.get("XLA_FLAGS", ""), config.workers)
+        jax, keras = import_jax(config.threads * config.workers)
+        self.config, self.gpu = config, gpu
+        self.devices = devices = mesh_devices(jax, config)
+        self.trainer = MeshTrainer(jax, keras, config, devices)
+        self.replicas = [Replica(k, f"cuda:{d.id}" if gpu else str(d)) for k, d in enumerate(devices)]
+        settings = mesh_settings(keras, config, devices)
+        params = self.trainer.params
+        self.facts = GroupFacts(settings=settings, params=params, grad_bytes=params * 4,
+                                backend="xla" if config.strategy == "allreduce" else None,
+                                threads=settings["intra_op_threads"], samples_per_step=config.worker_batch,
+                                input_placement={"location": "gpu" if gpu else "cpu", "fresh_per_step": False})
+
+    def step(self) -> dict:
+        return self.trainer.step()
+
+    def checksums(self) -> list[float | None]:
+        return self.trainer.checksums()
+
+    def readings(self) -> MeshReadings:
+        return MeshReadings(self.devices, self.gpu, self.config.worker_batch * self.config.iterations)
+
+    def finish(self) -> None:
+        rankio.exit_now()
+
+
+def mesh_settings(keras, config: RunConfig, devices: list) -> dict:
+    """What the certificate reads of a mesh run: the threads each device gets, the engine, the recipe."""
     gpu = is_gpu(config.device)
-    if not gpu:  # CPU workers are XLA host devices: asked for before JAX starts, or JAX would have one
-        if "jax" in sys.modules:
-            raise UnsupportedError("jax: already imported in this process; its host device count is fixed")
-        os.environ["XLA_FLAGS"] = host_device_flags(os.environ.get("XLA_FLAGS", ""), config.workers)
-    jax, keras = import_jax(config.threads * config.workers)
-    devices = mesh_devices(jax, config)
-    trainer = MeshTrainer(jax, keras, config, devices)
-    warmup = [trainer.step()["step_s"] for _ in range(config.warmup)]
-    before = trainer.checksums()
-    # per GPU its NVML counter; CPU host devices share the packages' RAPL counters: one reading, on rank 0
-    meters = [NvmlEnergyMeter([d.id]) for d in devices] if gpu else [EnergyMeter()]
-    with contextlib.ExitStack() as stack:
-        for meter in meters:
-            stack.enter_context(meter)
-        w0, cpu0 = time.perf_counter(), rankio.cpu_seconds()
-        steps = [trainer.step() for _ in range(config.iterations)]
-        w1, cpu1 = time.perf_counter(), rankio.cpu_seconds()
-    after = trainer.checksums()
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
-    settings = {
+    return {
         "intra_op_threads": cores // len(devices) if cores else None,
         "threads_how": f"the process's CPU affinity ({cores} cores, read back) shared by its {len(devices)} devices",
         "layout": "NHWC (Keras default)",
@@ -179,17 +219,3 @@ def run_rank(config: RunConfig, spec: dict) -> None:
         "timer": "time.perf_counter after jax.block_until_ready",
         "host_devices": None if gpu else "XLA host devices sharing the CPU cores: a functional check, not scaling",
     }
-    images = config.worker_batch * config.iterations
-    for k, device in enumerate(devices):
-        energy = meters[k].result(images * (1 if gpu else len(devices))) if gpu or k == 0 else None
-        rankio.write_result(spec, f"rank{k}", {
-            "rank": k, "world": len(devices), "role": "worker", "node": 0, "host": os.uname().nodename,
-            "backend": "xla" if config.strategy == "allreduce" else None, "params": trainer.params,
-            "grad_bytes": trainer.params * 4, "threads": settings["intra_op_threads"],
-            "samples_per_step": config.worker_batch, "warmup_s": warmup, "steps": steps,
-            "window": {"start": w0, "end": w1, "cpu_s": cpu1 - cpu0},
-            "checksum_before": before[k], "checksum_after": after[k], "settings": settings,
-            "input_placement": {"location": "gpu" if gpu else "cpu", "fresh_per_step": False},
-            "device": f"cuda:{device.id}" if gpu else str(device), "energy": energy,
-            "memory": _device_memory(device) if gpu else None})
-    rankio.exit_now()

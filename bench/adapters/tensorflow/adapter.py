@@ -10,6 +10,7 @@ from ...host.devices import is_gpu
 from ...models import get_model
 from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, dist_version, register, subtractive_phases
 from ..launch import LOCAL_DEVICES, LaunchPlan
+from ..ranks import RankGroup
 from . import launch, strategies, worker
 from .recipe import LOSS, POLICIES, build_model, import_tf, make_loss, make_optimizer, set_tf_threads
 
@@ -207,8 +208,8 @@ class TensorFlowAdapter(Adapter):
         self.check_available()
         return TFWorkload(config)
 
-    def run_rank(self, config: RunConfig, spec: dict) -> None:
-        worker.run_rank(config, spec)
+    def rank_group(self, config: RunConfig, spec: dict) -> RankGroup | None:
+        return worker.rank_group(config, spec)
 
     def launch_for(self, strategy: str, device: str, nodes: int) -> str | None:
         return LOCAL_DEVICES if strategies.local_devices(strategy, device, nodes) else self.distributed_launch

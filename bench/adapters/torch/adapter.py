@@ -12,6 +12,7 @@ from ...models import get_model
 from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, dist_version, register, timed_phases
 from ..launch import LaunchPlan
 from ..precision import tf32_unavailable
+from ..ranks import RankGroup
 from . import launch, worker
 from .models import build_torch_model
 
@@ -272,8 +273,8 @@ class TorchAdapter(Adapter):
         self.check_available()
         return TorchWorkload(config)
 
-    def run_rank(self, config: RunConfig, spec: dict) -> None:
-        worker.run_rank(self, config, spec)
+    def rank_group(self, config: RunConfig, spec: dict) -> RankGroup:
+        return worker.TorchRanks(self, config, spec)
 
     def launch_plan(self, config: RunConfig, module: str, env: dict, nodes, cluster) -> LaunchPlan:
         return launch.launch_plan(config, module, env, nodes, cluster)

@@ -30,6 +30,7 @@ from . import rank_main
 from . import record as records
 from .cluster import Machines, resolve
 from .launcher import Launch, LaunchError
+from .rank_loop import RankResult
 from .topology import EmulationUnavailable, emulated_nodes, remove_stale, unavailable_reason
 
 COLLECTIVE_TIMEOUT_S = 120  # a rank blocked this long in a collective fails (gloo / TF)
@@ -156,11 +157,13 @@ def execute(config: RunConfig, results_dir: Path | str | None = None, repeat: in
         with terminations_unwind(), work_dir() as work:
             if cluster is None and config.cluster:
                 cluster = resolve(config, env=os.environ)
-            ranks, servers, link, interference, kind = launch(config, work, cluster=cluster)
+            results, servers, link, interference, kind = launch(config, work, cluster=cluster)
+            ranks = [RankResult.from_json(r) for r in results]
             records.fill(record, config, ranks, servers, link, kind, interference)
             _utilisation(record, config, results_dir)
             _certificate(record, config, ranks[0])
-            record.flags = run_flags(record) + records.distributed_flags(config, ranks, link["fallback"])
+            record.flags = run_flags(record) + records.distributed_flags(config, record.distributed.ranks,
+                                                                         link["fallback"])
     except NotLeadNode as exc:
         record.status, record.reason = "skipped", str(exc)
     except LaunchError as exc:
@@ -197,10 +200,10 @@ def gpu_utilisation(record: Record) -> None:
         record.utilisation /= record.distributed.link.get("gpus") or len(gpus)
 
 
-def _certificate(record: Record, config: RunConfig, lead: dict) -> None:
+def _certificate(record: Record, config: RunConfig, lead: RankResult) -> None:
     """The single run's fairness certificate, from the lead rank (rank 0, or the asynchronous chief): its
     parameters, its settings (the record's), its weights before and after the timed steps, where its batch lived."""
-    record.fairness = run_checks(config, record.settings, lead.get("params"),
+    record.fairness = run_checks(config, record.settings, lead.params,
                                  record.model.flops_per_image if record.model else None,
-                                 (lead.get("checksum_before"), lead.get("checksum_after")),
-                                 lead.get("input_placement"))
+                                 (lead.section.checksum_before, lead.section.checksum_after),
+                                 lead.input_placement)
