@@ -181,6 +181,13 @@ def _gpu_rank(k: int, joules: float, step_s: float = 0.1, reading: dict | None =
     return RankResult(section, steps, [step_s], "h", {}, 1000, None, None)
 
 
+def _fill_from_ranks(record, config, ranks) -> None:
+    from bench.runs.fill import fill
+
+    record.distributed = dist_records.distributed_section(config, ranks, [], {"kind": "loopback"}, "torchrun")
+    fill(record, config, dist_records.measured(config, ranks, [], {"judged": False}), None)
+
+
 def test_a_gpu_run_s_record_sums_energy_and_keeps_gpu_memory_and_utilisation_per_rank(monkeypatch):
     from bench import make_config
     from bench.results.record import ModelInfo, Peak, Record
@@ -190,8 +197,7 @@ def test_a_gpu_run_s_record_sums_energy_and_keeps_gpu_memory_and_utilisation_per
     config = make_config(framework="torch", model="tiny_cnn", mode="training", image_size=16, batch_size=8,
                          strategy="allreduce", workers=2, iterations=4)
     rec = Record.new(config)
-    dist_records.fill(rec, config, [_gpu_rank(0, 4.0), _gpu_rank(1, 12.0, step_s=0.2)], [], {"kind": "loopback"},
-                      "torchrun", {"judged": False})
+    _fill_from_ranks(rec, config, [_gpu_rank(0, 4.0), _gpu_rank(1, 12.0, step_s=0.2)])
     assert rec.energy.available and rec.energy.joules == pytest.approx(16.0)
     assert rec.energy.images_per_joule == pytest.approx(16 * 4 / 16.0)  # global batch x steps / summed joules
     assert (rec.memory.peak_bytes, rec.memory.total_peak_bytes) == (2 * 2**30, 3 * 2**30)
@@ -204,7 +210,7 @@ def test_a_gpu_run_s_record_sums_energy_and_keeps_gpu_memory_and_utilisation_per
     assert rec.utilisation == pytest.approx(0.04)  # the run's share of both GPUs' peak
     unread = _gpu_rank(1, 0.0, reading={"available": False, "reason": "pynvml is not installed"})
     rec = Record.new(config)
-    dist_records.fill(rec, config, [_gpu_rank(0, 4.0), unread], [], {"kind": "loopback"}, "torchrun", {})
+    _fill_from_ranks(rec, config, [_gpu_rank(0, 4.0), unread])
     assert not rec.energy.available and rec.energy.reason == "pynvml is not installed"
 
 

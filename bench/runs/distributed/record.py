@@ -8,8 +8,8 @@ import statistics
 from ...host.devices import gpu_interconnect, is_gpu
 from ...host.energy import total
 from ...measurement.flags import flag
-from ...results.record import Distributed, Energy, Flag, Interference, Memory, Phases, Rank, Record, Samples, Summary
-from ...stats import cv, summarize_latencies
+from ...results.record import Distributed, Flag, Memory, Phases, Rank, Samples
+from ..fill import Measured
 from .rank_loop import RankResult
 
 SYNC_STRATEGIES = ("allreduce", "allreduce_nosync", "ps_sync")
@@ -63,48 +63,53 @@ def gpu_link(ranks: list[RankResult]) -> dict:
     return {"gpus": len(used), "interconnect": interconnect}
 
 
-def fill(record: Record, config, ranks: list[RankResult], servers: list[dict], link: dict, launch: str,
-         interference: dict) -> None:
-    """Put the measured numbers of a finished distributed run into `record`."""
+def measured(config, ranks: list[RankResult], servers: list[dict], interference: dict) -> Measured:
+    """What a finished distributed run measured, from its ranks: one global step is the slowest rank's."""
     steps = global_steps(config, ranks)
     warm = [r.warmup_s for r in ranks if r.warmup_s]
-    record.samples = Samples(
-        warmup_s=[max(w[i] for w in warm) for i in range(min(map(len, warm)))] if warm else [],
-        timed_s=steps, warmup_stop="fixed count, the same on every rank",
-        timed_stop="fixed count, the same on every rank", timed_wall_s=sum(steps))
-    record.summary = Summary(**summarize_latencies(steps, config.global_batch), cv=cv(steps))
     sections = [r.section for r in ranks]
     phase_ranks = [s.phases_median_ms for s in sections if s.phases_median_ms]
+    phases = None
     if phase_ranks:
         keys = [k for k in ("forward", "backward", "forward_backward", "update", "exposed_comm", "other")
                 if k in phase_ranks[0]]
-        record.phases = Phases(iterations=len(steps),
-                               method="every timed step on every rank; per phase the median over ranks of "
-                                      "each rank's median (communication: the part not hidden behind compute)",
-                               median_ms={k: statistics.median(p[k] for p in phase_ranks) for k in keys})
+        phases = Phases(iterations=len(steps),
+                        method="every timed step on every rank; per phase the median over ranks of "
+                               "each rank's median (communication: the part not hidden behind compute)",
+                        median_ms={k: statistics.median(p[k] for p in phase_ranks) for k in keys})
     peaks = [s.peak_rss_bytes for s in sections if s.peak_rss_bytes] + \
             [s["peak_rss_bytes"] for s in servers if s.get("peak_rss_bytes")]
     gpu_peaks = [s.memory.peak_bytes for s in sections if s.memory and s.memory.peak_bytes]
     if gpu_peaks:  # GPU ranks: the device memory, as a single GPU run records it (each rank's RSS stays in its section)
-        record.memory = Memory(peak_bytes=max(gpu_peaks), total_peak_bytes=sum(gpu_peaks),
-                               kind="largest and summed per-GPU peak over ranks ("
-                                    + next(s.memory.kind for s in sections if s.memory) + ")")
+        memory = Memory(peak_bytes=max(gpu_peaks), total_peak_bytes=sum(gpu_peaks),
+                        kind="largest and summed per-GPU peak over ranks ("
+                             + next(s.memory.kind for s in sections if s.memory) + ")")
     else:
-        record.memory = Memory(peak_bytes=max(peaks) if peaks else None, total_peak_bytes=sum(peaks) if peaks else None,
-                               kind="largest and summed per-process peak RSS over ranks and servers")
-    # every reading is of its own GPU, or of a machine's CPU packages read by one rank: they add up
-    record.energy = Energy.from_json(total([s.energy.to_json() for s in sections if s.energy],
-                                           config.global_batch * len(steps)))
-    record.interference = Interference.from_json({**interference, "iteration_cv": cv(steps)})
-    record.settings = {**(ranks[0].settings or {}), "threads_per_worker": config.threads,
-                       "stop_rule": "fixed warm-up and timed step counts on every rank, between barriers"}
-    link = {**link, **gpu_link(ranks)}
-    record.distributed = Distributed(
+        memory = Memory(peak_bytes=max(peaks) if peaks else None, total_peak_bytes=sum(peaks) if peaks else None,
+                        kind="largest and summed per-process peak RSS over ranks and servers")
+    lead = ranks[0]  # rank 0, or the asynchronous chief: the certificate's facts are its
+    return Measured(
+        samples=Samples(warmup_s=[max(w[i] for w in warm) for i in range(min(map(len, warm)))] if warm else [],
+                        timed_s=steps, warmup_stop="fixed count, the same on every rank",
+                        timed_stop="fixed count, the same on every rank", timed_wall_s=sum(steps)),
+        images_per_step=config.global_batch,
+        # every reading is of its own GPU, or of a machine's CPU packages read by one rank: they add up
+        energy=total([s.energy.to_json() for s in sections if s.energy], config.global_batch * len(steps)),
+        memory=memory, interference=interference,
+        settings={**(lead.settings or {}), "threads_per_worker": config.threads,
+                  "stop_rule": "fixed warm-up and timed step counts on every rank, between barriers"},
+        params=lead.params, weights=(lead.section.checksum_before, lead.section.checksum_after),
+        placement=lead.input_placement, phases=phases)
+
+
+def distributed_section(config, ranks: list[RankResult], servers: list[dict], link: dict, launch: str) -> Distributed:
+    """The record's `distributed` section: strategy, workers, link, and every rank's own section."""
+    return Distributed(
         strategy=config.strategy, workers=config.workers, nodes=config.nodes,
         scaling=config.scaling, worker_batch=config.worker_batch, global_batch=config.global_batch,
-        launch=launch, backend=ranks[0].backend, link=link,
+        launch=launch, backend=ranks[0].backend, link={**link, **gpu_link(ranks)},
         params=ranks[0].params, grad_bytes=ranks[0].grad_bytes,
-        overlap_share=overlap_share(ranks), ranks=sections, servers=servers,
+        overlap_share=overlap_share(ranks), ranks=[r.section for r in ranks], servers=servers,
         accuracy=next((r.accuracy for r in ranks if r.accuracy), None),
         global_step="slowest rank per step" if config.strategy != "ps_async"
                     else "chunk time / steps per worker (asynchronous: steps run on the workers as scheduled)",

@@ -19,13 +19,12 @@ from ...config import RunConfig
 from ...errors import terminations_unwind
 from ...host.devices import is_gpu
 from ...host.interference import TreeSampler
-from ...measurement.certificate import run_checks
-from ...measurement.flags import run_flags
 from ...measurement.utilisation import apply_utilisation
 from ...paths import default_results_dir
 from ...ranks.rankio import SPEC_ENV
 from ...results.record import Manifest, ModelInfo, Record, SweepPlacement
 from ..failures import describe_failure
+from ..fill import fill
 from . import rank_main
 from . import record as records
 from .cluster import Machines, resolve
@@ -159,11 +158,10 @@ def execute(config: RunConfig, results_dir: Path | str | None = None, repeat: in
                 cluster = resolve(config, env=os.environ)
             results, servers, link, interference, kind = launch(config, work, cluster=cluster)
             ranks = [RankResult.from_json(r) for r in results]
-            records.fill(record, config, ranks, servers, link, kind, interference)
-            _utilisation(record, config, results_dir)
-            _certificate(record, config, ranks[0])
-            record.flags = run_flags(record) + records.distributed_flags(config, record.distributed.ranks,
-                                                                         link["fallback"])
+            record.distributed = records.distributed_section(config, ranks, servers, link, kind)
+            fill(record, config, records.measured(config, ranks, servers, interference),
+                 lambda r: _utilisation(r, config, results_dir),
+                 lambda r: records.distributed_flags(config, r.distributed.ranks, link["fallback"]))
     except NotLeadNode as exc:
         record.status, record.reason = "skipped", str(exc)
     except LaunchError as exc:
@@ -198,12 +196,3 @@ def gpu_utilisation(record: Record) -> None:
         rank.utilisation = flops * rank.images_per_sec / peak if rank.images_per_sec else None
     if record.utilisation is not None:  # the GPUs of every machine (the link counts them by host and device)
         record.utilisation /= record.distributed.link.get("gpus") or len(gpus)
-
-
-def _certificate(record: Record, config: RunConfig, lead: RankResult) -> None:
-    """The single run's fairness certificate, from the lead rank (rank 0, or the asynchronous chief): its
-    parameters, its settings (the record's), its weights before and after the timed steps, where its batch lived."""
-    record.fairness = run_checks(config, record.settings, lead.params,
-                                 record.model.flops_per_image if record.model else None,
-                                 (lead.section.checksum_before, lead.section.checksum_after),
-                                 lead.input_placement)
