@@ -296,8 +296,9 @@ config = make_config(framework="tensorflow", model="tiny_cnn", mode="training", 
                      strategy="allreduce", workers=2, warmup=1, iterations=3)
 # the GPU plan's shape (one process, a replica per device) on two logical CPUs: no NCCL there, so no communication
 worker._plan = lambda *a: strategies.StrategyPlan(strategies.MIRRORED, None, ("/cpu:0", "/cpu:1"), ())
+from bench.adapters import ADAPTERS
 from bench.runs.distributed.rank_loop import run_group
-run_group(worker.SyncRanks(config, {"type": "worker", "index": 0}), config, {"out_dir": sys.argv[1]})
+run_group(ADAPTERS.get("tensorflow").rank_group(config, {}), config, {"out_dir": sys.argv[1]})
 """
 
 

@@ -7,7 +7,8 @@ import importlib.util
 import resource
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
@@ -298,6 +299,12 @@ class Adapter(ABC):
     @abstractmethod
     def prepare(self, config: RunConfig) -> Workload:
         """Build model, data and step for `config`; raise UnsupportedError for what it cannot run."""
+
+    def prepare_rank(self, config: RunConfig, scope: Callable[[], AbstractContextManager] | None = None) -> Workload:
+        """The Workload one rank of a distributed run trains: `config` is the rank's (RunConfig.for_rank: its share
+        of the batch, its data seed, its device); `scope` is where the strategy has the model built (TensorFlow's
+        strategy.scope: the variables become the strategy's), None where the strategy wraps it afterwards."""
+        return self.prepare(config)
 
     def rank_group(self, config: RunConfig, spec: dict) -> RankGroup | None:
         """This process's ranks of the distributed run `config` (`spec`: bench/ranks/rankio.py), prepared for the one

@@ -43,7 +43,7 @@ class JaxWorkload(Workload):
         self.non_trainable = [put(v.value) for v in model.non_trainable_variables]
         self.velocity = [jax.numpy.zeros_like(p) for p in self.trainable]
 
-        loss = make_loss(jax, model)
+        self.loss = loss = make_loss(jax, model)  # a data-parallel strategy runs it on every replica's shard
         grad = jax.value_and_grad(loss, has_aux=True)
 
         def train(trainable, non_trainable, velocity, x, y):
@@ -186,7 +186,7 @@ class JaxAdapter(Adapter):
         return JaxWorkload(config)
 
     def rank_group(self, config: RunConfig, spec: dict) -> RankGroup:
-        return worker.MeshRanks(config)
+        return worker.MeshRanks(self, config)
 
     def launch_plan(self, config: RunConfig, module: str, env: dict, nodes, cluster) -> LaunchPlan:
         return local_device_plan(config, module, env, nodes, cluster)

@@ -30,10 +30,11 @@ from ...models import get_model
 from ...ranks import rankio
 from ..base import OPTIMIZER
 from ..ranks import GroupFacts, RankGroup, Readings, Replica
-from .training import LOSS, POLICIES, build_model, import_jax, make_loss, set_matmul_precision, sgd_momentum
+from .training import LOSS, POLICIES, import_jax, sgd_momentum
 
 if TYPE_CHECKING:
     from ...config import RunConfig
+    from ..base import Adapter, Workload
 
 HOST_DEVICES_FLAG = "--xla_force_host_platform_device_count"
 AXIS = "data"
@@ -72,26 +73,25 @@ def mesh_devices(jax, config: RunConfig) -> list:
 class MeshTrainer:
     """The workers' replicas stacked along the mesh axis (leading dimension = device) and their jitted step."""
 
-    def __init__(self, jax, keras, config: RunConfig, devices: list) -> None:
+    def __init__(self, jax, workload: Workload, config: RunConfig, devices: list) -> None:
+        """`workload`: the adapter's (JaxWorkload), whose model, loss and initial weights every replica starts from."""
         from jax.sharding import Mesh, NamedSharding
         from jax.sharding import PartitionSpec as P
 
         self.jax, self.config, self.devices = jax, config, devices
-        set_matmul_precision(jax, config.precision)
-        model = build_model(keras, config)
-        self.params = int(sum(np.prod(v.shape) for v in model.trainable_weights))
+        self.params = workload.params
         n = len(devices)
         self.mesh = Mesh(np.array(devices), (AXIS,))
         sharded = NamedSharding(self.mesh, P(AXIS))
         stack = lambda arrays: [jax.device_put(np.stack([np.asarray(a)] * n), sharded) for a in arrays]
-        self.trainable = stack(v.value for v in model.trainable_variables)
-        self.state = stack(v.value for v in model.non_trainable_variables)
+        self.trainable = stack(workload.trainable)
+        self.state = stack(workload.non_trainable)
         self.velocity = [jax.numpy.zeros_like(p) for p in self.trainable]
         # each worker its own shard: the data seed of its rank (RunConfig.for_rank), as the other frameworks' ranks
         shards = [self._batch(config.for_rank(k)) for k in range(n)]
         self.x = jax.device_put(np.stack([x for x, _ in shards]), sharded)
         self.y = jax.device_put(np.stack([y for _, y in shards]), sharded)
-        self.step_fn = self._compile(make_loss(jax, model), config.strategy == "allreduce", P(AXIS))
+        self.step_fn = self._compile(workload.loss, config.strategy == "allreduce", P(AXIS))
         self.out = None
 
     @staticmethod
@@ -170,7 +170,7 @@ class MeshReadings(Readings):
 class MeshRanks(RankGroup):
     """The one process of a JAX data-parallel run: every worker is one of its devices."""
 
-    def __init__(self, config: RunConfig) -> None:
+    def __init__(self, adapter: Adapter, config: RunConfig) -> None:
         gpu = is_gpu(config.device)
         if not gpu:  # CPU workers are XLA host devices: asked for before JAX starts, or JAX would have one
             if "jax" in sys.modules:
@@ -179,7 +179,9 @@ class MeshRanks(RankGroup):
         jax, keras = import_jax(config.threads * config.workers)
         self.config, self.gpu = config, gpu
         self.devices = devices = mesh_devices(jax, config)
-        self.trainer = MeshTrainer(jax, keras, config, devices)
+        # the adapter's workload as rank 0 prepares it: the model, loss and weights every replica starts from
+        self.workload = adapter.prepare_rank(config.for_rank(0, self.replica_device(0)))
+        self.trainer = MeshTrainer(jax, self.workload, config, devices)
         self.replicas = [Replica(k, f"cuda:{d.id}" if gpu else str(d)) for k, d in enumerate(devices)]
         settings = mesh_settings(keras, config, devices)
         params = self.trainer.params
@@ -187,6 +189,9 @@ class MeshRanks(RankGroup):
                                 backend="xla" if config.strategy == "allreduce" else None,
                                 threads=settings["intra_op_threads"], samples_per_step=config.worker_batch,
                                 input_placement={"location": "gpu" if gpu else "cpu", "fresh_per_step": False})
+
+    def replica_device(self, k: int) -> str:
+        return f"cuda:{self.devices[k].id}" if self.gpu else "cpu"
 
     def step(self) -> dict:
         return self.trainer.step()

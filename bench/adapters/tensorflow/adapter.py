@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
 from ...errors import UnsupportedError
@@ -19,7 +21,9 @@ if TYPE_CHECKING:
 
 
 class TFWorkload(Workload):
-    def __init__(self, config: RunConfig) -> None:
+    def __init__(self, config: RunConfig, scope: Callable[[], AbstractContextManager] | None = None) -> None:
+        """`scope`: where a distribution strategy builds the model and optimizer (its `scope`: the variables are its
+        replicas'); None: on the config's device."""
         import numpy as np
 
         tf, keras = import_tf()
@@ -40,7 +44,7 @@ class TFWorkload(Workload):
         keras.utils.set_random_seed(config.seed)
         # fp32 means fp32: TensorFlow's default runs float32 matmuls and convolutions on TF32 tensor cores
         tf.config.experimental.enable_tensor_float_32_execution(config.precision == "tf32")
-        with tf.device(self.tf_device):
+        with scope() if scope is not None else tf.device(self.tf_device):
             self.model = build_model(keras, config)
             n, s = config.batch_size, config.image_size
             rng = np.random.default_rng(config.seed)
@@ -55,6 +59,10 @@ class TFWorkload(Workload):
         self._train = compile_(self._train_step)
         self._fwd_loss = compile_(lambda x: self.loss_fn(self.y, self.model(x, training=True)))
         self._grads = compile_(self._grads_step)
+        # The training step's parts for a distribution strategy, which runs them on each replica's batch as
+        # tf.functions with its collective between them (bench/adapters/tensorflow/worker.py).
+        self.gradients = tf.function(self._loss_and_grads)
+        self.apply = tf.function(lambda grads: self.opt.apply(grads, self.model.trainable_variables))
         self.settings = {
             **threads,
             "layout": "NHWC (channels_last, Keras default; oneDNN's preferred layout on CPU)",
@@ -86,6 +94,13 @@ class TFWorkload(Workload):
             loss = self.loss_fn(self.y, self.model(x, training=True))
             scaled = self.opt.scale_loss(loss)
         return tape.gradient(scaled, self.model.trainable_variables)
+
+    def _loss_and_grads(self, x, y):
+        """Forward, loss and backward of batch (x, y): (loss, the trainable variables' gradients)."""
+        with self.tf.GradientTape() as tape:
+            loss = self.loss_fn(y, self.model(x, training=True))
+            scaled = self.opt.scale_loss(loss)
+        return loss, tape.gradient(scaled, self.model.trainable_variables)
 
     def _train_step(self, x):
         grads = self._grads_step(x)
@@ -208,8 +223,11 @@ class TensorFlowAdapter(Adapter):
         self.check_available()
         return TFWorkload(config)
 
+    def prepare_rank(self, config: RunConfig, scope: Callable[[], AbstractContextManager] | None = None) -> TFWorkload:
+        return TFWorkload(config, scope)
+
     def rank_group(self, config: RunConfig, spec: dict) -> RankGroup | None:
-        return worker.rank_group(config, spec)
+        return worker.rank_group(self, config, spec)
 
     def launch_for(self, strategy: str, device: str, nodes: int) -> str | None:
         return LOCAL_DEVICES if strategies.local_devices(strategy, device, nodes) else self.distributed_launch

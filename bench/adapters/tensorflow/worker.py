@@ -36,11 +36,12 @@ from ...ranks import digits, rankio
 from ..base import OPTIMIZER
 from ..ranks import GroupFacts, RankGroup, Readings, Replica
 from . import strategies
-from .recipe import LOSS, build_model, import_tf, make_loss, make_optimizer, set_tf_threads
+from .recipe import LOSS, import_tf, set_tf_threads
 from .strategies import StrategyPlan
 
 if TYPE_CHECKING:  # the task gets its config handed in: adapters sit below bench.config
     from ...config import RunConfig
+    from .adapter import TensorFlowAdapter
 
 EVAL_EVERY = 10  # steps between accuracy evaluations (digits runs)
 
@@ -139,9 +140,9 @@ class SyncRanks(RankGroup):
 
     evaluates = True
 
-    def __init__(self, config: RunConfig, task: dict) -> None:
+    def __init__(self, adapter: TensorFlowAdapter, config: RunConfig, task: dict) -> None:
         plan = _plan(config, "worker", task["index"])
-        tf, keras, threads = _tf(config.threads, plan)
+        tf, _, threads = _tf(config.threads, plan)
         self.tf, self.config, self.plan = tf, config, plan
         self.sync = sync = config.strategy == "allreduce"
         self.strategy = strategy = build_strategy(tf, plan)
@@ -152,23 +153,16 @@ class SyncRanks(RankGroup):
         gpu = bool(plan.visible_gpus)
         # GPUs queue work: block before a clock read
         self.wait = tf.test.experimental.sync_devices if gpu else (lambda: None)
-        keras.utils.set_random_seed(config.seed)  # identical initial weights on every worker
-        with strategy.scope():
-            self.model = model = build_model(keras, config)
-            opt = make_optimizer(keras, config.precision, model.trainable_variables)
+        # the adapter's workload (same seed on every worker: identical initial weights), built in the strategy's
+        # scope so that its variables are the strategy's replicas'
+        self.workload = workload = adapter.prepare_rank(config.for_rank(self.first), scope=strategy.scope)
+        self.model = workload.model
         # Keras's optimizer all-reduces the gradients inside apply_gradients; this worker all-reduces
         # them itself, in its own timed phase, so the optimizer is told they are already reduced (the
         # ranks' weights are compared after training: a missing reduction would show as ranks_disagree).
-        opt._all_reduce_sum_gradients = lambda grads_and_vars: list(grads_and_vars)
-        loss_fn = make_loss(keras)
+        workload.opt._all_reduce_sum_gradients = lambda grads_and_vars: list(grads_and_vars)
         self.data = [Data(config, self.first + k, workers) for k in range(local)]
-        self.variables = variables = model.trainable_variables
-
-        @tf.function
-        def grads_fn(x, y):
-            with tf.GradientTape() as tape:
-                loss = loss_fn(y, model(x, training=True))
-            return loss, tape.gradient(loss, variables)
+        self.variables = self.model.trainable_variables
 
         @tf.function
         def allreduce_fn(grads):
@@ -176,16 +170,12 @@ class SyncRanks(RankGroup):
             # tf.identity places each gradient on this replica's device (the collective's destination)
             return [g / workers for g in ctx.all_reduce(tf.distribute.ReduceOp.SUM, [tf.identity(g) for g in grads])]
 
-        @tf.function
-        def apply_fn(grads):
-            opt.apply_gradients(zip(grads, variables))
-
-        self.grads_fn, self.allreduce_fn, self.apply_fn = grads_fn, allreduce_fn, apply_fn
+        self.grads_fn, self.allreduce_fn, self.apply_fn = workload.gradients, allreduce_fn, workload.apply
         self.run = strategy.run if sync else (lambda f, args: f(*args))
         node, host = _here()
         self.replicas = [Replica(self.first + k, f"cuda:{plan.visible_gpus[k]}" if gpu else "cpu", node=node,
                                  host=host) for k in range(local)]
-        params = int(sum(np.prod(v.shape) for v in variables))
+        params = workload.params
         self.facts = GroupFacts(
             settings={**threads, "strategy": type(strategy).__name__, "communication": plan.communication,
                       "replicas_in_process": local, "optimizer": OPTIMIZER, "loss": LOSS},
@@ -299,16 +289,15 @@ class ChiefRanks(RankGroup):
 
     evaluates = True
 
-    def __init__(self, config: RunConfig) -> None:
-        tf, keras, threads = _tf(1, _plan(config, "chief", 0))
+    def __init__(self, adapter: TensorFlowAdapter, config: RunConfig) -> None:
+        tf, _, threads = _tf(1, _plan(config, "chief", 0))
         resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
         strategy = tf.distribute.ParameterServerStrategy(resolver)
         self.coordinator = coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
-        keras.utils.set_random_seed(config.seed)
-        with strategy.scope():
-            self.model = model = build_model(keras, config)
-            opt = make_optimizer(keras, config.precision, model.trainable_variables)
-        loss_fn = make_loss(keras)
+        # the adapter's workload, its variables the parameter server's (built in the strategy's scope)
+        workload = adapter.prepare_rank(config, scope=strategy.scope)
+        model, opt, loss_fn = workload.model, workload.opt, workload.loss_fn
+        self.model = model
         n = config.worker_batch
         self.real = real = config.model == "digits_mlp"
         self.sets = sets = digits.load(channels_last=True, seed=config.seed) if real else None
@@ -371,7 +360,7 @@ class ChiefRanks(RankGroup):
         return {"steps": steps_done * EVAL_EVERY, "accuracy": _accuracy(self.model, self.sets["test"])}
 
 
-def rank_group(config: RunConfig, spec: dict) -> RankGroup | None:
+def rank_group(adapter: TensorFlowAdapter, config: RunConfig, spec: dict) -> RankGroup | None:
     """This process's TF_CONFIG task of `config`: a server (ps_async's ps and workers: None once stopped), the
     asynchronous chief, or training workers."""
     _resolve_cluster()
@@ -380,5 +369,5 @@ def rank_group(config: RunConfig, spec: dict) -> RankGroup | None:
         _serve(config, task, config.threads if task["type"] == "worker" else 1)
         return None
     if config.strategy == "ps_async":
-        return ChiefRanks(config)
-    return SyncRanks(config, task)
+        return ChiefRanks(adapter, config)
+    return SyncRanks(adapter, config, task)
