@@ -13,6 +13,8 @@ from typing import Protocol
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 LOCAL_DEVICES = "local_devices"  # one process whose replicas, one per device of this machine, are the workers
+PROCESSES = "processes"  # one process per rank on this machine, each told its rank (RANK_ENV)
+RANK_ENV = "BENCH_RANK"
 
 
 @dataclass
@@ -73,3 +75,11 @@ def local_device_plan(config, module: str, env: dict, nodes, cluster) -> LaunchP
         raise LaunchError("a run over one process's devices runs on one machine; valid choice: nodes 1")
     return LaunchPlan(LOCAL_DEVICES, [Task("process0", python_module(module),
                                            {**env, **thread_env(config.threads * config.workers), "BENCH_NODE": "0"})])
+
+
+def process_per_rank_plan(config, module: str, env: dict, nodes, cluster) -> LaunchPlan:
+    """One process per rank on this machine, each told its rank: for ranks that never communicate (independent)."""
+    if cluster or nodes:
+        raise LaunchError("ranks started as plain processes run on one machine; valid choice: nodes 1")
+    return LaunchPlan(PROCESSES, [Task(f"rank{k}", python_module(module), {**env, RANK_ENV: str(k), "BENCH_NODE": "0"})
+                                  for k in range(config.workers)])

@@ -11,9 +11,16 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from .launch import RANK_ENV
+
+if TYPE_CHECKING:  # a rank gets its config and workload handed in: adapters sit below bench.config
+    from ..config import RunConfig
+    from .base import Workload
 
 
 @dataclass
@@ -89,3 +96,35 @@ class RankGroup(ABC):
 
     def finish(self) -> None:
         """Leave the run's collectives once every result is written."""
+
+
+class WorkloadRanks(RankGroup):
+    """One rank per process, training its Workload alone (the `independent` strategy: no gradient exchange), each
+    step timed with the workload's own sync before each clock read. Any framework package can return it from
+    `rank_group` with `launch.process_per_rank_plan` as its launch plan: its ranks then need no other code."""
+
+    def __init__(self, workload: Workload, config: RunConfig, rank: int) -> None:
+        self.workload = workload
+        self.replicas = [Replica(rank, config.device, node=int(os.environ.get("BENCH_NODE", 0)))]
+        settings = dict(workload.settings)
+        self.facts = GroupFacts(settings=settings, params=workload.params or None, grad_bytes=None, backend=None,
+                                threads=settings.get("intra_op_threads"), samples_per_step=config.worker_batch,
+                                input_placement=workload.input_placement())
+
+    @classmethod
+    def of_this_process(cls, adapter, config: RunConfig) -> WorkloadRanks:
+        """The rank the launcher started this process as (its RANK_ENV), training the adapter's rank workload."""
+        rank = int(os.environ.get(RANK_ENV, 0))
+        return cls(adapter.prepare_rank(config.for_rank(rank)), config, rank)
+
+    def step(self) -> dict[str, float]:
+        workload = self.workload
+        workload.sync()
+        t0 = time.perf_counter()
+        workload.step()
+        workload.sync()
+        t1 = time.perf_counter()
+        return {"start": t0, "end": t1, "step_s": t1 - t0}
+
+    def checksums(self) -> list[float | None]:
+        return [self.workload.weights_checksum()]
