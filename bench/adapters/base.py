@@ -7,10 +7,11 @@ import importlib.util
 import resource
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import psutil
 
@@ -31,11 +32,37 @@ MOMENTUM = 0.9
 OPTIMIZER = f"SGD(lr={LEARNING_RATE}, momentum={MOMENTUM})"
 
 
+@dataclass(frozen=True)
+class CertificateFacts:
+    """What the fairness certificate (bench/measurement/certificate.py) judges a run's setup by, as the framework
+    read it back: the intra-op threads that took effect, the optimizer and loss it trains with, what the timer
+    covers, and whether an inference step built a gradient graph (None: not observed)."""
+
+    intra_op_threads: int | None = None
+    optimizer: str | None = None
+    loss: str | None = None
+    inside_timer: Any = None
+    autograd_in_inference: bool | None = None
+
+    @classmethod
+    def of(cls, settings: Mapping[str, Any]) -> CertificateFacts:
+        """The facts a workload's `settings` state under these names (any other setting is the record's only)."""
+        return cls(**{f.name: settings.get(f.name) for f in fields(cls)})
+
+
 class Workload(ABC):
-    """A prepared model + data + step for one config. Adapters fill `params` and `settings`."""
+    """A prepared model + data + step for one config. Adapters fill `params` and `settings`.
+
+    `settings` is what the record keeps of how the run was set up (written as the record's `settings`, free-form
+    beyond the names CertificateFacts declares, which `certificate_facts` reads). A distributed strategy runs the
+    same workload per rank (Adapter.prepare_rank) and puts its communication between the step's parts."""
 
     params: int = 0
     settings: dict
+
+    def certificate_facts(self) -> CertificateFacts:
+        """What the fairness certificate judges this workload by."""
+        return CertificateFacts.of(self.settings)
 
     @abstractmethod
     def step(self) -> None:

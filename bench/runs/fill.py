@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..adapters.base import CertificateFacts
 from ..config import RunConfig
 from ..measurement.certificate import run_checks
 from ..measurement.flags import run_flags
@@ -28,6 +29,7 @@ class Measured:
     memory: Memory | None
     interference: dict[str, Any]
     settings: dict[str, Any]
+    facts: CertificateFacts
     params: int | None
     weights: tuple[float | None, float | None]
     placement: dict | None
@@ -50,7 +52,7 @@ def fill(record: Record, config: RunConfig, measured: Measured, utilisation: Cal
     t0 = time.perf_counter()
     if utilisation is not None:
         utilisation(record)
-        record.fairness = run_checks(config, record.settings, measured.params,
+        record.fairness = run_checks(config, measured.facts, measured.params,
                                      record.model.flops_per_image if record.model else None, measured.weights,
                                      measured.placement)
     record.flags = run_flags(record) + list(extra_flags(record))

@@ -92,7 +92,7 @@ def _measure_into(record: Record, adapter, config: RunConfig, results_dir: Path)
     t0 = time.perf_counter()
     workload = adapter.prepare(config)
     prepare_s = time.perf_counter() - t0
-    settings = dict(workload.settings)  # as prepared, before any step
+    settings, facts = dict(workload.settings), workload.certificate_facts()  # as prepared, before any step
     workload.reset_memory()
     weights_before = workload.weights_checksum()
     t0 = time.perf_counter()
@@ -126,7 +126,7 @@ def _measure_into(record: Record, adapter, config: RunConfig, results_dir: Path)
         samples=Samples(warmup_s=samples.warmup_s, timed_s=samples.timed_s, warmup_stop=samples.warmup_stop,
                         timed_stop=samples.timed_stop, timed_wall_s=samples.timed_wall_s),
         images_per_step=config.batch_size, energy=energy, memory=Memory.from_json(memory) if memory is not None
-        else None, interference=monitor_result, settings=settings, params=params,
+        else None, interference=monitor_result, settings=settings, facts=facts, params=params,
         weights=(weights_before, weights_after), placement=workload.input_placement(), phases=phases)
     utilise = (lambda r: apply_utilisation(r, results_dir, config, params)) if adapter.measures_a_framework else None
     fill(record, config, measured, utilise)

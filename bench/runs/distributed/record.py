@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import statistics
 
+from ...adapters.base import CertificateFacts
 from ...host.devices import gpu_interconnect, is_gpu
 from ...host.energy import total
 from ...measurement.flags import flag
@@ -98,7 +99,8 @@ def measured(config, ranks: list[RankResult], servers: list[dict], interference:
         memory=memory, interference=interference,
         settings={**(lead.settings or {}), "threads_per_worker": config.threads,
                   "stop_rule": "fixed warm-up and timed step counts on every rank, between barriers"},
-        params=lead.params, weights=(lead.section.checksum_before, lead.section.checksum_after),
+        facts=CertificateFacts.of(lead.settings or {}), params=lead.params,
+        weights=(lead.section.checksum_before, lead.section.checksum_after),
         placement=lead.input_placement, phases=phases)
 
 
