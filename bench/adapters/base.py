@@ -86,7 +86,38 @@ class Workload(ABC):
         return {"location": self._location(first), "fresh_per_step": self._input() is not first}
 
     def sync(self) -> None:
-        """Block until all queued device work is finished (a no-op for synchronous runtimes)."""
+        """Block until all queued device work is finished (a no-op for synchronous runtimes): the rank loop and the
+        single-process loop call it before every clock read."""
+
+    # The training step's parts, for a distributed strategy that puts its communication between them (a single
+    # process's `step` needs none). A framework whose backward is its own call (PyTorch) gives zero_grad, forward,
+    # backward and update, and `wrap` for a wrapper such as DDP whose hooks exchange gradients during the backward;
+    # one whose gradients are values (TensorFlow) gives `gradients` and `apply`, the strategy's all-reduce between.
+    def zero_grad(self) -> None:
+        raise UnsupportedError(f"{type(self).__name__} has no separate zero_grad")
+
+    def forward(self):
+        """The batch through the model and the loss; returns the loss."""
+        raise UnsupportedError(f"{type(self).__name__} has no separate forward")
+
+    def backward(self, loss) -> None:
+        raise UnsupportedError(f"{type(self).__name__} has no separate backward")
+
+    def update(self) -> None:
+        """The optimizer's step on the gradients the backward left."""
+        raise UnsupportedError(f"{type(self).__name__} has no separate update")
+
+    def wrap(self, wrapper: Callable) -> None:
+        """Train through `wrapper(model)` from now on (a data-parallel wrapper with a gradient-exchange hook)."""
+        raise UnsupportedError(f"{type(self).__name__} cannot be wrapped")
+
+    def gradients(self, x, y):
+        """Forward, loss and backward of batch (x, y): (loss, gradients), for a strategy to exchange."""
+        raise UnsupportedError(f"{type(self).__name__} returns no gradients")
+
+    def apply(self, gradients) -> None:
+        """The optimizer's update with `gradients` (exchanged by the strategy)."""
+        raise UnsupportedError(f"{type(self).__name__} applies no gradients")
 
     def timed_iteration(self) -> float:
         """Seconds for one step, with the device synchronised before each clock read."""

@@ -35,10 +35,24 @@ class Replica:
 
 
 class Readings(contextlib.AbstractContextManager):
-    """Energy and device memory over the timed steps, per replica (none: a rank that reads neither)."""
+    """Energy and device memory over the timed steps, per replica (none: a rank that reads neither): `meters`
+    (bench/host/energy.py's) run over the steps, after `reset` (device peak-memory counters)."""
+
+    def __init__(self, meters=()) -> None:
+        self.meters = list(meters)
+        self._stack = contextlib.ExitStack()
+
+    def reset(self) -> None:
+        """Before the timed steps: reset what reads a peak."""
+
+    def __enter__(self) -> Readings:
+        self.reset()
+        for meter in self.meters:
+            self._stack.enter_context(meter)
+        return self
 
     def __exit__(self, *exc) -> None:
-        return None
+        self._stack.close()
 
     def replica(self, k: int) -> tuple[dict | None, dict | None]:
         """(energy, memory) of this process's `k`-th replica, read after the timed steps."""

@@ -15,7 +15,6 @@ loop and its allocator peak are recorded per rank.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 import time
@@ -150,16 +149,7 @@ class MeshReadings(Readings):
 
     def __init__(self, devices: list, gpu: bool, images: int) -> None:
         self.devices, self.gpu, self.images = devices, gpu, images
-        self.meters = [NvmlEnergyMeter([d.id]) for d in devices] if gpu else [EnergyMeter()]
-        self.stack = contextlib.ExitStack()
-
-    def __enter__(self) -> MeshReadings:
-        for meter in self.meters:
-            self.stack.enter_context(meter)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stack.close()
+        super().__init__([NvmlEnergyMeter([d.id]) for d in devices] if gpu else [EnergyMeter()])
 
     def replica(self, k: int) -> tuple[dict | None, dict | None]:
         if not self.gpu:

@@ -20,7 +20,6 @@ With model digits_mlp the data is scikit-learn's digits and test accuracy is rec
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import time
@@ -110,18 +109,11 @@ class ReplicaReadings(Readings):
     def __init__(self, tf, plan: StrategyPlan, first_on_machine: bool, images: int) -> None:
         self.tf, self.plan, self.images = tf, plan, images
         gpus = plan.visible_gpus
-        self.meters = [NvmlEnergyMeter([i]) for i in gpus] if gpus else [EnergyMeter()] if first_on_machine else []
-        self.stack = contextlib.ExitStack()
+        super().__init__([NvmlEnergyMeter([i]) for i in gpus] if gpus else [EnergyMeter()] if first_on_machine else [])
 
-    def __enter__(self) -> ReplicaReadings:
+    def reset(self) -> None:
         for k in range(len(self.plan.visible_gpus)):
             self.tf.config.experimental.reset_memory_stats(f"GPU:{k}")
-        for meter in self.meters:
-            self.stack.enter_context(meter)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stack.close()
 
     def replica(self, k: int) -> tuple[dict | None, dict | None]:
         """The energy (over its images) and memory of the process's `k`-th replica (None where it reads none)."""

@@ -239,20 +239,14 @@ class TorchReadings(Readings):
     CUDA allocator's peak over the timed steps."""
 
     def __init__(self, workload: TorchWorkload, device: str, meter, images: int) -> None:
-        self.workload, self.device, self.meter, self.images = workload, device, meter, images
+        self.workload, self.device, self.images = workload, device, images
+        super().__init__([meter] if meter is not None else [])
 
-    def __enter__(self) -> TorchReadings:
+    def reset(self) -> None:
         self.workload.reset_memory()
-        if self.meter is not None:
-            self.meter.__enter__()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self.meter is not None:
-            self.meter.__exit__(*exc)
 
     def replica(self, k: int) -> tuple[dict | None, dict | None]:
-        return (self.meter.result(self.images) if self.meter is not None else None,
+        return (self.meters[0].result(self.images) if self.meters else None,
                 self.workload.memory() if is_gpu(self.device) else None)
 
 
