@@ -20,7 +20,7 @@ from .launch import RANK_ENV
 
 if TYPE_CHECKING:  # a rank gets its config and workload handed in: adapters sit below bench.config
     from ..config import RunConfig
-    from .base import Workload
+    from .workload import Workload
 
 
 @dataclass
