@@ -37,9 +37,12 @@ class Measured:
 
 
 def fill(record: Record, config: RunConfig, measured: Measured, utilisation: Callable[[Record], None] | None,
-         extra_flags: Callable[[Record], Sequence[Flag]] = lambda record: ()) -> None:
+         extra_flags: Callable[[Record], Sequence[Flag]] = lambda record: (),
+         before_checks: Callable[[Record], None] | None = None) -> None:
     """Put `measured` into `record`; `utilisation` fills the model, peak and utilisation sections (None: the run
-    measures no framework, so neither utilisation nor a certificate), `extra_flags` adds a run kind's own flags."""
+    measures no framework, so neither utilisation nor a certificate), `extra_flags` adds a run kind's own flags.
+    `before_checks`: what a run kind adds once its measurements are in and before the checks judge them (a single
+    run's instrumented phase pass: should it fail, the record keeps what was measured)."""
     timed = measured.samples.timed_s
     record.samples = measured.samples
     record.summary = Summary(**summarize_latencies(timed, measured.images_per_step), cv=cv(timed))
@@ -49,6 +52,8 @@ def fill(record: Record, config: RunConfig, measured: Measured, utilisation: Cal
     record.settings = measured.settings
     if measured.phases is not None:
         record.phases = measured.phases
+    if before_checks is not None:
+        before_checks(record)
     t0 = time.perf_counter()
     if utilisation is not None:
         utilisation(record)

@@ -107,29 +107,32 @@ def _measure_into(record: Record, adapter, config: RunConfig, results_dir: Path)
                              warmup_s=max(0.0, loop_s - samples.timed_wall_s), timed_s=samples.timed_wall_s)
     memory = workload.memory()  # read before anything else allocates
     monitor_result, energy = monitor.result(), meter.result(config.batch_size * len(samples.timed_s))
-    # Phases once per config (the first repetition): the pass costs several steps and the headline
-    # number never depends on it.
-    phases = None
-    if config.phase_iterations and record.repeat == 0:
-        t0 = time.perf_counter()
-        raw = workload.phases(config.phase_iterations)
-        record.startup.phases_s = time.perf_counter() - t0
-        if raw:
-            phases = Phases(
-                iterations=config.phase_iterations,
-                method="separate instrumented pass after the timed loop, device synced around each phase",
-                median_ms={k: float(np.median(v)) * 1e3 for k, v in raw.items()},
-                samples_s=raw,
-            )
     params = workload.params or None
     measured = Measured(
         samples=Samples(warmup_s=samples.warmup_s, timed_s=samples.timed_s, warmup_stop=samples.warmup_stop,
                         timed_stop=samples.timed_stop, timed_wall_s=samples.timed_wall_s),
         images_per_step=config.batch_size, energy=energy, memory=Memory.from_json(memory) if memory is not None
         else None, interference=monitor_result, settings=settings, facts=facts, params=params,
-        weights=(weights_before, weights_after), placement=workload.input_placement(), phases=phases)
+        weights=(weights_before, weights_after), placement=workload.input_placement())
     utilise = (lambda r: apply_utilisation(r, results_dir, config, params)) if adapter.measures_a_framework else None
-    fill(record, config, measured, utilise)
+    fill(record, config, measured, utilise, before_checks=lambda r: _phases(r, workload, config))
+
+
+def _phases(record: Record, workload, config: RunConfig) -> None:
+    """Phases once per config (the first repetition): the pass costs several steps and the headline number never
+    depends on it."""
+    if not config.phase_iterations or record.repeat != 0:
+        return
+    t0 = time.perf_counter()
+    raw = workload.phases(config.phase_iterations)
+    record.startup.phases_s = time.perf_counter() - t0
+    if raw:
+        record.phases = Phases(
+            iterations=config.phase_iterations,
+            method="separate instrumented pass after the timed loop, device synced around each phase",
+            median_ms={k: float(np.median(v)) * 1e3 for k, v in raw.items()},
+            samples_s=raw,
+        )
 
 
 def run(config: RunConfig, results_dir: Path | str | None = None, repeat: int = 0, attempt: int = 0,
