@@ -211,13 +211,13 @@ class RunConfig:
 
     def _tf_tasks_on_slurm(self, adapter) -> bool:
         """TF_CONFIG tasks on Slurm: one Slurm task (a `node` of the run) per TF task, SlurmClusterResolver's layout."""
-        return self.cluster == SLURM and adapter.distributed_launch == "tf_config"
+        return self.cluster == SLURM and adapter.slurm_tasks(self.strategy, self.workers) is not None
 
     def _check_cluster(self, adapter) -> None:
         """Real machines: a framework that joins them, one host per node, no emulated link, a rendezvous its
         launcher has."""
         if self.rendezvous != "static":
-            if adapter.distributed_launch != "torchrun":
+            if self.rendezvous not in adapter.rendezvous_kinds:
                 raise ConfigError(f"invalid rendezvous {self.rendezvous!r} for {self.framework}: its tasks are given "
                                   "every address (TF_CONFIG); valid choice: static")
             if not self.on_real_cluster:
@@ -238,11 +238,11 @@ class RunConfig:
         if self.cluster != SLURM and len(parse_hosts(self.cluster)) != self.nodes:
             raise ConfigError(f"cluster {self.cluster!r} lists {len(parse_hosts(self.cluster))} hosts for "
                               f"nodes={self.nodes}; valid: one host per node, node 0 first")
-        if adapter.distributed_launch == "tf_config" and self.strategy == "independent":
+        if not adapter.independent_workers_connect and self.strategy == "independent":
             raise ConfigError(f"independent {self.framework} workers never connect, so their results cannot reach one "
                               "machine: run the independent baseline without cluster (one machine)")
         if self._tf_tasks_on_slurm(adapter):
-            tasks = self.workers + (2 if self.strategy == "ps_async" else 0)
+            tasks = adapter.slurm_tasks(self.strategy, self.workers)
             if self.nodes != tasks:
                 raise ConfigError(f"invalid nodes {self.nodes} for {self.framework} on Slurm: one Slurm task per TF "
                                   f"task (SlurmClusterResolver), so nodes = {tasks} ({self.workers} workers"
@@ -275,15 +275,15 @@ class RunConfig:
         """GPU ranks need their GPUs (one each, or one shared over gloo when asked for); never CPU workers instead.
         torchrun ranks are judged by `rank_placement`; other frameworks' GPU layouts by their adapter."""
         adapter = ADAPTERS.get(self.framework)
-        if adapter.launch_for(self.strategy, self.device, self.nodes) == "local_devices" and self.nodes > 1:
+        if adapter.workers_in_one_process(self.strategy, self.device, self.nodes) and self.nodes > 1:
             raise ConfigError(f"invalid nodes {self.nodes} for {self.framework} {self.strategy} on {self.device}: "
                               "its workers are the devices of one process on one machine; valid choice: nodes 1")
-        if self.backend != "auto" and adapter.distributed_launch != "torchrun":
+        if self.backend != "auto" and not adapter.chooses_backend:
             raise ConfigError(f"invalid backend {self.backend!r} for {self.framework}: its collectives are its own; "
                               "valid choice: auto")
         if not devices.is_gpu(self.device) and self.backend == "auto":
             return
-        if devices.is_gpu(self.device) and adapter.distributed_launch != "torchrun":
+        if devices.is_gpu(self.device) and not adapter.chooses_backend:
             reason = adapter.gpu_layout_refusal(self.strategy, ranks, self.nodes, len(devices.gpus()))
             if reason:
                 raise ConfigError(f"invalid distributed config: {reason}")

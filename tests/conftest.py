@@ -21,6 +21,13 @@ TEST_HOST = "test-host"
 os.environ["BENCH_HOST"] = TEST_HOST  # every record written by the tests lands in results/test-host/
 os.environ["BENCH_PEAK_N"] = "1024"  # the tests' runs are not benchmarks: a quick device peak is enough
 
+# Several tests load frameworks into this one pytest process. Loading TensorFlow before torch's compiler (torch._dynamo,
+# which imports triton) kills the process with a segmentation fault in triton/knobs.py (torch 2.14.1, TF 2.21, seen
+# here: `import tensorflow; import torch._dynamo` crashes, the other order works). A benchmark never holds two
+# frameworks in one process (one kernel per run), but the test session does: load torch's compiler first.
+with contextlib.suppress(ImportError):
+    import torch._dynamo  # noqa: F401
+
 
 def bench_cli(*args: str, results: Path | None = None, env: dict | None = None, timeout: int = 600):
     """Run `python -m bench ARGS` as a user would (fresh process) and return the CompletedProcess."""

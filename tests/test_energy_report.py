@@ -70,13 +70,23 @@ def test_rapl_energy_over_a_block_with_the_counter_wrapping(tmp_path, monkeypatc
     assert result["images_per_joule"] == pytest.approx(10.0)
 
 
+def _placed(rank: int, host: str, device: str):
+    from bench.results.record import Rank
+    from bench.runs.distributed.rank_loop import RankResult
+
+    section = Rank(rank=rank, role="worker", node=0, samples=0, phases_median_ms=None, peak_rss_bytes=None,
+                   device=device)
+    return RankResult(section, steps=[], warmup_s=[], host=host, settings=None, params=None, grad_bytes=None,
+                      backend=None)
+
+
 def test_gpu_link_counts_gpus_and_names_a_shared_gpu(monkeypatch):
-    shared = [{"rank": i, "host": "h", "device": "cuda:0"} for i in range(2)]
+    shared = [_placed(i, "h", "cuda:0") for i in range(2)]
     assert dist_records.gpu_link(shared) == {"gpus": 1, "interconnect": "one GPU shared by 2 ranks"}
     monkeypatch.setattr(dist_records, "gpu_interconnect", lambda indices: f"NVLink between {indices}")
-    own = [{"rank": i, "host": "h", "device": f"cuda:{i}"} for i in range(4)]
+    own = [_placed(i, "h", f"cuda:{i}") for i in range(4)]
     assert dist_records.gpu_link(own) == {"gpus": 4, "interconnect": "NVLink between [0, 1, 2, 3]"}
-    assert dist_records.gpu_link([{"rank": 0, "host": "h", "device": "cpu"}]) == {}
+    assert dist_records.gpu_link([_placed(0, "h", "cpu")]) == {}
 
 
 TOPOLOGY = ("\x1b[4m\tGPU0\tGPU1\tGPU2\tCPU Affinity\tNUMA Affinity\x1b[0m\n"
@@ -159,12 +169,23 @@ def test_rank_table_shows_each_gpu_rank_s_memory_utilisation_and_energy():
     assert "GPU peak MiB" not in cpu
 
 
-def _gpu_rank(k: int, joules: float, step_s: float = 0.1) -> dict:
+def _gpu_rank(k: int, joules: float, step_s: float = 0.1, reading: dict | None = None):
+    """A GPU rank's result as the rank loop makes it (its section from its steps and readings)."""
+    from bench.adapters.ranks import Replica
+    from bench.runs.distributed.rank_loop import RankResult, rank_section
+
     steps = [{"step_s": step_s, "forward_s": step_s / 2, "backward_s": step_s / 2}] * 4
-    return {"rank": k, "role": "worker", "host": "h", "device": f"cuda:{k}", "samples_per_step": 8, "steps": steps,
-            "warmup_s": [step_s], "params": 1000, "settings": {}, "peak_rss_bytes": 2**28,
-            "memory": {"peak_bytes": (k + 1) * 2**30, "kind": "CUDA caching allocator peak (max_memory_allocated)"},
-            "energy": energy.measured(f"NVML total energy, GPU {k}", joules, 8 * 4)}
+    section = rank_section(Replica(k, f"cuda:{k}", host="h"), steps, 8, None, {}, (None, None),
+                           reading or energy.measured(f"NVML total energy, GPU {k}", joules, 8 * 4),
+                           {"peak_bytes": (k + 1) * 2**30, "kind": "CUDA caching allocator peak"})
+    return RankResult(section, steps, [step_s], "h", {}, 1000, None, None)
+
+
+def _fill_from_ranks(record, config, ranks) -> None:
+    from bench.runs.fill import fill
+
+    record.distributed = dist_records.distributed_section(config, ranks, [], {"kind": "loopback"}, "torchrun")
+    fill(record, config, dist_records.measured(config, ranks, [], {"judged": False}), None)
 
 
 def test_a_gpu_run_s_record_sums_energy_and_keeps_gpu_memory_and_utilisation_per_rank(monkeypatch):
@@ -176,8 +197,7 @@ def test_a_gpu_run_s_record_sums_energy_and_keeps_gpu_memory_and_utilisation_per
     config = make_config(framework="torch", model="tiny_cnn", mode="training", image_size=16, batch_size=8,
                          strategy="allreduce", workers=2, iterations=4)
     rec = Record.new(config)
-    dist_records.fill(rec, config, [_gpu_rank(0, 4.0), _gpu_rank(1, 12.0, step_s=0.2)], [], {"kind": "loopback"},
-                      "torchrun", {"judged": False})
+    _fill_from_ranks(rec, config, [_gpu_rank(0, 4.0), _gpu_rank(1, 12.0, step_s=0.2)])
     assert rec.energy.available and rec.energy.joules == pytest.approx(16.0)
     assert rec.energy.images_per_joule == pytest.approx(16 * 4 / 16.0)  # global batch x steps / summed joules
     assert (rec.memory.peak_bytes, rec.memory.total_peak_bytes) == (2 * 2**30, 3 * 2**30)
@@ -188,9 +208,9 @@ def test_a_gpu_run_s_record_sums_energy_and_keeps_gpu_memory_and_utilisation_per
     gpu_utilisation(rec)
     assert [r.utilisation for r in rec.distributed.ranks] == [pytest.approx(0.08), pytest.approx(0.04)]
     assert rec.utilisation == pytest.approx(0.04)  # the run's share of both GPUs' peak
-    unread = _gpu_rank(1, 0.0) | {"energy": {"available": False, "reason": "pynvml is not installed"}}
+    unread = _gpu_rank(1, 0.0, reading={"available": False, "reason": "pynvml is not installed"})
     rec = Record.new(config)
-    dist_records.fill(rec, config, [_gpu_rank(0, 4.0), unread], [], {"kind": "loopback"}, "torchrun", {})
+    _fill_from_ranks(rec, config, [_gpu_rank(0, 4.0), unread])
     assert not rec.energy.available and rec.energy.reason == "pynvml is not installed"
 
 

@@ -214,9 +214,9 @@ def test_cpu_comm_keeps_host_timestamps():
 
 
 def test_torchrun_tasks_tell_each_agent_its_machine_ranks_and_gpu_base():
+    from bench.adapters.torch.launch import torchrun_tasks
     from bench.ranks import rankio
     from bench.runs.distributed.cluster import Machines
-    from bench.runs.distributed.run import torchrun_tasks
 
     config = make_config(**DIST)
     (task,) = torchrun_tasks(config, "m", {}, None)
@@ -286,7 +286,7 @@ def test_a_cpu_only_tensorflow_refuses_gpu_runs_before_any_work(monkeypatch, tmp
 
 
 MIRRORED_ON_TWO_CPUS = """
-import json
+import sys
 import tensorflow as tf
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
@@ -296,29 +296,33 @@ config = make_config(framework="tensorflow", model="tiny_cnn", mode="training", 
                      strategy="allreduce", workers=2, warmup=1, iterations=3)
 # the GPU plan's shape (one process, a replica per device) on two logical CPUs: no NCCL there, so no communication
 worker._plan = lambda *a: strategies.StrategyPlan(strategies.MIRRORED, None, ("/cpu:0", "/cpu:1"), ())
-print(json.dumps(worker._train_sync(config, {}, {"type": "worker", "index": 0})))
+from bench.adapters import ADAPTERS
+from bench.runs.distributed.rank_loop import run_group
+run_group(ADAPTERS.get("tensorflow").rank_group(config, {}), config, {"out_dir": sys.argv[1]})
 """
 
 
-def test_mirrored_strategy_replicas_of_one_process_train_in_lockstep():
-    """The MirroredStrategy process (one machine's GPUs) run for real on two logical CPU devices: one result per
-    replica, each replica its own shard of data, their weights identical after the all-reduced steps."""
+def test_mirrored_strategy_replicas_of_one_process_train_in_lockstep(tmp_path):
+    """The MirroredStrategy process (one machine's GPUs) run for real on two logical CPU devices through the rank
+    loop: one result per replica, each replica its own shard of data, their weights identical after the all-reduced
+    steps."""
     import json
     import subprocess
 
+    from bench.runs.distributed.rank_loop import RankResult
     from tests.conftest import ROOT
 
     env = {**__import__("os").environ, "PYTHONPATH": str(ROOT), "KERAS_BACKEND": "tensorflow",
            "TF_CPP_MIN_LOG_LEVEL": "3"}
-    done = subprocess.run([sys.executable, "-c", MIRRORED_ON_TWO_CPUS], capture_output=True, text=True, env=env,
-                          timeout=300, cwd=ROOT)
+    done = subprocess.run([sys.executable, "-c", MIRRORED_ON_TWO_CPUS, str(tmp_path)], capture_output=True,
+                          text=True, env=env, timeout=300, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
-    results = json.loads(done.stdout.strip().splitlines()[-1])
-    assert [name for name, _ in results] == ["rank0", "rank1"]
-    (_, first), (_, second) = results
-    assert first["settings"]["strategy"] == "MirroredStrategy" and first["settings"]["replicas_in_process"] == 2
-    assert first["checksum_after"] != first["checksum_before"]
-    assert first["checksum_after"] == pytest.approx(second["checksum_after"], rel=1e-6)
-    assert len(first["steps"]) == 3 and all(s["comm_s"] >= 0 for s in first["steps"])
-    assert first["energy"]["available"] or first["energy"]["reason"]  # RAPL, or why not
-    assert second.get("energy") is None  # the machine's CPUs are read once, by the first replica
+    assert sorted(p.name for p in tmp_path.glob("*.json")) == ["rank0.json", "rank1.json"]
+    first, second = (RankResult.from_json(json.loads((tmp_path / f"rank{k}.json").read_text())) for k in (0, 1))
+    assert first.settings["strategy"] == "MirroredStrategy" and first.settings["replicas_in_process"] == 2
+    assert first.section.checksum_after != first.section.checksum_before
+    assert first.section.checksum_after == pytest.approx(second.section.checksum_after, rel=1e-6)
+    assert len(first.steps) == 3 and all(s["comm_s"] >= 0 for s in first.steps)
+    assert first.section.steps == 3 and first.section.samples == 3 * 4  # weak scaling: 4 images per replica
+    assert first.section.energy.available or first.section.energy.reason  # RAPL, or why not
+    assert second.section.energy is None  # the machine's CPUs are read once, by the first replica

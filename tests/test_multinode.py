@@ -15,22 +15,20 @@ from pathlib import Path
 import pytest
 
 from bench import make_config
-from bench.errors import ConfigError
-from bench.host.machines import expand_nodelist, expand_tasks_per_node, parse_hosts
-from bench.runs.distributed import topology
-from bench.runs.distributed.cluster import (
-    Machines,
-    from_slurm,
+from bench.adapters.tensorflow.launch import (
     place_tf_tasks,
-    resolve,
-    slurm_port,
     slurm_tf_jobs,
     slurm_tf_layout,
     slurm_tf_task,
     tf_cluster,
+    tf_tasks,
 )
+from bench.adapters.torch.launch import torchrun_tasks
+from bench.errors import ConfigError
+from bench.host.machines import expand_nodelist, expand_tasks_per_node, parse_hosts
+from bench.runs.distributed import topology
+from bench.runs.distributed.cluster import Machines, from_slurm, resolve, slurm_port
 from bench.runs.distributed.network import link_key
-from bench.runs.distributed.run import tf_tasks, torchrun_tasks
 from bench.sweep.profiles import load_profile
 from tests import local_slurm
 from tests.conftest import ROOT, TEST_HOST, run_on_machines

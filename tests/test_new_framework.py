@@ -41,3 +41,24 @@ def test_a_framework_package_dropped_in_is_listed_runs_and_is_drawn(tmp_path):
     assert drawn.returncode == 0, drawn.stderr
     colour, table = json.loads(drawn.stdout)
     assert colour == "#123456" and "Toy framework" in table
+
+
+def test_a_framework_package_s_ranks_run_through_the_rank_contract_alone(tmp_path):
+    """The toy package's distributed run: its adapter returns its launch plan and its ranks (the contract's generic
+    one-process-per-rank pieces over its own Workload); the launcher, the rank loop and the record need no other
+    file to know it."""
+    copy = tmp_path / "project"
+    shutil.copytree(ROOT / "bench", copy / "bench", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(TOY, copy / "bench" / "adapters" / "toyfw")
+    run = _bench(copy, "run", "--framework", "toyfw", "--model", "tiny_cnn", "--mode", "training", "--batch-size",
+                 "4", "--image-size", "32", "--strategy", "independent", "--workers", "2", "--warmup", "1",
+                 "--iterations", "3")
+    assert run.returncode == 0, run.stderr
+    record = json.loads(Path(run.stdout.strip().splitlines()[-1].removeprefix("record: ")).read_text())
+    assert record["status"] == "ok", record["reason"]
+    d = record["distributed"]
+    assert (d["launch"], d["workers"], d["global_batch"]) == ("processes", 2, 8)
+    assert [(r["rank"], r["steps"], r["samples"]) for r in d["ranks"]] == [(0, 3, 12), (1, 3, 12)]
+    assert len({r["pid"] for r in d["ranks"]}) == 2  # a process each
+    assert all(r["checksum_after"] != r["checksum_before"] for r in d["ranks"])
+    assert record["fairness"]["weights_changed"] is True and record["summary"]["images_per_sec_median"] > 0

@@ -43,3 +43,22 @@ def test_older_formats_render_the_same_tables(version, tmp_path):
     for name, table in tables.items():
         got = table.reindex(sorted(table.columns), axis=1).to_csv(index=False)
         assert got == (FIXTURES / f"tables_v{version}_{name}.csv").read_text(), f"format {version}: {name} differs"
+
+
+def test_a_ranks_energy_and_memory_dicts_load_as_their_sections_and_write_back_unchanged():
+    import json
+
+    from bench.results.record import Energy, Memory, Record
+
+    path = next(FIXTURES.glob("v3_*_training_*.json"))
+    data = json.loads(path.read_text())
+    energy = {"available": True, "meter": "NVML total energy, GPU 0", "joules": 2.5, "joules_per_image": 0.125,
+              "images_per_joule": 8.0, "newer_key": 1}
+    memory = {"peak_bytes": 1024, "kind": "CUDA allocator peak (max_memory_allocated)"}
+    data["distributed"]["ranks"][0].update(energy=energy, memory=memory)
+    record = Record.from_json(data)
+    rank = record.distributed.ranks[0]
+    assert isinstance(rank.energy, Energy) and rank.energy.joules == 2.5 and rank.energy.unknown == {"newer_key": 1}
+    assert isinstance(rank.memory, Memory) and rank.memory.peak_bytes == 1024
+    assert record.distributed.ranks[1].energy is None
+    assert record.to_json()["distributed"]["ranks"][0] == data["distributed"]["ranks"][0]

@@ -4,19 +4,26 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
-import resource
-import time
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
-
-import psutil
 
 from ..errors import FrameworkUnavailableError, UnsupportedError
 from ..host.manifest import declare_framework, dist_version
 from ..paths import PROJECT_ROOT
 from ..registry import Registry
+from .launch import LOCAL_DEVICES, LaunchPlan, Node
 from .precision import precision_unsupported
+from .ranks import RankGroup
+from .workload import (  # noqa: F401 - the adapter interface's names, where adapters import them
+    CertificateFacts,
+    InferenceRuntimeWorkload,
+    Workload,
+    subtractive_phases,
+    timed_phases,
+)
 
 if TYPE_CHECKING:  # adapters sit below the config layer: RunConfig is only a type here
     from ..config import RunConfig
@@ -25,120 +32,6 @@ if TYPE_CHECKING:  # adapters sit below the config layer: RunConfig is only a ty
 LEARNING_RATE = 0.01
 MOMENTUM = 0.9
 OPTIMIZER = f"SGD(lr={LEARNING_RATE}, momentum={MOMENTUM})"
-
-
-class Workload(ABC):
-    """A prepared model + data + step for one config. Adapters fill `params` and `settings`."""
-
-    params: int = 0
-    settings: dict
-
-    @abstractmethod
-    def step(self) -> None:
-        """One iteration (inference or training step); may return before the device is done."""
-
-    def _input(self):
-        """The batch one step feeds the model, made exactly as `step` makes it (None: this workload has none)."""
-        return None
-
-    def _location(self, batch) -> str:
-        """Where the framework says `batch` lives: "cpu" or "gpu"."""
-        raise NotImplementedError
-
-    def input_placement(self) -> dict | None:
-        """Observed, not declared: where the batch a step feeds lives, and whether each step makes a fresh one
-        (host-fed: a copy every iteration, inside the timer) or reuses one resident batch (device-resident).
-        The certificate's data-placement check compares this with the run's config."""
-        first = self._input()
-        if first is None:
-            return None
-        return {"location": self._location(first), "fresh_per_step": self._input() is not first}
-
-    def sync(self) -> None:
-        """Block until all queued device work is finished (a no-op for synchronous runtimes)."""
-
-    def timed_iteration(self) -> float:
-        """Seconds for one step, with the device synchronised before each clock read."""
-        self.sync()
-        t0 = time.perf_counter()
-        self.step()
-        self.sync()
-        return time.perf_counter() - t0
-
-    def phases(self, iterations: int) -> dict[str, list[float]]:
-        """Per-phase seconds from a separate instrumented pass ({} when not applicable)."""
-        return {}
-
-    def weights_checksum(self) -> float | None:
-        """A sum over the trainable weights (None: this workload does not train), read before and
-        after the timed loop: a training step that updates nothing is caught by the certificate."""
-        return None
-
-    def reset_memory(self) -> None:
-        """Reset device peak-memory counters before the timed loop."""
-
-    def memory(self) -> dict:
-        """Peak memory of the run. CPU: the process high-water mark (each run is its own process)."""
-        return {
-            "peak_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-            "kind": "process peak RSS (ru_maxrss)",
-            "rss_now_bytes": psutil.Process().memory_info().rss,
-        }
-
-
-class InferenceRuntimeWorkload(Workload):
-    """An inference-only runtime (ONNX Runtime, OpenVINO): one step is one forward, its only phase, on a NumPy
-    batch in host memory (`host_x`)."""
-
-    config: RunConfig
-    host_x: object
-
-    def _input(self):
-        # host-fed: a fresh copy of the batch every step, as the other frameworks' host mode makes one
-        return self.host_x if self.config.data == "device" else self.host_x.copy()
-
-    def _location(self, batch) -> str:
-        return "cpu"  # a NumPy array lives in host memory
-
-    def _inside_timer(self, call: str) -> str:
-        return ("a fresh copy of the batch + " if self.config.data == "host" else "") + call
-
-    def phases(self, iterations: int) -> dict[str, list[float]]:
-        return timed_phases(["forward"], self.sync, [self.step], iterations)
-
-
-def timed_phases(names: list[str], sync, fns, iterations: int) -> dict[str, list[float]]:
-    """Time each callable in `fns` in order, syncing around each, for `iterations` rounds."""
-    out: dict[str, list[float]] = {n: [] for n in names}
-    for _ in range(iterations):
-        for name, fn in zip(names, fns):
-            sync()
-            t0 = time.perf_counter()
-            fn()
-            sync()
-            out[name].append(time.perf_counter() - t0)
-    return out
-
-
-def subtractive_phases(sync, iterations: int, forward, forward_backward=None, step=None,
-                       prefix: tuple = ()) -> dict[str, list[float]]:
-    """Phases of a compiled step that cannot be cut apart: time forward (+loss), forward+backward
-    (gradients) and the whole fused step, each as its own compiled function; backward = (forward+backward)
-    - forward, update = step - (forward+backward). `prefix`: (name, fn) pairs timed first (e.g. h2d).
-    Inference: forward only."""
-    names, fns = [n for n, _ in prefix], [f for _, f in prefix]
-    if forward_backward is None:
-        return timed_phases(names + ["forward"], sync, fns + [forward], iterations)
-    # Run each function once first: a function the timed loop never called would be timed tracing.
-    for fn in (forward, forward_backward, step):
-        fn()
-    sync()
-    raw = timed_phases(names + ["forward", "forward+backward", "step"], sync,
-                       fns + [forward, forward_backward, step], iterations)
-    fb, whole = raw.pop("forward+backward"), raw.pop("step")
-    raw["backward"] = [max(0.0, t - f) for t, f in zip(fb, raw["forward"])]
-    raw["update"] = [max(0.0, s - t) for s, t in zip(whole, fb)]
-    return raw
 
 
 MAIN_KERNEL = "python3"  # the main environment's Jupyter kernel (an adapter may name another: Adapter.kernel)
@@ -182,14 +75,20 @@ class Adapter(ABC):
     engine_notes: ClassVar[dict[str, str]] = {}
     # False for the harness-overhead adapter: its rows are not a framework's numbers.
     measures_a_framework: ClassVar[bool] = True
-    # Distributed data-parallel training: the strategies this framework implements (see
-    # bench.config.STRATEGIES) and how ranks are started: "torchrun" (one torchrun agent per node) or
-    # "tf_config" (one process per TF_CONFIG task). Every rank runs bench.runs.distributed.rank_main,
-    # which calls `run_rank`.
+    # Distributed data-parallel training: the strategies this framework implements (see bench.config.STRATEGIES)
+    # and the kind of launch its ranks take (recorded; its `launch_plan` says what starts). Every rank runs
+    # bench.runs.distributed.rank_main, which runs its `rank_group` through the one rank loop.
     distributed_strategies: ClassVar[tuple[str, ...]] = ()
     distributed_launch: ClassVar[str | None] = None
-    # The module of its launcher's agent, run as `python -m` (torchrun: torch.distributed.run).
-    launcher_module: ClassVar[str | None] = None
+    # The rendezvous its ranks can join at a master address on real machines (--master-addr, the `rendezvous`
+    # setting); none: its tasks are given every address instead.
+    rendezvous_kinds: ClassVar[tuple[str, ...]] = ()
+    # Its ranks choose their collective backend (the `backend` setting) and are placed on GPUs by
+    # bench.host.devices.rank_placement; False: its collectives and GPU layouts are its own (gpu_layout_refusal).
+    chooses_backend: ClassVar[bool] = False
+    # Independent workers still connect (to gather their results on one machine); False: they never do, so an
+    # independent run cannot span machines.
+    independent_workers_connect: ClassVar[bool] = True
     # The module run as each rank of the link micro-benchmark (the reference framework's collectives: all-reduce and
     # ping-pong timed per message size, for the alpha-beta fit of every link).
     link_probe_worker: ClassVar[str | None] = None
@@ -202,10 +101,26 @@ class Adapter(ABC):
     own_collectives: ClassVar[str] = ""
 
     def launch_for(self, strategy: str, device: str, nodes: int) -> str | None:
-        """How the ranks of a distributed run of `strategy` on `device` over `nodes` start: `distributed_launch`, or
-        "local_devices" (one process whose replicas, one per local device, are the workers) where the framework
-        runs that layout in one process (TensorFlow's MirroredStrategy on GPUs, JAX over its devices)."""
+        """The kind of launch a distributed run of `strategy` on `device` over `nodes` takes: `distributed_launch`, or
+        LOCAL_DEVICES (one process whose replicas, one per local device, are the workers) where the framework runs
+        that layout in one process (TensorFlow's MirroredStrategy on GPUs, JAX over its devices)."""
         return self.distributed_launch
+
+    def workers_in_one_process(self, strategy: str, device: str, nodes: int) -> bool:
+        """Whether the workers of this layout are the devices of one process (so the run stays on one machine)."""
+        return self.launch_for(strategy, device, nodes) == LOCAL_DEVICES
+
+    def slurm_tasks(self, strategy: str, workers: int) -> int | None:
+        """How many Slurm tasks a run of `workers` needs where each of its tasks is a Slurm task of its own
+        (TensorFlow's SlurmClusterResolver layout); None: one Slurm task per machine (a node of the run)."""
+        return None
+
+    def launch_plan(self, config: RunConfig, module: str, env: dict, nodes: Sequence[Node] | None,
+                    cluster) -> LaunchPlan:
+        """The processes this machine starts for the distributed run `config`, each running `module` with `env`:
+        on `nodes` (emulated nodes; None: this machine) or, on real machines, this machine's share of `cluster`
+        (bench.runs.distributed.cluster.Machines). Raises LaunchError for a layout it cannot start."""
+        raise UnsupportedError(f"{self.name} has no distributed runs")
 
     def gpu_layout_refusal(self, strategy: str, ranks_here: int, nodes: int, gpu_count: int) -> str | None:
         """Why `ranks_here` GPU workers of `strategy` on a machine with `gpu_count` GPUs cannot run (None: they can).
@@ -281,9 +196,16 @@ class Adapter(ABC):
     def prepare(self, config: RunConfig) -> Workload:
         """Build model, data and step for `config`; raise UnsupportedError for what it cannot run."""
 
-    def run_rank(self, config: RunConfig, spec: dict) -> None:
-        """Run this process's rank (or task) of the distributed run `config` and write its result where `spec`
-        says (bench/ranks/rankio.py). The framework code lives in the adapter's worker module."""
+    def prepare_rank(self, config: RunConfig, scope: Callable[[], AbstractContextManager] | None = None) -> Workload:
+        """The Workload one rank of a distributed run trains: `config` is the rank's (RunConfig.for_rank: its share
+        of the batch, its data seed, its device); `scope` is where the strategy has the model built (TensorFlow's
+        strategy.scope: the variables become the strategy's), None where the strategy wraps it afterwards."""
+        return self.prepare(config)
+
+    def rank_group(self, config: RunConfig, spec: dict) -> RankGroup | None:
+        """This process's ranks of the distributed run `config` (`spec`: bench/ranks/rankio.py), prepared for the one
+        rank loop (bench/runs/distributed/rank_loop.py); None for a task that only serves until the run ends. The
+        framework code lives in the adapter's worker module."""
         raise UnsupportedError(f"{self.name} has no distributed runs")
 
     has_hand_loop: ClassVar[bool] = False

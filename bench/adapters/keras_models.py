@@ -172,10 +172,6 @@ def build_keras_model(name: str, image_size: int):
     return keras.Model(inputs, _BUILDERS[name](inputs, spec.num_classes), name=name)
 
 
-def keras_model_names() -> list[str]:
-    return sorted(_BUILDERS)
-
-
 def build_in_policy(keras, model: str, image_size: int, policy: str):
     """The untrained Keras model, its layers in dtype `policy` (set only while building, so nothing built later
     inherits it): TensorFlow's and JAX's runs build through this one place."""

@@ -84,8 +84,9 @@ def plan(answers: dict[str, dict], device: str, tiny: bool) -> list[Step]:
                 "--device", device, "--image-size", str(size["image"]), "--max-batch", str(size["max_batch"])]))
         if "allreduce" not in adapter.distributed_strategies:
             continue
-        if adapter.distributed_launch == "torchrun":
-            # one rank over NCCL (the GPU's own collectives), two ranks sharing the one GPU over gloo
+        if adapter.chooses_backend:
+            # one rank per process that picks its collectives: one rank over NCCL (the GPU's own collectives), two
+            # ranks sharing the one GPU over gloo
             steps.append(Step(f"{name} DDP 1 rank {'NCCL' if gpu else 'gloo'}",
                               run_argv(name, "training", "fp32", device, size, strategy="allreduce", workers=1)))
             steps.append(Step(f"{name} DDP 2 ranks gloo on one {'GPU' if gpu else 'CPU'}",

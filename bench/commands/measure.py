@@ -45,7 +45,7 @@ def _cluster(args: argparse.Namespace, config) -> Machines | None:
                 raise ConfigError(f"{flag} is for a run across real machines: give --cluster (or --master-addr)")
         return None
     adapter = ADAPTERS.get(config.framework)
-    if not config.distributed or adapter.distributed_launch != "torchrun":
+    if not config.distributed or not adapter.rendezvous_kinds:
         raise ConfigError("--master-addr/--node-rank start this machine's torchrun agent of a run across machines; "
                           "valid choices: --strategy with a torchrun framework, or --cluster host0,host1,... "
                           "--node-rank k (every framework that runs on several machines)")

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from ..adapters import measures_a_framework
-from ..adapters.base import OPTIMIZER
+from ..adapters.base import OPTIMIZER, CertificateFacts
 from ..host.devices import is_gpu
 from ..models import get_model
 from ..results.record import CERTIFICATE_CHECKS, Certificate
@@ -29,16 +30,19 @@ def placement_matches(config, observed: dict | None) -> bool | None:
     return not observed["fresh_per_step"] and observed["location"] == ("gpu" if is_gpu(config.device) else "cpu")
 
 
-def run_checks(config, settings: dict, params: int | None, flops: float | None = None,
+def run_checks(config, facts: CertificateFacts | Mapping[str, Any], params: int | None, flops: float | None = None,
                weights: tuple[float | None, float | None] = (None, None),
                placement: dict | None = None) -> Certificate:
     """The certificate one record carries: each check is True/False, or None where it does not apply.
 
-    `weights`: a checksum of the trainable weights before and after the timed loop (training only):
-    a training step that updates nothing fails `weights_changed`. `placement`: where the workload's batch was
-    observed to live (`Workload.input_placement`)."""
+    `facts`: the workload's (Workload.certificate_facts; a settings mapping is read as its facts). `weights`: a
+    checksum of the trainable weights before and after the timed loop (training only): a training step that updates
+    nothing fails `weights_changed`. `placement`: where the workload's batch was observed to live
+    (`Workload.input_placement`)."""
+    if not isinstance(facts, CertificateFacts):
+        facts = CertificateFacts.of(facts)
     spec = get_model(config.model)
-    threads = settings.get("intra_op_threads")
+    threads = facts.intra_op_threads
     rel = None
     if params and spec.published_params_millions and spec.num_classes == 1000:
         rel = abs(params / 1e6 - spec.published_params_millions) / spec.published_params_millions
@@ -48,24 +52,24 @@ def run_checks(config, settings: dict, params: int | None, flops: float | None =
         threads_requested=config.threads,
         threads_effective=threads,
         threads_match=None if threads is None else threads == config.threads,
-        no_autograd_in_inference=(None if config.mode != "inference" or "autograd_in_inference" not in settings
-                                  else not settings["autograd_in_inference"]),
+        no_autograd_in_inference=(None if config.mode != "inference" or facts.autograd_in_inference is None
+                                  else not facts.autograd_in_inference),
         params=params,
         params_published_millions=spec.published_params_millions,
         params_rel_diff_vs_published=rel,
         params_match_published=None if rel is None else rel <= PARITY_TOLERANCE,
         flops_per_image=flops,  # one figure per model and image size, measured once per host
-        optimizer=settings.get("optimizer"),
-        loss=settings.get("loss"),
-        recipe_match=(None if not training else settings.get("optimizer") == OPTIMIZER
-                      and "cross" in str(settings.get("loss", "")).lower()),
+        optimizer=facts.optimizer,
+        loss=facts.loss,
+        recipe_match=(None if not training else facts.optimizer == OPTIMIZER
+                      and "cross" in str(facts.loss or "").lower()),
         weights_checksum_before=before,
         weights_checksum_after=after,
         weights_changed=None if not training or before is None or after is None else before != after,
         data_placement=config.data,
         data_placement_observed=placement,
         data_placement_match=placement_matches(config, placement),
-        inside_timer=settings.get("inside_timer"),
+        inside_timer=facts.inside_timer,
     )
     certificate.failed = certificate.failed_checks
     return certificate

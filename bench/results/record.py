@@ -184,7 +184,8 @@ class Flag(Section):
 @section
 class RunSettings(Section):
     """The configuration measured, as plain data (the fields of bench.config.RunConfig, unchecked: loading
-    a record needs neither its framework nor its device). Keys older records lack read as their defaults."""
+    a record needs neither its framework nor its device). Keys older records lack read as their defaults.
+    tests/test_run_settings.py fails where these fields and RunConfig's disagree."""
 
     framework: str
     model: str
@@ -210,8 +211,8 @@ class RunSettings(Section):
     link_delay_ms: float = optional(0.0)
     bucket_mb: float = optional(25.0)
     scaling: str | None = optional()
-    oversubscribe: bool = optional(False)
     backend: str = optional("auto")
+    oversubscribe: bool = optional(False)
     cluster: str = optional("")
     rendezvous: str = optional("static")
     extra: dict[str, Any] = optional({})
@@ -400,8 +401,8 @@ class Rank(Section):
     checksum_after: float | None = optional()
     loss_last: float | None = optional()
     device: str | None = optional()  # a GPU rank's own (cuda:<local rank>, or the GPU its ranks share)
-    energy: dict[str, Any] | None = optional()  # Energy's fields: NVML per GPU, or RAPL read by one rank per machine
-    memory: dict[str, Any] | None = optional()  # Memory's fields: a GPU rank's allocator peak over the timed steps
+    energy: Energy | None = optional()  # NVML per GPU, or RAPL read by one rank per machine
+    memory: Memory | None = optional()  # a GPU rank's allocator peak over the timed steps
     images_per_sec: float | None = optional()  # this rank's own: its images per step over its median step
     utilisation: float | None = optional()  # of its GPU's measured peak (GPU ranks; CPU ranks share the cores)
 

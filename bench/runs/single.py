@@ -16,27 +16,22 @@ from ..config import RunConfig
 from ..errors import UnsupportedError
 from ..host.energy import energy_meter
 from ..host.interference import InterferenceMonitor
-from ..measurement.certificate import run_checks
-from ..measurement.flags import run_flags
 from ..measurement.loop import measure
 from ..measurement.utilisation import apply_utilisation
 from ..paths import default_results_dir
 from ..results.record import (
-    Energy,
-    Interference,
     Manifest,
     Memory,
     Phases,
     Record,
     Samples,
     Startup,
-    Summary,
     SweepPlacement,
 )
 from ..results.store import write_record
-from ..stats import cv, summarize_latencies
 from .distributed import run as distributed_run
 from .failures import describe_failure
+from .fill import Measured, fill
 
 
 def _framework_info(adapter) -> dict:
@@ -97,7 +92,7 @@ def _measure_into(record: Record, adapter, config: RunConfig, results_dir: Path)
     t0 = time.perf_counter()
     workload = adapter.prepare(config)
     prepare_s = time.perf_counter() - t0
-    record.settings = dict(workload.settings)
+    settings, facts = dict(workload.settings), workload.certificate_facts()  # as prepared, before any step
     workload.reset_memory()
     weights_before = workload.weights_checksum()
     t0 = time.perf_counter()
@@ -111,34 +106,33 @@ def _measure_into(record: Record, adapter, config: RunConfig, results_dir: Path)
                              first_iteration_s=samples.warmup_s[0] if samples.warmup_s else samples.timed_s[0],
                              warmup_s=max(0.0, loop_s - samples.timed_wall_s), timed_s=samples.timed_wall_s)
     memory = workload.memory()  # read before anything else allocates
-    record.memory = Memory.from_json(memory) if memory is not None else None
-    record.interference = Interference.from_json({**monitor.result(), "iteration_cv": cv(samples.timed_s)})
-    record.energy = Energy.from_json(meter.result(config.batch_size * len(samples.timed_s)))
-    record.samples = Samples(warmup_s=samples.warmup_s, timed_s=samples.timed_s, warmup_stop=samples.warmup_stop,
-                             timed_stop=samples.timed_stop, timed_wall_s=samples.timed_wall_s)
-    summary = Summary(**summarize_latencies(samples.timed_s, config.batch_size), cv=cv(samples.timed_s))
-    record.summary = summary
-    # Phases once per config (the first repetition): the pass costs several steps and the headline
-    # number never depends on it.
-    if config.phase_iterations and record.repeat == 0:
-        t0 = time.perf_counter()
-        raw = workload.phases(config.phase_iterations)
-        record.startup.phases_s = time.perf_counter() - t0
-        if raw:
-            record.phases = Phases(
-                iterations=config.phase_iterations,
-                method="separate instrumented pass after the timed loop, device synced around each phase",
-                median_ms={k: float(np.median(v)) * 1e3 for k, v in raw.items()},
-                samples_s=raw,
-            )
+    monitor_result, energy = monitor.result(), meter.result(config.batch_size * len(samples.timed_s))
     params = workload.params or None
+    measured = Measured(
+        samples=Samples(warmup_s=samples.warmup_s, timed_s=samples.timed_s, warmup_stop=samples.warmup_stop,
+                        timed_stop=samples.timed_stop, timed_wall_s=samples.timed_wall_s),
+        images_per_step=config.batch_size, energy=energy, memory=Memory.from_json(memory) if memory is not None
+        else None, interference=monitor_result, settings=settings, facts=facts, params=params,
+        weights=(weights_before, weights_after), placement=workload.input_placement())
+    utilise = (lambda r: apply_utilisation(r, results_dir, config, params)) if adapter.measures_a_framework else None
+    fill(record, config, measured, utilise, before_checks=lambda r: _phases(r, workload, config))
+
+
+def _phases(record: Record, workload, config: RunConfig) -> None:
+    """Phases once per config (the first repetition): the pass costs several steps and the headline number never
+    depends on it."""
+    if not config.phase_iterations or record.repeat != 0:
+        return
     t0 = time.perf_counter()
-    if adapter.measures_a_framework:
-        apply_utilisation(record, results_dir, config, params)
-        record.fairness = run_checks(config, record.settings, params, record.model.flops_per_image,
-                                     (weights_before, weights_after), workload.input_placement())
-    record.flags = run_flags(record)
-    record.startup.checks_s = time.perf_counter() - t0
+    raw = workload.phases(config.phase_iterations)
+    record.startup.phases_s = time.perf_counter() - t0
+    if raw:
+        record.phases = Phases(
+            iterations=config.phase_iterations,
+            method="separate instrumented pass after the timed loop, device synced around each phase",
+            median_ms={k: float(np.median(v)) * 1e3 for k, v in raw.items()},
+            samples_s=raw,
+        )
 
 
 def run(config: RunConfig, results_dir: Path | str | None = None, repeat: int = 0, attempt: int = 0,

@@ -11,6 +11,8 @@ from ...host.devices import is_gpu
 from ...models import get_model
 from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, register, subtractive_phases
 from ..keras_models import build_keras_model
+from ..launch import LOCAL_DEVICES, LaunchPlan, local_device_plan
+from ..ranks import RankGroup
 from . import doctor, worker
 from .training import LOSS, POLICIES, build_model, import_jax, make_loss, set_matmul_precision, sgd_momentum
 
@@ -41,7 +43,7 @@ class JaxWorkload(Workload):
         self.non_trainable = [put(v.value) for v in model.non_trainable_variables]
         self.velocity = [jax.numpy.zeros_like(p) for p in self.trainable]
 
-        loss = make_loss(jax, model)
+        self.loss = loss = make_loss(jax, model)  # a data-parallel strategy runs it on every replica's shard
         grad = jax.value_and_grad(loss, has_aux=True)
 
         def train(trainable, non_trainable, velocity, x, y):
@@ -133,7 +135,7 @@ class JaxAdapter(Adapter):
     libraries = ("jaxlib", "keras")
     # data parallel over one process's devices (a 1-D mesh): the workers are its replicas (bench/adapters/jax/worker.py)
     distributed_strategies = ("independent", "allreduce")
-    distributed_launch = "local_devices"
+    distributed_launch = LOCAL_DEVICES
     own_collectives = "XLA's all-reduce between one process's devices"
 
     def doctor(self) -> dict:
@@ -186,8 +188,11 @@ class JaxAdapter(Adapter):
         self.check_available()
         return JaxWorkload(config)
 
-    def run_rank(self, config: RunConfig, spec: dict) -> None:
-        worker.run_rank(config, spec)
+    def rank_group(self, config: RunConfig, spec: dict) -> RankGroup:
+        return worker.MeshRanks(self, config)
+
+    def launch_plan(self, config: RunConfig, module: str, env: dict, nodes, cluster) -> LaunchPlan:
+        return local_device_plan(config, module, env, nodes, cluster)
 
     def gpu_layout_refusal(self, strategy: str, ranks_here: int, nodes: int, gpu_count: int) -> str | None:
         return worker.gpu_refusal(ranks_here, gpu_count)

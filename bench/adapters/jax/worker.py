@@ -15,7 +15,6 @@ loop and its allocator peak are recorded per rank.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 import time
@@ -29,10 +28,12 @@ from ...host.energy import EnergyMeter, NvmlEnergyMeter
 from ...models import get_model
 from ...ranks import rankio
 from ..base import OPTIMIZER
-from .training import LOSS, POLICIES, build_model, import_jax, make_loss, set_matmul_precision, sgd_momentum
+from ..ranks import GroupFacts, RankGroup, Readings, Replica
+from .training import LOSS, POLICIES, import_jax, sgd_momentum
 
 if TYPE_CHECKING:
     from ...config import RunConfig
+    from ..base import Adapter, Workload
 
 HOST_DEVICES_FLAG = "--xla_force_host_platform_device_count"
 AXIS = "data"
@@ -71,26 +72,25 @@ def mesh_devices(jax, config: RunConfig) -> list:
 class MeshTrainer:
     """The workers' replicas stacked along the mesh axis (leading dimension = device) and their jitted step."""
 
-    def __init__(self, jax, keras, config: RunConfig, devices: list) -> None:
+    def __init__(self, jax, workload: Workload, config: RunConfig, devices: list) -> None:
+        """`workload`: the adapter's (JaxWorkload), whose model, loss and initial weights every replica starts from."""
         from jax.sharding import Mesh, NamedSharding
         from jax.sharding import PartitionSpec as P
 
         self.jax, self.config, self.devices = jax, config, devices
-        set_matmul_precision(jax, config.precision)
-        model = build_model(keras, config)
-        self.params = int(sum(np.prod(v.shape) for v in model.trainable_weights))
+        self.params = workload.params
         n = len(devices)
         self.mesh = Mesh(np.array(devices), (AXIS,))
         sharded = NamedSharding(self.mesh, P(AXIS))
         stack = lambda arrays: [jax.device_put(np.stack([np.asarray(a)] * n), sharded) for a in arrays]
-        self.trainable = stack(v.value for v in model.trainable_variables)
-        self.state = stack(v.value for v in model.non_trainable_variables)
+        self.trainable = stack(workload.trainable)
+        self.state = stack(workload.non_trainable)
         self.velocity = [jax.numpy.zeros_like(p) for p in self.trainable]
         # each worker its own shard: the data seed of its rank (RunConfig.for_rank), as the other frameworks' ranks
         shards = [self._batch(config.for_rank(k)) for k in range(n)]
         self.x = jax.device_put(np.stack([x for x, _ in shards]), sharded)
         self.y = jax.device_put(np.stack([y for _, y in shards]), sharded)
-        self.step_fn = self._compile(make_loss(jax, model), config.strategy == "allreduce", P(AXIS))
+        self.step_fn = self._compile(workload.loss, config.strategy == "allreduce", P(AXIS))
         self.out = None
 
     @staticmethod
@@ -143,29 +143,64 @@ def _device_memory(device) -> dict | None:
             "kind": "XLA allocator peak of the device since the process started (memory_stats)"}
 
 
-def run_rank(config: RunConfig, spec: dict) -> None:
-    """The one process of a JAX data-parallel run: every worker is one of its devices; writes one result per rank."""
+class MeshReadings(Readings):
+    """Per GPU its NVML counter and its allocator peak; CPU host devices share the packages' RAPL counters: one
+    reading, on rank 0."""
+
+    def __init__(self, devices: list, gpu: bool, images: int) -> None:
+        self.devices, self.gpu, self.images = devices, gpu, images
+        super().__init__([NvmlEnergyMeter([d.id]) for d in devices] if gpu else [EnergyMeter()])
+
+    def replica(self, k: int) -> tuple[dict | None, dict | None]:
+        if not self.gpu:
+            return (self.meters[0].result(self.images * len(self.devices)) if k == 0 else None), None
+        return self.meters[k].result(self.images), _device_memory(self.devices[k])
+
+
+class MeshRanks(RankGroup):
+    """The one process of a JAX data-parallel run: every worker is one of its devices."""
+
+    def __init__(self, adapter: Adapter, config: RunConfig) -> None:
+        gpu = is_gpu(config.device)
+        if not gpu:  # CPU workers are XLA host devices: asked for before JAX starts, or JAX would have one
+            if "jax" in sys.modules:
+                raise UnsupportedError("jax: already imported in this process; its host device count is fixed")
+            os.environ["XLA_FLAGS"] = host_device_flags(os.environ.get("XLA_FLAGS", ""), config.workers)
+        jax, keras = import_jax(config.threads * config.workers)
+        self.config, self.gpu = config, gpu
+        self.devices = devices = mesh_devices(jax, config)
+        # the adapter's workload as rank 0 prepares it: the model, loss and weights every replica starts from
+        self.workload = adapter.prepare_rank(config.for_rank(0, self.replica_device(0)))
+        self.trainer = MeshTrainer(jax, self.workload, config, devices)
+        self.replicas = [Replica(k, f"cuda:{d.id}" if gpu else str(d)) for k, d in enumerate(devices)]
+        settings = mesh_settings(keras, config, devices)
+        params = self.trainer.params
+        self.facts = GroupFacts(settings=settings, params=params, grad_bytes=params * 4,
+                                backend="xla" if config.strategy == "allreduce" else None,
+                                threads=settings["intra_op_threads"], samples_per_step=config.worker_batch,
+                                input_placement={"location": "gpu" if gpu else "cpu", "fresh_per_step": False})
+
+    def replica_device(self, k: int) -> str:
+        return f"cuda:{self.devices[k].id}" if self.gpu else "cpu"
+
+    def step(self) -> dict:
+        return self.trainer.step()
+
+    def checksums(self) -> list[float | None]:
+        return self.trainer.checksums()
+
+    def readings(self) -> MeshReadings:
+        return MeshReadings(self.devices, self.gpu, self.config.worker_batch * self.config.iterations)
+
+    def finish(self) -> None:
+        rankio.exit_now()
+
+
+def mesh_settings(keras, config: RunConfig, devices: list) -> dict:
+    """What the certificate reads of a mesh run: the threads each device gets, the engine, the recipe."""
     gpu = is_gpu(config.device)
-    if not gpu:  # CPU workers are XLA host devices: asked for before JAX starts, or JAX would have one
-        if "jax" in sys.modules:
-            raise UnsupportedError("jax: already imported in this process; its host device count is fixed")
-        os.environ["XLA_FLAGS"] = host_device_flags(os.environ.get("XLA_FLAGS", ""), config.workers)
-    jax, keras = import_jax(config.threads * config.workers)
-    devices = mesh_devices(jax, config)
-    trainer = MeshTrainer(jax, keras, config, devices)
-    warmup = [trainer.step()["step_s"] for _ in range(config.warmup)]
-    before = trainer.checksums()
-    # per GPU its NVML counter; CPU host devices share the packages' RAPL counters: one reading, on rank 0
-    meters = [NvmlEnergyMeter([d.id]) for d in devices] if gpu else [EnergyMeter()]
-    with contextlib.ExitStack() as stack:
-        for meter in meters:
-            stack.enter_context(meter)
-        w0, cpu0 = time.perf_counter(), rankio.cpu_seconds()
-        steps = [trainer.step() for _ in range(config.iterations)]
-        w1, cpu1 = time.perf_counter(), rankio.cpu_seconds()
-    after = trainer.checksums()
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
-    settings = {
+    return {
         "intra_op_threads": cores // len(devices) if cores else None,
         "threads_how": f"the process's CPU affinity ({cores} cores, read back) shared by its {len(devices)} devices",
         "layout": "NHWC (Keras default)",
@@ -179,17 +214,3 @@ def run_rank(config: RunConfig, spec: dict) -> None:
         "timer": "time.perf_counter after jax.block_until_ready",
         "host_devices": None if gpu else "XLA host devices sharing the CPU cores: a functional check, not scaling",
     }
-    images = config.worker_batch * config.iterations
-    for k, device in enumerate(devices):
-        energy = meters[k].result(images * (1 if gpu else len(devices))) if gpu or k == 0 else None
-        rankio.write_result(spec, f"rank{k}", {
-            "rank": k, "world": len(devices), "role": "worker", "node": 0, "host": os.uname().nodename,
-            "backend": "xla" if config.strategy == "allreduce" else None, "params": trainer.params,
-            "grad_bytes": trainer.params * 4, "threads": settings["intra_op_threads"],
-            "samples_per_step": config.worker_batch, "warmup_s": warmup, "steps": steps,
-            "window": {"start": w0, "end": w1, "cpu_s": cpu1 - cpu0},
-            "checksum_before": before[k], "checksum_after": after[k], "settings": settings,
-            "input_placement": {"location": "gpu" if gpu else "cpu", "fresh_per_step": False},
-            "device": f"cuda:{device.id}" if gpu else str(device), "energy": energy,
-            "memory": _device_memory(device) if gpu else None})
-    rankio.exit_now()

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
 from ...errors import UnsupportedError
 from ...host.devices import is_gpu
 from ...models import get_model
 from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, dist_version, register, subtractive_phases
-from . import doctor, strategies, worker
+from ..launch import LOCAL_DEVICES, LaunchPlan
+from ..ranks import RankGroup
+from . import doctor, launch, strategies, worker
 from .recipe import LOSS, POLICIES, build_model, import_tf, make_loss, make_optimizer, set_tf_threads
 
 if TYPE_CHECKING:
@@ -17,7 +21,9 @@ if TYPE_CHECKING:
 
 
 class TFWorkload(Workload):
-    def __init__(self, config: RunConfig) -> None:
+    def __init__(self, config: RunConfig, scope: Callable[[], AbstractContextManager] | None = None) -> None:
+        """`scope`: where a distribution strategy builds the model and optimizer (its `scope`: the variables are its
+        replicas'); None: on the config's device."""
         import numpy as np
 
         tf, keras = import_tf()
@@ -38,7 +44,7 @@ class TFWorkload(Workload):
         keras.utils.set_random_seed(config.seed)
         # fp32 means fp32: TensorFlow's default runs float32 matmuls and convolutions on TF32 tensor cores
         tf.config.experimental.enable_tensor_float_32_execution(config.precision == "tf32")
-        with tf.device(self.tf_device):
+        with scope() if scope is not None else tf.device(self.tf_device):
             self.model = build_model(keras, config)
             n, s = config.batch_size, config.image_size
             rng = np.random.default_rng(config.seed)
@@ -53,6 +59,10 @@ class TFWorkload(Workload):
         self._train = compile_(self._train_step)
         self._fwd_loss = compile_(lambda x: self.loss_fn(self.y, self.model(x, training=True)))
         self._grads = compile_(self._grads_step)
+        # The training step's parts for a distribution strategy, which runs them on each replica's batch as
+        # tf.functions with its collective between them (bench/adapters/tensorflow/worker.py).
+        self.gradients = tf.function(self._loss_and_grads)
+        self.apply = tf.function(lambda grads: self.opt.apply(grads, self.model.trainable_variables))
         self.settings = {
             **threads,
             "layout": "NHWC (channels_last, Keras default; oneDNN's preferred layout on CPU)",
@@ -84,6 +94,13 @@ class TFWorkload(Workload):
             loss = self.loss_fn(self.y, self.model(x, training=True))
             scaled = self.opt.scale_loss(loss)
         return tape.gradient(scaled, self.model.trainable_variables)
+
+    def _loss_and_grads(self, x, y):
+        """Forward, loss and backward of batch (x, y): (loss, the trainable variables' gradients)."""
+        with self.tf.GradientTape() as tape:
+            loss = self.loss_fn(y, self.model(x, training=True))
+            scaled = self.opt.scale_loss(loss)
+        return loss, tape.gradient(scaled, self.model.trainable_variables)
 
     def _train_step(self, x):
         grads = self._grads_step(x)
@@ -147,7 +164,8 @@ class TensorFlowAdapter(Adapter):
                              "TF_USE_LEGACY_KERAS", "KERAS_BACKEND", "XLA_FLAGS")
     engines = ("graph", "xla", "eager")
     distributed_strategies = ("independent", "allreduce", "ps_async")
-    distributed_launch = "tf_config"
+    distributed_launch = launch.TF_CONFIG
+    independent_workers_connect = False  # independent workers have no cluster: nothing gathers their results
     multi_machine = True  # TF_CONFIG from a host list, or SlurmClusterResolver inside Slurm
     module = "tensorflow"
     distribution = "tensorflow-cpu"
@@ -208,11 +226,20 @@ class TensorFlowAdapter(Adapter):
         self.check_available()
         return TFWorkload(config)
 
-    def run_rank(self, config: RunConfig, spec: dict) -> None:
-        worker.run_rank(config, spec)
+    def prepare_rank(self, config: RunConfig, scope: Callable[[], AbstractContextManager] | None = None) -> TFWorkload:
+        return TFWorkload(config, scope)
+
+    def rank_group(self, config: RunConfig, spec: dict) -> RankGroup | None:
+        return worker.rank_group(self, config, spec)
 
     def launch_for(self, strategy: str, device: str, nodes: int) -> str | None:
-        return "local_devices" if strategies.local_devices(strategy, device, nodes) else self.distributed_launch
+        return LOCAL_DEVICES if strategies.local_devices(strategy, device, nodes) else self.distributed_launch
+
+    def slurm_tasks(self, strategy: str, workers: int) -> int | None:
+        return workers + (2 if strategy == "ps_async" else 0)  # one Slurm task per TF task: a ps and a chief too
+
+    def launch_plan(self, config: RunConfig, module: str, env: dict, nodes, cluster) -> LaunchPlan:
+        return launch.launch_plan(config, module, env, nodes, cluster)
 
     def gpu_layout_refusal(self, strategy: str, ranks_here: int, nodes: int, gpu_count: int) -> str | None:
         return strategies.gpu_refusal(strategy, ranks_here, gpu_count)

@@ -20,7 +20,6 @@ With model digits_mlp the data is scikit-learn's digits and test accuracy is rec
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import time
@@ -34,12 +33,14 @@ from ...host.machines import expand_tasks_per_node
 from ...models import get_model
 from ...ranks import digits, rankio
 from ..base import OPTIMIZER
+from ..ranks import GroupFacts, RankGroup, Readings, Replica
 from . import strategies
-from .recipe import LOSS, build_model, import_tf, make_loss, make_optimizer, set_tf_threads
+from .recipe import LOSS, import_tf, set_tf_threads
 from .strategies import StrategyPlan
 
 if TYPE_CHECKING:  # the task gets its config handed in: adapters sit below bench.config
     from ...config import RunConfig
+    from .adapter import TensorFlowAdapter
 
 EVAL_EVERY = 10  # steps between accuracy evaluations (digits runs)
 
@@ -101,155 +102,138 @@ def _plan(config, role: str, index: int) -> StrategyPlan:
                            config.ranks_here)
 
 
-class Readings:
+class ReplicaReadings(Readings):
     """Energy over the timed loop and memory, per replica of this process: each GPU's NVML counter and TensorFlow's
     allocator peak; on CPUs the packages' RAPL counters, read by the machine's first task for all of its tasks."""
 
-    def __init__(self, tf, plan: StrategyPlan, first_on_machine: bool) -> None:
-        self.tf, self.plan = tf, plan
+    def __init__(self, tf, plan: StrategyPlan, first_on_machine: bool, images: int) -> None:
+        self.tf, self.plan, self.images = tf, plan, images
         gpus = plan.visible_gpus
-        self.meters = [NvmlEnergyMeter([i]) for i in gpus] if gpus else [EnergyMeter()] if first_on_machine else []
-        self.stack = contextlib.ExitStack()
+        super().__init__([NvmlEnergyMeter([i]) for i in gpus] if gpus else [EnergyMeter()] if first_on_machine else [])
 
-    def __enter__(self) -> Readings:
+    def reset(self) -> None:
         for k in range(len(self.plan.visible_gpus)):
             self.tf.config.experimental.reset_memory_stats(f"GPU:{k}")
-        for meter in self.meters:
-            self.stack.enter_context(meter)
-        return self
 
-    def __exit__(self, *exc) -> None:
-        self.stack.close()
-
-    def replica(self, k: int, images: int) -> dict:
-        """The energy (over `images`) and memory of the process's `k`-th replica (empty where it reads none)."""
+    def replica(self, k: int) -> tuple[dict | None, dict | None]:
+        """The energy (over its images) and memory of the process's `k`-th replica (None where it reads none)."""
         if k >= len(self.meters):
-            return {}
+            return None, None
         if not self.plan.visible_gpus:
-            return {"energy": self.meters[k].result(images)}
+            return self.meters[k].result(self.images), None
         peak = self.tf.config.experimental.get_memory_info(f"GPU:{k}")["peak"]
-        return {"energy": self.meters[k].result(images),
-                "memory": {"peak_bytes": int(peak), "kind": "TensorFlow allocator peak (get_memory_info)"}}
+        return (self.meters[k].result(self.images),
+                {"peak_bytes": int(peak), "kind": "TensorFlow allocator peak (get_memory_info)"})
 
 
-def _train_sync(config, spec, task: dict) -> list[tuple[str, dict]]:
-    """allreduce (MirroredStrategy or MultiWorkerMirroredStrategy) or independent; returns (name, result) for each
-    of this process's replicas (one, or one per GPU under MirroredStrategy)."""
-    plan = _plan(config, "worker", task["index"])
-    tf, keras, threads = _tf(config.threads, plan)
-    sync = config.strategy == "allreduce"
-    strategy = build_strategy(tf, plan)
-    mirrored = plan.strategy == strategies.MIRRORED
-    local = len(plan.devices) if mirrored else 1
-    first, workers = 0 if mirrored else task["index"], config.workers
-    gpu = bool(plan.visible_gpus)
-    wait = tf.test.experimental.sync_devices if gpu else (lambda: None)  # GPUs queue work: block before a clock read
-    keras.utils.set_random_seed(config.seed)  # identical initial weights on every worker
-    with strategy.scope():
-        model = build_model(keras, config)
-        opt = make_optimizer(keras, config.precision, model.trainable_variables)
-    # Keras's optimizer all-reduces the gradients inside apply_gradients; this worker all-reduces
-    # them itself, in its own timed phase, so the optimizer is told they are already reduced (the
-    # ranks' weights are compared after training: a missing reduction would show as ranks_disagree).
-    opt._all_reduce_sum_gradients = lambda grads_and_vars: list(grads_and_vars)
-    loss_fn = make_loss(keras)
-    data = [Data(config, first + k, workers) for k in range(local)]
-    variables = model.trainable_variables
+class SyncRanks(RankGroup):
+    """allreduce (MirroredStrategy or MultiWorkerMirroredStrategy) or independent: this process's replicas (one, or
+    one per GPU under MirroredStrategy), each timed per step in three phases."""
 
-    @tf.function
-    def grads_fn(x, y):
-        with tf.GradientTape() as tape:
-            loss = loss_fn(y, model(x, training=True))
-        return loss, tape.gradient(loss, variables)
+    evaluates = True
 
-    @tf.function
-    def allreduce_fn(grads):
-        ctx = tf.distribute.get_replica_context()
-        # tf.identity places each gradient on this replica's device (the collective's destination)
-        return [g / workers for g in ctx.all_reduce(tf.distribute.ReduceOp.SUM, [tf.identity(g) for g in grads])]
+    def __init__(self, adapter: TensorFlowAdapter, config: RunConfig, task: dict) -> None:
+        plan = _plan(config, "worker", task["index"])
+        tf, _, threads = _tf(config.threads, plan)
+        self.tf, self.config, self.plan = tf, config, plan
+        self.sync = sync = config.strategy == "allreduce"
+        self.strategy = strategy = build_strategy(tf, plan)
+        self.mirrored = mirrored = plan.strategy == strategies.MIRRORED
+        self.local = local = len(plan.devices) if mirrored else 1
+        self.first, workers = 0 if mirrored else task["index"], config.workers
+        self.first_on_machine = task["index"] % config.ranks_here == 0
+        gpu = bool(plan.visible_gpus)
+        # GPUs queue work: block before a clock read
+        self.wait = tf.test.experimental.sync_devices if gpu else (lambda: None)
+        # the adapter's workload (same seed on every worker: identical initial weights), built in the strategy's
+        # scope so that its variables are the strategy's replicas'
+        self.workload = workload = adapter.prepare_rank(config.for_rank(self.first), scope=strategy.scope)
+        self.model = workload.model
+        # Keras's optimizer all-reduces the gradients inside apply_gradients; this worker all-reduces
+        # them itself, in its own timed phase, so the optimizer is told they are already reduced (the
+        # ranks' weights are compared after training: a missing reduction would show as ranks_disagree).
+        workload.opt._all_reduce_sum_gradients = lambda grads_and_vars: list(grads_and_vars)
+        self.data = [Data(config, self.first + k, workers) for k in range(local)]
+        self.variables = self.model.trainable_variables
 
-    @tf.function
-    def apply_fn(grads):
-        opt.apply_gradients(zip(grads, variables))
+        @tf.function
+        def allreduce_fn(grads):
+            ctx = tf.distribute.get_replica_context()
+            # tf.identity places each gradient on this replica's device (the collective's destination)
+            return [g / workers for g in ctx.all_reduce(tf.distribute.ReduceOp.SUM, [tf.identity(g) for g in grads])]
 
-    run = strategy.run if sync else (lambda f, args: f(*args))
+        self.grads_fn, self.allreduce_fn, self.apply_fn = workload.gradients, allreduce_fn, workload.apply
+        self.run = strategy.run if sync else (lambda f, args: f(*args))
+        node, host = _here()
+        self.replicas = [Replica(self.first + k, f"cuda:{plan.visible_gpus[k]}" if gpu else "cpu", node=node,
+                                 host=host) for k in range(local)]
+        params = workload.params
+        self.facts = GroupFacts(
+            settings={**threads, "strategy": type(strategy).__name__, "communication": plan.communication,
+                      "replicas_in_process": local, "optimizer": OPTIMIZER, "loss": LOSS},
+            params=params, grad_bytes=params * 4, samples_per_step=config.worker_batch, threads=threads,
+            backend=plan.communication.lower() if plan.communication else None)
 
-    def batch():
-        batches = [d.next() for d in data]
-        if not mirrored:
+    def _batch(self):
+        batches = [d.next() for d in self.data]
+        if not self.mirrored:
             return batches[0]
         # each replica its own shard: replica k of this process gets data[k]
-        pick = lambda i: lambda ctx: batches[ctx.replica_id_in_sync_group][i]
-        return (strategy.experimental_distribute_values_from_function(pick(0)),
-                strategy.experimental_distribute_values_from_function(pick(1)))
+        pick = lambda i: lambda ctx: batches[ctx.replica_id_in_sync_group][i]  # noqa: E731
+        return (self.strategy.experimental_distribute_values_from_function(pick(0)),
+                self.strategy.experimental_distribute_values_from_function(pick(1)))
 
-    def step() -> dict:
-        x, y = batch()
+    def step(self) -> dict:
+        run, wait = self.run, self.wait
+        x, y = self._batch()
         wait()
         t0 = time.perf_counter()
-        loss, grads = run(grads_fn, args=(x, y))
+        loss, grads = run(self.grads_fn, args=(x, y))
         wait()
         t1 = time.perf_counter()
-        if sync:
-            grads = run(allreduce_fn, args=(grads,))
+        if self.sync:
+            grads = run(self.allreduce_fn, args=(grads,))
             wait()
         t2 = time.perf_counter()
-        run(apply_fn, args=(grads,))
+        run(self.apply_fn, args=(grads,))
         wait()
         t3 = time.perf_counter()
-        losses = [float(v) for v in strategy.experimental_local_results(loss)]
+        losses = [float(v) for v in self.strategy.experimental_local_results(loss)]
         return {"start": t0, "end": t3, "step_s": t3 - t0, "forward_backward_s": t1 - t0,
                 "comm_s": t2 - t1, "exposed_comm_s": t2 - t1, "overlap_s": 0.0, "update_s": t3 - t2,
                 "loss": sum(losses) / len(losses)}
 
-    def checksums() -> list[float]:  # each local replica's copy of the weights (MirroredStrategy: one per GPU)
-        parts = [strategy.experimental_local_results(v.value) for v in variables]  # a Keras variable's tf.Variable
-        return [float(sum(np.abs(p[k].numpy()).sum() for p in parts)) for k in range(local)]
+    def checksums(self) -> list[float | None]:
+        """Each local replica's copy of the weights (MirroredStrategy: one per GPU)."""
+        parts = [self.strategy.experimental_local_results(v.value) for v in self.variables]  # Keras's tf.Variable
+        return [float(sum(np.abs(p[k].numpy()).sum() for p in parts)) for k in range(self.local)]
 
-    warmup = [step()["step_s"] for _ in range(config.warmup)]
-    before = checksums()
-    accuracy, eval_s = [], 0.0
-    with Readings(tf, plan, first_on_machine=task["index"] % config.ranks_here == 0) as readings:
-        w0, cpu0 = time.perf_counter(), rankio.cpu_seconds()
-        steps = []
-        for i in range(config.iterations):
-            steps.append(step())
-            if data[0].real and first == 0 and (i + 1) % EVAL_EVERY == 0:
-                e0 = time.perf_counter()
-                acc = _accuracy(model, data[0].test)
-                accuracy.append({"train_s": e0 - w0 - eval_s, "steps": i + 1, "accuracy": acc})
-                eval_s += time.perf_counter() - e0
-        w1, cpu1 = time.perf_counter(), rankio.cpu_seconds()
-    after = checksums()
-    params = int(sum(np.prod(v.shape) for v in variables))
-    common = {"role": "worker", "threads": threads, "steps": steps, "warmup_s": warmup, "params": params,
-              "grad_bytes": params * 4, "samples_per_step": config.worker_batch,
-              "window": {"start": w0, "end": w1, "cpu_s": cpu1 - cpu0, "eval_s": eval_s},
-              "backend": plan.communication.lower() if plan.communication else None,
-              "settings": {**threads, "strategy": type(strategy).__name__, "communication": plan.communication,
-                           "replicas_in_process": local, "optimizer": OPTIMIZER, "loss": LOSS}}
-    # a GPU's reading covers its replica's images; the CPUs' covers every task on this machine
-    images = config.worker_batch * config.iterations * (1 if plan.visible_gpus else config.ranks_here)
-    results = [(f"rank{first + k}", {**common, "rank": first + k,
-                                   "device": f"cuda:{plan.visible_gpus[k]}" if gpu else "cpu",
-                                   "accuracy": (accuracy or None) if k == 0 else None,
-                                   "checksum_before": before[k], "checksum_after": after[k],
-                                   **readings.replica(k, images)})
-                for k in range(local)]
-    if sync and not mirrored:  # MultiWorkerMirrored: every worker's result to worker 0, wherever it ran
-        return [(f"rank{r['rank']}", r) for r in _gather(tf, strategy, {**_here(), **results[0][1]})]
-    return results
+    def readings(self) -> ReplicaReadings:
+        # a GPU's reading covers its replica's images; the CPUs' covers every task on this machine
+        images = self.config.worker_batch * self.config.iterations * (1 if self.plan.visible_gpus
+                                                                      else self.config.ranks_here)
+        return ReplicaReadings(self.tf, self.plan, self.first_on_machine, images)
+
+    def evaluate(self, steps_done: int) -> dict | None:
+        if not (self.data[0].real and self.first == 0 and steps_done % EVAL_EVERY == 0):
+            return None
+        return {"steps": steps_done, "accuracy": _accuracy(self.model, self.data[0].test)}
+
+    def gather(self, results: list[dict]) -> list[dict]:
+        if self.sync and not self.mirrored:  # MultiWorkerMirrored: every worker's result to worker 0, wherever it ran
+            return _gather(self.tf, self.strategy, results[0])
+        return results
 
 
-def _here() -> dict:
+def _here() -> tuple[int, str]:
     """Where this task ran: its node of the run (the launcher's BENCH_NODE) and its machine."""
-    return {"node": int(os.environ.get("BENCH_NODE", 0)), "host": os.uname().nodename}
+    return int(os.environ.get("BENCH_NODE", 0)), os.uname().nodename
 
 
 def _gather(tf, strategy, result: dict) -> list[dict]:
-    """Every worker's result on worker 0 (the others get []): each one's stamped JSON as bytes, all-gathered with
+    """Every worker's result on worker 0 (the others get []): each one's JSON as bytes, all-gathered with
     the strategy's collective (unequal lengths padded by TensorFlow), then cut at the gathered lengths."""
-    payload = np.frombuffer(json.dumps(rankio.stamped(result)).encode(), dtype=np.uint8).astype(np.int32)
+    payload = np.frombuffer(json.dumps(result).encode(), dtype=np.uint8).astype(np.int32)
     ctx = lambda: tf.distribute.get_replica_context()  # noqa: E731 - the replica's context inside strategy.run
     lengths = strategy.run(tf.function(lambda: ctx().all_gather(tf.constant([len(payload)]), axis=0)))
     joined = strategy.run(tf.function(lambda: ctx().all_gather(tf.constant(payload), axis=0)))
@@ -291,95 +275,91 @@ def _serve(config, task: dict, threads: int) -> None:
     server.join()
 
 
-def _chief_async(config, spec) -> dict:
-    """The coordinator of asynchronous parameter-server training; times chunks of scheduled steps."""
-    tf, keras, threads = _tf(1, _plan(config, "chief", 0))
-    resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
-    strategy = tf.distribute.ParameterServerStrategy(resolver)
-    coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
-    keras.utils.set_random_seed(config.seed)
-    with strategy.scope():
-        model = build_model(keras, config)
-        opt = make_optimizer(keras, config.precision, model.trainable_variables)
-    loss_fn = make_loss(keras)
-    workers, n = config.workers, config.worker_batch
-    real = config.model == "digits_mlp"
-    sets = digits.load(channels_last=True, seed=config.seed) if real else None
+class ChiefRanks(RankGroup):
+    """The coordinator of asynchronous parameter-server training: one "step" is a chunk of scheduled steps, timed as
+    a whole (the steps run remotely, on the workers, as scheduled: no per-step phases)."""
 
-    def dataset_fn(_context=None):
-        if real:
-            x, y = sets["train"]
-            ds = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(len(y), seed=config.seed).repeat()
-        else:
-            rng = np.random.default_rng(config.seed)
-            s = config.image_size
-            x = rng.standard_normal((n, s, s, 3), dtype=np.float32)
-            y = rng.integers(0, get_model(config.model).num_classes, n).astype(np.int64)
-            ds = tf.data.Dataset.from_tensors((x, y)).repeat().unbatch()
-        return ds.batch(n, drop_remainder=True).prefetch(2)
+    evaluates = True
 
-    iterator = iter(coordinator.create_per_worker_dataset(dataset_fn))
-    variables = model.trainable_variables
+    def __init__(self, adapter: TensorFlowAdapter, config: RunConfig) -> None:
+        tf, _, threads = _tf(1, _plan(config, "chief", 0))
+        resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+        strategy = tf.distribute.ParameterServerStrategy(resolver)
+        self.coordinator = coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
+        # the adapter's workload, its variables the parameter server's (built in the strategy's scope)
+        workload = adapter.prepare_rank(config, scope=strategy.scope)
+        model, opt, loss_fn = workload.model, workload.opt, workload.loss_fn
+        self.model = model
+        n = config.worker_batch
+        self.real = real = config.model == "digits_mlp"
+        self.sets = sets = digits.load(channels_last=True, seed=config.seed) if real else None
 
-    @tf.function
-    def train_step(it):
-        def replica(x, y):
-            with tf.GradientTape() as tape:
-                loss = loss_fn(y, model(x, training=True))
-            opt.apply_gradients(zip(tape.gradient(loss, variables), variables))
-            return loss
+        def dataset_fn(_context=None):
+            if real:
+                x, y = sets["train"]
+                ds = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(len(y), seed=config.seed).repeat()
+            else:
+                rng = np.random.default_rng(config.seed)
+                s = config.image_size
+                x = rng.standard_normal((n, s, s, 3), dtype=np.float32)
+                y = rng.integers(0, get_model(config.model).num_classes, n).astype(np.int64)
+                ds = tf.data.Dataset.from_tensors((x, y)).repeat().unbatch()
+            return ds.batch(n, drop_remainder=True).prefetch(2)
 
-        x, y = next(it)
-        return strategy.run(replica, args=(x, y))
+        self.iterator = iter(coordinator.create_per_worker_dataset(dataset_fn))
+        self.variables = variables = model.trainable_variables
 
-    chunk = workers * EVAL_EVERY  # steps per chunk: EVAL_EVERY per worker on average
+        @tf.function
+        def train_step(it):
+            def replica(x, y):
+                with tf.GradientTape() as tape:
+                    loss = loss_fn(y, model(x, training=True))
+                opt.apply_gradients(zip(tape.gradient(loss, variables), variables))
+                return loss
 
-    def run_chunk() -> float:
+            x, y = next(it)
+            return strategy.run(replica, args=(x, y))
+
+        self.train_step = train_step
+        self.chunk = chunk = config.workers * EVAL_EVERY  # steps per chunk: EVAL_EVERY per worker on average
+        node, host = _here()
+        self.replicas = [Replica(0, None, "chief", node, host)]
+        params = int(sum(np.prod(v.shape) for v in variables))
+        # the chief's own threads are not the workers' (TF servers): no threads for the certificate to compare
+        self.facts = GroupFacts(
+            settings={"strategy": "ParameterServerStrategy (asynchronous)",
+                      "schedule": f"chunks of {chunk} steps scheduled with ClusterCoordinator, then join()",
+                      "optimizer": OPTIMIZER, "optimizer_placement": "on the parameter server", "loss": LOSS},
+            params=params, grad_bytes=params * 4, backend=None, threads=threads, samples_per_step=n)
+
+    def counts(self, warmup: int, iterations: int) -> tuple[int, int]:
+        return max(1, warmup // EVAL_EVERY), max(1, -(-iterations // EVAL_EVERY))  # iterations = steps per worker
+
+    def step(self) -> dict:
+        """A chunk; one "global step" = one step per worker on average: EVAL_EVERY of them per chunk."""
         t0 = time.perf_counter()
-        for _ in range(chunk):
-            coordinator.schedule(train_step, args=(iterator,))
-        coordinator.join()
-        return time.perf_counter() - t0
+        for _ in range(self.chunk):
+            self.coordinator.schedule(self.train_step, args=(self.iterator,))
+        self.coordinator.join()
+        return {"step_s": (time.perf_counter() - t0) / EVAL_EVERY}
 
-    warmup = [run_chunk() for _ in range(max(1, config.warmup // EVAL_EVERY))]
-    before = float(sum(np.abs(v.numpy()).sum() for v in variables))
-    chunks, accuracy, eval_s = [], [], 0.0
-    w0, cpu0 = time.perf_counter(), rankio.cpu_seconds()
-    n_chunks = max(1, -(-config.iterations // EVAL_EVERY))  # iterations = steps per worker
-    for c in range(n_chunks):
-        t = run_chunk()
-        chunks.append(t)
-        if real:
-            e0 = time.perf_counter()
-            accuracy.append({"train_s": e0 - w0 - eval_s, "steps": (c + 1) * EVAL_EVERY,
-                             "accuracy": _accuracy(model, sets["test"])})
-            eval_s += time.perf_counter() - e0
-    w1, cpu1 = time.perf_counter(), rankio.cpu_seconds()
-    # one "global step" = one step per worker on average: EVAL_EVERY of them per chunk
-    steps = [{"step_s": t / EVAL_EVERY} for t in chunks]
-    return {"rank": 0, "role": "chief", "threads": threads, "steps": steps,
-            "warmup_s": [t / EVAL_EVERY for t in warmup], "params": int(sum(np.prod(v.shape) for v in variables)),
-            "grad_bytes": int(sum(np.prod(v.shape) for v in variables) * 4), "samples_per_step": n,
-            "accuracy": accuracy or None,
-            "window": {"start": w0, "end": w1, "cpu_s": cpu1 - cpu0, "eval_s": eval_s},
-            "checksum_before": before, "checksum_after": float(sum(np.abs(v.numpy()).sum() for v in variables)),
-            # the chief's own threads are not the workers' (TF servers): no threads for the certificate to compare
-            "settings": {"strategy": "ParameterServerStrategy (asynchronous)",
-                         "schedule": f"chunks of {chunk} steps scheduled with ClusterCoordinator, then join()",
-                         "optimizer": OPTIMIZER, "optimizer_placement": "on the parameter server", "loss": LOSS}}
+    def checksums(self) -> list[float | None]:
+        return [float(sum(np.abs(v.numpy()).sum() for v in self.variables))]
+
+    def evaluate(self, steps_done: int) -> dict | None:
+        if not self.real:
+            return None
+        return {"steps": steps_done * EVAL_EVERY, "accuracy": _accuracy(self.model, self.sets["test"])}
 
 
-def run_rank(config: RunConfig, spec: dict) -> None:
-    """This process's TF_CONFIG task of `config`: a server (ps_async's ps and workers) or a training task."""
+def rank_group(adapter: TensorFlowAdapter, config: RunConfig, spec: dict) -> RankGroup | None:
+    """This process's TF_CONFIG task of `config`: a server (ps_async's ps and workers: None once stopped), the
+    asynchronous chief, or training workers."""
     _resolve_cluster()
     task = json.loads(os.environ.get("TF_CONFIG", "{}")).get("task") or {"type": "worker", "index": 0}
     if config.strategy == "ps_async" and task["type"] in ("ps", "worker"):
         _serve(config, task, config.threads if task["type"] == "worker" else 1)
-        return
+        return None
     if config.strategy == "ps_async":
-        results = [("chief", _chief_async(config, spec))]
-    else:
-        results = _train_sync(config, spec, task)
-    for name, result in results:
-        rankio.write_result(spec, name, {**_here(), **result})
-
+        return ChiefRanks(adapter, config)
+    return SyncRanks(adapter, config, task)

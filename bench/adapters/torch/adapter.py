@@ -10,8 +10,10 @@ from ...errors import UnsupportedError
 from ...host.devices import is_gpu
 from ...models import get_model
 from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, dist_version, register, timed_phases
+from ..launch import LaunchPlan
 from ..precision import tf32_unavailable
-from . import doctor, worker
+from ..ranks import RankGroup
+from . import doctor, launch, worker
 from .models import build_torch_model
 
 if TYPE_CHECKING:
@@ -232,8 +234,9 @@ class TorchAdapter(Adapter):
     distribution = "torch"
     libraries = ("torchvision",)
     distributed_strategies = ("independent", "allreduce", "allreduce_nosync", "ps_sync")
-    distributed_launch = "torchrun"
-    launcher_module = "torch.distributed.run"
+    distributed_launch = launch.TORCHRUN
+    rendezvous_kinds = ("static", "c10d")
+    chooses_backend = True
 
     def doctor(self) -> dict:
         return doctor.gpu_facts()
@@ -285,8 +288,11 @@ class TorchAdapter(Adapter):
         self.check_available()
         return TorchWorkload(config)
 
-    def run_rank(self, config: RunConfig, spec: dict) -> None:
-        worker.run_rank(self, config, spec)
+    def rank_group(self, config: RunConfig, spec: dict) -> RankGroup:
+        return worker.TorchRanks(self, config, spec)
+
+    def launch_plan(self, config: RunConfig, module: str, env: dict, nodes, cluster) -> LaunchPlan:
+        return launch.launch_plan(config, module, env, nodes, cluster)
 
     def gemm_label(self, device: str, precision: str) -> str | None:
         return "torch.mm"

@@ -27,6 +27,7 @@ from ...host.devices import is_gpu, rank_placement
 from ...host.energy import energy_meter
 from ...ranks import rankio
 from ...ranks.timeline import step_phases
+from ..ranks import GroupFacts, RankGroup, Readings, Replica
 
 if TYPE_CHECKING:  # the rank gets its config and workload handed in: adapters sit below bench.config
     from ...config import RunConfig
@@ -233,52 +234,71 @@ class Trainer:
                 "init": "same seed on every rank"}
 
 
-def run_rank(adapter: TorchAdapter, config: RunConfig, spec: dict) -> None:
-    """This process's rank of `config` (torchrun's RANK / WORLD_SIZE): the adapter's workload for the rank's share
-    of the batch and its own data, prepared before the process group so that its thread settings come first."""
-    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    import torch
-    import torch.distributed as dist
+class TorchReadings(Readings):
+    """The rank's energy (its own GPU's images, or every rank's on the GPU or CPUs they share) and, on a GPU, the
+    CUDA allocator's peak over the timed steps."""
 
-    device, backend, measures_energy = rank_device(config, dict(os.environ), torch.cuda)
-    if is_gpu(device):  # NCCL (and gather_object) use the current device: this rank's own
-        torch.cuda.set_device(device)
-    workload = adapter.prepare(config.for_rank(rank, device))
-    dist.init_process_group(backend, timeout=timedelta(seconds=spec["timeout_s"]))
-    trainer = Trainer(workload, dist, config, rank, world)
-    warmup = [trainer.step()["step_s"] for _ in range(config.warmup)]
-    before = workload.weights_checksum()
-    dist.barrier()
-    meter = energy_meter(device) if measures_energy else contextlib.nullcontext()
-    # what its reading covers: its own GPU's images, or every rank's on the GPU or CPUs they share
-    ranks_here = int(os.environ.get(rankio.MACHINE_RANKS_ENV, 1))
-    own_gpu = is_gpu(device) and ranks_here <= torch.cuda.device_count()
-    images = config.worker_batch * config.iterations * (1 if own_gpu else ranks_here)
-    workload.reset_memory()
-    with meter as energy:
-        w0, cpu0 = time.perf_counter(), rankio.cpu_seconds()
-        steps = [trainer.step() for _ in range(config.iterations)]
-        dist.barrier()
-        w1, cpu1 = time.perf_counter(), rankio.cpu_seconds()
-    result = rankio.stamped({
-        "rank": rank, "world": world, "role": "server+worker" if config.strategy == "ps_sync" and rank == 0
-        else "worker", "node": int(os.environ.get("GROUP_RANK", 0)), "host": os.uname().nodename,
-        "backend": dist.get_backend(), "params": workload.params, "grad_bytes": trainer.grad_bytes,
-        "threads": {k: workload.settings[k] for k in ("intra_op_threads", "inter_op_threads")},
-        "samples_per_step": config.worker_batch,
-        "warmup_s": warmup, "steps": steps, "window": {"start": w0, "end": w1, "cpu_s": cpu1 - cpu0},
-        "checksum_before": before, "checksum_after": workload.weights_checksum(),
-        "settings": trainer.settings(), "input_placement": workload.input_placement(), "device": device,
-        "energy": energy.result(images) if energy else None,
-        "memory": workload.memory() if is_gpu(device) else None,  # the CUDA allocator's peak over the timed loop
-    })
-    # every rank's result goes to rank 0, which writes them all: on a real cluster the record is
-    # assembled on node 0 only, from every machine's ranks
-    gathered = [None] * world if rank == 0 else None
-    dist.gather_object(result, gathered, dst=0)
-    if rank == 0:
-        for r in gathered:
-            rankio.write_result(spec, f"rank{r['rank']}", r)
-    dist.barrier()
-    dist.destroy_process_group()
-    rankio.exit_now()
+    def __init__(self, workload: TorchWorkload, device: str, meter, images: int) -> None:
+        self.workload, self.device, self.images = workload, device, images
+        super().__init__([meter] if meter is not None else [])
+
+    def reset(self) -> None:
+        self.workload.reset_memory()
+
+    def replica(self, k: int) -> tuple[dict | None, dict | None]:
+        return (self.meters[0].result(self.images) if self.meters else None,
+                self.workload.memory() if is_gpu(self.device) else None)
+
+
+class TorchRanks(RankGroup):
+    """This process's rank (torchrun's RANK / WORLD_SIZE): the adapter's workload for the rank's share of the batch
+    and its own data, prepared before the process group so that its thread settings come first."""
+
+    def __init__(self, adapter: TorchAdapter, config: RunConfig, spec: dict) -> None:
+        rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+        import torch
+        import torch.distributed as dist
+
+        self.torch, self.dist, self.config = torch, dist, config
+        device, backend, self.measures_energy = rank_device(config, dict(os.environ), torch.cuda)
+        if is_gpu(device):  # NCCL (and gather_object) use the current device: this rank's own
+            torch.cuda.set_device(device)
+        self.workload = workload = adapter.prepare_rank(config.for_rank(rank, device))
+        dist.init_process_group(backend, timeout=timedelta(seconds=spec["timeout_s"]))
+        self.trainer = Trainer(workload, dist, config, rank, world)
+        self.rank, self.world, self.device = rank, world, device
+        role = "server+worker" if config.strategy == "ps_sync" and rank == 0 else "worker"
+        self.replicas = [Replica(rank, device, role, int(os.environ.get("GROUP_RANK", 0)))]
+        self.facts = GroupFacts(
+            settings=self.trainer.settings(), params=workload.params, grad_bytes=self.trainer.grad_bytes,
+            backend=dist.get_backend(), samples_per_step=config.worker_batch,
+            threads={k: workload.settings[k] for k in ("intra_op_threads", "inter_op_threads")},
+            input_placement=workload.input_placement())
+
+    def step(self) -> dict:
+        return self.trainer.step()
+
+    def checksums(self) -> list[float | None]:
+        return [self.workload.weights_checksum()]
+
+    def barrier(self) -> None:
+        self.dist.barrier()
+
+    def readings(self) -> TorchReadings:
+        ranks_here = int(os.environ.get(rankio.MACHINE_RANKS_ENV, 1))
+        own_gpu = is_gpu(self.device) and ranks_here <= self.torch.cuda.device_count()
+        images = self.config.worker_batch * self.config.iterations * (1 if own_gpu else ranks_here)
+        return TorchReadings(self.workload, self.device, energy_meter(self.device) if self.measures_energy else None,
+                             images)
+
+    def gather(self, results: list[dict]) -> list[dict]:
+        """Every rank's result to rank 0, which writes them all: on a real cluster the record is assembled on node 0
+        only, from every machine's ranks."""
+        gathered = [None] * self.world if self.rank == 0 else None
+        self.dist.gather_object(results[0], gathered, dst=0)
+        return gathered or []
+
+    def finish(self) -> None:
+        self.dist.barrier()
+        self.dist.destroy_process_group()
+        rankio.exit_now()

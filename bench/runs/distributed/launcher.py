@@ -17,11 +17,11 @@ import socket
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
 
+from ...adapters.launch import LaunchError, Task
 from ...host.manifest import mask_text
 from ...masking import masked_sink
 from ...paths import PROJECT_ROOT
@@ -29,24 +29,7 @@ from ...paths import PROJECT_ROOT
 POLL_S = 0.1
 GRACE_S = 5.0
 
-
-@dataclass
-class Task:
-    """One process to start: its name (for messages and its log), argv and extra environment."""
-
-    name: str
-    argv: list[str]
-    env: dict[str, str] = field(default_factory=dict)
-    # a process that serves until told to stop (a TF parameter server / worker server):
-    # the run is done when every non-daemon task has exited 0
-    daemon: bool = False
-    # a server on a machine without the chief (real machines): it serves until the task at this address (host:port)
-    # has come up and gone again, since the chief that ends the run runs elsewhere
-    serves_until: str | None = None
-
-
-class LaunchError(RuntimeError):
-    """A distributed run failed: a process exited non-zero, was killed, or the run timed out."""
+__all__ = ["Launch", "LaunchError", "Task"]  # Task and LaunchError live with the launch plans
 
 
 def _die_with_parent() -> None:
@@ -56,12 +39,6 @@ def _die_with_parent() -> None:
     PR_SET_PDEATHSIG = 1
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
 
 
 def _exit_text(code: int) -> str:
@@ -262,6 +239,3 @@ class Launch:
             self.stop()
         return time.perf_counter() - t0
 
-
-def python_module(module: str) -> list[str]:
-    return [sys.executable, "-m", module]

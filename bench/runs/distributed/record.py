@@ -5,76 +5,56 @@ from __future__ import annotations
 
 import statistics
 
+from ...adapters.base import CertificateFacts
 from ...host.devices import gpu_interconnect, is_gpu
 from ...host.energy import total
 from ...measurement.flags import flag
-from ...results.record import Distributed, Energy, Flag, Interference, Memory, Phases, Rank, Record, Samples, Summary
-from ...stats import cv, summarize_latencies
+from ...results.record import Distributed, Flag, Memory, Phases, Rank, Samples
+from ..fill import Measured
+from .rank_loop import RankResult
 
-PHASES = ("forward_s", "backward_s", "forward_backward_s", "update_s", "exposed_comm_s", "other_s", "comm_s",
-          "overlap_s")
 SYNC_STRATEGIES = ("allreduce", "allreduce_nosync", "ps_sync")
 AGREE_TOLERANCE = 1e-4  # relative difference of the ranks' weight checksums after training
 
 
-def global_steps(config, ranks: list[dict]) -> list[float]:
+def global_steps(config, ranks: list[RankResult]) -> list[float]:
     """Seconds per global step: the slowest rank's time for each step (the chief's chunks for ps_async)."""
-    trainers = [r for r in ranks if r.get("steps")]
-    n = min(len(r["steps"]) for r in trainers)
-    return [max(r["steps"][i]["step_s"] for r in trainers) for i in range(n)]
+    trainers = [r for r in ranks if r.steps]
+    n = min(len(r.steps) for r in trainers)
+    return [max(r.steps[i]["step_s"] for r in trainers) for i in range(n)]
 
 
-def _rank_section(r: dict) -> Rank:
-    steps = r.get("steps") or []
-    medians = {k[:-2]: statistics.median(s[k] for s in steps) * 1e3 for k in PHASES if steps and k in steps[0]}
-    per_step_bytes = [s["comm_bytes"] for s in steps if "comm_bytes" in s]
-    return Rank(
-        rank=r["rank"], role=r["role"], node=r.get("node", 0), pid=r.get("pid"),
-        threads=r.get("threads"), steps=len(steps),
-        samples=r.get("samples_per_step", 0) * len(steps) * (1 if r["role"] != "chief" else 0),
-        phases_median_ms=medians or None,
-        comm_bytes_per_step=statistics.median(per_step_bytes) if per_step_bytes else None,
-        buckets_per_step=statistics.median(s["buckets"] for s in steps) if steps and "buckets" in steps[0] else None,
-        peak_rss_bytes=r.get("peak_rss_bytes"), window=r.get("window"),
-        checksum_before=r.get("checksum_before"), checksum_after=r.get("checksum_after"),
-        loss_last=steps[-1].get("loss") if steps else None, device=r.get("device"),
-        energy=r.get("energy"), memory=r.get("memory"),
-        images_per_sec=r["samples_per_step"] / statistics.median(s["step_s"] for s in steps)
-        if steps and r.get("samples_per_step") and r["role"] != "chief" else None,
-    )
-
-
-def overlap_share(ranks: list[dict]) -> float | None:
-    comm = sum(s.get("comm_s", 0.0) for r in ranks for s in r.get("steps") or [])
-    over = sum(s.get("overlap_s", 0.0) for r in ranks for s in r.get("steps") or [])
+def overlap_share(ranks: list[RankResult]) -> float | None:
+    comm = sum(s.get("comm_s", 0.0) for r in ranks for s in r.steps)
+    over = sum(s.get("overlap_s", 0.0) for r in ranks for s in r.steps)
     return over / comm if comm > 0 else None
 
 
-def distributed_flags(config, ranks: list[dict], fallback: str | None) -> list[Flag]:
+def distributed_flags(config, ranks: list[Rank], fallback: str | None) -> list[Flag]:
     out = []
     if fallback:
         out.append(flag("no_emulated_link", f"asked for {config.nodes} emulated nodes, ran on loopback: {fallback}"))
-    trainers = [r for r in ranks if r.get("checksum_after") is not None]
-    if any(r["checksum_after"] == r["checksum_before"] for r in trainers):
+    trainers = [r for r in ranks if r.checksum_after is not None]
+    if any(r.checksum_after == r.checksum_before for r in trainers):
         out.append(flag("weights_unchanged", "a rank's weights did not change over the timed loop"))
     if config.strategy in SYNC_STRATEGIES and len(trainers) > 1:
-        ref = trainers[0]["checksum_after"]
-        worst = max(abs(r["checksum_after"] - ref) / max(abs(ref), 1e-12) for r in trainers)
+        ref = trainers[0].checksum_after
+        worst = max(abs(r.checksum_after - ref) / max(abs(ref), 1e-12) for r in trainers)
         if worst > AGREE_TOLERANCE:
             out.append(flag("ranks_disagree", f"synchronous ranks' weights differ after training "
                                               f"(relative {worst:.1e} > {AGREE_TOLERANCE:g})"))
     return out
 
 
-def gpu_link(ranks: list[dict]) -> dict:
+def gpu_link(ranks: list[RankResult]) -> dict:
     """GPU runs: how many GPUs the ranks used and how they are connected (nothing for CPU runs): the report labels
     a GPU row with its GPUs' model, count, interconnect and precision."""
-    used = {(r.get("host"), r["device"]) for r in ranks if r.get("device") and is_gpu(r["device"])}
+    used = {(r.host, r.section.device) for r in ranks if r.section.device and is_gpu(r.section.device)}
     if not used:
         return {}
     hosts = {h for h, _ in used}
-    trainers = [r for r in ranks if r.get("device") and is_gpu(r["device"])]
-    here = sorted(int(d.split(":")[1]) for h, d in used if h == trainers[0].get("host"))  # the lead rank's machine
+    trainers = [r for r in ranks if r.section.device and is_gpu(r.section.device)]
+    here = sorted(int(d.split(":")[1]) for h, d in used if h == trainers[0].host)  # the lead rank's machine
     if len(used) == 1 and len(trainers) > 1:
         interconnect = f"one GPU shared by {len(trainers)} ranks"
     else:
@@ -84,49 +64,55 @@ def gpu_link(ranks: list[dict]) -> dict:
     return {"gpus": len(used), "interconnect": interconnect}
 
 
-def fill(record: Record, config, ranks: list[dict], servers: list[dict], link: dict, launch: str,
-         interference: dict) -> None:
-    """Put the measured numbers of a finished distributed run into `record`."""
+def measured(config, ranks: list[RankResult], servers: list[dict], interference: dict) -> Measured:
+    """What a finished distributed run measured, from its ranks: one global step is the slowest rank's."""
     steps = global_steps(config, ranks)
-    warm = [r["warmup_s"] for r in ranks if r.get("warmup_s")]
-    record.samples = Samples(
-        warmup_s=[max(w[i] for w in warm) for i in range(min(map(len, warm)))] if warm else [],
-        timed_s=steps, warmup_stop="fixed count, the same on every rank",
-        timed_stop="fixed count, the same on every rank", timed_wall_s=sum(steps))
-    record.summary = Summary(**summarize_latencies(steps, config.global_batch), cv=cv(steps))
-    sections = [_rank_section(r) for r in ranks]
+    warm = [r.warmup_s for r in ranks if r.warmup_s]
+    sections = [r.section for r in ranks]
     phase_ranks = [s.phases_median_ms for s in sections if s.phases_median_ms]
+    phases = None
     if phase_ranks:
         keys = [k for k in ("forward", "backward", "forward_backward", "update", "exposed_comm", "other")
                 if k in phase_ranks[0]]
-        record.phases = Phases(iterations=len(steps),
-                               method="every timed step on every rank; per phase the median over ranks of "
-                                      "each rank's median (communication: the part not hidden behind compute)",
-                               median_ms={k: statistics.median(p[k] for p in phase_ranks) for k in keys})
+        phases = Phases(iterations=len(steps),
+                        method="every timed step on every rank; per phase the median over ranks of "
+                               "each rank's median (communication: the part not hidden behind compute)",
+                        median_ms={k: statistics.median(p[k] for p in phase_ranks) for k in keys})
     peaks = [s.peak_rss_bytes for s in sections if s.peak_rss_bytes] + \
             [s["peak_rss_bytes"] for s in servers if s.get("peak_rss_bytes")]
-    gpu_peaks = [s.memory["peak_bytes"] for s in sections if s.memory and s.memory.get("peak_bytes")]
+    gpu_peaks = [s.memory.peak_bytes for s in sections if s.memory and s.memory.peak_bytes]
     if gpu_peaks:  # GPU ranks: the device memory, as a single GPU run records it (each rank's RSS stays in its section)
-        record.memory = Memory(peak_bytes=max(gpu_peaks), total_peak_bytes=sum(gpu_peaks),
-                               kind="largest and summed per-GPU peak over ranks ("
-                                    + next(s.memory.get("kind") for s in sections if s.memory) + ")")
+        memory = Memory(peak_bytes=max(gpu_peaks), total_peak_bytes=sum(gpu_peaks),
+                        kind="largest and summed per-GPU peak over ranks ("
+                             + next(s.memory.kind for s in sections if s.memory) + ")")
     else:
-        record.memory = Memory(peak_bytes=max(peaks) if peaks else None, total_peak_bytes=sum(peaks) if peaks else None,
-                               kind="largest and summed per-process peak RSS over ranks and servers")
-    # every reading is of its own GPU, or of a machine's CPU packages read by one rank: they add up
-    record.energy = Energy.from_json(total([r["energy"] for r in ranks if r.get("energy")],
-                                           config.global_batch * len(steps)))
-    record.interference = Interference.from_json({**interference, "iteration_cv": cv(steps)})
-    record.settings = {**(ranks[0].get("settings") or {}), "threads_per_worker": config.threads,
-                       "stop_rule": "fixed warm-up and timed step counts on every rank, between barriers"}
-    link = {**link, **gpu_link(ranks)}
-    record.distributed = Distributed(
+        memory = Memory(peak_bytes=max(peaks) if peaks else None, total_peak_bytes=sum(peaks) if peaks else None,
+                        kind="largest and summed per-process peak RSS over ranks and servers")
+    lead = ranks[0]  # rank 0, or the asynchronous chief: the certificate's facts are its
+    return Measured(
+        samples=Samples(warmup_s=[max(w[i] for w in warm) for i in range(min(map(len, warm)))] if warm else [],
+                        timed_s=steps, warmup_stop="fixed count, the same on every rank",
+                        timed_stop="fixed count, the same on every rank", timed_wall_s=sum(steps)),
+        images_per_step=config.global_batch,
+        # every reading is of its own GPU, or of a machine's CPU packages read by one rank: they add up
+        energy=total([s.energy.to_json() for s in sections if s.energy], config.global_batch * len(steps)),
+        memory=memory, interference=interference,
+        settings={**(lead.settings or {}), "threads_per_worker": config.threads,
+                  "stop_rule": "fixed warm-up and timed step counts on every rank, between barriers"},
+        facts=CertificateFacts.of(lead.settings or {}), params=lead.params,
+        weights=(lead.section.checksum_before, lead.section.checksum_after),
+        placement=lead.input_placement, phases=phases)
+
+
+def distributed_section(config, ranks: list[RankResult], servers: list[dict], link: dict, launch: str) -> Distributed:
+    """The record's `distributed` section: strategy, workers, link, and every rank's own section."""
+    return Distributed(
         strategy=config.strategy, workers=config.workers, nodes=config.nodes,
         scaling=config.scaling, worker_batch=config.worker_batch, global_batch=config.global_batch,
-        launch=launch, backend=ranks[0].get("backend"), link=link,
-        params=ranks[0].get("params"), grad_bytes=ranks[0].get("grad_bytes"),
-        overlap_share=overlap_share(ranks), ranks=sections, servers=servers,
-        accuracy=next((r["accuracy"] for r in ranks if r.get("accuracy")), None),
+        launch=launch, backend=ranks[0].backend, link={**link, **gpu_link(ranks)},
+        params=ranks[0].params, grad_bytes=ranks[0].grad_bytes,
+        overlap_share=overlap_share(ranks), ranks=[r.section for r in ranks], servers=servers,
+        accuracy=next((r.accuracy for r in ranks if r.accuracy), None),
         global_step="slowest rank per step" if config.strategy != "ps_async"
                     else "chunk time / steps per worker (asynchronous: steps run on the workers as scheduled)",
     )

@@ -14,125 +14,26 @@ from pathlib import Path
 import psutil
 
 from ...adapters import ADAPTERS
+from ...adapters.launch import thread_env
 from ...config import RunConfig
 from ...errors import terminations_unwind
 from ...host.devices import is_gpu
 from ...host.interference import TreeSampler
-from ...host.machines import SLURM
-from ...measurement.certificate import run_checks
-from ...measurement.flags import run_flags
 from ...measurement.utilisation import apply_utilisation, utilisation
 from ...paths import default_results_dir
-from ...ranks.rankio import GPU_BASE_ENV, MACHINE_RANKS_ENV, SPEC_ENV, TF_SLURM_ENV
+from ...ranks.rankio import SPEC_ENV
 from ...results.record import Manifest, ModelInfo, Record, SweepPlacement
 from ..failures import describe_failure
+from ..fill import fill
 from . import rank_main
 from . import record as records
-from .cluster import Machines, place_tf_tasks, resolve, slurm_tf_jobs, slurm_tf_layout, slurm_tf_task, tf_cluster
-from .launcher import Launch, LaunchError, Task, free_port, python_module
+from .cluster import Machines, resolve
+from .launcher import Launch, LaunchError
+from .rank_loop import RankResult
 from .topology import EmulationUnavailable, emulated_nodes, remove_stale, unavailable_reason
 
 COLLECTIVE_TIMEOUT_S = 120  # a rank blocked this long in a collective fails (gloo / TF)
 LAUNCH_TIMEOUT_S = 900  # the whole run, processes' start-up included
-
-
-def thread_env(threads: int) -> dict:
-    """Threads per worker, stated to every pool (torchrun would otherwise set OMP_NUM_THREADS=1)."""
-    return {k: str(threads) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
-
-
-def torchrun_tasks(config: RunConfig, module: str, env: dict, nodes, cluster: Machines | None = None) -> list[Task]:
-    """One torchrun agent per node (static rendezvous on node 0's address). On real machines, only this
-    machine's agent, joining the others through torchrun's static rendezvous or its c10d rendezvous."""
-    agent = python_module(ADAPTERS.get(config.framework).launcher_module)  # torchrun, as `python -m`
-    if cluster:
-        if cluster.rendezvous == "c10d":  # node ranks assigned by the rendezvous; node 0's agent hosts its store
-            # --local-addr: the address the others reach this machine at (the ranks' master if the rendezvous makes
-            # it node 0), the host list's, not whatever its host name resolves to
-            join = ["--rdzv-backend=c10d", f"--rdzv-endpoint={cluster.master_addr}:{cluster.port}",
-                    f"--rdzv-id={cluster.run_id}", f"--rdzv-conf=is_host={int(cluster.node_rank == 0)}",
-                    *([f"--local-addr={cluster.hosts[cluster.node_rank]}"] if cluster.source != "master" else [])]
-        else:
-            join = [f"--node-rank={cluster.node_rank}", f"--master-addr={cluster.master_addr}",
-                    f"--master-port={cluster.port}"]
-        argv = [*agent, f"--nnodes={config.nodes}", f"--nproc-per-node={config.ranks_here}", *join,
-                "--max-restarts=0", "--monitor-interval=0.2", "--module", module]
-        node_env = {**env, "BENCH_NODE": str(cluster.node_rank), MACHINE_RANKS_ENV: str(config.ranks_here),
-                    GPU_BASE_ENV: "0"}
-        return [Task(f"node{cluster.node_rank}", argv, node_env)]
-    master = nodes[0].address if nodes else "127.0.0.1"
-    port = free_port("127.0.0.1")
-    tasks = []
-    per_node = config.workers // (len(nodes) if nodes else 1)
-    for k in range(config.nodes if nodes else 1):
-        argv = [*agent, f"--nnodes={len(nodes) if nodes else 1}",
-                f"--node-rank={k}", f"--nproc-per-node={per_node}",
-                f"--master-addr={master}", f"--master-port={port}", "--max-restarts=0",
-                "--monitor-interval=0.2", "--module", module]
-        node_env = {**env, "GLOO_SOCKET_IFNAME": nodes[k].ifname if nodes else "lo", "BENCH_NODE": str(k),
-                    MACHINE_RANKS_ENV: str(config.ranks_here), GPU_BASE_ENV: str(k * per_node)}
-        tasks.append(Task(f"node{k}", nodes[k].command(argv) if nodes else argv, node_env))
-    return tasks
-
-
-def _tf_task(config: RunConfig, module: str, env: dict, role: str, index: int, node: int, tf_config: dict | None,
-             chief: str | None = None, wrap=None) -> Task:
-    """One TF_CONFIG task's process; a server (ps_async's ps and workers) serves until the run ends: on real
-    machines without the chief, until the chief at `chief` has come and gone."""
-    task_env = {**env, "BENCH_NODE": str(node)}
-    if tf_config is not None:
-        task_env["TF_CONFIG"] = json.dumps(tf_config)
-    if role == "ps" or role == "chief":
-        task_env.update(thread_env(1))
-    argv = python_module(module)
-    server = config.strategy == "ps_async" and role != "chief"
-    return Task(f"{role}{index}", wrap(argv) if wrap else argv, task_env, daemon=server,
-                serves_until=chief if server else None)
-
-
-def tf_tasks(config: RunConfig, module: str, env: dict, nodes, cluster: Machines | None = None) -> list[Task]:
-    """One process per TF_CONFIG task: workers (and, for ps_async, a ps and a chief). On real machines only this
-    machine's tasks: from a host list, TF_CONFIG with every task's address (port, port + 1, ...); on Slurm, this
-    Slurm task's one TF task, which resolves the cluster itself with SlurmClusterResolver."""
-    ps = config.strategy == "ps_async"
-    if cluster and cluster.source == SLURM:
-        jobs = slurm_tf_jobs(config.workers, ps)
-        role, index = slurm_tf_task(jobs, cluster.node_rank)
-        layout = slurm_tf_layout(cluster.hosts, jobs, cluster.port)
-        slurm_env = {**env, TF_SLURM_ENV: json.dumps({"jobs": jobs, "port_base": cluster.port})}
-        return [_tf_task(config, module, slurm_env, role, index, cluster.node_rank, None,
-                         chief=layout["chief"][0] if ps else None)]
-    if cluster and cluster.source != "hosts":
-        raise LaunchError("TF_CONFIG tasks need every machine's address: --cluster host0,host1,... with "
-                          "--node-rank (or --cluster slurm), not --master-addr")
-    roles = place_tf_tasks(config.workers, config.nodes if (nodes or cluster) else 1, ps)
-    if cluster:  # every machine derives the same ports
-        spec = tf_cluster(roles, cluster.hosts, [cluster.port + i for i in range(len(roles))])
-    else:  # this machine: any free port per task
-        spec = tf_cluster(roles, tuple(n.address for n in nodes) if nodes else ("127.0.0.1",),
-                          [free_port("127.0.0.1") for _ in roles])
-    tasks = []
-    for role, index, node in roles:
-        if cluster and node != cluster.node_rank:
-            continue
-        tf_config = {"cluster": spec, "task": {"type": role, "index": index}} if config.strategy != "independent" \
-            else {"task": {"type": "worker", "index": index}}
-        wrap = nodes[node].command if nodes else None
-        chief = spec["chief"][0] if ps and cluster and cluster.node_rank != 0 else None
-        tasks.append(_tf_task(config, module, env, role, index, node, tf_config, chief, wrap))
-    return tasks
-
-
-def local_device_tasks(config: RunConfig, module: str, env: dict, nodes, cluster: dict | None = None) -> list[Task]:
-    """One process whose replicas, one per device of this machine, are the workers (TensorFlow's MirroredStrategy
-    on GPUs, JAX over its devices); it gets every worker's threads."""
-    if cluster or nodes:
-        raise LaunchError("a run over one process's devices runs on one machine; valid choice: nodes 1")
-    return [Task("process0", python_module(module),
-                 {**env, **thread_env(config.threads * config.workers), "BENCH_NODE": "0"})]
-
-
-LAUNCHERS = {"torchrun": torchrun_tasks, "tf_config": tf_tasks, "local_devices": local_device_tasks}
 
 
 @contextlib.contextmanager
@@ -186,8 +87,8 @@ def launch(config: RunConfig, work: Path, module: str | None = None, extra_spec:
     env = {SPEC_ENV: str(spec_path), **thread_env(config.threads)}
     servers: list[dict] = []
     with topology(config, cluster) as (nodes, link), TreeSampler() as sampler:
-        kind = adapter.launch_for(config.strategy, config.device, config.nodes)
-        tasks = LAUNCHERS[kind](config, module or rank_main.__name__, env, nodes, cluster)
+        plan = adapter.launch_plan(config, module or rank_main.__name__, env, nodes, cluster)
+        tasks, kind = plan.tasks, plan.kind
         def read_servers(run: Launch) -> None:  # servers never exit by themselves: read them first
             servers.extend({"task": t.name, "peak_rss_bytes": _peak_rss(run.procs[t.name].pid)}
                            for t in tasks if t.daemon and t.name in run.procs)
@@ -255,11 +156,12 @@ def execute(config: RunConfig, results_dir: Path | str | None = None, repeat: in
         with terminations_unwind(), work_dir() as work:
             if cluster is None and config.cluster:
                 cluster = resolve(config, env=os.environ)
-            ranks, servers, link, interference, kind = launch(config, work, cluster=cluster)
-            records.fill(record, config, ranks, servers, link, kind, interference)
-            _utilisation(record, config, results_dir)
-            _certificate(record, config, ranks[0])
-            record.flags = run_flags(record) + records.distributed_flags(config, ranks, link["fallback"])
+            results, servers, link, interference, kind = launch(config, work, cluster=cluster)
+            ranks = [RankResult.from_json(r) for r in results]
+            record.distributed = records.distributed_section(config, ranks, servers, link, kind)
+            fill(record, config, records.measured(config, ranks, servers, interference),
+                 lambda r: _utilisation(r, config, results_dir),
+                 lambda r: records.distributed_flags(config, r.distributed.ranks, link["fallback"]))
     except NotLeadNode as exc:
         record.status, record.reason = "skipped", str(exc)
     except LaunchError as exc:
@@ -294,12 +196,3 @@ def gpu_utilisation(record: Record) -> None:
         rank.utilisation = utilisation(flops, rank.images_per_sec, peak)
     if record.utilisation is not None:  # the GPUs of every machine (the link counts them by host and device)
         record.utilisation /= record.distributed.link.get("gpus") or len(gpus)
-
-
-def _certificate(record: Record, config: RunConfig, lead: dict) -> None:
-    """The single run's fairness certificate, from the lead rank (rank 0, or the asynchronous chief): its
-    parameters, its settings (the record's), its weights before and after the timed steps, where its batch lived."""
-    record.fairness = run_checks(config, record.settings, lead.get("params"),
-                                 record.model.flops_per_image if record.model else None,
-                                 (lead.get("checksum_before"), lead.get("checksum_after")),
-                                 lead.get("input_placement"))

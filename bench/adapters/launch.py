@@ -1,0 +1,85 @@
+"""A distributed run's launch plan: the processes to start (argv, environment) and the kind of launch it is.
+
+Each adapter returns its own plan (`Adapter.launch_plan`), so the launcher (bench/runs/distributed/) starts tasks
+without knowing how any framework's ranks find each other (torchrun agents, TF_CONFIG tasks, one process).
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+from dataclasses import dataclass, field
+from typing import Protocol
+
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+LOCAL_DEVICES = "local_devices"  # one process whose replicas, one per device of this machine, are the workers
+PROCESSES = "processes"  # one process per rank on this machine, each told its rank (RANK_ENV)
+RANK_ENV = "BENCH_RANK"
+
+
+@dataclass
+class Task:
+    """One process to start: its name (for messages and its log), argv and extra environment."""
+
+    name: str
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    # a process that serves until told to stop (a TF parameter server / worker server):
+    # the run is done when every non-daemon task has exited 0
+    daemon: bool = False
+    # a server on a machine without the chief (real machines): it serves until the task at this address (host:port)
+    # has come up and gone again, since the chief that ends the run runs elsewhere
+    serves_until: str | None = None
+
+
+@dataclass
+class LaunchPlan:
+    """What this machine starts for one distributed run; `kind` is recorded (the record's distributed.launch)."""
+
+    kind: str
+    tasks: list[Task]
+
+
+class Node(Protocol):
+    """An emulated node (bench/runs/distributed/topology.py): its address, interface, and how to run inside it."""
+
+    address: str
+    ifname: str
+
+    def command(self, argv: list[str]) -> list[str]: ...
+
+
+class LaunchError(RuntimeError):
+    """A distributed run failed: a process exited non-zero, was killed, or the run timed out (or cannot start)."""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def python_module(module: str) -> list[str]:
+    return [sys.executable, "-m", module]
+
+
+def thread_env(threads: int) -> dict:
+    """Threads per worker, stated to every pool (torchrun would otherwise set OMP_NUM_THREADS=1)."""
+    return {k: str(threads) for k in THREAD_VARIABLES}
+
+
+def local_device_plan(config, module: str, env: dict, nodes, cluster) -> LaunchPlan:
+    """One process whose replicas, one per device of this machine, are the workers (TensorFlow's MirroredStrategy
+    on GPUs, JAX over its devices); it gets every worker's threads."""
+    if cluster or nodes:
+        raise LaunchError("a run over one process's devices runs on one machine; valid choice: nodes 1")
+    return LaunchPlan(LOCAL_DEVICES, [Task("process0", python_module(module),
+                                           {**env, **thread_env(config.threads * config.workers), "BENCH_NODE": "0"})])
+
+
+def process_per_rank_plan(config, module: str, env: dict, nodes, cluster) -> LaunchPlan:
+    """One process per rank on this machine, each told its rank: for ranks that never communicate (independent)."""
+    if cluster or nodes:
+        raise LaunchError("ranks started as plain processes run on one machine; valid choice: nodes 1")
+    return LaunchPlan(PROCESSES, [Task(f"rank{k}", python_module(module), {**env, RANK_ENV: str(k), "BENCH_NODE": "0"})
+                                  for k in range(config.workers)])
