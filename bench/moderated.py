@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .stats import t_quantile
+
 # A config's own variance beyond this upper-tail probability under the prior is not pooled.
 HETEROGENEITY_ALPHA = 0.05
 # The prior's degrees of freedom never exceed those of the configs it was fitted to (limma's cap).
@@ -135,8 +137,6 @@ def log_spread(values) -> tuple[float, float | None, float]:
 def moderated_ratio(a, b, spread_a: Spread | None, spread_b: Spread | None, confidence: float = 0.95) -> dict:
     """Ratio of geometric means a/b with a t-interval on the log scale from each side's (moderated) spread and
     Welch-Satterthwaite degrees of freedom. Keys as `bench.stats.process_ratio`, plus `df` and `pooled`."""
-    from .stats import t_quantile
-
     ma, mb = float(np.log(a).mean()), float(np.log(b).mean())
     ratio = math.exp(ma - mb)
     if spread_a is None or spread_b is None:
@@ -157,8 +157,6 @@ def moderated_ratio(a, b, spread_a: Spread | None, spread_b: Spread | None, conf
 def moderated_interval(values, spread: Spread | None, confidence: float = 0.95) -> dict:
     """Geometric mean of per-process values with a t-interval from the (moderated) spread; keys as
     `bench.stats.process_interval`, plus `df` and `pooled`."""
-    from .stats import t_quantile
-
     mean, _, _ = log_spread(values)
     n = len(values)
     if spread is None:

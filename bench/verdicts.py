@@ -105,3 +105,10 @@ def definition(margin: float = DEFAULT_MARGIN) -> str:
             f"[{lo:.3f}x, {hi:.3f}x]: equal within that margin, shown by the data) or **undecided** (neither: the "
             f"data show no difference but do not show equality either; the row says how many more processes would "
             f"likely decide it).")
+
+
+def short_definition(margin: float = DEFAULT_MARGIN) -> str:
+    """The verdicts in one sentence, for page 1 (the methodology carries `definition`)."""
+    return (f"**winner**: the interval excludes 1x; **equivalent**: the whole interval lies within +-{margin:.0%}; "
+            f"**undecided**: neither (no difference shown, equality not shown either; *to decide* says how many more "
+            f"processes a side would likely decide it).")

@@ -74,14 +74,19 @@ def test_a_day_to_day_shift_widens_the_interval_and_shows_as_between_sweep_varia
     assert same["ci_high"] - same["ci_low"] < level["ci_high"] - level["ci_low"]
 
 
-def test_two_sweeps_from_one_distribution_are_mostly_within_noise():
-    rng = np.random.default_rng(2026)
-    records = _sweep("20260101T000000-aaaaaa", 1, rng) + _sweep("20260102T000000-bbbbbb", 2, rng)
-    assert same_code_sweeps(records) == [("20260101T000000-aaaaaa", "20260102T000000-bbbbbb")]
-    check = aa_check(records, [])
-    assert check["judged"] == len(BATCHES)
-    assert check["rate"] <= 0.10, check["false_configs"]  # a 95% interval: about 5% expected
-    assert check["configs_with_sweep_level"] == len(BATCHES) and check["between_sweep_share"] < 0.5
+def test_two_sweeps_from_one_distribution_rarely_name_a_winner():
+    # six A/A pairs of 40 configs each (240 judged pairs): one pair's 40 say little (2 false of 40 is 5%, 5 is still
+    # chance at a 5% rate), the pooled rate is what the method promises
+    false = judged = 0
+    for seed in range(2026, 2032):
+        rng = np.random.default_rng(seed)
+        records = _sweep("20260101T000000-aaaaaa", 1, rng) + _sweep("20260102T000000-bbbbbb", 2, rng)
+        assert same_code_sweeps(records) == [("20260101T000000-aaaaaa", "20260102T000000-bbbbbb")]
+        check = aa_check(records, [])
+        assert check["judged"] == len(BATCHES)
+        assert check["configs_with_sweep_level"] == len(BATCHES) and check["between_sweep_share"] < 0.5
+        false, judged = false + check["false"], judged + check["judged"]
+    assert false / judged <= 0.08  # a 95% interval: about 5% expected
     text = methodology_text(check)
     assert "A/A calibration" in text and f"of {len(BATCHES)} configs" in text
 
@@ -100,6 +105,7 @@ def test_false_verdicts_count_only_judged_pairs():
 
     table = pd.DataFrame({"model": ["m"] * 4, "mode": ["inference"] * 4, "batch_size": [1, 2, 4, 8],
                           "series": ["torch"] * 4, "ci_low": [0.9, 1.05, None, 0.95],
-                          "verdict": ["within noise", "B faster (1.10x)", "only in A", "within noise"]})
+                          "verdict": ["undecided (more processes)", "winner: B faster (1.10x)", "only in A",
+                                      "equivalent (within +-5%)"]})
     got = aa_false_verdicts(table)
     assert (got["judged"], got["false"], got["rate"]) == (3, 1, pytest.approx(1 / 3))

@@ -40,13 +40,13 @@ def all_disturbed(tmp_path_factory):
 def test_all_disturbed_data_names_no_winner_and_blanks_every_speed_up(all_disturbed):
     d = all_disturbed
     table, notes = A.answer_table(d.summary)
-    assert len(table) == 2 and (table["fastest"] == "").all() and (table["x faster [95% CI]"] == "").all()
-    assert (table["verdict"] == "no winner [1]").all()
+    assert len(table) == 2 and (table["fastest"] == "").all() and (table["speed-up [95% CI]"] == "").all()
+    assert (table["verdict"] == "undecided [1]").all() and (table["to decide"] == "").all()
     # the reason is said once, as a footnote, not once per row
     assert len(notes) == 1 and notes[0].startswith("[1] disturbed:")
     ratios = T.ratios_for_display(d.ratios)
     assert (ratios["speed-up"] == "").all() and (ratios["95% CI"] == "").all()
-    assert ratios["verdict"].str.contains("not measured reliably").all()
+    assert (ratios["verdict"] == "undecided").all() and ratios["reason"].str.contains("not measured reliably").all()
     assert not any("faster**" in f for f in findings(d.configs, d.summary))
     status = A.status_line(d, d.records)
     assert "12 of 12 processes disturbed" in status and "4 of 4 configs not sound" in status
@@ -131,10 +131,11 @@ def test_page_one_has_the_status_the_answer_and_the_machine_in_readable_columns(
     page1 = _pdf_text(default_report / "report.pdf", 1, 1)
     assert "Status:" in page1 and "Machine:" in page1 and "Answer" in page1
     # the answer table's header on one line, each heading whole (not squeezed to a letter per line: "plat/for/m")
-    header = next(line for line in page1.splitlines() if "x faster" in line)
-    for heading in ("model", "mode", "batch", "fastest", "x faster [95% CI]", "verdict"):
+    header = next(line for line in page1.splitlines() if "speed-up [95% CI]" in line)
+    for heading in ("model", "mode", "batch", "compared", "verdict", "fastest", "speed-up [95% CI]"):
         assert heading in header, (heading, header)
-    assert "[1] within noise" in page1
+    # the three verdicts are defined on page 1, with the margin, and the rows decided are counted
+    assert "equivalent" in page1 and "undecided" in page1 and "+-5%" in page1 and "Decided " in page1
 
 
 def test_the_report_says_each_thing_once_and_omits_empty_sections(default_report):

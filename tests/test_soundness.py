@@ -62,17 +62,19 @@ def test_ratio_interval_never_narrower_than_its_processes_allow():
 def test_a_clear_winner_is_stated_with_factor_above_one_and_ci():
     configs, summary = _tables(_procs("torch", [10.0, 10.2, 9.9]) + _procs("tensorflow", [13.0, 13.1, 12.9]))
     row = summary.iloc[0]
-    assert row["fastest"] == "tensorflow" and row["verdict"] == "tensorflow faster"
+    assert row["fastest"] == "tensorflow" and row["verdict"] == "winner" and row["reason"] == "tensorflow faster"
     assert row["speedup"] == pytest.approx(1.3, abs=0.02) and 1 < row["ci_low"] < 1.3 < row["ci_high"]
     text = " ".join(findings(configs, summary))
     assert "tensorflow is 1.30x faster** than torch" in text
     assert "0.7" not in text  # never a ratio below 1 for the reader to invert
 
 
-def test_overlapping_processes_are_within_noise():
+def test_overlapping_processes_are_undecided_not_a_tie():
     configs, summary = _tables(_procs("torch", [10.0, 10.4, 9.7]) + _procs("tensorflow", [10.1, 9.8, 10.3]))
-    assert summary.iloc[0]["verdict"] == "within noise"
-    assert "within noise" in " ".join(findings(configs, summary))
+    row = summary.iloc[0]
+    assert row["verdict"] == "undecided" and "more process" in row["reason"]  # what would decide it
+    text = " ".join(findings(configs, summary))
+    assert "Undecided in 1 of 1 compared rows" in text and "tie" not in text and "equal" not in text.split("(")[0]
 
 
 def test_disturbed_side_never_becomes_a_finding():
@@ -82,11 +84,12 @@ def test_disturbed_side_never_becomes_a_finding():
     configs, summary = _tables(_procs("torch", [10.0, 10.2, 9.9]) + tf)
     tf_row = configs[configs["series"] == "tensorflow"].iloc[0]
     assert not tf_row["sound"] and "disturbed" in tf_row["flags"] and tf_row["clean_processes"] == 1
-    assert summary.iloc[0]["verdict"].startswith("not measured reliably (tensorflow: disturbed")
+    assert summary.iloc[0]["verdict"] == "undecided"
+    assert summary.iloc[0]["reason"].startswith("not measured reliably (tensorflow: disturbed")
     text = " ".join(findings(configs, summary))
     assert "faster" not in text
     # said once, with page 1's answer table giving the reason (its footnote names the flag)
-    assert "No winner in 1 of 1 comparisons (model, mode, batch; 0 within noise, 1 with a side not sound)" in text
+    assert "Undecided in 1 of 1 compared rows" in text
 
 
 def test_a_single_disturbed_process_is_left_out_while_two_clean_remain():
@@ -96,7 +99,7 @@ def test_a_single_disturbed_process_is_left_out_while_two_clean_remain():
     tf_row = configs[configs["series"] == "tensorflow"].iloc[0]
     assert tf_row["sound"] and tf_row["clean_processes"] == 2
     assert tf_row["images_per_sec_median"] == pytest.approx(13.05, rel=0.02)  # the disturbed 4.0 is not in it
-    assert summary.iloc[0]["verdict"] == "tensorflow faster"
+    assert summary.iloc[0]["verdict"] == "winner" and summary.iloc[0]["fastest"] == "tensorflow"
 
 
 def test_above_the_gemm_peak_is_plausible_and_said_so_not_called_wrong():
@@ -110,7 +113,7 @@ def test_above_the_gemm_peak_is_plausible_and_said_so_not_called_wrong():
     text = " ".join(findings(configs, summary))
     assert "faster than this machine's best GEMM" in text and "wrong" not in text
     # the flag concerns the utilisation only: the throughput is a finding, on page 1 too
-    assert summary.iloc[0]["verdict"] == "tensorflow faster" and configs["sound"].all()
+    assert summary.iloc[0]["verdict"] == "winner" and configs["sound"].all()
 
 
 def test_a_sweep_peak_higher_than_the_cached_one_is_used():
@@ -229,7 +232,8 @@ def test_the_report_shows_each_series_against_the_fastest_and_the_details_every_
     ratios = pd.DataFrame([
         {"platform": "p", "model": "m", "mode": "inference", "precision": "fp32", "batch_size": 32,
          "a": a, "b": b, "faster": f, "slower": s, "speedup": x, "speedup_ci_low": x * 0.9,
-         "speedup_ci_high": x * 1.1, "verdict": f"{f} faster"}
+         "speedup_ci_high": x * 1.1, "welch_ci_low": x * 0.8, "welch_ci_high": x * 1.2, "verdict": "winner",
+         "reason": f"{f} faster"}
         for a, b, f, s, x in [("fast", "mid", "fast", "mid", 1.2), ("fast", "slow", "fast", "slow", 1.5),
                               ("mid", "slow", "mid", "slow", 1.25)]])
     shown = T.ratios_for_display(ratios, only_against_fastest=True)
@@ -251,7 +255,8 @@ def test_each_frameworks_best_engine_is_a_finding_only_when_its_interval_says_so
     torch = next(t for t in text if ", torch:" in t)  # one sweep: no caveat
     assert "best engine is **compile**" in torch and "runner-up eager" in torch
     tf = next(t for t in text if ", tensorflow (the two engines were not measured in one interleaved sweep):" in t)
-    assert "no winner stated (within noise)" in tf
+    # tight processes on both engines: the sweep-moderated interval lies within +-5%, so they are equal, shown
+    assert "are **equivalent**" in tf and "equal within +-5%" in tf
 
 
 def test_an_engine_note_declared_by_its_adapter_travels_with_the_finding():

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from ..errors import ConfigError
-from ..report.compare import compare_results, to_text, verdict_counts
+from ..report.compare import compare_results, shift_line, to_text, verdict_counts
 from ..report.export import ExportError, build_report
 from ..results.store import record_files
 from . import EXIT_OK, EXIT_RUN_ERROR
@@ -31,6 +31,7 @@ def compare(args: argparse.Namespace) -> int:
         table.to_csv(args.csv, index=False)
     print(to_text(table))
     print(verdict_counts(table))
+    print(shift_line(table))
     if args.csv:
         print(f"wrote {args.csv}")
     return EXIT_OK

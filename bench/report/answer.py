@@ -1,5 +1,6 @@
-"""Page 1 of the report: the status in one line, the answer table (fastest, speed-up with its interval, a short
-verdict keyed to one footnote per distinct reason) and the machine in one line."""
+"""Page 1 of the report: the status in one line, the answer table (per row the frameworks compared, one of the three
+verdicts, the speed-up with its interval, what would decide an undecided row; footnotes for rows that could not be
+judged) and the machine in one line."""
 
 from __future__ import annotations
 
@@ -8,12 +9,12 @@ import pandas as pd
 from ..adapters import measures_a_framework
 from ..measurement.flags import RULES
 from ..results.record import Record, as_records
+from ..verdicts import EQUIVALENT, UNDECIDED, WINNER
 from . import coverage, estimates
 
-# The reason behind a "no winner" verdict, once per report however many rows share it: a throughput flag's own
-# (bench/measurement/flags.py: its Rule's why_no_winner) or one of the verdicts that need no flag.
+# The reason behind an undecided verdict, once per report however many rows share it: a throughput flag's own
+# (bench/measurement/flags.py: its Rule's why_no_winner) or one that needs no flag.
 REASONS = {
-    "within noise": "within noise: the 95% interval of the speed-up includes 1x, so neither is faster",
     "one framework": "only one framework measured this configuration: nothing to compare",
     **{r.name: r.why_no_winner for r in RULES if r.why_no_winner},
     "fewer than two processes": "no interval: fewer than two processes on a side",
@@ -28,32 +29,49 @@ def _x(v) -> str:
     return f"{v:.2f}x"
 
 
-def answer_table(summary: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
-    """Model, mode, batch -> fastest, speed-up [95% CI], verdict (a short word and footnote keys); and the
-    footnotes, one per distinct reason. Fastest and speed-up are blank wherever no winner is stated."""
+def _batch(r) -> str:
+    if r["batch_size"] == "best":
+        return f"best ({r['fastest']} {int(r['fastest_batch'])}, {r['runner_up']} {int(r['runner_up_batch'])})"
+    return str(r["batch_size"])
+
+
+def answer_table(summary: pd.DataFrame, best: pd.DataFrame | None = None) -> tuple[pd.DataFrame, list[str]]:
+    """Model, mode, batch -> the frameworks compared, the verdict (winner, equivalent, undecided: bench/verdicts.py),
+    the fastest and its speed-up over the runner-up with the 95% interval, and for an undecided row what would decide
+    it; per model and mode one more row, every framework at its own best batch. Footnotes, one per distinct reason a
+    row could not be judged (a side not sound, one framework)."""
     if summary.empty:
         return pd.DataFrame(), []
-    s = summary.sort_values(["platform", "model", "mode", "precision", "batch_size"])
+    rows_in = pd.concat([summary, best if best is not None else pd.DataFrame()], ignore_index=True)
+    rows_in["_order"] = [b if isinstance(b, int | float) and b == b else 10**9 for b in rows_in["batch_size"]]
+    s = rows_in.sort_values(["platform", "model", "mode", "precision", "_order"])
     keys: dict[str, int] = {}
     rows = []
     for _, r in s.iterrows():
-        winner = bool(r.get("winner")) and r["verdict"].endswith(" faster")
-        if winner:
-            reasons, word = [], "winner"
-        elif r["verdict"] == "within noise":
-            reasons, word = ["within noise"], f"tie: {r['fastest']} ~ {r['runner_up']}"
-        elif r["runner_up"] is None or r["runner_up"] != r["runner_up"]:
-            reasons, word = ["one framework"] + list(r.get("unsound_flags") or []), f"{r['fastest']} only"
-        else:
-            flags = list(r.get("unsound_flags") or [])
-            reasons, word = flags or ["fewer than two processes"], "no winner"
+        compared = r["verdict"] != estimates.NOT_COMPARED
+        reasons = list(r.get("unsound_flags") or []) if r["verdict"] == UNDECIDED or not compared else []
+        if not compared:
+            reasons = ["one framework"] + reasons
+        elif r["verdict"] == UNDECIDED and not reasons and r["ci_low"] != r["ci_low"]:
+            reasons = ["fewer than two processes"]
         marks = [keys.setdefault(k, len(keys) + 1) for k in reasons]
-        row = {"platform": r["platform"], "precision": r["precision"], "model": r["model"], "mode": r["mode"],
-               "batch": r["batch_size"], "fastest": r["fastest"] if winner else "",
-               "x faster [95% CI]": f"{_x(r['speedup'])} [{r['ci_low']:.2f}-{r['ci_high']:.2f}] vs {r['runner_up']}"
-               if winner else "",
-               "verdict": word + (" " + "".join(f"[{m}]" for m in marks) if marks else "")}
-        rows.append(row)
+        # a speed-up with a side not sound is not stated (the methodology's rule): blank, its footnote says why
+        known = compared and not reasons and r["ci_low"] is not None and r["ci_low"] == r["ci_low"]
+        interval = f"{_x(r['speedup'])} [{r['ci_low']:.2f}-{r['ci_high']:.2f}]" if known else ""
+        decide = ""
+        if r["verdict"] == UNDECIDED and not reasons:
+            extra = r.get("extra_processes")
+            decide = (f"~{int(extra)} more processes a side" if extra == extra and extra is not None
+                      else "not decidable at this spread")
+        rows.append({"platform": r["platform"], "precision": r["precision"], "model": r["model"], "mode": r["mode"],
+                     "batch": _batch(r), "compared": r.get("compared") or "",
+                     "verdict": (r["verdict"] if compared else "-") + (
+                         " " + "".join(f"[{m}]" for m in marks) if marks else ""),
+                     "fastest": r["fastest"] if r["verdict"] == WINNER else "",
+                     "speed-up [95% CI]": ("" if not interval else f"{interval} vs {r['runner_up']}"
+                                           if r["verdict"] == WINNER else
+                                           f"{r['fastest']} / {r['runner_up']}: {interval}"),
+                     "to decide": decide})
     table = pd.DataFrame(rows)
     # one platform, one precision: a column that never changes is said once, in the machine line
     for col in ("platform", "precision"):
@@ -101,3 +119,16 @@ def status_line(d, records: list[Record]) -> str:
     return (f"**Status:** {state}; {disturbed}; {unsound} of {len(configs)} configs not sound (fewer than "
             f"{estimates.MIN_PROCESSES} clean processes or a flag on the throughput), so no winner is stated from "
             "them.")
+
+
+def decided_line(summary: pd.DataFrame, best: pd.DataFrame | None, margin: float) -> str:
+    """How many of page 1's compared rows are decided, by verdict, at the report's margin."""
+    rows = pd.concat([summary, best if best is not None else pd.DataFrame()], ignore_index=True)
+    if rows.empty:
+        return ""
+    rows = rows[rows["verdict"] != estimates.NOT_COMPARED]
+    counts = rows["verdict"].value_counts()
+    decided = int(counts.get(WINNER, 0) + counts.get(EQUIVALENT, 0))
+    return (f"**Decided {decided} of {len(rows)} compared rows** at an equivalence margin of +-{margin:.0%}: "
+            f"{int(counts.get(WINNER, 0))} winner, {int(counts.get(EQUIVALENT, 0))} equivalent, "
+            f"{int(counts.get(UNDECIDED, 0))} undecided.")

@@ -1,5 +1,5 @@
-"""A/A calibration: `bench compare A A'` on two sweeps of the same code and machine should call (almost) every
-config "within noise"; the share it calls faster or slower is the compare feature's false-verdict rate, and the
+"""A/A calibration: `bench compare A A'` on two sweeps of the same code and machine should name (almost) no config a
+winner; the share it calls faster or slower is the compare feature's false-verdict rate, and the
 between-sweep share of variance says how much a second sweep moves a number beyond its processes' spread."""
 
 from __future__ import annotations
@@ -9,8 +9,10 @@ import pandas as pd
 
 from ..results.record import Record, as_records
 from ..results.sweep_manifest import SweepManifest, as_manifests
+from ..verdicts import WINNER
 from .compare import compare_tables
 from .data import config_tables
+from .estimates import UNRELIABLE
 
 TARGET_RATE = 0.05  # a 95% interval: at most about one config in twenty called different by chance
 
@@ -18,8 +20,9 @@ TARGET_RATE = 0.05  # a 95% interval: at most about one config in twenty called 
 def aa_false_verdicts(table: pd.DataFrame) -> dict:
     """From a compare table of two sweeps of the same code: how many pairs had an interval to judge, how many
     of those were called faster or slower (false verdicts, since nothing changed), and the rate."""
-    judged = table[table["ci_low"].notna() & ~table["verdict"].str.startswith(("only in", "not measured"))]
-    false = judged["verdict"].str.startswith(("B faster", "B slower"))
+    judged = table[table["ci_low"].notna() & ~table["verdict"].str.startswith("only in")
+                   & ~table["verdict"].str.contains(UNRELIABLE, regex=False)]
+    false = judged["verdict"].str.startswith(WINNER)
     n, k = int(len(judged)), int(false.sum())
     return {"judged": n, "false": k, "rate": k / n if n else None,
             "false_configs": [f"{r['model']} {r['mode']} bs={r['batch_size']} {r['series']}: {r['verdict']}"

@@ -19,11 +19,13 @@ import numpy as np
 import pandas as pd
 
 from ..adapters import measures_a_framework
+from ..drift import Shift, common_shift, own_change, se_from_interval
 from ..errors import ConfigError
 from ..results.store import load_records, record_files
 from ..results.sweep_manifest import load_sweeps
+from ..verdicts import DEFAULT_MARGIN, EQUIVALENT, UNDECIDED, WINNER, Verdict, judge
 from .data import config_tables
-from .estimates import UNRELIABLE, no_winner, pair_ratio
+from .estimates import UNRELIABLE, pair_ratio, pair_verdict
 from .style import mark_flags
 
 COLUMNS = ["model", "mode", "precision", "batch_size", "series", "platform_a", "platform_b", "ips_a", "ips_b",
@@ -57,13 +59,53 @@ def _configs(folder: str | Path, side: str) -> pd.DataFrame:
     return configs
 
 
-def verdict(a, b, ratio: dict) -> str:
-    """The reader's answer for one pair: reliability first, then the factor (always >= 1)."""
-    unclear = no_winner(a, b, ratio, ("A", "B"), " / ")
-    if unclear:
-        return unclear
-    r = ratio["ratio"]
-    return f"B faster ({r:.2f}x)" if r > 1 else f"B slower ({1 / r:.2f}x)"
+def verdict(a, b, ratio: dict, margin: float = DEFAULT_MARGIN) -> str:
+    """The reader's answer for one pair, one of the three verdicts: 'winner: B faster (1.20x)', 'equivalent (within
+    +-5%)' or 'undecided (why, or what would decide it)'."""
+    v, reason = pair_verdict(a, b, ratio, margin, ("A", "B"), " / ")
+    return verdict_text(v, reason)
+
+
+def verdict_text(v: Verdict, reason: str) -> str:
+    if v.word == WINNER:
+        return f"{WINNER}: B faster ({v.ratio:.2f}x)" if v.ratio > 1 else f"{WINNER}: B slower ({1 / v.ratio:.2f}x)"
+    if v.word == EQUIVALENT:
+        return f"{EQUIVALENT} (within +-{v.margin:.0%})"
+    return f"{UNDECIDED} ({reason})"
+
+
+def shared_shift(table: pd.DataFrame) -> Shift | None:
+    """The shift B/A that every judged config shares (the machine drifted, or a change touched everything): a
+    random-effects mean of their log ratios (bench/drift.py); None with fewer than three judged configs."""
+    judged = _judged(table)
+    if judged.empty:
+        return None
+    ses = [se_from_interval(lo, hi, None) for lo, hi in zip(judged["ci_low"], judged["ci_high"])]
+    return common_shift([math.log(r) for r in judged["ratio_b_over_a"]], ses)
+
+
+def _judged(table: pd.DataFrame) -> pd.DataFrame:
+    """Rows with an interval whose sides are both sound (what a shared shift is estimated from)."""
+    ok = table["ci_low"].notna() & table["verdict"].str.startswith((WINNER, EQUIVALENT, UNDECIDED))
+    ok &= ~table["verdict"].str.contains(UNRELIABLE, regex=False)
+    return table[ok & (table["ci_low"] > 0)]
+
+
+def beyond_shift(table: pd.DataFrame, shift: Shift | None, margin: float = DEFAULT_MARGIN) -> pd.DataFrame:
+    """Each judged config's own change beyond the shared shift (its ratio over the shift, with an interval that
+    carries the shift's uncertainty) and that change's verdict; blank where there is no shift or no interval."""
+    out = table.copy()
+    out["own_ratio"], out["own_ci_low"], out["own_ci_high"], out["own_verdict"] = None, None, None, ""
+    if shift is None:
+        return out
+    judged = _judged(table)
+    ses = [se_from_interval(lo, hi, None) for lo, hi in zip(judged["ci_low"], judged["ci_high"])]
+    for (i, r), se in zip(judged.iterrows(), ses):
+        ratio, lo, hi = own_change(math.log(r["ratio_b_over_a"]), se, None, shift, ses)
+        out.loc[i, ["own_ratio", "own_ci_low", "own_ci_high"]] = ratio, lo, hi
+        out.loc[i, "own_verdict"] = verdict_text(judge(ratio, lo, hi, margin), "no change beyond the shared shift "
+                                                 "shown")
+    return out
 
 
 def _same(x, y) -> bool:
@@ -146,6 +188,11 @@ def for_display(table: pd.DataFrame) -> pd.DataFrame:
                    zip(table["ci_low"], table["ci_high"])],
         "processes A/B": table["processes_a"].astype(str) + "/" + table["processes_b"].astype(str),
         "verdict": table["verdict"]})
+    shift = shared_shift(table)
+    if shift is not None and shift.shown:  # a config's own change matters only where everything moved
+        own = beyond_shift(table, shift)
+        out["beyond shift"] = [f"{v} [{num(lo, '{:.3f}')}-{num(hi, '{:.3f}')}]" if v else ""
+                               for v, lo, hi in zip(own["own_verdict"], own["own_ci_low"], own["own_ci_high"])]
     if len((set(table["platform_a"]) | set(table["platform_b"])) - {""}) > 1:  # one machine: no column needed
         out.insert(4, "platform A", table["platform_a"])
         out.insert(5, "platform B", table["platform_b"])
@@ -157,8 +204,22 @@ def for_display(table: pd.DataFrame) -> pd.DataFrame:
 def verdict_counts(table: pd.DataFrame) -> str:
     """One line: how many configs got each kind of verdict (factors and reasons pooled)."""
     kinds = table["verdict"].str.replace(r" \(.*\)$", "", regex=True).value_counts()
-    order = ["B faster", "B slower", "within noise", UNRELIABLE, "only in A", "only in B"]
+    order = [f"{WINNER}: B faster", f"{WINNER}: B slower", EQUIVALENT, UNDECIDED, "only in A", "only in B"]
     return "; ".join(f"{kinds[k]} {k}" for k in order if k in kinds) or "nothing to compare"
+
+
+def shift_line(table: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> str:
+    """What every config shares, and how many changed beyond it: the line a user comparing two versions reads
+    first (a machine that drifted moves every config alike; a library change moves some more than others)."""
+    shift = shared_shift(table)
+    if shift is None:
+        return "shared shift: fewer than three configs with an interval on both sides, none estimated"
+    own = beyond_shift(table, shift, margin)["own_verdict"]
+    beyond = int(own.str.startswith(WINNER).sum())
+    what = (" (if nothing else changed, the machine drifted between the two: compare their GEMM peaks)"
+            if shift.shown else "")
+    return (f"shared shift: {shift.text()}{what}; beyond it, {beyond} of {int(own.astype(bool).sum())} configs "
+            f"changed on their own (column 'beyond shift')")
 
 
 def to_text(table: pd.DataFrame) -> str:
@@ -187,7 +248,7 @@ def plot_comparison(table: pd.DataFrame):
         labels = [lab + " (" + ", ".join(f"{s.upper()}: {r[f'platform_{s}']}" for s in sides) + ")"
                   for lab, (_, r) in zip(labels, t.iterrows())]
     fig, ax = plt.subplots(figsize=(8, 0.35 * len(t) + 1.6))
-    unreliable = [r.startswith(UNRELIABLE) for r in t["verdict"]]
+    unreliable = [UNRELIABLE in r for r in t["verdict"]]
     for i, r in t.iterrows():
         reliable = not unreliable[i]
         colour = "#1f77b4" if reliable else "#999999"

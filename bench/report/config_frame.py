@@ -11,10 +11,13 @@ from .estimates import Certificate, ConfigEstimate, Interval, join_reasons, soun
 
 def interval_method(interval: Interval) -> str:
     """What a config's interval is over, in words."""
+    kind = interval.kind
+    if kind == "pooled":
+        return f"t over processes, spread moderated by the sweep ({interval.spread_df:.0f} df)"
     return {"within": "within one process only",
             "nodes": f"t over nodes ({interval.nodes}, each the mean of its processes)",
             "sweeps": f"t over sweeps and processes ({interval.sweeps} sweeps)",
-            "processes": "t over processes"}[interval.kind]
+            "processes": "t over processes"}[kind]
 
 
 def certificate_text(certificate: Certificate | None) -> str:
@@ -35,6 +38,8 @@ def config_row(e: ConfigEstimate) -> dict:
         "processes": e.processes, "clean_processes": e.clean_processes, "process_ips": e.interval.replicates,
         "process_sweeps": e.interval.replicate_sweeps, "sweeps": e.sweeps,
         "between_sweep_share": e.interval.between_sweep_share,
+        "spread_var": e.interval.spread_var, "spread_df": e.interval.spread_df, "spread_pooled": e.interval.pooled,
+        "own_ci_low": e.interval.own_ci_low, "own_ci_high": e.interval.own_ci_high,
         **{f"latency_ms_{k}": v for k, v in e.latency_ms.items()},
         "peak_memory_bytes": e.peak_memory_bytes, "utilisation": e.utilisation, "cv_median": e.cv_median,
         "between_share": e.variance["between_share"], "within_var": e.variance["within_var"],

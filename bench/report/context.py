@@ -16,9 +16,10 @@ from ..results.store import load_records
 from ..results.sweep_manifest import SweepManifest, load_sweeps
 from ..runs.distributed.network import fitted
 from ..runs.maxbatch import load_searches
+from ..verdicts import DEFAULT_MARGIN
 from . import scaling
 from .data import config_tables, published_throughput, seed_2019
-from .estimates import ratio_table, summary_table
+from .estimates import best_batch_table, margin_of, ratio_table, summary_table
 from .memory import searches_table
 from .scaling import is_distributed
 
@@ -37,6 +38,8 @@ class ReportData:
     seed: pd.DataFrame
     scaling: ScalingData | None = None  # distributed runs: their own tables, never mixed with the above
     memory: pd.DataFrame | None = None  # largest-batch searches (bench/runs/maxbatch.py), one row per search
+    margin: float = DEFAULT_MARGIN  # "equivalent" within +-this (bench/verdicts.py), the newest sweep's setting
+    best: pd.DataFrame | None = None  # per model and mode: every framework at its best batch, the top two compared
 
 
 @dataclass
@@ -71,9 +74,11 @@ def load(results_dir=None) -> ReportData:
     runs, processes, configs = config_tables(records, sweeps)
     seed = seed_2019()
     seed["framework"] = seed["framework"].map(framework_of)  # the 2019 tables say 'pytorch'
-    return ReportData(results_dir, records, sweeps, runs, processes, configs, ratio_table(configs),
-                      summary_table(configs), published_throughput(), seed, load_scaling(everything, results_dir),
-                      searches_table(load_searches(results_dir)))
+    margin = margin_of([m.equivalence_margin for m in sorted(sweeps, key=lambda m: str(m.started or ""))])
+    return ReportData(results_dir, records, sweeps, runs, processes, configs, ratio_table(configs, margin),
+                      summary_table(configs, margin), published_throughput(), seed,
+                      load_scaling(everything, results_dir),
+                      searches_table(load_searches(results_dir)), margin, best_batch_table(configs, margin))
 
 
 def show(figs, name: str, figures_dir=None) -> None:

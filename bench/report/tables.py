@@ -59,8 +59,8 @@ def ratios_for_display(ratios: pd.DataFrame, only_against_fastest: bool = False)
         return ratios
     if only_against_fastest:
         ratios = against_fastest(ratios)
-    # a speed-up with an unsound side is not stated (the rule in the methodology): blank, the verdict says why
-    stated = ~ratios["verdict"].str.startswith(estimates.UNRELIABLE)
+    # a speed-up with an unsound side is not stated (the rule in the methodology): blank, the reason says why
+    stated = ~ratios["reason"].str.startswith(estimates.UNRELIABLE)
     return pd.DataFrame({
         "platform": ratios["platform"], "model": ratios["model"], "mode": ratios["mode"],
         "precision": ratios["precision"], "batch": ratios["batch_size"],
@@ -68,7 +68,9 @@ def ratios_for_display(ratios: pd.DataFrame, only_against_fastest: bool = False)
         "speed-up": [factor(v) if ok else "" for v, ok in zip(ratios["speedup"], stated)],
         "95% CI": [ci_range(lo, hi) if ok else "" for lo, hi, ok in zip(ratios["speedup_ci_low"],
                                                                    ratios["speedup_ci_high"], stated)],
-        "verdict": ratios["verdict"]})
+        "own spreads (Welch)": [ci_range(lo, hi) if ok else "" for lo, hi, ok in zip(
+            ratios["welch_ci_low"], ratios["welch_ci_high"], stated)],
+        "verdict": ratios["verdict"], "reason": ratios["reason"]})
 
 
 def flagged_table(configs: pd.DataFrame, processes: pd.DataFrame | None = None) -> pd.DataFrame:

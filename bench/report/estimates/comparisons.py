@@ -8,26 +8,30 @@ import itertools
 
 import pandas as pd
 
+from ...verdicts import DEFAULT_MARGIN
 from .intervals import compare_pair
 from .judgement import unsound_flags
 
 GROUP = ["platform", "model", "mode", "precision"]
 
 
-def ratio_table(configs: pd.DataFrame) -> pd.DataFrame:
-    """Every pair of series on the same platform/model/mode/precision/batch, with a process-level CI."""
+def ratio_table(configs: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> pd.DataFrame:
+    """Every pair of series on the same platform/model/mode/precision/batch, with a process-level CI and verdict."""
     rows = []
     if configs.empty:
         return pd.DataFrame()
     for key, g in configs.groupby(GROUP + ["batch_size"]):
         for (_, a), (_, b) in itertools.combinations(g.sort_values("series").iterrows(), 2):
-            rows.append({**dict(zip(GROUP + ["batch_size"], key)), **compare_pair(a, b)})
+            rows.append({**dict(zip(GROUP + ["batch_size"], key)), **compare_pair(a, b, margin)})
     return pd.DataFrame(rows)
 
 
-def summary_table(configs: pd.DataFrame) -> pd.DataFrame:
+NOT_COMPARED = "not compared"  # a row with one framework: no comparison, so no verdict
+
+
+def summary_table(configs: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> pd.DataFrame:
     """Model x mode x batch (per platform and precision): the fastest series, its speed-up over the
-    runner-up with the CI, and the verdict."""
+    runner-up with the CI, and the verdict (winner, equivalent, undecided) with its reason."""
     rows = []
     if configs.empty:
         return pd.DataFrame()
@@ -38,14 +42,57 @@ def summary_table(configs: pd.DataFrame) -> pd.DataFrame:
             top = g.iloc[0]
             rows.append({**base, "fastest": top["series"], "images_per_sec": top["images_per_sec_median"],
                          "runner_up": None, "speedup": None, "ci_low": None, "ci_high": None,
-                         "verdict": f"only {top['series']} measured", "certificates": top.get("certificate"),
-                         "winner": False, "unsound_flags": unsound_flags(top["flag_list"])})
+                         "verdict": NOT_COMPARED, "reason": f"only {top['series']} measured",
+                         "compared": compared(g), "certificates": top.get("certificate"), "winner": False,
+                         "equivalent": False, "extra_processes": None,
+                         "unsound_flags": unsound_flags(top["flag_list"])})
             continue
-        c = compare_pair(g.iloc[0], g.iloc[1])
+        c = compare_pair(g.iloc[0], g.iloc[1], margin)
         rows.append({**base, "fastest": c["faster"], "images_per_sec": g.iloc[0]["images_per_sec_median"],
                      "runner_up": c["slower"], "speedup": c["speedup"], "ci_low": c["speedup_ci_low"],
-                     "ci_high": c["speedup_ci_high"], "verdict": c["verdict"], "winner": c["winner"],
+                     "ci_high": c["speedup_ci_high"], "verdict": c["verdict"], "reason": c["reason"],
+                     "winner": c["winner"], "equivalent": c["equivalent"], "extra_processes": c["extra_processes"],
+                     "compared": compared(g),
                      "certificates": f"{g.iloc[0].get('certificate')} / {g.iloc[1].get('certificate')}",
                      "unsound_flags": list(dict.fromkeys(unsound_flags(g.iloc[0]["flag_list"])
                                                          + unsound_flags(g.iloc[1]["flag_list"])))})
     return pd.DataFrame(rows)
+
+
+def best_batch_table(configs: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> pd.DataFrame:
+    """Per model and mode (platform, precision) measured at more than one batch size: every framework at its own
+    best batch and engine, the fastest of them against the runner-up with the verdict. Over every framework
+    measured, whatever batches each ran: the answer to "which framework is fastest for this model" when
+    frameworks ran at different batch sizes."""
+    rows = []
+    if configs.empty:
+        return pd.DataFrame()
+    for key, g in configs.groupby(GROUP):
+        if g["batch_size"].nunique() < 2:  # one batch: its own row already answers
+            continue
+        best = []
+        for _, s in g.groupby("framework"):
+            usable = s[s["sound"]] if s["sound"].any() else s
+            best.append(usable.loc[usable["images_per_sec_median"].idxmax()])
+        if len(best) < 2:
+            continue
+        best.sort(key=lambda r: -r["images_per_sec_median"])
+        c = compare_pair(best[0], best[1], margin)
+        faster, slower = (best[0], best[1]) if c["faster"] == best[0]["series"] else (best[1], best[0])
+        rows.append({**dict(zip(GROUP, key)), "batch_size": "best", "fastest": c["faster"],
+                     "fastest_batch": int(faster["batch_size"]), "runner_up": c["slower"],
+                     "runner_up_batch": int(slower["batch_size"]),
+                     "images_per_sec": faster["images_per_sec_median"], "speedup": c["speedup"],
+                     "ci_low": c["speedup_ci_low"], "ci_high": c["speedup_ci_high"], "verdict": c["verdict"],
+                     "reason": c["reason"], "winner": c["winner"], "equivalent": c["equivalent"],
+                     "extra_processes": c["extra_processes"], "compared": compared(g),
+                     "unsound_flags": list(dict.fromkeys(unsound_flags(best[0]["flag_list"])
+                                                         + unsound_flags(best[1]["flag_list"])))})
+    return pd.DataFrame(rows)
+
+
+def compared(g: pd.DataFrame) -> str:
+    """The frameworks a row compared, with how many engines where some ran in several."""
+    frameworks = sorted(g["framework"].unique())
+    engines = g["series"].nunique()
+    return ", ".join(frameworks) + (f" ({engines} engines)" if engines > len(frameworks) else "")

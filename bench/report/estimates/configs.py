@@ -105,6 +105,14 @@ def config_utilisation(flops_per_image, images_per_sec: float, sweep_peaks: list
     return share, found
 
 
+def spread_pool(processes: pd.DataFrame) -> tuple:
+    """The configs a config may share its between-process spread with: the same platform, and single processes
+    apart from distributed runs (ranks add variation of their own)."""
+    first = processes.iloc[0]
+    strategy = first["strategy"] if "strategy" in processes and first["strategy"] == first["strategy"] else "none"
+    return first["platform"], strategy in (None, "none")
+
+
 def _used(g: pd.DataFrame) -> pd.DataFrame:
     """The processes a config's number is made of: its clean ones, or all of them where none is clean."""
     clean = g[g["clean"]]
@@ -164,8 +172,8 @@ def estimate_configs(processes: pd.DataFrame, columns: list[str],
     if processes.empty:
         return []
     groups = [g for _, g in processes.groupby(CONFIG, sort=False)]
-    intervals = config_intervals([(u["ips"], u["node"] if "node" in u else [None] * len(u), u["sweep_id"])
-                                  for u in map(_used, groups)])
+    intervals = config_intervals([(u["ips"], u["node"] if "node" in u else [None] * len(u), u["sweep_id"],
+                                   spread_pool(u)) for u in map(_used, groups)])
     estimates = [estimate_config(g, i, columns, peaks) for g, i in zip(groups, intervals, strict=True)]
     cross_run_flags(estimates)
     return estimates

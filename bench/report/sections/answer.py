@@ -1,16 +1,19 @@
-"""Page 1's answer: per model, mode and batch the fastest framework, its speed-up with the interval, and the
-verdict, with one footnote per distinct reason where no winner is stated."""
+"""Page 1's answer: per model, mode and batch (and per model and mode at each framework's best batch) the frameworks
+compared, one of the three verdicts, the speed-up with its interval and what would decide an undecided row."""
 
 from __future__ import annotations
 
-from ..answer import answer_notes, answer_table
+from ...verdicts import short_definition
+from ..answer import answer_notes, answer_table, decided_line
 from .base import Section, Table, Text, heading
 
-INTRO = ("Per model, mode and batch: the fastest framework and its speed-up over the runner-up with a 95% interval "
-         "over fresh processes, where a winner is stated (both sides sound and the interval excludes 1x); "
-         "elsewhere both are blank and the verdict's key names the reason below the table.")
+INTRO = ("Per model, mode and batch: the frameworks compared, the verdict on the fastest against the runner-up and "
+         "the speed-up with a 95% interval over fresh processes; a *best* row sets each framework at its own best "
+         "batch. ")
 
 
 def render(d) -> Section:
-    answer, notes = answer_table(d.summary)
-    return Section([heading("Answer", INTRO), Table(answer, "no successful runs yet"), Text(answer_notes(notes))])
+    answer, notes = answer_table(d.summary, d.best)
+    return Section([heading("Answer", INTRO + short_definition(d.margin)),
+                    Text(decided_line(d.summary, d.best, d.margin)), Table(answer, "no successful runs yet"),
+                    Text(answer_notes(notes))])

@@ -7,6 +7,7 @@ import pandas as pd
 from ...adapters import ADAPTERS
 from ...measurement import flags as checks
 from ...measurement.certificate import parity_table
+from ...verdicts import DEFAULT_MARGIN, EQUIVALENT, UNDECIDED, WINNER
 from .. import estimates
 from ..tables import ci_range, factor
 from .base import Section, bullets, heading
@@ -30,38 +31,50 @@ def best_engine_findings(configs: pd.DataFrame) -> list[str]:
             where += " (the two engines were not measured in one interleaved sweep)"
         notes = ADAPTERS.get(key[-1]).engine_notes if key[-1] in ADAPTERS else {}
         caveat = "".join(f" Note on {e}: {notes[e]}." for e in (first["engine"], second["engine"]) if e in notes)
+        ci = ci_range(pair["speedup_ci_low"], pair["speedup_ci_high"])
         if pair["winner"]:
-            ci = ci_range(pair["speedup_ci_low"], pair["speedup_ci_high"])
             out.append(f"{where}: its best engine is **{first['engine']}**, {factor(pair['speedup'])} its runner-up "
                        f"{second['engine']} [95% CI {ci}].{caveat}")
+        elif pair["equivalent"]:
+            out.append(f"{where}: engines {first['engine']} and {second['engine']} are **equivalent** "
+                       f"({factor(pair['speedup'])} [95% CI {ci}], {pair['reason']}).{caveat}")
         else:
-            out.append(f"{where}: engines {first['engine']} and {second['engine']} lead, no winner stated "
-                       f"({pair['verdict']}).{caveat}")
+            out.append(f"{where}: engines {first['engine']} and {second['engine']} lead, undecided "
+                       f"({pair['reason']}).{caveat}")
     return out
 
 
-def findings(configs: pd.DataFrame, summary: pd.DataFrame) -> list[str]:
+def findings(configs: pd.DataFrame, summary: pd.DataFrame, best: pd.DataFrame | None = None,
+             margin: float = DEFAULT_MARGIN) -> list[str]:
     """Plain-language conclusions computed from the data; only sound numbers state a winner."""
     if configs.empty:
         return ["No successful runs yet: run `make report` (or `python -m bench sweep`) first."]
     out = []
     if not summary.empty:
-        for _, r in summary.sort_values(["platform", "model", "mode", "batch_size"]).iterrows():
-            if r["verdict"].endswith(" faster"):
-                out.append(f"{_where(r)}: **{r['fastest']} is {factor(r['speedup'])} faster** than {r['runner_up']} "
-                           f"[95% CI {ci_range(r['ci_low'], r['ci_high'])}].")
-        # the configurations without a winner are on page 1 with their reasons: one line here, not one per row
-        ties = int((summary["verdict"] == "within noise").sum())
-        unreliable = int(summary["verdict"].str.startswith(estimates.UNRELIABLE).sum())
-        if ties or unreliable:
-            out.append(f"No winner in {ties + unreliable} of {len(summary)} comparisons (model, mode, batch; "
-                       f"{ties} within noise, {unreliable} with a side not sound): the answer table gives each one's "
-                       "reason.")
+        rows = pd.concat([summary, best if best is not None else pd.DataFrame()], ignore_index=True)
+        rows["_order"] = [b if isinstance(b, int | float) else 10**9 for b in rows["batch_size"]]
+        for _, r in rows.sort_values(["platform", "model", "mode", "_order"]).iterrows():
+            where = _where(r) if r["batch_size"] != "best" else (
+                f"{r['model']} {r['mode']}, each framework at its best batch ({r['precision']}, {r['platform']}; "
+                f"over {r['compared']})")
+            ci = ci_range(r["ci_low"], r["ci_high"])
+            if r["verdict"] == WINNER:
+                out.append(f"{where}: **{r['fastest']} is {factor(r['speedup'])} faster** than {r['runner_up']} "
+                           f"[95% CI {ci}].")
+            elif r["verdict"] == EQUIVALENT:
+                out.append(f"{where}: {r['fastest']} and {r['runner_up']} are **equivalent** within "
+                           f"+-{margin:.0%} ({factor(r['speedup'])} [95% CI {ci}]).")
+        # the undecided rows are on page 1 with what would decide them: one line here, not one per row
+        undecided = int((rows["verdict"] == UNDECIDED).sum())
+        compared = int((rows["verdict"] != estimates.NOT_COMPARED).sum())
+        if undecided:
+            out.append(f"Undecided in {undecided} of {compared} compared rows (the data show no difference, but not "
+                       f"equality within +-{margin:.0%} either): the answer table says what would decide each.")
     engines = best_engine_findings(configs)
-    out += [e for e in engines if "no winner stated" not in e]
-    if open_engines := [e for e in engines if "no winner stated" in e]:
-        out.append(f"No best engine stated for {len(open_engines)} framework(s) and configuration(s) (engines within "
-                   "noise or not sound); every engine pair is in the details.")
+    out += [e for e in engines if ", undecided (" not in e]
+    if open_engines := [e for e in engines if ", undecided (" in e]:
+        out.append(f"No best engine stated for {len(open_engines)} framework(s) and configuration(s) (undecided or "
+                   "not sound); every engine pair is in the details.")
     sound = configs[configs["sound"]]
     util = sound[sound["utilisation"].notna()]
     if not util.empty:
@@ -79,4 +92,4 @@ def findings(configs: pd.DataFrame, summary: pd.DataFrame) -> list[str]:
 
 
 def render(d) -> Section:
-    return Section([heading("Findings"), bullets(findings(d.configs, d.summary))])
+    return Section([heading("Findings"), bullets(findings(d.configs, d.summary, d.best, d.margin))])

@@ -9,6 +9,7 @@ from ...adapters.base import OPTIMIZER
 from ...measurement import flags as checks
 from ...measurement.loop import WARMUP_TOLERANCE
 from ...measurement.peak import PEAK_N, PEAK_TRIALS
+from ...verdicts import definition
 from .. import calibration, coverage, not_run, overhead
 from ..text import prose
 from .base import Section, Text, all_records, heading
@@ -31,6 +32,23 @@ def _spread(values) -> str:
 
 def _counts(values) -> str:
     return ", ".join(f"{v}: {n}" for v, n in pd.Series(values).value_counts().items()) or "none"
+
+
+def pooling_text(configs: pd.DataFrame) -> str:
+    """What the sweep's prior did for this report's configs: how many borrowed from it, with how many degrees of
+    freedom, and how many kept their own spread."""
+    if configs.empty or "spread_pooled" not in configs:
+        return ""
+    own = configs["ci_method"] == "t over processes"
+    pooled = configs["spread_pooled"].fillna(False).astype(bool)
+    if not pooled.any():
+        return ("No config's spread was moderated (fewer than three configs with two or more processes on a "
+                "platform, or none shares a spread): every interval is the config's own.")
+    dfs = configs.loc[pooled, "spread_df"]
+    own_dfs = [len(v) - 1 for v in configs.loc[pooled, "process_ips"]]
+    return (f"Here {int(pooled.sum())} of {len(configs)} configs borrowed from their platform's prior (degrees of "
+            f"freedom {dfs.min():.0f}-{dfs.max():.0f} instead of their own {min(own_dfs)}-{max(own_dfs)}); "
+            f"{int(own.sum())} kept their own spread (a spread unlike the others', or nothing to borrow from).")
 
 
 def methodology(d) -> str:
@@ -79,7 +97,8 @@ def methodology(d) -> str:
                  min_processes=checks.MIN_PROCESSES, guards="\n".join(r.methodology_line() for r in checks.GUARDS),
                  disturbed=n_disturbed, processes=len(procs),
                  peak_trials=PEAK_TRIALS, peak_n_cpu=PEAK_N["cpu"], peak_n_gpu=PEAK_N["gpu"],
-                 impossible_guards="\n".join(r.methodology_line() for r in checks.RULES if r.impossible)) \
+                 impossible_guards="\n".join(r.methodology_line() for r in checks.RULES if r.impossible),
+                 pooling=pooling_text(d.configs), verdicts=definition(d.margin)) \
         + "".join(f"\n\n{part}" for part in (overhead.sweep_cost_text(d.records, sweeps),
                                               calibration.methodology_text(calibration.aa_check(d.records, d.sweeps)),
                                               not_run.not_run_text(d.sweeps)) if part)
