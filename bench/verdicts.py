@@ -65,9 +65,10 @@ def equivalence_bounds(margin: float) -> tuple[float, float]:
 
 
 def judge(ratio: float, ci_low: float | None, ci_high: float | None, margin: float = DEFAULT_MARGIN,
-          n_a: int | None = None, n_b: int | None = None) -> Verdict:
+          n_a: int | None = None, n_b: int | None = None, df: float | None = None) -> Verdict:
     """The verdict of a ratio and its interval at `margin`; with the processes per side (n_a, n_b), an undecided
-    verdict carries how many more processes a side would likely decide it."""
+    verdict carries how many more processes a side would likely decide it (with `df`, the interval's degrees of
+    freedom, the t quantile's fall as processes are added is counted too)."""
     lo_eq, hi_eq = equivalence_bounds(margin)
     if ci_low is None or ci_high is None:
         return Verdict(UNDECIDED, ratio, None, None, margin)
@@ -75,26 +76,40 @@ def judge(ratio: float, ci_low: float | None, ci_high: float | None, margin: flo
         return Verdict(WINNER, ratio, ci_low, ci_high, margin)
     if ci_low >= lo_eq and ci_high <= hi_eq:
         return Verdict(EQUIVALENT, ratio, ci_low, ci_high, margin)
-    extra = extra_processes(ratio, ci_low, ci_high, margin, n_a, n_b) if n_a and n_b else None
+    extra = extra_processes(ratio, ci_low, ci_high, margin, n_a, n_b, df) if n_a and n_b else None
     return Verdict(UNDECIDED, ratio, ci_low, ci_high, margin, extra)
 
 
-def extra_processes(ratio: float, ci_low: float, ci_high: float, margin: float, n_a: int, n_b: int) -> int | None:
+def extra_processes(ratio: float, ci_low: float, ci_high: float, margin: float, n_a: int, n_b: int,
+                    df: float | None = None) -> int | None:
     """More processes per side that would likely decide an undecided comparison, if the ratio and the spread stay
-    as measured: the half-width on the log scale shrinks as 1/sqrt(n) (n the harmonic mean of the sides); a
-    winner needs it below |log ratio|, equivalence below log(1 + margin) - |log ratio|. None when neither is
-    reached within MAX_EXTRA_PROCESSES more a side (a ratio right at 1 +- margin is never decided by more data)."""
+    as measured: the half-width on the log scale shrinks as 1/sqrt(n) (n the harmonic mean of the sides) and, given
+    the interval's degrees of freedom `df`, as its t quantile falls (each process a side adds about two); a winner
+    needs it below |log ratio|, equivalence below log(1 + margin) - |log ratio|. None when neither is reached within
+    MAX_EXTRA_PROCESSES more a side (a ratio right at 1 +- margin is never decided by more data)."""
     half = (math.log(ci_high) - math.log(ci_low)) / 2
     if half <= 0:
         return 0
     n = 2 / (1 / n_a + 1 / n_b)
     effect = abs(math.log(ratio))
-    room = math.log(1 + margin) - effect
-    needed = [n * (half / target) ** 2 for target in (effect, room) if target > 0]
-    if not needed:
+    targets = [t for t in (effect, math.log(1 + margin) - effect) if t > 0]
+    if not targets:
         return None
-    more = max(1, math.ceil(min(needed) - n))
-    return more if more <= MAX_EXTRA_PROCESSES else None
+    t_now = _t975(df)
+    for more in range(1, MAX_EXTRA_PROCESSES + 1):
+        shrink = math.sqrt(n / (n + more)) * (_t975(df + 2 * more) / t_now if df else 1.0)
+        if half * shrink < max(targets):
+            return more
+    return None
+
+
+def _t975(df: float | None) -> float:
+    """The two-sided 95% t quantile (the normal's beyond 1e6 degrees of freedom)."""
+    if df is None or not math.isfinite(df) or df > 1e6:
+        return 1.959964
+    from scipy.stats import t  # lazily: bench/verdicts.py is imported where scipy may be absent
+
+    return float(t.ppf(0.975, df))
 
 
 def definition(margin: float = DEFAULT_MARGIN) -> str:

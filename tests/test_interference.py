@@ -141,3 +141,11 @@ def test_the_machine_is_seen_busy_while_a_hog_runs():
 
     with cpu_hogs(1):
         assert machine_share_busy(0.6) > 0.3  # one of two cores at least
+
+
+def test_a_jittery_process_whose_median_is_typical_is_not_left_out():
+    # CV 30% against siblings' 2%: an outlier by jitter, but its median 10.2 sits within 5% of theirs (10.0)
+    assert cv_outlier_reason(0.30, [0.02, 0.02], 10.2, [10.0, 9.9]) is None
+    moved = cv_outlier_reason(0.30, [0.02, 0.02], 8.0, [10.0, 9.9])
+    assert moved and "its median is more than 5% from theirs" in moved
+    assert cv_outlier_reason(0.30, [0.02, 0.02]) is not None  # without medians: the jitter rule alone

@@ -146,3 +146,11 @@ def test_power_grows_with_processes_and_the_shift():
     assert eq[8].rate > eq[2].rate
     with pytest.raises(ValueError, match="undecided"):
         curve(_machine(), 0.0, word="undecided")
+
+
+def test_few_degrees_of_freedom_need_fewer_extra_processes_than_the_width_alone_says():
+    # 1.29x [0.50-3.31] from 2 processes a side with 1 df: t(1) = 12.7 inflates the width; a few more processes
+    # shrink t, not only the standard error
+    without = extra_processes(1.29, 0.50, 3.31, 0.05, 2, 2)
+    with_df = extra_processes(1.29, 0.50, 3.31, 0.05, 2, 2, df=1.0)
+    assert without >= 20 and with_df is not None and with_df <= 3

@@ -7,6 +7,7 @@ process's own CPU time (rusage) over the timed loop: the difference is what othe
 
 from __future__ import annotations
 
+import math
 import os
 import resource
 import statistics
@@ -134,18 +135,29 @@ def interference_reasons(interference: dict | None) -> list[str]:
     return reasons
 
 
-def cv_outlier_reason(run_cv: float, sibling_cvs) -> str | None:
-    """A reason when this process's jitter is far above its config's other repetitions."""
+# A jittery process whose median lies within this share of its siblings' median is typical of its config: its jitter
+# did not move its number, so it is not left out (the jitter rule drops numbers that moved, not noisy loops).
+TYPICAL_MEDIAN = 0.05
+
+
+def cv_outlier_reason(run_cv: float, sibling_cvs, value: float | None = None, sibling_values=()) -> str | None:
+    """A reason when this process's jitter is far above its config's other repetitions and (where its median
+    images/s `value` and the siblings' are given) its median is not typical of theirs."""
 
     sibling_cvs = [c for c in sibling_cvs if c is not None]
     # With one sibling there is no telling which of the two is the odd one: judge from two on.
     if run_cv is None or len(sibling_cvs) < 2 or run_cv <= CV_FLOOR:
         return None
     typical = statistics.median(sibling_cvs)
-    if run_cv > CV_OUTLIER_FACTOR * max(typical, CV_FLOOR / CV_OUTLIER_FACTOR):
-        return (f"iteration-time CV {run_cv:.0%} is more than {CV_OUTLIER_FACTOR:g}x its other "
-                f"repetitions' median CV ({typical:.0%})")
-    return None
+    if run_cv <= CV_OUTLIER_FACTOR * max(typical, CV_FLOOR / CV_OUTLIER_FACTOR):
+        return None
+    others = [v for v in sibling_values if v]
+    if value and len(others) >= 2 and abs(math.log(value / statistics.median(others))) <= TYPICAL_MEDIAN:
+        return None
+    return (f"iteration-time CV {run_cv:.0%} is more than {CV_OUTLIER_FACTOR:g}x its other "
+            f"repetitions' median CV ({typical:.0%})" + (
+                f" and its median is more than {TYPICAL_MEDIAN:.0%} from theirs" if value and len(others) >= 2
+                else ""))
 
 
 # Before a retry of a disturbed run: how long one look at the machine lasts, and how long to wait at most for quiet.

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .. import power
 from ..results.record import Record, as_records
 from ..results.sweep_manifest import SweepManifest, as_manifests
 from ..verdicts import WINNER
@@ -83,3 +84,46 @@ def methodology_text(check: dict | None) -> str:
              f"process.")
     return (f"**A/A calibration.** Sweeps `{check['sweep_a']}` and `{check['sweep_b']}` ran the same code on this "
             f"machine; comparing them as `bench compare` does, {rate}.{share}")
+
+
+# Processes a side at which the power curve is drawn (the default plan gives 2, and up to 6 to undecided rows).
+POWER_PROCESSES = (2, 3, 4, 6, 8)
+POWER_SHIFTS = (0.05, 0.10)
+
+
+def resampling_check(configs: pd.DataFrame, margin: float, trials: int = 20) -> dict | None:
+    """How the verdicts work on this machine's own processes (bench/power.py): the false-winner rate when each
+    config's processes are split in halves (A/A), and the share of planted 5% and 10% shifts called a winner, and
+    of equal sides shown equivalent, per number of processes a side; None with fewer than three usable configs."""
+    usable = configs[configs["sound"] & (configs["process_ips"].map(len) >= 2)
+                     & configs["ci_method"].str.startswith("t over processes")] if not configs.empty else configs
+    values = {str(i): list(v) for i, v in zip(usable.index, usable["process_ips"])}
+    if len(values) < 3:
+        return None
+    return {"configs": len(values), "processes": sum(map(len, values.values())),
+            "split_half": power.split_half_aa(values, trials=trials, margin=margin),
+            "power": {shift: power.curve(values, shift, processes=POWER_PROCESSES, trials=trials, margin=margin)
+                      for shift in POWER_SHIFTS},
+            "equivalence": power.curve(values, 0.0, word="equivalent", processes=POWER_PROCESSES, trials=trials,
+                                       margin=margin),
+            "margin": margin}
+
+
+def resampling_text(check: dict | None) -> str:
+    """The methodology's paragraph on the A/A rate and the power of this report's own data."""
+    if not check:
+        return ""
+    aa = check["split_half"]
+    aa_text = ("no config had four or more processes to split" if not aa.judged else
+               f"{aa.text()} split-half comparisons called a winner (target at most {TARGET_RATE:.0%})")
+
+    def row(curve: dict) -> str:
+        return ", ".join(f"{n}: {r.rate:.0%}" for n, r in curve.items() if r.judged)
+
+    shifts = "; ".join(f"a {shift:.0%} shift called a winner with n processes a side - {row(curve)}"
+                       for shift, curve in check["power"].items())
+    return (f"**A/A and power on this machine's own processes** (bench/power.py, {check['configs']} sound configs, "
+            f"{check['processes']} processes): each config's processes split at random into halves and judged "
+            f"against each other as the report judges: {aa_text}. Synthetic comparisons drawn from the pooled, "
+            f"centred log residuals of these processes (this machine's spread, not an assumed one): {shifts}; two "
+            f"equal sides shown equivalent within +-{check['margin']:.0%} - {row(check['equivalence'])}.")

@@ -231,7 +231,7 @@ def next_process(configs: Iterable[RunConfig], values: dict[str, list[float]], p
             a = ranked[0]
             r = spreads.ratio(a.key, b.key)
             n_a, n_b = len(values[a.key]), len(values[b.key])
-            v = judge(r["ratio"], r["ci_low"], r["ci_high"], margin, n_a, n_b)
+            v = judge(r["ratio"], r["ci_low"], r["ci_high"], margin, n_a, n_b, r.get("df"))
             if v.decided:
                 continue
             sides = sorted((a, b), key=lambda c: (len(values[c.key]), -cost_s(c)))

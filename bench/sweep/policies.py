@@ -75,8 +75,10 @@ def needs_retry(record: Record, siblings: list[Record]) -> str | None:
     disturbed = [f.reason for f in record.flags if f.name == "disturbed"]
     if disturbed:
         return disturbed[0]
-    cvs = [s.summary.cv if s.summary else None for s in siblings if s.status == "ok"]
-    return cv_outlier_reason(record.summary.cv if record.summary else None, cvs)
+    ok = [s for s in siblings if s.status == "ok" and s.summary]
+    return cv_outlier_reason(record.summary.cv if record.summary else None, [s.summary.cv for s in ok],
+                             record.summary.images_per_sec_median if record.summary else None,
+                             [s.summary.images_per_sec_median for s in ok])
 
 
 class Retries:

@@ -126,7 +126,7 @@ def pair_verdict(a: Mapping[str, Any], b: Mapping[str, Any], ratio: dict, margin
     if unsound:
         return Verdict(UNDECIDED, ratio["ratio"], ratio["ci_low"], ratio["ci_high"], margin), unsound
     v = judge(ratio["ratio"], ratio["ci_low"], ratio["ci_high"], margin, len(a["process_ips"]),
-              len(b["process_ips"]))
+              len(b["process_ips"]), ratio.get("df"))
     if v.word == WINNER:
         return v, ""
     if v.word == EQUIVALENT:

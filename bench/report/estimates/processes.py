@@ -37,7 +37,7 @@ def process_table(records: list[Record], runs: pd.DataFrame) -> pd.DataFrame:
     for idx, row in ok.iterrows():
         own = list(by_id[row["record_id"]].flags)
         siblings = ok[(ok["platform"] == row["platform"]) & (ok["config_key"] == row["config_key"]) & (ok.index != idx)]
-        why = cv_outlier_reason(row["cv"], list(siblings["cv"]))
+        why = cv_outlier_reason(row["cv"], list(siblings["cv"]), row["ips"], list(siblings["ips"]))
         if why:
             own.append(flag("cv_outlier", why))
         flags.append(own)

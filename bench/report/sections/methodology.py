@@ -101,6 +101,8 @@ def methodology(d) -> str:
                  pooling=pooling_text(d.configs), verdicts=definition(d.margin)) \
         + "".join(f"\n\n{part}" for part in (overhead.sweep_cost_text(d.records, sweeps),
                                               calibration.methodology_text(calibration.aa_check(d.records, d.sweeps)),
+                                              calibration.resampling_text(
+                                                  calibration.resampling_check(d.configs, d.margin)),
                                               not_run.not_run_text(d.sweeps)) if part)
 
 
