@@ -140,3 +140,39 @@ def test_a_retry_waits_for_a_quiet_machine_and_its_record_says_how_long(monkeypa
     assert len(list(ex.submit(batch, tmp_path))) == 2
     assert len(looks) == 1  # only the retry waited
     assert ran[0][1] == {"id": "s"} and ran[1][1] == {"id": "s", "quiet_wait_s": 12.3, "busy_share_before": 0.04}
+
+
+def test_a_device_peak_that_cannot_be_measured_leaves_the_other_runs_running(monkeypatch):
+    import copy
+    from dataclasses import replace
+
+    from bench import make_config
+    from bench.sweep import measurements
+    from bench.sweep.profiles import load_profile
+
+    def fake_peak(device, precision, threads):
+        if device.startswith("cuda"):
+            raise RuntimeError("'python -m bench peak' failed: torch cannot reach a GPU (no CUDA driver)")
+        return {"flops_per_sec": 1e11, "spread": 0.01}
+
+    monkeypatch.setattr(measurements, "measure_peak", fake_peak)
+    profile = load_profile("tiny")
+    gpu = copy.copy(make_config(framework="torch", model="tiny_cnn"))
+    object.__setattr__(gpu, "device", "cuda:0")  # a GPU config this machine would refuse to build
+    said: list[str] = []
+    peaks = measurements.measure_peaks(replace(profile, configs=(*profile.configs, gpu)), said.append)
+    assert [v for k, v in peaks.items() if k.startswith("cuda")] == [None]
+    assert all(v for k, v in peaks.items() if not k.startswith("cuda"))  # the CPU's peak is measured as ever
+    assert len(said) == 1 and "not measured" in said[0] and "cannot reach a GPU" in said[0]
+
+
+def test_a_foreign_manifest_of_any_shape_is_skipped_not_a_traceback(tmp_path):
+    from bench.results.sweep_manifest import load_sweeps
+
+    folder = tmp_path / "other-host" / "sweeps"
+    folder.mkdir(parents=True)
+    for name, text in {"list": "[1, 2]", "string": '"x"', "numeric_started": '{"sweep_id": "s", "host": "h", '
+                       '"profile": "p", "started": 5}', "peaks_list": '{"sweep_id": "t", "host": "h", "profile": '
+                       '"p", "started": "2026", "peaks": [1]}'}.items():
+        (folder / f"{name}.json").write_text(text)
+    assert load_sweeps(tmp_path) == []

@@ -4,6 +4,7 @@ its start and end), the links its distributed configs use, and the profile's lar
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,11 +20,25 @@ from ..runs.distributed.launcher import LaunchError
 from .profiles import Profile
 
 
-def measure_peaks(profile: Profile) -> dict[str, dict]:
-    """The peak of every (device, precision, threads) the profile's framework runs are judged against."""
+def measure_peaks(profile: Profile, announce: Callable[[str], None] | None = None) -> dict[str, dict | None]:
+    """The peak of every (device, precision, threads) the profile's framework runs are judged against. A peak that
+    cannot be measured (the reference framework cannot reach a GPU, a precision its build lacks) is None, said once,
+    and the sweep goes on: its runs then have no utilisation, and the other devices' runs are untouched."""
     keys = {(c.device, c.precision, peak_threads(c))
             for c in profile.configs if measures_a_framework(c.framework)}
-    return {peak_key(*k): measure_peak(*k) for k in sorted(keys)}
+    out: dict[str, dict | None] = {}
+    for k in sorted(keys):
+        try:
+            out[peak_key(*k)] = measure_peak(*k)
+        except (RuntimeError, ConfigError, OSError) as exc:
+            out[peak_key(*k)] = None
+            (announce or _warn)(f"device peak {peak_key(*k)} not measured (its runs get no utilisation): "
+                                f"{mask_text(str(exc)).splitlines()[0] if str(exc) else type(exc).__name__}")
+    return out
+
+
+def _warn(message: str) -> None:
+    print(message, file=sys.stderr)
 
 
 def measure_networks(profile: Profile, results_dir: Path, force: bool,

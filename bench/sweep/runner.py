@@ -214,7 +214,7 @@ class Sweep:
         """Measure what the estimate needs, plan, write the manifest and say what the sweep will do."""
         profile, local = self.profile, self.executor.local
         # a scheduler's runs measure their own nodes' peaks (cached per host); the submitting machine measures none
-        peaks = measure_peaks(profile) if local else {}
+        peaks = measure_peaks(profile, self.announce) if local else {}
         networks = measure_networks(profile, self.results_dir, self.force, self.announce) if local else []
         p = plan(profile, self.results_dir, self.force, self.repeats, peaks, self.executor)
         self.result = SweepResult(sweep_id=new_sweep_id(), estimate_s=p.estimate_s,
@@ -307,7 +307,7 @@ class Sweep:
             self._bar.close()
         m.status = status
         if status == "finished" and self.executor.local:
-            for k, v in measure_peaks(self.profile).items():
+            for k, v in measure_peaks(self.profile, self.announce).items():
                 m.peaks.setdefault(k, {"start": None})["end"] = v
         m.finished = _now()
         m.elapsed_s = time.perf_counter() - self._t0
