@@ -173,7 +173,12 @@ def test_a_corrupt_record_is_quarantined_and_rerun_on_resume(tiny_sweep, tmp_pat
     listing = bench_cli("sweep", "--profile", "tiny", "--results-dir", str(copy), "--list")
     assert listing.returncode == 0, listing.stderr[-2000:]
     assert f"1 run to do, {RUNS - 1} already recorded" in listing.stdout
+    # a listing changes nothing (issue 30): the unreadable record stays where it is until a sweep resumes
+    assert victim.exists() and not (copy / TEST_HOST / "records" / "quarantine" / victim.name).exists()
+    resumed = bench_cli("sweep", "--profile", "tiny", "--results-dir", str(copy))
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert (copy / TEST_HOST / "records" / "quarantine" / victim.name).exists() and not victim.exists()
+    assert len(list((copy / TEST_HOST / "records").glob("*.json"))) == RUNS  # the lost run measured again
 
 
 @pytest.mark.full
