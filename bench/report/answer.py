@@ -21,6 +21,15 @@ REASONS = {
 }
 
 
+def page_rows(summary: pd.DataFrame, best: pd.DataFrame | None) -> pd.DataFrame:
+    """Page 1's rows: the per-batch comparisons and the best-batch ones, with `_order` sorting a model and mode's
+    best-batch row after its batches."""
+    rows = pd.concat([summary, best if best is not None else pd.DataFrame()], ignore_index=True)
+    if not rows.empty:
+        rows["_order"] = [b if isinstance(b, int | float) and b == b else 10**9 for b in rows["batch_size"]]
+    return rows
+
+
 def _reason_text(key: str) -> str:
     return REASONS.get(key, f"{key} (see the flagged numbers in details)")
 
@@ -42,9 +51,7 @@ def answer_table(summary: pd.DataFrame, best: pd.DataFrame | None = None) -> tup
     row could not be judged (a side not sound, one framework)."""
     if summary.empty:
         return pd.DataFrame(), []
-    rows_in = pd.concat([summary, best if best is not None else pd.DataFrame()], ignore_index=True)
-    rows_in["_order"] = [b if isinstance(b, int | float) and b == b else 10**9 for b in rows_in["batch_size"]]
-    s = rows_in.sort_values(["platform", "model", "mode", "precision", "_order"])
+    s = page_rows(summary, best).sort_values(["platform", "model", "mode", "precision", "_order"])
     keys: dict[str, int] = {}
     rows = []
     for _, r in s.iterrows():
@@ -123,7 +130,7 @@ def status_line(d, records: list[Record]) -> str:
 
 def decided_line(summary: pd.DataFrame, best: pd.DataFrame | None, margin: float) -> str:
     """How many of page 1's compared rows are decided, by verdict, at the report's margin."""
-    rows = pd.concat([summary, best if best is not None else pd.DataFrame()], ignore_index=True)
+    rows = page_rows(summary, best)
     if rows.empty:
         return ""
     rows = rows[rows["verdict"] != estimates.NOT_COMPARED]

@@ -9,6 +9,7 @@ from ...measurement import flags as checks
 from ...measurement.certificate import parity_table
 from ...verdicts import DEFAULT_MARGIN, EQUIVALENT, UNDECIDED, WINNER
 from .. import estimates
+from ..answer import page_rows
 from ..tables import ci_range, factor
 from .base import Section, bullets, heading
 
@@ -51,8 +52,7 @@ def findings(configs: pd.DataFrame, summary: pd.DataFrame, best: pd.DataFrame | 
         return ["No successful runs yet: run `make report` (or `python -m bench sweep`) first."]
     out = []
     if not summary.empty:
-        rows = pd.concat([summary, best if best is not None else pd.DataFrame()], ignore_index=True)
-        rows["_order"] = [b if isinstance(b, int | float) else 10**9 for b in rows["batch_size"]]
+        rows = page_rows(summary, best)
         for _, r in rows.sort_values(["platform", "model", "mode", "_order"]).iterrows():
             where = _where(r) if r["batch_size"] != "best" else (
                 f"{r['model']} {r['mode']}, each framework at its best batch ({r['precision']}, {r['platform']}; "
