@@ -69,14 +69,17 @@ def test_an_unfinished_sweep_says_so_first_with_true_counts(unfinished):
     assert not c.complete and c.minutes_so_far and c.minutes == pytest.approx(41, abs=0.5)
     head = header(d)
     assert head.startswith("> **Incomplete: sweep")
-    for true in ("has not finished (status running)", "5 of 6 planned runs recorded (1 not yet run)",
+    # one run was retried once: 5 runs recorded in 6 attempts, counted once and said the same way everywhere
+    assert (c.attempts, c.single, c.distributed, c.extra) == (6, 5, 0, 0)
+    for true in ("has not finished (status running)", "5 of 6 planned runs recorded in 6 attempts (1 retry); "
+                 "1 not yet run",
                  "1 failed or skipped", "2 retries of disturbed runs queued, 1 run, 1 pending",
                  "41 min so far, up to the end of its newest run",
                  f"`make sweep PROFILE={PROFILE}`", f"`python -m bench sweep --profile {PROFILE}`",
                  "1 failed and 0 were skipped"):
         assert true in head, true
     method = methodology(d)
-    assert "5 of 6 planned runs recorded" in method and "41 min so far" in method and "1 pending" in method
+    assert c.runs_text() in method and "41 min so far" in method and "1 pending" in method
     text = head + method + NOTEBOOK.read_text()
     for false in ("0 runs failed", "took 0 min", "(2 retried)", "every config of the profile was run"):
         assert false not in text, false
@@ -98,8 +101,10 @@ def test_a_complete_sweep_has_no_banner_and_states_its_duration(tmp_path):
     d = load(tmp_path)
     assert coverage.banner(d.sweeps, d.records) == ""
     head = header(d)
-    assert head.startswith("**Status:** complete (3 of 3 planned runs)")
-    assert "complete, 3 of 3 planned runs recorded" in head
+    (c,) = coverage.coverages(d.sweeps, d.records)
+    assert c.runs_text() == "3 of 3 planned runs recorded in 3 attempts"
+    assert head.startswith(f"**Status:** complete ({c.runs_text()})")  # page 1, the header and the methodology
+    assert f"complete, {c.runs_text()}" in head and c.runs_text() in methodology(d)  # agree word for word
     assert "took 7 min" in methodology(d) and "no disturbed run retried" in methodology(d)
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..host import devices
+from ..report import coverage
 from ..report import overhead as process_overhead
 from ..results.store import host_records, read_only
 from ..sweep.executors import OPTION_KEYS, make_executor
@@ -47,20 +48,24 @@ def sweep(args: argparse.Namespace) -> int:
         for c in p.dropped:
             print(f"      not run: over budget  {c.label}")
         print(f"{counted(len(p.tasks), 'run')} to do, {len(p.done)} already recorded, "
-              f"{counted(len(p.dropped), 'config')} over budget; {estimate_line(p)}")
+              f"{counted(len(p.dropped), 'config')} dropped to fit the budget; {estimate_line(p)}")
         return EXIT_OK
     result = run_sweep(profile, args.results_dir, force=args.force, repeats=args.repeats, executor=executor,
                        shard=args.shard)
     n = len(result.ran)
-    print(f"sweep {profile.name} ({result.sweep_id}): {counted(n, 'run')}, {len(result.already_done)} already "
-          f"recorded, {len(result.retried)} retried after a disturbance, {len(result.still_disturbed)} still "
-          f"disturbed, {counted(len(result.dropped), 'config')} over budget, {len(result.failures)} not ok")
+    m = result.manifest
+    if m:  # the counts in the report's words (bench/report/coverage.py), so the terminal and page 1 agree
+        c = coverage.sweep_coverage(m, host_records(args.results_dir))
+        print(f"sweep {profile.name} ({result.sweep_id}): {c.runs_text()}; {len(result.retried)} retried after a "
+              f"disturbance, {len(result.still_disturbed)} still disturbed, {len(result.failures)} not ok; "
+              f"{coverage.budget_text(m, c)}")
+    else:
+        print(f"sweep {profile.name} ({result.sweep_id}): nothing to run")
     if n:
         overhead = result.papermill_s - result.measured_s
         print(f"time: {result.papermill_s:.0f} s in papermill, of which {result.measured_s:.0f} s inside the "
               f"harness; per-config notebook overhead {overhead / n:.1f} s "
               f"({overhead / max(result.papermill_s, 1e-9):.0%} of the sweep)")
-    m = result.manifest
     if m:
         print("time: " + process_overhead.estimate_text(m)
               + (f"; retries added ~{m.retry_estimate_s / 60:.1f} min" if m.retry_estimate_s else "")

@@ -114,15 +114,16 @@ def status_line(d, records: list[Record]) -> str:
     if not covs:
         state = "single runs (no sweep manifest)"
     elif all(c.complete for c in covs):
-        state = "complete (" + "; ".join(f"{c.done} of {c.planned} planned runs" for c in covs) + ")"
+        state = "complete (" + "; ".join(c.runs_text() for c in covs) + ")"
     else:
-        state = "**incomplete** (" + "; ".join(f"{c.done} of {c.planned} planned runs" for c in covs) + ")"
+        state = "**incomplete** (" + "; ".join(c.runs_text() for c in covs) + ")"
     procs = d.processes
     n, bad = len(procs), int((~procs["clean"]).sum()) if not procs.empty else 0
     configs = d.configs
     unsound = int((~configs["sound"]).sum()) if not configs.empty else 0
-    disturbed = (f"{bad} of {n} processes disturbed or jittery (left out of their config's number where a clean "
-                 "one remains)" if bad else f"none of {n} processes disturbed")
+    disturbed = (f"{bad} of the {n} measured single-process runs disturbed or jittery (left out of their config's "
+                 "number where a clean one remains)" if bad else f"none of the {n} measured single-process runs "
+                 "disturbed")
     return (f"**Status:** {state}; {disturbed}; {unsound} of {len(configs)} configs not sound (fewer than "
             f"{estimates.MIN_PROCESSES} clean processes or a flag on the throughput), so no winner is stated from "
             "them.")

@@ -24,6 +24,10 @@ class SweepCoverage:
     failed: int  # of the sweep's own runs, whose latest attempt failed or was skipped
     retries_queued: int
     retries_done: int
+    extra: int  # of `planned`, the adaptive plan's extra processes (added while the sweep ran)
+    single: int  # of `done`, runs of one process (the single-process statistics' unit)
+    distributed: int  # of `done`, distributed runs (a launcher and its ranks: judged by the scaling rules)
+    attempts: int  # the sweep's own runs started, retries that ran included
     minutes: float | None  # elapsed; for a running sweep up to the end of its newest run
     minutes_so_far: bool  # True when the sweep had not ended: `minutes` is a lower bound
 
@@ -45,6 +49,25 @@ class SweepCoverage:
         if self.minutes_so_far:
             return f"{self.minutes:.0f} min so far, up to the end of its newest run"
         return f"took {self.minutes:.0f} min"
+
+    def runs_text(self) -> str:
+        """The sweep's counts, defined once: page 1, the header, the methodology and the terminal summary say this.
+
+        A run is one config at one repetition (what the plan counts); an attempt is one start of a run (a retry of a
+        disturbed run is a second attempt of the same run, and the later attempt is the one that counts)."""
+        parts = [f"{self.done} of {self.planned} planned runs recorded"]
+        detail = []
+        if self.extra:
+            detail.append(f"{self.planned - self.extra} planned at the start + {self.extra} extra processes where a "
+                          "comparison was undecided")
+        if self.distributed:
+            detail.append(f"{self.single} single-process, {self.distributed} distributed")
+        if detail:
+            parts.append(f"({'; '.join(detail)})")
+        retried = self.retries_done
+        parts.append(f"in {self.attempts} attempts" + (f" ({retried} {'retry' if retried == 1 else 'retries'})"
+                                                       if retried > 0 else ""))
+        return " ".join(parts)
 
     def retries(self) -> str:
         if not self.retries_queued:
@@ -78,6 +101,7 @@ def sweep_coverage(manifest: SweepManifest, records: list[Record]) -> SweepCover
     # The runner appends a retry to the manifest when it queues it; it has run once a later attempt is recorded.
     retried = manifest.retried
     retries_done = sum((e.config_key, e.repeat, e.attempt + 1) in attempts for e in retried)
+    distributed = sum(r.distributed is not None for key, r in latest.items() if key in order)
     ended = manifest.elapsed_s is not None
     if ended:
         minutes = manifest.elapsed_s / 60
@@ -92,7 +116,28 @@ def sweep_coverage(manifest: SweepManifest, records: list[Record]) -> SweepCover
         planned=manifest.already_done + len(order),
         done=manifest.already_done + len(order & set(latest)),
         failed=sum(r.status != "ok" for key, r in latest.items() if key in order),
-        retries_queued=len(retried), retries_done=retries_done, minutes=minutes, minutes_so_far=not ended)
+        retries_queued=len(retried), retries_done=retries_done, minutes=minutes, minutes_so_far=not ended,
+        extra=len(manifest.extra_processes or []),
+        distributed=distributed, single=manifest.already_done + len(order & set(latest)) - distributed,
+        # the store keeps the attempt that counts; the manifest's retries say how many attempts came before
+        attempts=manifest.already_done + len(order & set(latest)) + retries_done)
+
+
+def budget_text(manifest: SweepManifest, c: SweepCoverage) -> str:
+    """The budget against what the runs took, and how many configs the plan dropped to fit it (one wording)."""
+    [m] = as_manifests([manifest])
+    if not m.budget_minutes:
+        return f"no time budget; {c.duration()}"
+    parts = [f"budget {m.budget_minutes:g} min for its runs"]
+    if m.estimate_s is not None:
+        parts.append(f"estimated {m.estimate_s / 60:.1f} min")
+    if m.runs_s is not None:
+        parts.append(f"the runs took {m.runs_s / 60:.1f} min ({m.runs_s / 60 / m.budget_minutes - 1:+.0%} against "
+                     "the budget)")
+    parts.append(f"the whole sweep (peaks, runs, largest-batch search) {c.duration().removeprefix('took ')}")
+    dropped = len(m.dropped or [])
+    return ", ".join(parts) + ("; no config dropped to fit the budget" if not dropped else
+                               f"; {dropped} {'config' if dropped == 1 else 'configs'} dropped to fit the budget")
 
 
 def coverages(sweeps: list[SweepManifest], records: list[Record]) -> list[SweepCoverage]:
@@ -111,7 +156,7 @@ def banner(sweeps: list[SweepManifest], records: list[Record]) -> str:
                  "finished, but not every planned run is recorded" if c.status == FINISHED else f"is {c.status}")
         lines.append(
             f"> **Incomplete: sweep `{c.sweep_id}` (profile `{c.profile}`, {c.host}) {state}.** "
-            f"{c.done} of {c.planned} planned runs recorded ({c.planned - c.done} not yet run), {c.failed} failed "
+            f"{c.runs_text()}; {c.planned - c.done} not yet run, {c.failed} failed "
             f"or skipped; {c.retries()}; {c.duration()}. The numbers below cover only what was recorded. "
             f"To complete it: {c.command}, which runs what is not yet recorded.")
     return "\n>\n".join(lines)

@@ -128,9 +128,9 @@ def sweep_cost_text(records: list[Record], sweeps: list[SweepManifest]) -> str:
     text = f"**Where the time went.** Sweep `{latest.sweep_id}`: {estimate_text(latest)}."
     total = table[table["component"] == "all"]
     if not total.empty and total["share"].iloc[0] is not None:
-        text += (f" The timed loops were {total['share'].iloc[0]:.0%} of its {int(total['processes'].iloc[0])} "
-                 "processes' wall time; the rest (start-up, warm-up, phase pass, checks) is broken down per "
-                 "component in the details.")
+        text += (f" The timed loops were {total['share'].iloc[0]:.0%} of the wall time of its "
+                 f"{int(total['processes'].iloc[0])} single-process attempts (retries included); the rest "
+                 "(start-up, warm-up, phase pass, checks) is broken down per component in the details.")
     extra = sum(len(m.extra_processes or []) for m in sweeps if m.adaptive)
     if extra:
         text += (f" {extra} processes beyond the minimum went to the configs whose comparison was least decided "

@@ -238,7 +238,7 @@ class Sweep:
         self._save()
         self.announce(f"sweep {profile.name}: {counted(len(p.tasks), 'run')} to do ({p.repeats} repetitions per "
                       f"config, order seed {profile.order_seed}), {len(p.done)} already recorded, "
-                      f"{counted(len(p.dropped), 'config')} over budget; {estimate_line(p)}")
+                      f"{counted(len(p.dropped), 'config')} dropped to fit the budget; {estimate_line(p)}")
         return p
 
     def policies(self, p: Plan, journal: Journal) -> list[QueuePolicy]:

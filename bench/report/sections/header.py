@@ -34,16 +34,16 @@ def header(d) -> str:
     if runs.empty:
         return f"{top}Built {built}. No results yet."
     hosts = "; ".join(f"**{h}** ({', '.join(sorted(set(g['hardware'])))})" for h, g in runs.groupby("host"))
-    sweeps = "; ".join(f"`{c.profile}` on {c.host}: {'complete' if c.complete else c.status}, {c.done} of {c.planned} "
-                       f"planned runs recorded{_earlier_sweeps(d.sweeps, c)}"
+    sweeps = "; ".join(f"`{c.profile}` on {c.host}: {'complete' if c.complete else c.status}, {c.runs_text()}"
+                       f"{_earlier_sweeps(d.sweeps, c)}"
                        for c in coverage.coverages(d.sweeps, all_records(d)))
     dates = sorted(runs["created"].str[:10])
     status = runs["status"].value_counts()
     return (f"{top}{answer.status_line(d, all_records(d))}\n\n{answer.machine_line(d.records)}\n\n"
-            f"Built {built} from {len(runs)} process runs recorded {dates[0]}"
+            f"Built {built} from {len(runs)} single-process runs recorded {dates[0]}"
             f"{' to ' + dates[-1] if dates[-1] != dates[0] else ''} on {hosts}; "
             f"sweep(s): {sweeps or 'none (single runs)'}; {len(configs)} configs, each measured in "
-            f"{_processes_phrase(configs)}; of the {len(runs)} recorded runs "
+            f"{_processes_phrase(configs)}; of the {len(runs)} single-process runs "
             f"{int(status.get('error', 0))} failed and {int(status.get('skipped', 0))} were skipped. "
             "Every number was measured by this project unless it is labelled *published*.")
 

@@ -18,10 +18,6 @@ INTRO = ("Generated from the records and sweep manifests of this report; the dis
          "the details.")
 
 
-def _minutes(budget) -> str:
-    return f"{budget:g} min" if budget else "none"
-
-
 def _spread(values) -> str:
     values = sorted(values)
     if not values:
@@ -82,9 +78,8 @@ def methodology(d) -> str:
         sweep_lines.append(
             f"- sweep `{m['sweep_id']}` on {m['host']}: profile `{m['profile']}`, {m['repeats']} repetitions "
             f"per config, order seed {m['order_seed']}, up to {m['retries']} retries of a disturbed run "
-            f"({c.retries()}); {c.done} of {c.planned} planned runs recorded, {c.failed} failed or skipped; "
-            f"budget {_minutes(m['budget_minutes'])} (estimated {m['estimate_s'] / 60:.0f} min, "
-            f"{c.duration()}; {len(m.get('dropped', []))} configs over budget); status {m['status']}. Device peak: "
+            f"({c.retries()}); {c.runs_text()}, {c.failed} failed or skipped; "
+            f"{coverage.budget_text(m, c)}; status {m['status']}. Device peak: "
             + ("; ".join(peaks) or "not measured") + ".")
     procs = d.processes
     n_disturbed = int((~procs["clean"]).sum()) if not procs.empty else 0
