@@ -124,6 +124,5 @@ def definition(margin: float = DEFAULT_MARGIN) -> str:
 
 def short_definition(margin: float = DEFAULT_MARGIN) -> str:
     """The verdicts in one sentence, for page 1 (the methodology carries `definition`)."""
-    return (f"**winner**: the interval excludes 1x; **equivalent**: the whole interval lies within +-{margin:.0%}; "
-            f"**undecided**: neither (no difference shown, equality not shown either; *to decide* says how many more "
-            f"processes a side would likely decide it).")
+    return (f"**winner**: the interval excludes 1x; **equivalent**: it lies within +-{margin:.0%}; **undecided**: "
+            f"neither (*to decide*: the processes a side that would likely decide it).")

@@ -104,7 +104,7 @@ def test_a_complete_sweep_has_no_banner_and_states_its_duration(tmp_path):
     (c,) = coverage.coverages(d.sweeps, d.records)
     assert c.runs_text() == "3 of 3 planned runs recorded in 3 attempts"
     assert head.startswith(f"**Status:** complete ({c.runs_text()})")  # page 1, the header and the methodology
-    assert f"complete, {c.runs_text()}" in head and c.runs_text() in methodology(d)  # agree word for word
+    assert "`quick` on test-host: complete" in head and c.runs_text() in methodology(d)  # agree word for word
     assert "took 7 min" in methodology(d) and "no disturbed run retried" in methodology(d)
 
 

@@ -68,7 +68,7 @@ def answer_table(summary: pd.DataFrame, best: pd.DataFrame | None = None) -> tup
         decide = ""
         if r["verdict"] == UNDECIDED and not reasons:
             extra = r.get("extra_processes")
-            decide = (f"~{int(extra)} more processes a side" if extra == extra and extra is not None
+            decide = (f"~{int(extra)} more a side" if extra == extra and extra is not None
                       else "not decidable at this spread")
         rows.append({"platform": r["platform"], "precision": r["precision"], "model": r["model"], "mode": r["mode"],
                      "batch": _batch(r), "compared": r.get("compared") or "",
@@ -124,9 +124,10 @@ def status_line(d, records: list[Record]) -> str:
     disturbed = (f"{bad} of the {n} measured single-process runs disturbed or jittery (left out of their config's "
                  "number where a clean one remains)" if bad else f"none of the {n} measured single-process runs "
                  "disturbed")
-    return (f"**Status:** {state}; {disturbed}; {unsound} of {len(configs)} configs not sound (fewer than "
-            f"{estimates.MIN_PROCESSES} clean processes or a flag on the throughput), so no winner is stated from "
-            "them.")
+    sound = (f"{unsound} of {len(configs)} configs not sound (fewer than {estimates.MIN_PROCESSES} clean processes "
+             "or a flag on the throughput), so no winner is stated from them" if unsound else
+             f"all {len(configs)} configs sound")
+    return f"**Status:** {state}; {disturbed}; {sound}."
 
 
 def decided_line(summary: pd.DataFrame, best: pd.DataFrame | None, margin: float) -> str:

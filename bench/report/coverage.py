@@ -58,8 +58,7 @@ class SweepCoverage:
         parts = [f"{self.done} of {self.planned} planned runs recorded"]
         detail = []
         if self.extra:
-            detail.append(f"{self.planned - self.extra} planned at the start + {self.extra} extra processes where a "
-                          "comparison was undecided")
+            detail.append(f"{self.planned - self.extra} at the start + {self.extra} extra for undecided comparisons")
         if self.distributed:
             detail.append(f"{self.single} single-process, {self.distributed} distributed")
         if detail:

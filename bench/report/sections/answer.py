@@ -7,9 +7,8 @@ from ...verdicts import short_definition
 from ..answer import answer_notes, answer_table, decided_line
 from .base import Section, Table, Text, heading
 
-INTRO = ("Per model, mode and batch: the frameworks compared, the verdict on the fastest against the runner-up and "
-         "the speed-up with a 95% interval over fresh processes; a *best* row sets each framework at its own best "
-         "batch. ")
+INTRO = ("The fastest against the runner-up per model, mode and batch (*best*: each framework at its own best batch), "
+         "with a 95% interval over fresh processes. ")
 
 
 def render(d) -> Section:

@@ -34,7 +34,8 @@ def header(d) -> str:
     if runs.empty:
         return f"{top}Built {built}. No results yet."
     hosts = "; ".join(f"**{h}** ({', '.join(sorted(set(g['hardware'])))})" for h, g in runs.groupby("host"))
-    sweeps = "; ".join(f"`{c.profile}` on {c.host}: {'complete' if c.complete else c.status}, {c.runs_text()}"
+    # the counts are the status line's (coverage.runs_text); said once on page 1
+    sweeps = "; ".join(f"`{c.profile}` on {c.host}: {'complete' if c.complete else c.status}"
                        f"{_earlier_sweeps(d.sweeps, c)}"
                        for c in coverage.coverages(d.sweeps, all_records(d)))
     dates = sorted(runs["created"].str[:10])
