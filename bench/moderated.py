@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .stats import t_quantile
+from .stats import t_quantile, welch_satterthwaite
 
 # A config's own variance beyond this upper-tail probability under the prior is not pooled.
 HETEROGENEITY_ALPHA = 0.05
@@ -146,8 +146,7 @@ def moderated_ratio(a, b, spread_a: Spread | None, spread_b: Spread | None, conf
     if se == 0:
         return {"ratio": ratio, "ci_low": ratio, "ci_high": ratio, "within_noise": ratio == 1, "df": math.inf,
                 "pooled": spread_a.pooled and spread_b.pooled}
-    parts = [(v**2 / s.df) if v and math.isfinite(s.df) else 0.0 for v, s in ((va, spread_a), (vb, spread_b))]
-    df = (va + vb) ** 2 / sum(parts) if sum(parts) > 0 else 1e6
+    df = welch_satterthwaite([(va, spread_a.df), (vb, spread_b.df)])
     half = t_quantile(confidence, max(df, 1.0)) * se
     lo, hi = math.exp(ma - mb - half), math.exp(ma - mb + half)
     return {"ratio": ratio, "ci_low": lo, "ci_high": hi, "within_noise": bool(lo <= 1 <= hi), "df": df,

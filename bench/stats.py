@@ -131,6 +131,14 @@ def outer_level(values, levels) -> tuple[list[float], int]:
     return [math.exp(sum(g) / len(g)) for g in groups.values()], len(groups)
 
 
+def welch_satterthwaite(parts) -> float:
+    """Degrees of freedom of a sum of independent variances of means, [(variance, its df), ...]
+    (Welch-Satterthwaite). A part with zero variance or infinite df adds nothing to the denominator; 1e6 (the
+    normal quantile) when no part does."""
+    denominator = sum(v * v / df for v, df in parts if v and math.isfinite(df))
+    return sum(v for v, _ in parts) ** 2 / denominator if denominator > 0 else 1e6
+
+
 def welch_interval(a, b, confidence: float = 0.95) -> tuple[float, float | None, float | None]:
     """mean(a) - mean(b) with a Welch t-interval (None, None with fewer than two values on a side)."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
@@ -141,8 +149,7 @@ def welch_interval(a, b, confidence: float = 0.95) -> tuple[float, float | None,
     se = math.sqrt(va + vb)
     if se == 0:
         return d, d, d
-    # Welch-Satterthwaite degrees of freedom
-    df = (va + vb) ** 2 / ((va**2 / (a.size - 1) if va else 0) + (vb**2 / (b.size - 1) if vb else 0))
+    df = welch_satterthwaite([(va, a.size - 1), (vb, b.size - 1)])
     half = t_quantile(confidence, max(df, 1.0)) * se
     return d, d - half, d + half
 
@@ -239,7 +246,7 @@ def sweep_level_ratio(a, a_sweeps, b, b_sweeps, confidence: float = 0.95) -> dic
     d, se = ma - mb, math.sqrt(va + vb)
     if se == 0:
         return {"ratio": math.exp(d), "ci_low": math.exp(d), "ci_high": math.exp(d), "within_noise": d == 0}
-    df = (va + vb) ** 2 / ((va**2 / da if va else 0) + (vb**2 / db if vb else 0))
+    df = welch_satterthwaite([(va, da), (vb, db)])
     half = t_quantile(confidence, max(df, 1.0)) * se
     lo, hi = math.exp(d - half), math.exp(d + half)
     return {"ratio": math.exp(d), "ci_low": lo, "ci_high": hi, "within_noise": bool(lo <= 1.0 <= hi)}

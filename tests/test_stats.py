@@ -1,5 +1,7 @@
 """Statistics against known data."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -42,3 +44,12 @@ def test_summary_of_known_latencies():
 def test_mad():
     assert mad([1, 2, 3, 4, 100]) == 1.0
 
+
+
+def test_welch_satterthwaite_is_the_classic_formula_and_ignores_known_variances():
+    from bench.stats import welch_satterthwaite
+    va, vb = 0.04 / 3, 0.09 / 5
+    classic = (va + vb) ** 2 / (va**2 / 2 + vb**2 / 4)
+    assert welch_satterthwaite([(va, 2), (vb, 4)]) == pytest.approx(classic)
+    assert welch_satterthwaite([(va, 2), (vb, math.inf)]) == pytest.approx((va + vb) ** 2 / (va**2 / 2))
+    assert welch_satterthwaite([(0.0, 2), (0.0, 3)]) == 1e6
