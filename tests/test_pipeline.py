@@ -198,3 +198,42 @@ def test_a_hung_stage_is_ended_by_the_hard_timeout(tmp_path, monkeypatch):
     validate_record(record)
     time.sleep(1)
     assert not _our_processes(), "orphaned processes"
+
+
+def _pipeline_record(strategy: str, m: int, step_ms: float, repeat: int) -> dict:
+    """A synthetic pipeline record (ResNet-18, 2 stages, global batch 32) with the section a run writes."""
+    from tests.synthetic import config_key_of, dist_record
+
+    rec = dist_record(strategy, 2, step_ms, repeat=repeat, worker_batch=32)
+    rec["config"]["micro_batches"] = m
+    rec["config_key"] = config_key_of(rec["config"])
+    rec["summary"]["images_per_sec_median"] = 32 / (rec["summary"]["latency_ms_median"] / 1e3)
+    line = [("forward", 0, 0.0, 0.01), ("wait", None, 0.01, 0.02), ("backward", 0, 0.02, 0.04)]
+    rec["distributed"].update(global_batch=32, pipeline={
+        "micro_batches": m, "measured_bubble": 0.3, "measured_step_s": step_ms / 1e3,
+        "predicted": {"bubble": bubble_formula(2, m), "step_s": step_ms / 1e3 * 1.1, "compute_step_s": 0.1},
+        "cut_rule": "balanced", "cut_starts": [0, 8], "stage_params": [1, 2],
+        "stages": [{"micro_batches_held_max": m}, {"micro_batches_held_max": m}],
+        "timeline": [line, line], "expected_timeline": [line, line]})
+    return rec
+
+
+def test_the_parallelism_table_compares_strategies_at_the_same_global_batch(tmp_path):
+    from bench.report import parallelism as report
+    from bench.report.context import load_scaling
+    from bench.results.record import Record
+    from tests.synthetic import dist_record
+
+    records = [dist_record("independent", 1, 100.0, repeat=r) for r in range(3)]
+    records += [dist_record("allreduce", 2, 120.0, repeat=r) for r in range(3)]
+    records += [_pipeline_record("gpipe", 4, 300.0, r) for r in range(3)]
+    scaling = load_scaling([Record.from_json(r) for r in records], tmp_path)
+    t = scaling.parallelism
+    assert list(t["strategy"]) == ["independent", "allreduce", "gpipe"]
+    gpipe = t.iloc[2]
+    assert gpipe["verdict_vs_dp"] and gpipe["bubble_formula"] == pytest.approx(0.2)
+    assert gpipe["step_predicted_ms"] == pytest.approx(330.0, rel=0.05)
+    assert gpipe["efficiency"] == pytest.approx((32 / 0.3) / (2 * 16 / 0.1), rel=0.05)
+    shown = report.for_display(t)
+    assert "+10%" in shown.iloc[2]["step ms measured / predicted"]
+    assert len(report.timelines(t)) == 1 and report.findings(t)
