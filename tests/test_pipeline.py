@@ -143,13 +143,17 @@ def test_gpipe_and_1f1b_match_the_single_process_step():
 
 # ---- real runs through the launcher (full tier) ----
 
-RESNETISH = dict(framework="torch", model="tiny_cnn", mode="training", image_size=32, batch_size=32, workers=2,
+RESNETISH = dict(framework="torch", model="tiny_cnn", mode="training", image_size=64, batch_size=64, workers=2,
                  warmup=1, iterations=4)
 
 
 @pytest.mark.full
 def test_the_measured_idle_share_falls_as_m_grows(tmp_path):
-    records = {m: execute(make_config(**RESNETISH, strategy="gpipe", micro_batches=m), tmp_path) for m in (1, 8)}
+    # the stages overlap only where two cores are free for them: on a machine already loaded beyond its cores every
+    # m serialises them, and the test would measure the load, not the schedule
+    if os.getloadavg()[0] > (os.cpu_count() or 1) - 1:
+        pytest.skip(f"needs two free cores for the stages (load average {os.getloadavg()[0]:.1f})")
+    records = {m: execute(make_config(**RESNETISH, strategy="gpipe", micro_batches=m), tmp_path) for m in (1, 4)}
     for record in records.values():
         assert record["status"] == "ok", record["reason"]
         validate_record(record)
@@ -157,26 +161,33 @@ def test_the_measured_idle_share_falls_as_m_grows(tmp_path):
         assert len(section["stages"]) == 2 and section["stage_params"] and section["cut_rule"]
         assert not [f for f in record["flags"] if f["name"] == "weights_unchanged"]
     bubbles = {m: r["distributed"]["pipeline"]["measured_bubble"] for m, r in records.items()}
-    assert bubbles[8] < bubbles[1]
+    assert bubbles[4] < bubbles[1]  # at m = 1 one stage works at a time; at 4 both do (two free cores)
+
+
+def _signal_a_stage(config, tmp_path, stage: int, sig: int) -> dict:
+    """Run `config` (long) and send `sig` to stage `stage`'s process mid-run; the record once the launcher returns, and
+    no process of the run left behind."""
+    out = {}
+    runner = threading.Thread(target=lambda: out.update(record=execute(config, tmp_path)))
+    runner.start()
+    victim = _wait_for_ranks(2)[stage]
+    time.sleep(3)
+    os.kill(victim.pid, sig)
+    runner.join(timeout=120)
+    assert not runner.is_alive(), "the launcher did not stop"
+    record = out["record"]
+    validate_record(record)
+    time.sleep(1)
+    assert not _our_processes(), "orphaned processes"
+    return record
 
 
 @pytest.mark.full
 def test_a_killed_stage_ends_the_run_with_an_error_and_no_orphan(tmp_path):
     config = make_config(**{**RESNETISH, "iterations": 100_000}, strategy="1f1b", micro_batches=4)
-    out = {}
-    runner = threading.Thread(target=lambda: out.update(record=execute(config, tmp_path)))
-    runner.start()
-    victim = _wait_for_ranks(2)[1]
-    time.sleep(3)
-    os.kill(victim.pid, signal.SIGKILL)
-    runner.join(timeout=120)
-    assert not runner.is_alive(), "the launcher did not stop"
-    record = out["record"]
+    record = _signal_a_stage(config, tmp_path, 1, signal.SIGKILL)
     assert record["status"] == "error" and "distributed run failed" in record["reason"]
     assert "did not finish within" not in record["reason"]  # ended by the death, not by the hard timeout
-    validate_record(record)
-    time.sleep(1)
-    assert not _our_processes(), "orphaned processes"
 
 
 @pytest.mark.full
@@ -185,19 +196,8 @@ def test_a_hung_stage_is_ended_by_the_hard_timeout(tmp_path, monkeypatch):
     an error record, every process stopped."""
     monkeypatch.setattr(pipeline, "HARD_TIMEOUT_S", 40.0)
     config = make_config(**{**RESNETISH, "iterations": 100_000}, strategy="gpipe", micro_batches=2)
-    out = {}
-    runner = threading.Thread(target=lambda: out.update(record=execute(config, tmp_path)))
-    runner.start()
-    victim = _wait_for_ranks(2)[0]
-    time.sleep(3)
-    os.kill(victim.pid, signal.SIGSTOP)
-    runner.join(timeout=120)
-    assert not runner.is_alive(), "the hard timeout did not end the run"
-    record = out["record"]
+    record = _signal_a_stage(config, tmp_path, 0, signal.SIGSTOP)
     assert record["status"] == "error" and "did not finish within 40 s" in record["reason"]
-    validate_record(record)
-    time.sleep(1)
-    assert not _our_processes(), "orphaned processes"
 
 
 def _pipeline_record(strategy: str, m: int, step_ms: float, repeat: int) -> dict:

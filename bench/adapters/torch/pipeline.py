@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING
 from ...errors import UnsupportedError
 from ...host.devices import is_gpu
 from ...host.energy import energy_meter
-from ...ranks import rankio, stages
+from ...ranks import stages
 from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER
-from ..ranks import GroupFacts, RankGroup, Replica
+from ..ranks import GroupFacts, Replica
 from .models import build_torch_model
-from .worker import TorchReadings, rank_device
+from .worker import ProcessGroupRanks, TorchReadings, rank_device
 
 if TYPE_CHECKING:
     from ...config import RunConfig
@@ -158,7 +158,7 @@ def _instrument(torch, schedule_module, stage, schedule, clock: StageClock) -> N
         schedule_module._wait_batch_p2p = wait
 
 
-class PipelineRanks(RankGroup):
+class PipelineRanks(ProcessGroupRanks):
     """This process's stage of a pipeline run (torchrun's RANK is the stage index)."""
 
     def __init__(self, adapter: TorchAdapter, config: RunConfig, spec: dict) -> None:
@@ -167,6 +167,10 @@ class PipelineRanks(RankGroup):
         import torch.distributed as dist
         from torch.distributed.pipelining import PipelineStage, schedules
 
+        if config.engine == "compile" or config.precision not in ("fp32", "tf32"):
+            # the stages run their modules as cut (no compiled graph, no autocast or loss scaling in the schedule)
+            raise UnsupportedError(f"pipeline stages run engine eager/eager_nchw in fp32 or tf32 only (asked: "
+                                   f"{config.engine}, {config.precision})")
         self.torch, self.dist, self.config, self.rank, self.world = torch, dist, config, rank, world
         device, backend, self.measures_energy = rank_device(config, dict(os.environ), torch.cuda)
         if is_gpu(device):
@@ -248,23 +252,11 @@ class PipelineRanks(RankGroup):
         with self.torch.no_grad():  # this stage's own weights: each stage's change is checked on its own
             return [float(sum(p.double().abs().sum() for p in self.params))]
 
-    def barrier(self) -> None:
-        self.dist.barrier()
-
     def readings(self) -> TorchReadings:
         images = self.config.batch_size * self.config.iterations
         return TorchReadings(self.workload, self.device,
                              energy_meter(self.device) if self.measures_energy and self.rank == 0 else None, images)
 
-    def gather(self, results: list[dict]) -> list[dict]:
-        gathered = [None] * self.world if self.rank == 0 else None
-        self.dist.gather_object(results[0], gathered, dst=0)
-        return gathered or []
-
-    def finish(self) -> None:
-        self.dist.barrier()
-        self.dist.destroy_process_group()
-        rankio.exit_now()
 
 
 def in_flight_max(actions) -> int:

@@ -120,6 +120,7 @@ def section(config: RunConfig, ranks: list[RankResult], results_dir: Path | str 
                                           config.cluster)) if results_dir else None
     prediction = predict(config, mb_s, max(update), sent, link)
     steps = [max(r.steps[i]["step_s"] for r in stages) for i in range(min(len(r.steps) for r in stages))]
+    # the share of the stages' time the schedule leaves idle (at m = 1: (p-1)/p whatever the balance)
     measured_bubble = statistics.mean(_median(stages, "stage_bubble_share"))
     per_stage = []
     for r, f, b, c, u, s in zip(stages, forward, backward, compute, update, sent):
@@ -142,4 +143,5 @@ def section(config: RunConfig, ranks: list[RankResult], results_dir: Path | str 
             "timeline_step": "the step of median duration",
             "expected_timeline": expected_timeline(config.strategy, [x / m for x in forward],
                                                    [x / m for x in backward], m),
-            "bubble_method": "per stage, 1 - compute / (step - update), median over steps; mean over stages"}
+            "bubble_method": "per stage 1 - compute / (step - update), median over steps; mean over stages (every "
+                             "stage's own in `stages`)"}
