@@ -12,7 +12,7 @@ import pandas as pd
 from ..config import PIPELINE_STRATEGIES
 from ..results.record import Record, as_records
 from ..stats import process_ratio
-from ..verdicts import DEFAULT_MARGIN, judge
+from ..verdicts import DEFAULT_MARGIN, WINNER, judge
 
 DATA_PARALLEL = "allreduce"
 STRATEGY_NAMES = {"independent": "one worker (no parallelism)", "allreduce": "data parallel (DDP all-reduce)",
@@ -74,11 +74,12 @@ def _row(row, facts: dict, dp: pd.DataFrame, one: pd.DataFrame, margin: float) -
     return {
         "config_key": row["config_key"], "model": row["model"], "image_size": row["image_size"],
         "strategy": row["strategy"], "name": STRATEGY_NAMES.get(row["strategy"], row["strategy"]),
-        "workers": row["workers"], "global_batch": row["global_batch"], "micro_batches": m,
+        "workers": row["workers"], "link": row["link"], "global_batch": row["global_batch"], "micro_batches": m,
         "processes": row["processes"], "images_per_sec": row["images_per_sec"], "ci_low": row["ci_low"],
         "ci_high": row["ci_high"], "efficiency": efficiency, "flag_reasons": row["flag_reasons"],
         "memory_per_worker_bytes": _mean(facts.get("memory", [])),
-        "verdict_vs_dp": verdict.word if verdict else None,
+        "verdict_vs_dp": (("faster" if verdict.ratio > 1 else "slower") if verdict.word == WINNER else verdict.word)
+        if verdict else None,
         "ratio_vs_dp": verdict.interval() if verdict else None,
         "bubble_measured": _mean(s["measured_bubble"] for s in sections),
         "bubble_formula": sections[0]["predicted"]["bubble"] if sections else None,
@@ -94,28 +95,30 @@ def _row(row, facts: dict, dp: pd.DataFrame, one: pd.DataFrame, margin: float) -
 
 
 def _pct(x) -> str:
-    return "" if x is None or pd.isna(x) else f"{x:.0%}"
+    return "" if x is None else f"{x:.0%}"
 
 
 def for_display(t: pd.DataFrame) -> pd.DataFrame:
     """The section's table: what a reader compares, each number with its interval or its source."""
     if t.empty:
         return t
+    t = t.astype(object).where(t.notna(), None)  # a missing number is None here, never a printed nan
     rows = []
     for _, r in t.iterrows():
-        m = "" if r["micro_batches"] is None or pd.isna(r["micro_batches"]) else int(r["micro_batches"])
+        m = "" if r["micro_batches"] is None else int(r["micro_batches"])
         error = (r["step_predicted_ms"] / r["step_measured_ms"] - 1) if r["step_predicted_ms"] and \
             r["step_measured_ms"] else None
         rows.append({
-            "strategy": r["name"], "workers": int(r["workers"]), "m": m, "global batch": int(r["global_batch"]),
+            "strategy": r["name"], "workers": int(r["workers"]), "link": r["link"], "m": m,
+            "global batch": int(r["global_batch"]),
             "images/s [95% CI]": f"{r['images_per_sec']:.1f} [{r['ci_low']:.1f}-{r['ci_high']:.1f}]"
-            if r["ci_low"] is not None and not pd.isna(r["ci_low"]) else f"{r['images_per_sec']:.1f} [no interval]",
+            if r["ci_low"] is not None else f"{r['images_per_sec']:.1f} [no interval]",
             "vs data parallel": f"{r['verdict_vs_dp']} {r['ratio_vs_dp']}" if r["verdict_vs_dp"] else "",
             "efficiency": _pct(r["efficiency"]),
             "memory / worker (MB)": f"{r['memory_per_worker_bytes'] / 2**20:.0f}"
             if r["memory_per_worker_bytes"] else "",
             "bubble measured / formula": f"{_pct(r['bubble_measured'])} / {_pct(r['bubble_formula'])}"
-            if r["bubble_formula"] is not None and not pd.isna(r["bubble_formula"]) else "",
+            if r["bubble_formula"] is not None else "",
             "step ms measured / predicted": f"{r['step_measured_ms']:.0f} / {r['step_predicted_ms']:.0f} "
                                             f"({error:+.0%}{'' if r['prediction_has_link'] else ', no link fit'})"
             if error is not None else "",
@@ -131,7 +134,7 @@ def findings(t: pd.DataFrame) -> list[str]:
     pipes = t[t["strategy"].isin(PIPELINE_STRATEGIES)]
     for _, r in pipes.iterrows():
         if r["micro_batches_held"]:
-            out.append(f"{r['name']} at m = {r['micro_batches']}: the stages held at most "
+            out.append(f"{r['name']} at m = {int(r['micro_batches'])}: the stages held at most "
                        f"{', '.join(str(x) for x in r['micro_batches_held'])} micro-batches' activations at once "
                        f"(1F1B holds at most p - stage, GPipe all m); cut: {r['cut']}, parameters per stage "
                        f"{', '.join(f'{p:,}' for p in r['stage_params'])}.")
@@ -150,6 +153,6 @@ def timelines(t: pd.DataFrame) -> list[dict]:
     out = []
     for _, r in t[t["strategy"].isin(PIPELINE_STRATEGIES)].iterrows():
         if r["timeline"] and all(r["timeline"]):
-            out.append({"label": f"{r['name']}, m = {r['micro_batches']}", "measured": r["timeline"],
+            out.append({"label": f"{r['name']}, m = {int(r['micro_batches'])}", "measured": r["timeline"],
                         "expected": r["expected_timeline"]})
     return out
