@@ -213,7 +213,7 @@ def _pipeline_record(strategy: str, m: int, step_ms: float, repeat: int) -> dict
         "micro_batches": m, "measured_bubble": 0.3, "measured_step_s": step_ms / 1e3,
         "predicted": {"bubble": bubble_formula(2, m), "step_s": step_ms / 1e3 * 1.1, "compute_step_s": 0.1},
         "cut_rule": "balanced", "cut_starts": [0, 8], "stage_params": [1, 2],
-        "stages": [{"micro_batches_held_max": m}, {"micro_batches_held_max": m}],
+        "stages": [{"micro_batches_held_max": m, "activations_held_peak_bytes": m << 20}] * 2,
         "timeline": [line, line], "expected_timeline": [line, line]})
     return rec
 
@@ -236,4 +236,33 @@ def test_the_parallelism_table_compares_strategies_at_the_same_global_batch(tmp_
     assert gpipe["efficiency"] == pytest.approx((32 / 0.3) / (2 * 16 / 0.1), rel=0.05)
     shown = report.for_display(t)
     assert "+10%" in shown.iloc[2]["step ms measured / predicted"]
+    assert shown.iloc[2]["activations held (MB)"] == "4"
     assert len(report.timelines(t)) == 1 and report.findings(t)
+
+
+def test_the_record_section_comes_from_the_stages_timelines():
+    """pipeline.section from two stages' per-step results as the ranks send them (no process started)."""
+    from bench.results.record import Rank
+    from bench.runs.distributed.rank_loop import RankResult
+
+    config = make_config(**MLP, strategy="1f1b", micro_batches=2)
+    setup = {"pipeline": {"schedule": "Schedule1F1B", "cut_rule": "balanced", "cut_starts": [0, 2],
+                          "stage_params": [10, 20]}}
+
+    def stage(rank: int, compute: float, held: int) -> RankResult:
+        step = {"step_s": 1.0, "forward_s": compute / 3, "backward_s": 2 * compute / 3, "update_s": 0.1,
+                "stage_compute_s": compute, "stage_wait_s": 0.2, "stage_idle_s": 0.9 - compute,
+                "stage_bubble_share": 1 - compute / 0.9, "activation_bytes": 1000, "sent_bytes": 64,
+                "in_flight_max": held, "timeline": [["forward", 0, 0.0, 0.1]]}
+        return RankResult(Rank(rank=rank, role=f"stage {rank}", node=0, samples=48, phases_median_ms=None,
+                               peak_rss_bytes=1 << 30), [step] * 3, [1.0],
+                          "h", setup, 10, None, "gloo")
+
+    section = pipeline.section(config, [stage(1, 0.6, 1), stage(0, 0.3, 2)], None)
+    assert [s["stage"] for s in section["stages"]] == [0, 1]
+    assert [s["activations_held_peak_bytes"] for s in section["stages"]] == [2000, 1000]
+    assert section["measured_bubble"] == pytest.approx(1 - 0.45 / 0.9)  # the stages' mean idle share
+    assert section["predicted"]["compute_step_s"] == pytest.approx(3 * 0.3 + 0.1)  # (m+p-1) x 0.6 / m + update
+    assert section["predicted"]["step_s"] is None  # no link measured
+    assert section["measured_step_s"] == 1.0 and section["schedule"] == "Schedule1F1B"
+    assert len(section["expected_timeline"]) == 2 and section["timeline"][0] == [["forward", 0, 0.0, 0.1]]

@@ -1,7 +1,8 @@
 """The report's parallelism strategies: data parallel beside model parallel, GPipe and 1F1B on the same model and
 global batch: throughput with its process-level interval and verdict against data parallel, efficiency, memory per
-worker, the measured bubble against (p-1)/(m+p-1), the predicted step time against the measured one, and each
-schedule's timeline measured beside expected (bench/runs/distributed/pipeline.py writes what they come from)."""
+worker and the activations a stage holds for its backward, the measured bubble against (p-1)/(m+p-1), the predicted
+step time against the measured one, and each schedule's timeline measured beside expected
+(bench/runs/distributed/pipeline.py writes what they come from)."""
 
 from __future__ import annotations
 
@@ -89,9 +90,17 @@ def _row(row, facts: dict, dp: pd.DataFrame, one: pd.DataFrame, margin: float) -
         "cut": f"{sections[0]['cut_rule']}; starts {sections[0]['cut_starts']}" if sections else None,
         "stage_params": sections[0]["stage_params"] if sections else None,
         "micro_batches_held": [s_["micro_batches_held_max"] for s_ in sections[0]["stages"]] if sections else None,
+        "activations_held_bytes": _held(sections),
         "timeline": sections[-1]["timeline"] if sections else None,
         "expected_timeline": sections[-1]["expected_timeline"] if sections else None,
     }
+
+
+def _held(sections: list[dict]) -> int | None:
+    """The most activation bytes any stage held for its backward (mean over processes)."""
+    peaks = [max((st.get("activations_held_peak_bytes") or 0) for st in s["stages"]) for s in sections]
+    peaks = [p for p in peaks if p]
+    return int(statistics.mean(peaks)) if peaks else None
 
 
 def _pct(x) -> str:
@@ -117,6 +126,8 @@ def for_display(t: pd.DataFrame) -> pd.DataFrame:
             "efficiency": _pct(r["efficiency"]),
             "memory / worker (MB)": f"{r['memory_per_worker_bytes'] / 2**20:.0f}"
             if r["memory_per_worker_bytes"] else "",
+            "activations held (MB)": f"{r['activations_held_bytes'] / 2**20:.0f}" if r["activations_held_bytes"]
+            else "",
             "bubble measured / formula": f"{_pct(r['bubble_measured'])} / {_pct(r['bubble_formula'])}"
             if r["bubble_formula"] is not None else "",
             "step ms measured / predicted": f"{r['step_measured_ms']:.0f} / {r['step_predicted_ms']:.0f} "

@@ -17,7 +17,10 @@ INTRO = ("The thesis' three ways to spread training over workers, side by side o
          "statistics. A stage idles (p-1)/(m+p-1) of a step in the model; the predicted step is (m+p-1) x the "
          "slowest stage's micro-batch time plus the activations' transfer over the fitted link. Efficiency is "
          "throughput / (workers x one worker's throughput at its own batch); the verdict compares each strategy's "
-         "throughput with data parallel's (process-level intervals). Memory per worker: the largest rank's peak RSS.")
+         "throughput with data parallel's (process-level intervals). Memory per worker: the largest rank's peak RSS "
+         "(mostly the framework on a CPU); activations held: the most "
+         "bytes a stage's autograd kept for its backward at once (micro-batches in flight x one micro-batch's saved "
+         "tensors, counted by a saved-tensors hook).")
 
 
 def render(d) -> Section:

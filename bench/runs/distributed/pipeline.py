@@ -131,6 +131,9 @@ def section(config: RunConfig, ranks: list[RankResult], results_dir: Path | str 
             "bubble_share": _median([r], "stage_bubble_share")[0],
             "activation_bytes_per_micro_batch": int(_median([r], "activation_bytes")[0]),
             "micro_batches_held_max": int(max(s_["in_flight_max"] for s_ in r.steps)) if r.steps else None,
+            # what autograd kept for the backward, at most: the micro-batches held x the bytes one of them saves
+            "activations_held_peak_bytes": int(max(s_["in_flight_max"] for s_ in r.steps)
+                                               * _median([r], "activation_bytes")[0]) if r.steps else None,
             "sent_bytes_per_micro_batch": s, "peak_rss_bytes": r.section.peak_rss_bytes,
             "peak_memory_bytes": r.section.memory.peak_bytes if r.section.memory else None})
     middle = len(steps) // 2
