@@ -23,7 +23,11 @@ PROTOCOLS = ("adaptive", "seed")
 DATA_PLACEMENTS = ("device", "host")
 # Distributed data-parallel training (bench/distributed/): "none" is a single process. Which
 # strategies a framework implements is declared by its adapter (`distributed_strategies`).
-STRATEGIES = ("none", "independent", "allreduce", "allreduce_nosync", "ps_sync", "ps_async")
+STRATEGIES = ("none", "independent", "allreduce", "allreduce_nosync", "ps_sync", "ps_async", "model_parallel", "gpipe",
+              "1f1b")
+# The model's layers cut into one stage per worker (bench/runs/distributed/pipeline.py): every stage sees the whole
+# batch (split into `micro_batches` by a pipeline schedule), so the global batch is batch_size.
+PIPELINE_STRATEGIES = ("model_parallel", "gpipe", "1f1b")
 SCALINGS = ("weak", "strong")  # weak: batch_size per worker (as SINGA); strong: batch_size is global
 
 # Per-protocol defaults. seed = the 2019 study exactly; adaptive = steady-state + CI target.
@@ -86,7 +90,8 @@ _NUMBERS = {"batch_size": (True, False, MAX_VALUE), "seed": (True, True, 2**31 -
             "warmup": (True, True, MAX_VALUE), "iterations": (True, False, MAX_VALUE),
             "time_budget_s": (False, True, MAX_VALUE), "ci_target": (False, False, 1.0),
             "phase_iterations": (True, True, MAX_VALUE), "workers": (True, False, 1024), "nodes": (True, False, 1024),
-            "link_gbit": (False, True, 1000), "link_delay_ms": (False, True, 1000), "bucket_mb": (False, False, 10_000)}
+            "link_gbit": (False, True, 1000), "link_delay_ms": (False, True, 1000), "bucket_mb": (False, False, 10_000),
+            "micro_batches": (True, False, 4096)}
 
 
 def check_value(name: str, value: object) -> None:
@@ -158,6 +163,10 @@ class RunConfig:
     # tasks, bench/runs/distributed/cluster.py), or a host list "a,b" (node 0 first, one `bench run` per machine).
     cluster: str = ""
     rendezvous: str = "static"  # torchrun on real machines: "static" (fixed master) or "c10d"
+    # Pipeline strategies: micro-batches per step, and the cut ("" = balanced by counted FLOPs; "a,b": the unit index
+    # where each stage after the first begins)
+    micro_batches: int = 1
+    pipeline_cut: str = ""
     extra: dict = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:
@@ -204,10 +213,23 @@ class RunConfig:
             raise ConfigError(f"workers={self.workers} do not divide evenly over nodes={self.nodes}")
         if self.nodes == 1 and (self.link_gbit or self.link_delay_ms):
             raise ConfigError("link_gbit / link_delay_ms shape the link between emulated nodes: set nodes >= 2")
+        if self.strategy in PIPELINE_STRATEGIES:
+            self._check_pipeline()
+        elif self.micro_batches != 1 or self.pipeline_cut:
+            raise ConfigError("micro_batches / pipeline_cut are settings of a pipeline strategy: "
+                              f"{', '.join(PIPELINE_STRATEGIES)}")
         if self.scaling == "strong" and self.batch_size % self.workers:
             raise ConfigError(f"strong scaling splits batch_size={self.batch_size} over workers={self.workers}: "
                               "it must divide evenly")
         self._check_machine()
+
+    def _check_pipeline(self) -> None:
+        if self.workers < 2:
+            raise ConfigError(f"strategy {self.strategy!r} cuts the model into one stage per worker: workers >= 2")
+        if self.strategy == "model_parallel" and self.micro_batches != 1:
+            raise ConfigError("model_parallel feeds one whole batch at a time: micro_batches must be 1")
+        if self.batch_size % self.micro_batches:
+            raise ConfigError(f"micro_batches={self.micro_batches} must divide batch_size={self.batch_size}")
 
     def _tf_tasks_on_slurm(self, adapter) -> bool:
         """TF_CONFIG tasks on Slurm: one Slurm task (a `node` of the run) per TF task, SlurmClusterResolver's layout."""
@@ -311,11 +333,16 @@ class RunConfig:
 
     @property
     def worker_batch(self) -> int:
-        """Images per worker per step (weak scaling: batch_size; strong: batch_size / workers)."""
+        """Images per worker per step (weak scaling: batch_size; strong: batch_size / workers; a pipeline stage: the
+        whole batch)."""
+        if self.strategy in PIPELINE_STRATEGIES:
+            return self.batch_size
         return self.batch_size // self.workers if self.scaling == "strong" else self.batch_size
 
     @property
     def global_batch(self) -> int:
+        if self.strategy in PIPELINE_STRATEGIES:  # every stage trains on the same images
+            return self.batch_size
         return self.worker_batch * self.workers
 
     @property
@@ -369,7 +396,7 @@ FIELDS = tuple(f.name for f in dataclasses.fields(RunConfig) if f.name != "extra
 FIELD_TYPES = {f.name: {"str": str, "int": int, "float": float, "bool": bool}[f.type.split(" | ")[0]]
                for f in dataclasses.fields(RunConfig) if f.name != "extra"}
 DISTRIBUTED_FIELDS = ("strategy", "workers", "nodes", "link_gbit", "link_delay_ms", "bucket_mb", "scaling",
-                      "oversubscribe", "backend", "cluster", "rendezvous")
+                      "oversubscribe", "backend", "cluster", "rendezvous", "micro_batches", "pipeline_cut")
 # Distributed settings a single-process config may carry at their values (a profile's `settings` apply to every
 # block; the emulated link, the bucket and scaling are refused or ignored by nodes and workers of 1 already).
 _SHAPING_FIELDS = ("link_gbit", "link_delay_ms", "bucket_mb", "scaling")

@@ -17,7 +17,7 @@ from ..results.sweep_manifest import SweepManifest, load_sweeps
 from ..runs.distributed.network import fitted
 from ..runs.maxbatch import load_searches
 from ..verdicts import DEFAULT_MARGIN
-from . import scaling
+from . import parallelism, scaling
 from .data import config_tables, published_throughput, seed_2019
 from .estimates import best_batch_table, margin_of, ratio_table, summary_table
 from .memory import searches_table
@@ -52,9 +52,10 @@ class ScalingData:
     curves: pd.DataFrame  # accuracy over time (digits runs)
     accuracy: pd.DataFrame  # accuracy at equal wall time
     published: pd.DataFrame  # published scaling points as efficiency
+    parallelism: pd.DataFrame | None = None  # data parallel beside model parallel, GPipe and 1F1B (same batch)
 
 
-def load_scaling(records: list[Record], results_dir: Path) -> ScalingData:
+def load_scaling(records: list[Record], results_dir: Path, margin: float = DEFAULT_MARGIN) -> ScalingData:
     dist = [r for r in records if scaling.is_distributed(r)]
     procs = scaling.processes(dist)
     table = scaling.scaling_table(scaling.configs(procs))
@@ -62,7 +63,8 @@ def load_scaling(records: list[Record], results_dir: Path) -> ScalingData:
     curves = scaling.accuracy_curves(procs)
     return ScalingData(dist, procs, table, networks, scaling.predictions(table, networks), curves,
                        scaling.accuracy_at_equal_time(curves),
-                       scaling.published_efficiency(scaling.published_scaling()))
+                       scaling.published_efficiency(scaling.published_scaling()),
+                       parallelism.table(dist, table, margin))
 
 
 def load(results_dir=None) -> ReportData:
@@ -77,7 +79,7 @@ def load(results_dir=None) -> ReportData:
     margin = margin_of([m.equivalence_margin for m in sorted(sweeps, key=lambda m: str(m.started or ""))])
     return ReportData(results_dir, records, sweeps, runs, processes, configs, ratio_table(configs, margin),
                       summary_table(configs, margin), published_throughput(), seed,
-                      load_scaling(everything, results_dir),
+                      load_scaling(everything, results_dir, margin),
                       searches_table(load_searches(results_dir)), margin, best_batch_table(configs, margin))
 
 

@@ -167,6 +167,18 @@ CLAIMS = [
     Claim("thesis", "Asynchronous parameter servers against synchronous all-reduce: accuracy over time (Downpour "
           "SGD)", _accuracy, "Distributed: accuracy over time (details)", "",
           "`make report` (digits MLP, 2 workers)"),
+    Claim("thesis", "Model parallelism: the network's layers split across workers",
+          lambda d, claim: _strategies(d, ("model_parallel",)), "Parallelism strategies", "",
+          "`make sweep PROFILE=parallelism` (the naive split of ResNet-18 over 2 processes)"),
+    Claim("thesis", "Layer pipelining: the split model fed micro-batches so the stages work at once",
+          lambda d, claim: _strategies(d, ("gpipe", "1f1b")), "Parallelism strategies", "",
+          "`make report` (GPipe and 1F1B at m = 4); `make sweep PROFILE=parallelism` (m = 1, 2, 4, 8)"),
+    Claim("thesis", "Downpour SGD (DistBelief): asynchronous SGD through a parameter server",
+          lambda d, claim: _strategies(d, ("ps_async",)), "Distributed: accuracy over time (details)", "",
+          "`make report` (TensorFlow's asynchronous parameter server, digits MLP)"),
+    Claim("thesis", "Sandblaster L-BFGS (DistBelief): a coordinator drives L-BFGS over workers' gradient work units",
+          lambda d, claim: "", "", "not built yet: the pipeline strategies came first (issue 31); it needs a "
+          "coordinator, sharded parameter servers and work units with load balancing", "issue 31's Sandblaster item"),
 ]
 
 

@@ -427,6 +427,8 @@ class Distributed(Section):
     servers: list[dict[str, Any]] = optional([])
     accuracy: list[dict[str, Any]] | None = optional()
     global_step: str | None = optional()
+    # pipeline strategies: the cut, per-stage times and memory, the schedule's timeline, the model's prediction
+    pipeline: dict[str, Any] | None = optional()
 
 
 @section

@@ -13,7 +13,7 @@ from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, dist_v
 from ..launch import LaunchPlan
 from ..precision import tf32_unavailable
 from ..ranks import RankGroup
-from . import doctor, launch, worker
+from . import doctor, launch, pipeline, worker
 from .models import build_torch_model
 
 if TYPE_CHECKING:
@@ -233,7 +233,7 @@ class TorchAdapter(Adapter):
     module = "torch"
     distribution = "torch"
     libraries = ("torchvision",)
-    distributed_strategies = ("independent", "allreduce", "allreduce_nosync", "ps_sync")
+    distributed_strategies = ("independent", "allreduce", "allreduce_nosync", "ps_sync", *pipeline.SCHEDULES)
     distributed_launch = launch.TORCHRUN
     rendezvous_kinds = ("static", "c10d")
     chooses_backend = True
@@ -289,6 +289,8 @@ class TorchAdapter(Adapter):
         return TorchWorkload(config)
 
     def rank_group(self, config: RunConfig, spec: dict) -> RankGroup:
+        if config.strategy in pipeline.SCHEDULES:
+            return pipeline.PipelineRanks(self, config, spec)
         return worker.TorchRanks(self, config, spec)
 
     def launch_plan(self, config: RunConfig, module: str, env: dict, nodes, cluster) -> LaunchPlan:

@@ -250,7 +250,31 @@ class TorchReadings(Readings):
                 self.workload.memory() if is_gpu(self.device) else None)
 
 
-class TorchRanks(RankGroup):
+class ProcessGroupRanks(RankGroup):
+    """A rank per process in torch.distributed's process group (`self.dist`, `self.rank`, `self.world`): how its ranks
+    meet, gather their results and leave."""
+
+    dist: object
+    rank: int
+    world: int
+
+    def barrier(self) -> None:
+        self.dist.barrier()
+
+    def gather(self, results: list[dict]) -> list[dict]:
+        """Every rank's result to rank 0, which writes them all: on a real cluster the record is assembled on node 0
+        only, from every machine's ranks."""
+        gathered = [None] * self.world if self.rank == 0 else None
+        self.dist.gather_object(results[0], gathered, dst=0)
+        return gathered or []
+
+    def finish(self) -> None:
+        self.dist.barrier()
+        self.dist.destroy_process_group()
+        rankio.exit_now()
+
+
+class TorchRanks(ProcessGroupRanks):
     """This process's rank (torchrun's RANK / WORLD_SIZE): the adapter's workload for the rank's share of the batch
     and its own data, prepared before the process group so that its thread settings come first."""
 
@@ -281,9 +305,6 @@ class TorchRanks(RankGroup):
     def checksums(self) -> list[float | None]:
         return [self.workload.weights_checksum()]
 
-    def barrier(self) -> None:
-        self.dist.barrier()
-
     def readings(self) -> TorchReadings:
         ranks_here = int(os.environ.get(rankio.MACHINE_RANKS_ENV, 1))
         own_gpu = is_gpu(self.device) and ranks_here <= self.torch.cuda.device_count()
@@ -291,14 +312,3 @@ class TorchRanks(RankGroup):
         return TorchReadings(self.workload, self.device, energy_meter(self.device) if self.measures_energy else None,
                              images)
 
-    def gather(self, results: list[dict]) -> list[dict]:
-        """Every rank's result to rank 0, which writes them all: on a real cluster the record is assembled on node 0
-        only, from every machine's ranks."""
-        gathered = [None] * self.world if self.rank == 0 else None
-        self.dist.gather_object(results[0], gathered, dst=0)
-        return gathered or []
-
-    def finish(self) -> None:
-        self.dist.barrier()
-        self.dist.destroy_process_group()
-        rankio.exit_now()

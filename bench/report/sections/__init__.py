@@ -15,6 +15,7 @@ from . import (
     methodology,
     model_vs_published,
     not_run,
+    parallelism,
     published,
     references,
     study_coverage,
@@ -23,7 +24,7 @@ from . import (
 )
 from .display import show_all, show_section
 
-REPORT = [header, answer, findings, machine, throughput, best_batch, distributed, model_vs_published, energy,
-          then_and_now, published, study_coverage, frameworks, references, not_run, methodology, environment]
+REPORT = [header, answer, findings, machine, throughput, best_batch, distributed, parallelism, model_vs_published,
+          energy, then_and_now, published, study_coverage, frameworks, references, not_run, methodology, environment]
 
 __all__ = ["REPORT", "show_all", "show_section"]

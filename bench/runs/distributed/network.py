@@ -13,9 +13,9 @@ from ...config import make_config
 from ...results.store import host_dir
 from . import model
 from .cluster import Machines
+from .link_cache import NETWORK_FILE, link_key, read_cache, with_fits
 from .run import NotLeadNode, launch, work_dir
 
-NETWORK_FILE = "network.json"
 SIZES = (1_024, 4_096, 65_536, 262_144, 1_048_576, 4_194_304, 16_777_216, 50_331_648)
 WARMUP = 3
 PROBE_PORT_OFFSET = 97  # the probe's rendezvous port on real machines: beside the run's, never the same store
@@ -26,23 +26,6 @@ def repeats(nbytes: int) -> int:
     return 40 if nbytes <= model.SMALL_BYTES else 10
 
 
-def link_key(workers: int, nodes: int, gbit: float, delay_ms: float, cluster: str = "") -> str:
-    """The link a run used: loopback, emulated nodes (rate, delay), or real machines (their `cluster` setting)."""
-    if cluster:
-        return f"{nodes} machines x{workers} {cluster}"
-    if nodes == 1:
-        return f"loopback x{workers}"
-    return f"{nodes} nodes x{workers} {gbit:g}gbit {delay_ms:g}ms"
-
-
-def _read(results_dir: Path, host: str | None = None) -> dict:
-    path = host_dir(results_dir, host) / NETWORK_FILE
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-
-
 def measure(results_dir: Path | str, workers: int = 2, nodes: int = 1, gbit: float = 0.0,
             delay_ms: float = 0.0, force: bool = False, machines: Machines | None = None) -> dict | None:
     """The fitted link for this topology (measured now unless cached); raises LaunchError on failure.
@@ -51,7 +34,7 @@ def measure(results_dir: Path | str, workers: int = 2, nodes: int = 1, gbit: flo
     every time (no machine can know another's cache); node 0 stores the fit, the others return None."""
     results_dir = Path(results_dir)
     key = link_key(workers, nodes, gbit, delay_ms, machines.name if machines else "")
-    cache = _read(results_dir)
+    cache = read_cache(results_dir)
     if key in cache and not force and not machines:
         return cache[key]
     probe = reference_adapter()
@@ -78,7 +61,7 @@ def measure(results_dir: Path | str, workers: int = 2, nodes: int = 1, gbit: flo
     for point in entry["allreduce"] + entry["p2p"]:
         point.pop("samples_s", None)
     entry = with_fits(entry)
-    cache = _read(results_dir)
+    cache = read_cache(results_dir)
     cache[key] = entry
     path = host_dir(results_dir) / NETWORK_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -88,18 +71,6 @@ def measure(results_dir: Path | str, workers: int = 2, nodes: int = 1, gbit: flo
     return entry
 
 
-def with_fits(entry: dict) -> dict:
-    """The entry with alpha-beta fitted from its raw points (refitted on every read, so a better fit
-    applies to links measured earlier)."""
-    ar = model.fit_allreduce([p["bytes"] for p in entry["allreduce"]], [p["median_s"] for p in entry["allreduce"]],
-                             entry["workers"])
-    p2p = model.fit_p2p([p["bytes"] for p in entry["p2p"]], [p["median_s"] for p in entry["p2p"]])
-    return {**entry, "fit_allreduce": {"alpha_s": ar.alpha_s, "bandwidth_Bps": ar.bandwidth_Bps, "r2": ar.r2},
-            "fit_p2p": {"alpha_s": p2p.alpha_s, "bandwidth_Bps": p2p.bandwidth_Bps, "r2": p2p.r2},
-            "fit_method": "slope: least squares over all sizes; latency: median excess over the slope among "
-                          "latency-dominated messages (bandwidth term at most half their time)"}
-
-
 def fitted(results_dir: Path | str, host: str | None = None) -> dict[str, dict]:
     """Every link measured on `host` (default: this one): key -> entry with its fits."""
-    return {k: with_fits(e) for k, e in _read(Path(results_dir), host).items()}
+    return {k: with_fits(e) for k, e in read_cache(Path(results_dir), host).items()}

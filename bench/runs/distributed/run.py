@@ -25,7 +25,7 @@ from ...ranks.rankio import SPEC_ENV
 from ...results.record import Manifest, ModelInfo, Record, SweepPlacement
 from ..failures import describe_failure
 from ..fill import fill
-from . import rank_main
+from . import pipeline, rank_main
 from . import record as records
 from .cluster import Machines, resolve
 from .launcher import Launch, LaunchError
@@ -93,7 +93,7 @@ def launch(config: RunConfig, work: Path, module: str | None = None, extra_spec:
             servers.extend({"task": t.name, "peak_rss_bytes": _peak_rss(run.procs[t.name].pid)}
                            for t in tasks if t.daemon and t.name in run.procs)
 
-        Launch(tasks, work / "logs", LAUNCH_TIMEOUT_S, before_stop=read_servers).run()
+        Launch(tasks, work / "logs", pipeline.hard_timeout_s(config, LAUNCH_TIMEOUT_S), before_stop=read_servers).run()
     ranks = [json.loads(p.read_text()) for p in sorted(work.glob("*.json")) if p.name != "spec.json"]
     if not ranks and cluster and (cluster.node_rank != 0 or cluster.rendezvous == "c10d"):
         lead = "the machine whose agent the c10d rendezvous made node 0" if cluster.rendezvous == "c10d" else "node 0"
@@ -159,6 +159,8 @@ def execute(config: RunConfig, results_dir: Path | str | None = None, repeat: in
             results, servers, link, interference, kind = launch(config, work, cluster=cluster)
             ranks = [RankResult.from_json(r) for r in results]
             record.distributed = records.distributed_section(config, ranks, servers, link, kind)
+            if pipeline.is_pipeline(config):
+                record.distributed.pipeline = pipeline.section(config, ranks, results_dir)
             fill(record, config, records.measured(config, ranks, servers, interference),
                  lambda r: _utilisation(r, config, results_dir),
                  lambda r: records.distributed_flags(config, r.distributed.ranks, link["fallback"]))

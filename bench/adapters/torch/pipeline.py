@@ -1,0 +1,272 @@
+"""PyTorch pipeline ranks: the model's units cut into one stage per rank, trained by `torch.distributed.pipelining`.
+
+Strategies (bench/config.py PIPELINE_STRATEGIES)
+- model_parallel: the naive split, one whole batch at a time (the engine's GPipe with one micro-batch: the batch's
+  activations go forward stage by stage, its gradients come back; one stage works at a time).
+- gpipe: ScheduleGPipe over `micro_batches` (every forward, then every backward).
+- 1f1b: Schedule1F1B over `micro_batches` (a stage holds at most p micro-batches' activations).
+
+Every rank builds the whole model from the same seed and keeps its stage; stage 0 feeds the batch, the last stage
+computes the cross-entropy against the labels (the same data on every rank). The timed step is the schedule's step
+plus the stage's SGD-momentum update. The library times nothing itself: each stage's forward, backward, loss and
+every wait on a send or receive is bracketed by clock reads (perf_counter on CPUs; synchronised on GPUs), so a step
+leaves a per-rank timeline of its actions.
+
+BatchNorm with micro-batches: each micro-batch is normalised by its own statistics and the running statistics are
+updated once per micro-batch (as the engine runs it); no cross-micro-batch synchronisation.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+from ...errors import UnsupportedError
+from ...host.devices import is_gpu
+from ...host.energy import energy_meter
+from ...ranks import stages
+from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER
+from ..ranks import GroupFacts, Replica
+from .models import build_torch_model
+from .worker import ProcessGroupRanks, TorchReadings, rank_device
+
+if TYPE_CHECKING:
+    from ...config import RunConfig
+    from .adapter import TorchAdapter
+
+SCHEDULES = {"model_parallel": "ScheduleGPipe", "gpipe": "ScheduleGPipe", "1f1b": "Schedule1F1B"}
+BATCHNORM = ("each micro-batch normalised by its own statistics; running statistics updated once per micro-batch "
+             "(no synchronisation across micro-batches)")
+
+
+def model_units(model) -> list:
+    """The model's layers in forward order, as modules a stage can chain: an nn.Sequential's children, or a
+    torchvision ResNet's stem, residual blocks one by one, pooling, flatten and classifier."""
+    from torch import nn
+
+    if isinstance(model, nn.Sequential):
+        return list(model.children())
+    if all(hasattr(model, a) for a in ("conv1", "bn1", "maxpool", "layer1", "layer4", "avgpool", "fc")):
+        blocks = [b for name in ("layer1", "layer2", "layer3", "layer4") for b in getattr(model, name)]
+        return [model.conv1, model.bn1, model.relu, model.maxpool, *blocks, model.avgpool, nn.Flatten(1), model.fc]
+    raise UnsupportedError(f"{type(model).__name__} cannot be cut into pipeline stages here (a sequential model or a "
+                           "torchvision ResNet can)")
+
+
+def unit_flops(model_name: str, image_size: int) -> list[float]:
+    """Forward FLOPs of each unit for one image, counted on meta tensors (no memory, no arithmetic)."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with torch.device("meta"):
+        units = model_units(build_torch_model(model_name).eval())
+        x = torch.empty(1, 3, image_size, image_size)
+    out = []
+    with torch.no_grad():
+        for unit in units:
+            with FlopCounterMode(display=False) as counter:
+                x = unit(x)
+            out.append(float(counter.get_total_flops()))
+    return out
+
+
+def choose_cut(config: RunConfig, flops: list[float]) -> stages.Cut:
+    if config.pipeline_cut:
+        return stages.given_cut(config.pipeline_cut, len(flops), config.workers)
+    return stages.balanced_cut(flops, config.workers)
+
+
+def _layout(torch, fmt):
+    """A module that puts a 4-D activation into memory format `fmt`, and its gradient back into NCHW (what a stage
+    sends back to the previous one must be contiguous too); anything else passes through."""
+    class ToLayout(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.contiguous(memory_format=fmt)
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad.contiguous()
+
+    class Layout(torch.nn.Module):
+        def forward(self, x):
+            return ToLayout.apply(x) if x.dim() == 4 else x
+
+    return Layout()
+
+
+def _nbytes(value) -> int:
+    """Bytes of a tensor or of the tensors in a tuple or list (what a stage sends on)."""
+    if isinstance(value, (tuple, list)):
+        return sum(_nbytes(v) for v in value)
+    return value.numel() * value.element_size() if hasattr(value, "element_size") else 0
+
+
+class StageClock:
+    """Clock reads around each action of this stage: (kind, micro-batch, start, end), perf_counter seconds. On a GPU
+    each read synchronises first, so an interval is the device's work, not its queueing."""
+
+    def __init__(self, torch, device: str) -> None:
+        self.sync = (lambda: torch.cuda.synchronize(device)) if is_gpu(device) else (lambda: None)
+        self.actions: list[tuple[str, int | None, float, float]] = []
+        self.saved_bytes = 0  # activations autograd saved for the backward in the last forward timed
+        self.sent_bytes = 0  # the last forward's output: what goes to the next stage per micro-batch
+
+    def now(self) -> float:
+        self.sync()
+        return time.perf_counter()
+
+    def timed(self, kind: str, fn, index_of=lambda args, kwargs: None):
+        def wrapper(*args, **kwargs):
+            t0 = self.now()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.actions.append((kind, index_of(args, kwargs), t0, self.now()))
+        return wrapper
+
+
+def _counting_forward(torch, forward, clock: StageClock):
+    """The stage's forward of one micro-batch, counting the bytes autograd saves for its backward (the activations a
+    schedule holds until that micro-batch's backward) and the bytes of its output."""
+    def run(*args, **kwargs):
+        saved = [0]
+
+        def pack(t):
+            saved[0] += t.numel() * t.element_size()
+            return t
+
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            out = forward(*args, **kwargs)
+        clock.saved_bytes, clock.sent_bytes = saved[0], _nbytes(out)
+        return out
+    return run
+
+
+def _instrument(torch, schedule_module, stage, schedule, clock: StageClock) -> None:
+    """Clock reads around the stage's forward and backward of each micro-batch, the loss, and every wait on the
+    schedule's sends and receives (the module's `_wait_batch_p2p`: this process runs one schedule)."""
+    first = lambda args, kwargs: args[0] if args else kwargs.get("fwd_chunk_id", kwargs.get("bwd_chunk_id"))  # noqa: E731
+    stage.forward_one_chunk = clock.timed("forward", _counting_forward(torch, stage.forward_one_chunk, clock), first)
+    stage.backward_one_chunk = clock.timed("backward", stage.backward_one_chunk, first)
+    schedule._compute_loss = clock.timed("loss", schedule._compute_loss)
+    if not getattr(schedule_module._wait_batch_p2p, "timed", False):
+        wait = clock.timed(stages.WAIT, schedule_module._wait_batch_p2p)
+        wait.timed = True
+        schedule_module._wait_batch_p2p = wait
+
+
+class PipelineRanks(ProcessGroupRanks):
+    """This process's stage of a pipeline run (torchrun's RANK is the stage index)."""
+
+    def __init__(self, adapter: TorchAdapter, config: RunConfig, spec: dict) -> None:
+        rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+        import torch
+        import torch.distributed as dist
+        from torch.distributed.pipelining import PipelineStage, schedules
+
+        if config.engine == "compile" or config.precision not in ("fp32", "tf32"):
+            # the stages run their modules as cut (no compiled graph, no autocast or loss scaling in the schedule)
+            raise UnsupportedError(f"pipeline stages run engine eager/eager_nchw in fp32 or tf32 only (asked: "
+                                   f"{config.engine}, {config.precision})")
+        self.torch, self.dist, self.config, self.rank, self.world = torch, dist, config, rank, world
+        device, backend, self.measures_energy = rank_device(config, dict(os.environ), torch.cuda)
+        if is_gpu(device):
+            torch.cuda.set_device(device)
+        self.device = device
+        # every stage the same data (stage 0 feeds its images, the last stage's loss reads its labels)
+        self.workload = workload = adapter.prepare_rank(config.for_rank(0, device))
+        flops = unit_flops(config.model, config.image_size)
+        self.cut = cut = choose_cut(config, flops)
+        units = model_units(workload.module)
+        stage_params = [sum(p.numel() for u in units[i:j] for p in u.parameters()) for i, j in cut.bounds()]
+        a, b = cut.bounds()[rank]
+        # gloo sends contiguous tensors only: a stage hands on NCHW and takes its input back to the workload's layout
+        layout = [_layout(torch, workload.fmt)] if rank > 0 else []
+        handoff = [_layout(torch, torch.contiguous_format)] if rank < world - 1 else []
+        self.module = torch.nn.Sequential(*layout, *units[a:b], *handoff)
+        self.params = list(self.module.parameters())
+        # the workload trains this stage only, with the same recipe (its own update): the other stages' weights go
+        workload.module = workload.model = self.module
+        workload.opt = torch.optim.SGD(self.params, lr=LEARNING_RATE, momentum=MOMENTUM)
+        del units
+        dist.init_process_group(backend, timeout=timedelta(seconds=spec["timeout_s"]))
+        self.stage = PipelineStage(self.module, rank, world, torch.device(device))
+        loss_fn = torch.nn.CrossEntropyLoss()  # mean over each micro-batch; the schedule divides gradients by m
+        self.schedule = getattr(schedules, SCHEDULES[config.strategy])(
+            self.stage, n_microbatches=config.micro_batches, loss_fn=loss_fn)
+        self.clock = StageClock(torch, device)
+        _instrument(torch, schedules, self.stage, self.schedule, self.clock)
+        self.replicas = [Replica(rank, device, f"stage {rank}", int(os.environ.get("GROUP_RANK", 0)))]
+        stage_flops = [sum(flops[i:j]) for i, j in cut.bounds()]
+        settings = {**workload.settings,
+                    "inside_timer": f"the {SCHEDULES[config.strategy]} step over {config.micro_batches} "
+                                    "micro-batch(es) "
+                                    "(forward, cross-entropy on the last stage, backward, activations and gradients "
+                                    "between stages) + the stage's SGD-momentum step",
+                    "optimizer": OPTIMIZER, "loss": "CrossEntropyLoss", "init": "same seed on every rank",
+                    "pipeline": {"schedule": SCHEDULES[config.strategy], "stages": world,
+                                 "micro_batches": config.micro_batches, "cut_rule": cut.rule,
+                                 "cut_starts": list(cut.starts), "units": cut.units, "batchnorm": BATCHNORM,
+                                 "stage_params": stage_params, "stage_flops_per_image": stage_flops}}
+        self.facts = GroupFacts(
+            settings=settings, params=sum(p.numel() for p in self.params),
+            grad_bytes=sum(p.numel() * p.element_size() for p in self.params), backend=dist.get_backend(),
+            samples_per_step=config.batch_size,
+            threads={k: workload.settings[k] for k in ("intra_op_threads", "inter_op_threads")},
+            input_placement=workload.input_placement())
+
+    def step(self) -> dict:
+        clock, rank, workload = self.clock, self.rank, self.workload
+        clock.actions = []
+        t0 = clock.now()
+        workload.zero_grad()
+        losses: list = []
+        if rank == 0:
+            self.schedule.step(workload._input())
+        elif rank == self.world - 1:
+            self.schedule.step(target=workload.y, losses=losses)
+        else:
+            self.schedule.step()
+        u0 = clock.now()
+        workload.update()
+        t1 = clock.now()
+        clock.actions.append((stages.UPDATE, None, u0, t1))
+        summary = stages.stage_summary([(k, a, b) for k, _, a, b in clock.actions], t0, t1)
+        loss = float(self.torch.stack([x.detach() for x in losses]).mean()) if losses else None
+        forward, backward = _sum(clock.actions, "forward"), _sum(clock.actions, "backward")
+        # the phases add up to the step: the waits on sends and receives are its exposed communication (and the
+        # bubble: a stage waits for its peer), the rest (the loss, the schedule's own work) is `other`
+        return {"start": t0, "end": t1, "step_s": t1 - t0, "forward_s": forward, "backward_s": backward,
+                "update_s": t1 - u0, "comm_s": summary["wait_s"], "exposed_comm_s": summary["wait_s"],
+                "other_s": max(0.0, (t1 - t0) - forward - backward - (t1 - u0) - summary["wait_s"]),
+                **{f"stage_{k}": v for k, v in summary.items()},
+                "activation_bytes": clock.saved_bytes, "sent_bytes": clock.sent_bytes,
+                "in_flight_max": in_flight_max(clock.actions),
+                "timeline": [(k, i, a - t0, b - t0) for k, i, a, b in clock.actions],
+                **({"loss": loss} if losses else {})}
+
+    def checksums(self) -> list[float | None]:
+        with self.torch.no_grad():  # this stage's own weights: each stage's change is checked on its own
+            return [float(sum(p.double().abs().sum() for p in self.params))]
+
+    def readings(self) -> TorchReadings:
+        images = self.config.batch_size * self.config.iterations
+        return TorchReadings(self.workload, self.device,
+                             energy_meter(self.device) if self.measures_energy and self.rank == 0 else None, images)
+
+
+
+def in_flight_max(actions) -> int:
+    """The most micro-batches whose activations this stage held at once (forwarded, their backward not yet done)."""
+    held = peak = 0
+    for kind, *_ in actions:
+        held += {"forward": 1, "backward": -1}.get(kind, 0)
+        peak = max(peak, held)
+    return peak
+
+
+def _sum(actions, kind: str) -> float:
+    return sum(b - a for k, _, a, b in actions if k == kind)

@@ -1,0 +1,83 @@
+"""Pipeline stages, whatever the framework: the cut of a model's units into stages (balanced by counted FLOPs, or
+given), and one stage's step summarised from the clock reads around each of its actions (compute, send/receive
+waits, idle: the bubble).
+
+Run-side code: imports nothing heavy, so a rank can use it before its framework is up.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .timeline import union_length
+
+COMPUTE = ("forward", "backward", "loss")  # the timeline's kinds that are the stage's own arithmetic
+WAIT = "wait"  # a wait on a send or receive (the transfer, and the peer not being ready: where the bubble shows)
+UPDATE = "update"
+
+
+@dataclass(frozen=True)
+class Cut:
+    """Where each stage begins in the model's list of units, and how the cut was chosen."""
+
+    starts: tuple[int, ...]  # the first unit of each stage; starts[0] == 0
+    units: int
+    rule: str
+
+    def bounds(self) -> list[tuple[int, int]]:
+        ends = (*self.starts[1:], self.units)
+        return list(zip(self.starts, ends))
+
+
+def balanced_cut(costs: list[float], stages: int) -> Cut:
+    """The contiguous cut of units with `costs` into `stages` that makes the costliest stage as cheap as it can be
+    (the linear-partition dynamic programme; ties go to the earlier cut). Every stage gets at least one unit."""
+    n = len(costs)
+    if not 1 <= stages <= n:
+        raise ValueError(f"cannot cut {n} units into {stages} stages")
+    prefix = [0.0]
+    for c in costs:
+        prefix.append(prefix[-1] + c)
+    inf = float("inf")
+    # best[k][i]: the least largest stage cost of the first i units in k stages; where[k][i]: the last stage's start
+    best = [[inf] * (n + 1) for _ in range(stages + 1)]
+    where = [[0] * (n + 1) for _ in range(stages + 1)]
+    best[0][0] = 0.0
+    for k in range(1, stages + 1):
+        for i in range(k, n + 1):
+            for j in range(k - 1, i):
+                value = max(best[k - 1][j], prefix[i] - prefix[j])
+                if value < best[k][i]:
+                    best[k][i], where[k][i] = value, j
+    starts, i = [], n
+    for k in range(stages, 0, -1):
+        i = where[k][i]
+        starts.append(i)
+    return Cut(tuple(reversed(starts)), n, "balanced by counted forward FLOPs per stage (least largest stage)")
+
+
+def given_cut(text: str, units: int, stages: int) -> Cut:
+    """The cut a config gives as "a,b,...": the unit index where each stage after the first begins."""
+    starts = (0, *(int(t) for t in text.split(",") if t.strip()))
+    if len(starts) != stages or list(starts) != sorted(set(starts)) or starts[-1] >= units:
+        raise ValueError(f"pipeline_cut {text!r} does not cut {units} units into {stages} stages "
+                         f"(give {stages - 1} increasing unit indices below {units})")
+    return Cut(starts, units, f"given in the config: stages begin at units {', '.join(map(str, starts))}")
+
+
+def stage_summary(actions: list[tuple[str, float, float]], start: float, end: float) -> dict[str, float]:
+    """One stage's step from its timeline (kind, start, end): seconds of compute (forward, backward, loss), of waits
+    on sends and receives, of the update, and idle (the rest of the schedule's span: the bubble, plus the waits'
+    share that is the peer not being ready). `bubble_share`: the share of the schedule's span (the step without the
+    update) in which this stage computed nothing."""
+    compute = union_length([(a, b) for k, a, b in actions if k in COMPUTE])
+    waits = union_length([(a, b) for k, a, b in actions if k == WAIT])
+    update = union_length([(a, b) for k, a, b in actions if k == UPDATE])
+    span = max(1e-12, (end - start) - update)
+    return {"compute_s": compute, "wait_s": waits, "update_s": update,
+            "idle_s": max(0.0, span - compute), "bubble_share": max(0.0, 1.0 - compute / span)}
+
+
+def bubble_formula(stages: int, micro_batches: int, chunks: int = 1) -> float:
+    """GPipe's and 1F1B's idle share (p-1)/(m+p-1), divided by v for v interleaved chunks per stage."""
+    return (stages - 1) / (micro_batches + stages - 1) / chunks

@@ -1,0 +1,169 @@
+"""The report's parallelism strategies: data parallel beside model parallel, GPipe and 1F1B on the same model and
+global batch: throughput with its process-level interval and verdict against data parallel, efficiency, memory per
+worker and the activations a stage holds for its backward, the measured bubble against (p-1)/(m+p-1), the predicted
+step time against the measured one, and each schedule's timeline measured beside expected
+(bench/runs/distributed/pipeline.py writes what they come from)."""
+
+from __future__ import annotations
+
+import statistics
+
+import pandas as pd
+
+from ..config import PIPELINE_STRATEGIES
+from ..results.record import Record, as_records
+from ..stats import process_ratio
+from ..verdicts import DEFAULT_MARGIN, WINNER, judge
+
+DATA_PARALLEL = "allreduce"
+STRATEGY_NAMES = {"independent": "one worker (no parallelism)", "allreduce": "data parallel (DDP all-reduce)",
+                  "model_parallel": "model parallel (naive split)", "gpipe": "GPipe", "1f1b": "1F1B"}
+
+
+def _pipeline_facts(records: list[Record]) -> dict[str, dict]:
+    """Per config key: the pipeline sections' means over ok processes, memory per worker, one timeline."""
+    out: dict[str, dict] = {}
+    for r in as_records(records):
+        if r.status != "ok" or not r.distributed:
+            continue
+        peaks = [k.peak_rss_bytes for k in r.distributed.ranks if k.peak_rss_bytes]
+        entry = out.setdefault(r.config_key, {"memory": [], "sections": []})
+        if peaks:
+            entry["memory"].append(max(peaks))
+        if r.distributed.pipeline:
+            entry["sections"].append(r.distributed.pipeline)
+    return out
+
+
+def _mean(values) -> float | None:
+    values = [v for v in values if v is not None]
+    return statistics.mean(values) if values else None
+
+
+def table(records: list[Record], scaling_table: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> pd.DataFrame:
+    """One row per config of the strategies compared (same model, image size and global batch as a pipeline run)."""
+    if scaling_table is None or scaling_table.empty:
+        return pd.DataFrame()
+    pipes = scaling_table[scaling_table["strategy"].isin(PIPELINE_STRATEGIES)]
+    if pipes.empty:
+        return pd.DataFrame()
+    facts = _pipeline_facts(records)
+    rows = []
+    for (model, size, batch, host), g in pipes.groupby(["model", "image_size", "global_batch", "host"]):
+        same = scaling_table[(scaling_table["model"] == model) & (scaling_table["image_size"] == size)
+                             & (scaling_table["host"] == host) & (scaling_table["link"] == "loopback")]
+        one = same[(same["strategy"] == "independent") & (same["workers"] == 1)]
+        dp = same[(same["strategy"] == DATA_PARALLEL) & (same["global_batch"] == batch)]
+        for _, row in pd.concat([one, dp, g]).iterrows():
+            rows.append(_row(row, facts.get(row["config_key"], {}), dp, one, margin))
+    return pd.DataFrame(rows)
+
+
+def _row(row, facts: dict, dp: pd.DataFrame, one: pd.DataFrame, margin: float) -> dict:
+    sections = facts.get("sections", [])
+    m = sections[0]["micro_batches"] if sections else None
+    predicted = [s["predicted"].get("step_s") or s["predicted"].get("compute_step_s") for s in sections]
+    with_link = all(s["predicted"].get("step_s") is not None for s in sections) if sections else None
+    verdict = None
+    if len(dp) and row["strategy"] != DATA_PARALLEL and row["strategy"] != "independent":
+        ratio = process_ratio(row["values"], dp.iloc[0]["values"])
+        verdict = judge(ratio["ratio"], ratio["ci_low"], ratio["ci_high"], margin, len(row["values"]),
+                        len(dp.iloc[0]["values"]))
+    efficiency = None
+    if len(one) and row["workers"] > 1:
+        efficiency = process_ratio(row["values"], one.iloc[0]["values"])["ratio"] / row["workers"]
+    return {
+        "config_key": row["config_key"], "model": row["model"], "image_size": row["image_size"],
+        "strategy": row["strategy"], "name": STRATEGY_NAMES.get(row["strategy"], row["strategy"]),
+        "workers": row["workers"], "link": row["link"], "global_batch": row["global_batch"], "micro_batches": m,
+        "processes": row["processes"], "images_per_sec": row["images_per_sec"], "ci_low": row["ci_low"],
+        "ci_high": row["ci_high"], "efficiency": efficiency, "flag_reasons": row["flag_reasons"],
+        "memory_per_worker_bytes": _mean(facts.get("memory", [])),
+        "verdict_vs_dp": (("faster" if verdict.ratio > 1 else "slower") if verdict.word == WINNER else verdict.word)
+        if verdict else None,
+        "ratio_vs_dp": verdict.interval() if verdict else None,
+        "bubble_measured": _mean(s["measured_bubble"] for s in sections),
+        "bubble_formula": sections[0]["predicted"]["bubble"] if sections else None,
+        "step_measured_ms": _mean(s["measured_step_s"] for s in sections) * 1e3 if sections else None,
+        "step_predicted_ms": _mean(predicted) * 1e3 if sections and _mean(predicted) else None,
+        "prediction_has_link": with_link,
+        "cut": f"{sections[0]['cut_rule']}; starts {sections[0]['cut_starts']}" if sections else None,
+        "stage_params": sections[0]["stage_params"] if sections else None,
+        "micro_batches_held": [s_["micro_batches_held_max"] for s_ in sections[0]["stages"]] if sections else None,
+        "activations_held_bytes": _held(sections),
+        "timeline": sections[-1]["timeline"] if sections else None,
+        "expected_timeline": sections[-1]["expected_timeline"] if sections else None,
+    }
+
+
+def _held(sections: list[dict]) -> int | None:
+    """The most activation bytes any stage held for its backward (mean over processes)."""
+    peaks = [max((st.get("activations_held_peak_bytes") or 0) for st in s["stages"]) for s in sections]
+    peaks = [p for p in peaks if p]
+    return int(statistics.mean(peaks)) if peaks else None
+
+
+def _pct(x) -> str:
+    return "" if x is None else f"{x:.0%}"
+
+
+def for_display(t: pd.DataFrame) -> pd.DataFrame:
+    """The section's table: what a reader compares, each number with its interval or its source."""
+    if t.empty:
+        return t
+    t = t.astype(object).where(t.notna(), None)  # a missing number is None here, never a printed nan
+    rows = []
+    for _, r in t.iterrows():
+        m = "" if r["micro_batches"] is None else int(r["micro_batches"])
+        error = (r["step_predicted_ms"] / r["step_measured_ms"] - 1) if r["step_predicted_ms"] and \
+            r["step_measured_ms"] else None
+        rows.append({
+            "strategy": r["name"], "workers": int(r["workers"]), "link": r["link"], "m": m,
+            "global batch": int(r["global_batch"]),
+            "images/s [95% CI]": f"{r['images_per_sec']:.1f} [{r['ci_low']:.1f}-{r['ci_high']:.1f}]"
+            if r["ci_low"] is not None else f"{r['images_per_sec']:.1f} [no interval]",
+            "vs data parallel": f"{r['verdict_vs_dp']} {r['ratio_vs_dp']}" if r["verdict_vs_dp"] else "",
+            "efficiency": _pct(r["efficiency"]),
+            "memory / worker (MB)": f"{r['memory_per_worker_bytes'] / 2**20:.0f}"
+            if r["memory_per_worker_bytes"] else "",
+            "activations held (MB)": f"{r['activations_held_bytes'] / 2**20:.0f}" if r["activations_held_bytes"]
+            else "",
+            "bubble measured / formula": f"{_pct(r['bubble_measured'])} / {_pct(r['bubble_formula'])}"
+            if r["bubble_formula"] is not None else "",
+            "step ms measured / predicted": f"{r['step_measured_ms']:.0f} / {r['step_predicted_ms']:.0f} "
+                                            f"({error:+.0%}{'' if r['prediction_has_link'] else ', no link fit'})"
+            if error is not None else "",
+            "processes": int(r["processes"]), "flags": r["flag_reasons"] or ""})
+    return pd.DataFrame(rows)
+
+
+def findings(t: pd.DataFrame) -> list[str]:
+    """What the rows say, in words computed from them."""
+    if t.empty:
+        return []
+    out = []
+    pipes = t[t["strategy"].isin(PIPELINE_STRATEGIES)]
+    for _, r in pipes.iterrows():
+        if r["micro_batches_held"]:
+            out.append(f"{r['name']} at m = {int(r['micro_batches'])}: the stages held at most "
+                       f"{', '.join(str(x) for x in r['micro_batches_held'])} micro-batches' activations at once "
+                       f"(1F1B holds at most p - stage, GPipe all m); cut: {r['cut']}, parameters per stage "
+                       f"{', '.join(f'{p:,}' for p in r['stage_params'])}.")
+            break
+    fitted = pipes[pipes["step_predicted_ms"].notna() & pipes["step_measured_ms"].notna()]
+    if len(fitted):
+        errors = (fitted["step_predicted_ms"] / fitted["step_measured_ms"] - 1).abs()
+        within = int((errors <= 0.25).sum())
+        out.append(f"The pipeline model's step time is within 25% of the measured one for {within} of "
+                   f"{len(fitted)} pipeline configs (largest miss {errors.max():.0%}).")
+    return out
+
+
+def timelines(t: pd.DataFrame) -> list[dict]:
+    """Per pipeline config with a timeline: its label, the measured and the expected per-stage actions."""
+    out = []
+    for _, r in t[t["strategy"].isin(PIPELINE_STRATEGIES)].iterrows():
+        if r["timeline"] and all(r["timeline"]):
+            out.append({"label": f"{r['name']}, m = {int(r['micro_batches'])}", "measured": r["timeline"],
+                        "expected": r["expected_timeline"]})
+    return out

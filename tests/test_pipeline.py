@@ -1,0 +1,268 @@
+"""Model and pipeline parallelism (bench/adapters/torch/pipeline.py, bench/runs/distributed/pipeline.py,
+bench/ranks/stages.py): the cut, the bubble model and the expected timelines; a 2-stage pipeline of a model without
+BatchNorm matches the single-process step (GPipe and 1F1B); and in the full tier real runs: the idle share falls as
+m grows, a killed stage ends the run with an error and no orphan, a hung stage is ended by the hard timeout."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import threading
+import time
+
+import pytest
+
+from bench import make_config
+from bench.errors import ConfigError
+from bench.ranks.stages import balanced_cut, bubble_formula, given_cut, stage_summary
+from bench.results.record import validate_record
+from bench.runs.distributed import pipeline
+from bench.runs.single import execute
+from tests.test_distributed import _our_processes, _wait_for_ranks
+
+MLP = dict(framework="torch", model="digits_mlp", mode="training", image_size=8, batch_size=16, workers=2)
+
+
+def test_balanced_cut_makes_the_costliest_stage_as_cheap_as_it_can_be():
+    cut = balanced_cut([1, 1, 1, 5, 1, 1], 2)
+    assert cut.starts == (0, 3) and cut.bounds() == [(0, 3), (3, 6)]  # 3 | 7 beats 8 | 2 and 2 | 8
+    assert balanced_cut([4, 1, 1, 1, 1], 2).starts == (0, 1)
+    assert balanced_cut([1, 2, 3, 4, 5, 6, 7, 8, 9], 3).bounds() == [(0, 5), (5, 7), (7, 9)]  # 15 | 13 | 17
+    with pytest.raises(ValueError):
+        balanced_cut([1], 2)
+
+
+def test_a_given_cut_is_checked():
+    assert given_cut("2", 4, 2).starts == (0, 2)
+    for bad in ("0", "4", "2,2", "3,1"):
+        with pytest.raises(ValueError):
+            given_cut(bad, 4, 3 if "," in bad else 2)
+
+
+def test_pipeline_settings_are_validated():
+    assert make_config(**MLP, strategy="gpipe", micro_batches=4).global_batch == 16  # every stage sees the batch
+    with pytest.raises(ConfigError, match="micro_batches"):
+        make_config(**MLP, strategy="gpipe", micro_batches=5)
+    with pytest.raises(ConfigError, match="model_parallel"):
+        make_config(**MLP, strategy="model_parallel", micro_batches=2)
+    with pytest.raises(ConfigError, match="pipeline strategy"):
+        make_config(**MLP, strategy="allreduce", micro_batches=2)
+
+
+@pytest.mark.parametrize("strategy", ["gpipe", "1f1b"])
+@pytest.mark.parametrize("p,m", [(2, 1), (2, 4), (3, 8), (4, 2)])
+def test_the_expected_timeline_has_the_formula_bubble(strategy, p, m):
+    """Equal stages, no transfer: each stage idles (p-1)/(m+p-1) of the span, for GPipe and 1F1B alike."""
+    lines = pipeline.expected_timeline(strategy, [1.0] * p, [2.0] * p, m)
+    span = max(end for line in lines for *_, end in line)
+    for line in lines:
+        assert sorted(i for k, i, *_ in line if k == "forward") == list(range(m))
+        busy = sum(b - a for *_, a, b in line)
+        assert 1 - busy / span == pytest.approx(bubble_formula(p, m))
+
+
+def test_1f1b_holds_at_most_p_micro_batches_gpipe_all_of_them():
+    def held(order):
+        return pipeline_in_flight([("forward" if k == "F" else "backward", i, 0, 0) for k, i in order])
+
+    from bench.adapters.torch.pipeline import in_flight_max as pipeline_in_flight
+    for s, order in enumerate(pipeline.schedule_order("1f1b", 4, 8)):
+        assert held(order) == 4 - s
+    assert all(held(order) == 8 for order in pipeline.schedule_order("gpipe", 4, 8))
+
+
+def test_stage_summary_splits_the_step():
+    actions = [("forward", 0, 0.0, 1.0), ("wait", 0, 1.0, 3.0), ("backward", 0, 3.0, 5.0), ("update", 0, 5.0, 6.0)]
+    s = stage_summary([(k, a, b) for k, _, a, b in actions], 0.0, 6.0)
+    assert s == {"compute_s": 3.0, "wait_s": 2.0, "update_s": 1.0, "idle_s": 2.0, "bubble_share": pytest.approx(0.4)}
+
+
+def test_the_prediction_adds_the_link_to_the_slowest_stage():
+    from bench.runs.distributed.model import Link
+
+    config = make_config(**MLP, strategy="gpipe", micro_batches=4)
+    pred = pipeline.predict(config, [0.01, 0.02], 0.003, [1000, 10], Link(1e-4, 1e6))
+    assert pred["compute_step_s"] == pytest.approx(5 * 0.02 + 0.003)
+    assert pred["transfer_s"] == pytest.approx(2 * (1e-4 + 1000 / 1e6))  # one boundary, forward and back
+    assert pred["bubble"] == pytest.approx(0.2)
+    assert pipeline.predict(config, [0.01, 0.02], 0.0, [1000, 10], None)["step_s"] is None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _stage_steps(rank: int, port: int, runs, out) -> None:
+    """One pipeline step of stage `rank` for each (strategy, m): its loss (last stage) and its weights after it."""
+    os.environ.update(RANK=str(rank), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", LOCAL_RANK=str(rank))
+    from bench.adapters import ADAPTERS
+    from bench.adapters.torch.pipeline import PipelineRanks
+
+    for k, (strategy, m) in enumerate(runs):
+        os.environ["MASTER_PORT"] = str(port + k)
+        config = make_config(**MLP, strategy=strategy, micro_batches=m, threads=1)
+        group = PipelineRanks(ADAPTERS.get("torch"), config, {"timeout_s": 60})
+        result = group.step()
+        out.put((strategy, rank, result.get("loss"), [p.detach().numpy().copy() for p in group.params]))
+        group.dist.destroy_process_group()
+
+
+@pytest.mark.full
+def test_gpipe_and_1f1b_match_the_single_process_step():
+    """A 2-stage pipeline of an MLP (no BatchNorm, whose statistics micro-batches change): the same loss and updated
+    weights as one process training the whole model on the same batch."""
+    import numpy as np
+    import torch.multiprocessing as mp
+
+    from bench.adapters import ADAPTERS
+    from bench.adapters.torch.pipeline import model_units
+
+    single = ADAPTERS.get("torch").prepare(make_config(**{**MLP, "workers": 1}, threads=1).for_rank(0))
+    loss = float(single._forward(single._input()).detach())
+    single.step()
+    reference = [p.detach().numpy() for u in model_units(single.module) for p in u.parameters()]
+    runs = [("gpipe", 4), ("1f1b", 4), ("model_parallel", 1)]
+    ctx, port = mp.get_context("spawn"), _free_port()
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=_stage_steps, args=(r, port, runs, queue)) for r in range(2)]
+    for p in procs:
+        p.start()
+    got = {(s, r): (loss_r, w) for s, r, loss_r, w in (queue.get(timeout=180) for _ in range(2 * len(runs)))}
+    for p in procs:
+        p.join(30)
+    for strategy, _ in runs:
+        assert got[strategy, 1][0] == pytest.approx(loss, rel=1e-5)
+        weights = got[strategy, 0][1] + got[strategy, 1][1]
+        assert len(weights) == len(reference)
+        for a, b in zip(weights, reference):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+# ---- real runs through the launcher (full tier) ----
+
+RESNETISH = dict(framework="torch", model="tiny_cnn", mode="training", image_size=64, batch_size=64, workers=2,
+                 warmup=1, iterations=4)
+
+
+@pytest.mark.full
+def test_the_measured_idle_share_falls_as_m_grows(tmp_path):
+    # the stages overlap only where two cores are free for them: on a machine already loaded beyond its cores every
+    # m serialises them, and the test would measure the load, not the schedule
+    if os.getloadavg()[0] > (os.cpu_count() or 1) - 1:
+        pytest.skip(f"needs two free cores for the stages (load average {os.getloadavg()[0]:.1f})")
+    records = {m: execute(make_config(**RESNETISH, strategy="gpipe", micro_batches=m), tmp_path) for m in (1, 4)}
+    for record in records.values():
+        assert record["status"] == "ok", record["reason"]
+        validate_record(record)
+        section = record["distributed"]["pipeline"]
+        assert len(section["stages"]) == 2 and section["stage_params"] and section["cut_rule"]
+        assert not [f for f in record["flags"] if f["name"] == "weights_unchanged"]
+    bubbles = {m: r["distributed"]["pipeline"]["measured_bubble"] for m, r in records.items()}
+    assert bubbles[4] < bubbles[1]  # at m = 1 one stage works at a time; at 4 both do (two free cores)
+
+
+def _signal_a_stage(config, tmp_path, stage: int, sig: int) -> dict:
+    """Run `config` (long) and send `sig` to stage `stage`'s process mid-run; the record once the launcher returns, and
+    no process of the run left behind."""
+    out = {}
+    runner = threading.Thread(target=lambda: out.update(record=execute(config, tmp_path)))
+    runner.start()
+    victim = _wait_for_ranks(2)[stage]
+    time.sleep(3)
+    os.kill(victim.pid, sig)
+    runner.join(timeout=120)
+    assert not runner.is_alive(), "the launcher did not stop"
+    record = out["record"]
+    validate_record(record)
+    time.sleep(1)
+    assert not _our_processes(), "orphaned processes"
+    return record
+
+
+@pytest.mark.full
+def test_a_killed_stage_ends_the_run_with_an_error_and_no_orphan(tmp_path):
+    config = make_config(**{**RESNETISH, "iterations": 100_000}, strategy="1f1b", micro_batches=4)
+    record = _signal_a_stage(config, tmp_path, 1, signal.SIGKILL)
+    assert record["status"] == "error" and "distributed run failed" in record["reason"]
+    assert "did not finish within" not in record["reason"]  # ended by the death, not by the hard timeout
+
+
+@pytest.mark.full
+def test_a_hung_stage_is_ended_by_the_hard_timeout(tmp_path, monkeypatch):
+    """A stage stopped (SIGSTOP) mid-run: its peer blocks in a receive for ever; the hard timeout ends the run as
+    an error record, every process stopped."""
+    monkeypatch.setattr(pipeline, "HARD_TIMEOUT_S", 40.0)
+    config = make_config(**{**RESNETISH, "iterations": 100_000}, strategy="gpipe", micro_batches=2)
+    record = _signal_a_stage(config, tmp_path, 0, signal.SIGSTOP)
+    assert record["status"] == "error" and "did not finish within 40 s" in record["reason"]
+
+
+def _pipeline_record(strategy: str, m: int, step_ms: float, repeat: int) -> dict:
+    """A synthetic pipeline record (ResNet-18, 2 stages, global batch 32) with the section a run writes."""
+    from tests.synthetic import config_key_of, dist_record
+
+    rec = dist_record(strategy, 2, step_ms, repeat=repeat, worker_batch=32)
+    rec["config"]["micro_batches"] = m
+    rec["config_key"] = config_key_of(rec["config"])
+    rec["summary"]["images_per_sec_median"] = 32 / (rec["summary"]["latency_ms_median"] / 1e3)
+    line = [("forward", 0, 0.0, 0.01), ("wait", None, 0.01, 0.02), ("backward", 0, 0.02, 0.04)]
+    rec["distributed"].update(global_batch=32, pipeline={
+        "micro_batches": m, "measured_bubble": 0.3, "measured_step_s": step_ms / 1e3,
+        "predicted": {"bubble": bubble_formula(2, m), "step_s": step_ms / 1e3 * 1.1, "compute_step_s": 0.1},
+        "cut_rule": "balanced", "cut_starts": [0, 8], "stage_params": [1, 2],
+        "stages": [{"micro_batches_held_max": m, "activations_held_peak_bytes": m << 20}] * 2,
+        "timeline": [line, line], "expected_timeline": [line, line]})
+    return rec
+
+
+def test_the_parallelism_table_compares_strategies_at_the_same_global_batch(tmp_path):
+    from bench.report import parallelism as report
+    from bench.report.context import load_scaling
+    from bench.results.record import Record
+    from tests.synthetic import dist_record
+
+    records = [dist_record("independent", 1, 100.0, repeat=r) for r in range(3)]
+    records += [dist_record("allreduce", 2, 120.0, repeat=r) for r in range(3)]
+    records += [_pipeline_record("gpipe", 4, 300.0, r) for r in range(3)]
+    scaling = load_scaling([Record.from_json(r) for r in records], tmp_path)
+    t = scaling.parallelism
+    assert list(t["strategy"]) == ["independent", "allreduce", "gpipe"]
+    gpipe = t.iloc[2]
+    assert gpipe["verdict_vs_dp"] and gpipe["bubble_formula"] == pytest.approx(0.2)
+    assert gpipe["step_predicted_ms"] == pytest.approx(330.0, rel=0.05)
+    assert gpipe["efficiency"] == pytest.approx((32 / 0.3) / (2 * 16 / 0.1), rel=0.05)
+    shown = report.for_display(t)
+    assert "+10%" in shown.iloc[2]["step ms measured / predicted"]
+    assert shown.iloc[2]["activations held (MB)"] == "4"
+    assert len(report.timelines(t)) == 1 and report.findings(t)
+
+
+def test_the_record_section_comes_from_the_stages_timelines():
+    """pipeline.section from two stages' per-step results as the ranks send them (no process started)."""
+    from bench.results.record import Rank
+    from bench.runs.distributed.rank_loop import RankResult
+
+    config = make_config(**MLP, strategy="1f1b", micro_batches=2)
+    setup = {"pipeline": {"schedule": "Schedule1F1B", "cut_rule": "balanced", "cut_starts": [0, 2],
+                          "stage_params": [10, 20]}}
+
+    def stage(rank: int, compute: float, held: int) -> RankResult:
+        step = {"step_s": 1.0, "forward_s": compute / 3, "backward_s": 2 * compute / 3, "update_s": 0.1,
+                "stage_compute_s": compute, "stage_wait_s": 0.2, "stage_idle_s": 0.9 - compute,
+                "stage_bubble_share": 1 - compute / 0.9, "activation_bytes": 1000, "sent_bytes": 64,
+                "in_flight_max": held, "timeline": [["forward", 0, 0.0, 0.1]]}
+        return RankResult(Rank(rank=rank, role=f"stage {rank}", node=0, samples=48, phases_median_ms=None,
+                               peak_rss_bytes=1 << 30), [step] * 3, [1.0],
+                          "h", setup, 10, None, "gloo")
+
+    section = pipeline.section(config, [stage(1, 0.6, 1), stage(0, 0.3, 2)], None)
+    assert [s["stage"] for s in section["stages"]] == [0, 1]
+    assert [s["activations_held_peak_bytes"] for s in section["stages"]] == [2000, 1000]
+    assert section["measured_bubble"] == pytest.approx(1 - 0.45 / 0.9)  # the stages' mean idle share
+    assert section["predicted"]["compute_step_s"] == pytest.approx(3 * 0.3 + 0.1)  # (m+p-1) x 0.6 / m + update
+    assert section["predicted"]["step_s"] is None  # no link measured
+    assert section["measured_step_s"] == 1.0 and section["schedule"] == "Schedule1F1B"
+    assert len(section["expected_timeline"]) == 2 and section["timeline"][0] == [["forward", 0, 0.0, 0.1]]
