@@ -54,10 +54,10 @@ class ScalingData:
     published: pd.DataFrame  # published scaling points as efficiency
 
 
-def load_scaling(records: list[Record], results_dir: Path) -> ScalingData:
+def load_scaling(records: list[Record], results_dir: Path, margin: float = DEFAULT_MARGIN) -> ScalingData:
     dist = [r for r in records if scaling.is_distributed(r)]
     procs = scaling.processes(dist)
-    table = scaling.scaling_table(scaling.configs(procs))
+    table = scaling.scaling_table(scaling.configs(procs), margin)
     networks = {host: fitted(results_dir, host) for host in sorted({r.host for r in dist})}
     curves = scaling.accuracy_curves(procs)
     return ScalingData(dist, procs, table, networks, scaling.predictions(table, networks), curves,
@@ -77,7 +77,7 @@ def load(results_dir=None) -> ReportData:
     margin = margin_of([m.equivalence_margin for m in sorted(sweeps, key=lambda m: str(m.started or ""))])
     return ReportData(results_dir, records, sweeps, runs, processes, configs, ratio_table(configs, margin),
                       summary_table(configs, margin), published_throughput(), seed,
-                      load_scaling(everything, results_dir),
+                      load_scaling(everything, results_dir, margin),
                       searches_table(load_searches(results_dir)), margin, best_batch_table(configs, margin))
 
 
