@@ -2,12 +2,15 @@
 interval and bench/verdicts.py's verdict, an interval past what weak scaling can reach is shown clipped and undecided,
 a finding states a scaling result only when decided, and the adaptive plan stops giving a decided row processes."""
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pytest
+from matplotlib.text import Text
 
 from bench import make_config
 from bench.moderated import SweepSpreads
 from bench.report import scaling as S
+from bench.report import scaling_figures as SF
 from bench.report.context import load
 from bench.runs.distributed import comparisons as C
 from bench.sweep.plan import OTHER, PAGE_ONE, SOLO_TARGET, next_process
@@ -58,6 +61,11 @@ def test_an_efficiency_the_data_cannot_tell_is_undecided_clipped_and_says_what_w
     assert ": undecided (clipped at 105%, the most N workers sharing one machine reach; " in finding
     assert "more process" in finding and "winner" not in finding and "equivalent" not in finding
     assert "clipped" in S.methodology(data)
+    fig = SF.efficiency(data.table)  # drawn to the bound with an arrow, said under the figure, the verdict beside it
+    texts = [t.get_text() for t in fig.findobj(Text)]
+    assert any("undecided (CI clipped)" in t for t in texts) and any(SF.CLIPPED_NOTE in t for t in texts)
+    assert fig.axes[0].get_xlim()[1] <= C.EFFICIENCY_BOUND + 0.2
+    plt.close(fig)
 
 
 def test_distributed_intervals_borrow_from_the_distributed_pool_only(tmp_path):
