@@ -58,7 +58,7 @@ class ScalingData:
 def load_scaling(records: list[Record], results_dir: Path, margin: float = DEFAULT_MARGIN) -> ScalingData:
     dist = [r for r in records if scaling.is_distributed(r)]
     procs = scaling.processes(dist)
-    table = scaling.scaling_table(scaling.configs(procs))
+    table = scaling.scaling_table(scaling.configs(procs), margin)
     networks = {host: fitted(results_dir, host) for host in sorted({r.host for r in dist})}
     curves = scaling.accuracy_curves(procs)
     return ScalingData(dist, procs, table, networks, scaling.predictions(table, networks), curves,

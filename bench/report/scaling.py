@@ -16,10 +16,13 @@ import pandas as pd
 
 from ..adapters import declared
 from ..measurement.flags import FLAG_SCOPE, baseline_flag, efficiency_flag, forward_backward_flag, not_available
+from ..moderated import SweepSpreads
 from ..results.record import Distributed, Record, RunSettings, as_records
+from ..runs.distributed import comparisons as pairs
 from ..runs.distributed import model as netmodel
 from ..runs.distributed.network import SIZES, link_key
-from ..stats import process_interval, process_ratio, welch_interval
+from ..stats import process_interval, process_ratio
+from ..verdicts import DEFAULT_MARGIN, UNDECIDED, WINNER, Verdict
 from .energy import energy_text, hardware_label, mean_energy
 from .text import prose
 
@@ -82,7 +85,9 @@ def processes(records: list[Record]) -> pd.DataFrame:
 
 
 def configs(procs: pd.DataFrame) -> pd.DataFrame:
-    """One row per distributed config: geometric mean over clean processes with a t-interval."""
+    """One row per distributed config: geometric mean over clean processes with a 95% interval whose between-process
+    spread is moderated by the platform's other distributed configs (bench/moderated.py; `spreads`), beside the
+    config's own (Welch) interval."""
     if procs.empty:
         return procs
     rows = []
@@ -100,7 +105,7 @@ def configs(procs: pd.DataFrame) -> pd.DataFrame:
         row["server_update_ms"] = float(server.mean()) if len(server) else None
         row.update(processes=len(used), flagged=len(g) - len(clean), sound=len(clean) >= 2,
                    images_per_sec=est["estimate"], ci_low=est["ci_low"], ci_high=est["ci_high"],
-                   step_ms=first["global_batch"] / est["estimate"] * 1e3,
+                   own_ci_low=est["ci_low"], own_ci_high=est["ci_high"], spread_df=None, pooled=False,
                    overlap_share=used["overlap_share"].mean() if used["overlap_share"].notna().any() else None,
                    values=list(used["images_per_sec"]), step_values=list(used["step_ms"]),
                    flag_reasons="; ".join(dict.fromkeys(f.reason for fl in g["flags"] for f in fl)))
@@ -110,48 +115,100 @@ def configs(procs: pd.DataFrame) -> pd.DataFrame:
         # distributed runs are training steps: the forward/backward guard applies to every config
         row["phase_flags"] = [f for f in (forward_backward_flag(row["forward_ms"], row["backward_ms"]),) if f]
         rows.append(row)
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows)
+    spreads = _spreads(out)
+    for i, row in out.iterrows():
+        if row["config_key"] in spreads.values:
+            est = spreads.interval(row["config_key"])
+            out.at[i, "ci_low"], out.at[i, "ci_high"] = est["ci_low"], est["ci_high"]
+            out.at[i, "spread_df"], out.at[i, "pooled"] = est["df"], est["pooled"]
+    out["step_ms"] = out["global_batch"] / out["images_per_sec"] * 1e3
+    return out
 
 
-def _baseline(cfgs: pd.DataFrame, row, workers: int) -> pd.Series | None:
-    """The independent (no communication) config with the same model, data and `workers`, on loopback."""
-    m = cfgs[(cfgs["strategy"] == "independent") & (cfgs["workers"] == workers) & (cfgs["link"] == "loopback")]
-    # weak scaling keeps the batch per worker; strong scaling keeps the global batch
-    same = ID if row["scaling"] == "weak" else [c if c != "worker_batch" else "global_batch" for c in ID]
-    for col in same:
-        m = m[m[col] == row[col]]
-    return m.iloc[0] if len(m) else None
+def _baseline(table: pd.DataFrame, row, workers: int) -> pd.Series | None:
+    """The independent config on one machine with `workers` workers that `row` is measured against (the pairing of
+    bench/runs/distributed/comparisons.py), or None."""
+    sides = _sides(table)
+    me = next(s for s in sides if s.key == row["config_key"])
+    base = pairs.independent_baseline(me, sides, workers)
+    return None if base is None else table[table["config_key"] == base.key].iloc[0]
 
 
-def scaling_table(cfgs: pd.DataFrame) -> pd.DataFrame:
-    """Per config: throughput, communication cost (vs independent at the same N) and efficiency (vs 1 worker)."""
+def _spreads(cfgs: pd.DataFrame) -> SweepSpreads:
+    """The sound configs' clean per-process values, each moderated by its platform's other distributed configs (a
+    pool apart from single processes: ranks add variation of their own)."""
+    sound = cfgs[cfgs["sound"].astype(bool)]
+    return SweepSpreads(dict(zip(sound["config_key"], sound["values"])),
+                        dict(zip(sound["config_key"], sound["platform"])))
+
+
+def _sides(cfgs: pd.DataFrame) -> list[pairs.Side]:
+    return [pairs.Side(r["config_key"], (r["platform"], r["framework"], r["model"], r["image_size"], r["device"]),
+                         r["scaling"], r["strategy"], int(r["workers"]), int(r["nodes"]), int(r["worker_batch"]),
+                         int(r["global_batch"]), r["link"]) for _, r in cfgs.iterrows()]
+
+
+def _judged(spreads: SweepSpreads, c: pairs.Comparison, a, b, margin: float) -> tuple[dict, Verdict]:
+    """A comparison's ratio and verdict: sweep-moderated where both sides are sound; else the sides' own values
+    with no verdict but undecided (a side not sound; its flag or reason is what the row says)."""
+    if c.a in spreads.values and c.b in spreads.values:
+        return pairs.ratio(spreads, c), pairs.verdict(spreads, c, margin)
+    own = process_ratio(a["values"], b["values"])
+    r = {k: own[k] / c.divisor if own[k] is not None else None for k in ("ratio", "ci_low", "ci_high")}
+    return r, Verdict(UNDECIDED, r["ratio"], r["ci_low"], r["ci_high"], margin)
+
+
+def _step_difference(r: dict, base_step_ms: float) -> tuple[float, float | None, float | None]:
+    """A throughput ratio a/b as the step time a spends beyond b's, in ms, with its interval (b's step times the
+    ratio's inverse minus one: the same interval, in the unit a reader of steps wants)."""
+    ms = base_step_ms * (1 / r["ratio"] - 1)
+    if r["ci_low"] is None:
+        return ms, None, None
+    return ms, base_step_ms * (1 / r["ci_high"] - 1), base_step_ms * (1 / r["ci_low"] - 1)
+
+
+def scaling_table(cfgs: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> pd.DataFrame:
+    """Per config: throughput, communication cost (vs independent at the same N) and efficiency (vs 1 worker), each
+    with its interval and verdict (bench/runs/distributed/comparisons.py) at `margin`."""
     if cfgs.empty:
         return cfgs
+    spreads = _spreads(cfgs)
+    by_key = {r["config_key"]: r for _, r in cfgs.iterrows()}
+    found = {(c.kind, c.a): c for c in pairs.comparisons(_sides(cfgs))}
     out = []
     for _, row in cfgs.iterrows():
-        same_n, one = _baseline(cfgs, row, row["workers"]), _baseline(cfgs, row, 1)
-        comm, comm_flags = (None, None, None), []
-        if same_n is not None and row["strategy"] != "independent":
-            comm = welch_interval(row["step_values"], same_n["step_values"])
+        key = row["config_key"]
+        comm, comm_flags, comm_v = (None, None, None), [], None
+        if (c := found.get((pairs.COMMUNICATION, key))) is not None:
+            same_n = by_key[c.b]
+            r, comm_v = _judged(spreads, c, row, same_n, margin)
+            comm = _step_difference(r, same_n["step_ms"])
             comm_flags = [f for f in (baseline_flag("the independent baseline at the same N", same_n["sound"],
                                                     same_n["flag_reasons"]),) if f]
-        eff, eff_flags = {"ratio": None, "ci_low": None, "ci_high": None}, []
-        n = row["workers"]
-        if one is not None:
-            eff = process_ratio(row["values"], one["values"])
-            if n > 1 and eff["ratio"]:
-                eff_flags = [f for f in (baseline_flag("the 1-worker baseline", one["sound"], one["flag_reasons"]),
-                                         efficiency_flag(eff["ratio"] / n, row["scaling"])) if f]
-        efficiency = eff["ratio"] / n if eff["ratio"] else None
+        eff, eff_flags, eff_v = {"ratio": None, "ci_low": None, "ci_high": None}, [], None
+        if (c := found.get((pairs.EFFICIENCY, key))) is not None:
+            one = by_key[c.b]
+            eff, eff_v = _judged(spreads, c, row, one, margin)
+            eff_flags = [f for f in (baseline_flag("the 1-worker baseline", one["sound"], one["flag_reasons"]),
+                                     efficiency_flag(eff["ratio"], row["scaling"])) if f]
+        overlap = None  # all-reduce during backward against after it: (ms, low, high, verdict)
+        if (c := found.get((pairs.OVERLAP, key))) is not None:
+            after = by_key[c.b]
+            r, v = _judged(spreads, c, row, after, margin)
+            overlap = (*_step_difference(r, after["step_ms"]), v)
+        top, clipped = pairs.bounded_top(eff["ci_high"], row["scaling"])
         # a guarded number leaves the table's number columns, so no reader of them can print it; the raw value
         # stays beside it for the record (never displayed)
         out.append({**row.to_dict(), "comm_flags": comm_flags, "comm_cost_raw_ms": comm[0],
                     **dict(zip(("comm_cost_ms", "comm_ci_low", "comm_ci_high"),
                                (None, None, None) if comm_flags else comm)),
-                    "efficiency_flags": eff_flags, "efficiency_raw": efficiency,
-                    "efficiency": None if eff_flags else efficiency,
-                    "eff_ci_low": eff["ci_low"] / n if eff["ci_low"] and not eff_flags else None,
-                    "eff_ci_high": eff["ci_high"] / n if eff["ci_high"] and not eff_flags else None})
+                    "comm_verdict": comm_v, "efficiency_flags": eff_flags, "efficiency_raw": eff["ratio"],
+                    "efficiency": None if eff_flags else eff["ratio"],
+                    "eff_ci_low": None if eff_flags else eff["ci_low"],
+                    "eff_ci_high": None if eff_flags else top, "eff_ci_high_raw": eff["ci_high"],
+                    "eff_clipped": clipped and not eff_flags, "eff_verdict": eff_v, "overlap_diff": overlap,
+                    "margin": margin})
     table = pd.DataFrame(out)
     # the no-communication ceiling: the independent run's efficiency at the same N (workers share the cores);
     # a guarded ceiling is None (its flags go with the row's efficiency flags when displayed)
@@ -167,10 +224,12 @@ def scaling_table(cfgs: pd.DataFrame) -> pd.DataFrame:
 
 
 def efficiency_text(r) -> str:
-    """A row's efficiency as printed everywhere: the number with its CI, or n/a with the guard that fired."""
+    """A row's efficiency as printed everywhere: the number with its CI (its top bounded at what weak scaling can
+    reach, marked 'clipped': bench/runs/distributed/comparisons.py), or n/a with the guard that fired."""
     if r["efficiency_flags"]:
         return not_available(r["efficiency_flags"])
-    return _ci(r["efficiency"], r["eff_ci_low"], r["eff_ci_high"], ".0%")
+    text = _ci(r["efficiency"], r["eff_ci_low"], r["eff_ci_high"], ".0%")
+    return text[:-1] + ", clipped]" if r.get("eff_clipped") and text.endswith("]") else text
 
 
 def comm_text(r) -> str:
@@ -178,6 +237,28 @@ def comm_text(r) -> str:
     if r["comm_flags"]:
         return not_available(r["comm_flags"])
     return _ci(r["comm_cost_ms"], r["comm_ci_low"], r["comm_ci_high"], ".1f")
+
+
+# What each scaling comparison's verdict says (bench/runs/distributed/comparisons.py): a winner below 1x, a winner
+# above 1x, equivalent.
+READINGS = {pairs.EFFICIENCY: ("below linear", "above linear", "linear"),
+            pairs.COMMUNICATION: ("a cost", "faster than the independent run", "no cost"),
+            pairs.OVERLAP: ("overlap made the step longer", "overlap shortened the step", "no difference")}
+
+
+def reading(v: Verdict, kind: str) -> str:
+    """A decided scaling verdict in words: 'below linear (winner)', 'linear within +-5% (equivalent)'."""
+    below, above, same = READINGS[kind]
+    if v.word == WINNER:
+        return f"{below if v.ci_high < 1 else above} ({v.word})"
+    return f"{same} within +-{v.margin:.0%} ({v.word})"
+
+
+def _undecided_why(v: Verdict, clipped: bool = False) -> str:
+    """What an undecided scaling verdict says beyond the word: why the data cannot tell, and what would decide it."""
+    bound = f"clipped at {pairs.EFFICIENCY_BOUND:.0%}, the most N workers sharing one machine reach; " \
+        if clipped else ""
+    return f"undecided ({bound}{v.to_decide()})"
 
 
 def _cluster(row) -> str:
@@ -459,7 +540,7 @@ def _buckets(r) -> str:
 def _comm_clause(r) -> str:
     """The part of a finding that says what communication cost, against the no-communication ceiling."""
     if r["strategy"] == "independent":
-        return (f" with no communication at all: on {r['threads']} thread(s) per worker instead of "
+        return (f"; it has no communication at all: on {r['threads']} thread(s) per worker instead of "
                 f"{r['threads'] * r['workers']}, what is lost is the shared cores, not the network; this is the "
                 f"ceiling for every strategy at {r['workers']} workers here")
     if r["comm_flags"]:
@@ -469,35 +550,37 @@ def _comm_clause(r) -> str:
     ceiling = (f" (ceiling without communication: {not_available(r['ceiling_flags'])})" if r["ceiling_flags"]
                else f" (ceiling without communication: {r['ceiling']:.0%})"
                if r["ceiling"] is not None and not pd.isna(r["ceiling"]) else "")
-    lo, hi = r["comm_ci_low"], r["comm_ci_high"]
+    lo, hi, v = r["comm_ci_low"], r["comm_ci_high"], r["comm_verdict"]
     if lo is None or pd.isna(lo):
         return f"{ceiling}; communication costs {r['comm_cost_ms']:.0f} ms per step (no CI)"
-    if lo <= 0 <= hi:
-        return (f"{ceiling}; communication cost {r['comm_cost_ms']:.0f} ms per step [{lo:.0f} to {hi:.0f}]: "
-                f"not distinguishable from zero")
-    return f"{ceiling}; communication costs {r['comm_cost_ms']:.0f} ms per step [{lo:.0f}-{hi:.0f}]"
+    if v.word == WINNER and v.ci_high < 1:
+        return f"{ceiling}; communication costs {r['comm_cost_ms']:.0f} ms per step [{lo:.0f}-{hi:.0f}] ({v.word})"
+    cost = f"{ceiling}; communication cost {r['comm_cost_ms']:.0f} ms per step [{lo:.0f} to {hi:.0f}]"
+    return f"{cost}: {reading(v, pairs.COMMUNICATION) if v.decided else _undecided_why(v)}"
 
 
 def _overlap_findings(t: pd.DataFrame) -> list[str]:
     """What DDP's overlap bought: each bucketed DDP config against all-reduce after backward, same link and N."""
     out = []
-    nosync = t[t["strategy"] == "allreduce_nosync"]
-    for _, n in nosync.iterrows():
-        same = t[(t["strategy"] == "allreduce") & (t["framework"] == n["framework"]) & (t["model"] == n["model"])
-                 & (t["workers"] == n["workers"]) & (t["link"] == n["link"]) & t["overlap_share"].notna()]
-        for _, r in same.sort_values("bucket_mb").iterrows():
-            diff, lo, hi = welch_interval(r["step_values"], n["step_values"])
-            if lo is None or pd.isna(lo):
-                continue
-            verdict = ("overlap shortened the step" if hi < 0 else "overlap made the step longer" if lo > 0
-                       else "no measurable difference")
-            out.append(f"What overlap buys, {r['framework']} {r['model']} x{r['workers']} ({r['link']}): with "
-                       f"{r['bucket_mb']:g} MB buckets DDP hid {r['overlap_share']:.0%} of its communication behind "
-                       f"backward, yet the step took {diff:+.0f} ms [{lo:+.0f} to {hi:+.0f}] against all-reduce after "
-                       f"backward ({verdict})"
-                       + (". On a CPU, gloo's communication runs on the same cores backward needs, so communication "
-                          "hidden behind backward is not free time." if hi >= 0 and r["device"] == "cpu" else "."))
+    for _, r in t[t["overlap_diff"].notna() & t["overlap_share"].notna()].sort_values("bucket_mb").iterrows():
+        diff, lo, hi, v = r["overlap_diff"]
+        if lo is None:
+            continue
+        out.append(f"What overlap buys, {r['framework']} {r['model']} x{r['workers']} ({r['link']}): with "
+                   f"{r['bucket_mb']:g} MB buckets DDP hid {r['overlap_share']:.0%} of its communication behind "
+                   f"backward, yet the step took {diff:+.0f} ms [{lo:+.0f} to {hi:+.0f}] against all-reduce after "
+                   f"backward: {reading(v, pairs.OVERLAP) if v.decided else _undecided_why(v)}"
+                   + (". On a CPU, gloo's communication runs on the same cores backward needs, so communication "
+                      "hidden behind backward is not free time." if hi >= 0 and r["device"] == "cpu" else "."))
     return out
+
+
+def _efficiency_finding(r) -> str:
+    """A row's scaling efficiency with its verdict: a finding only when decided, else undecided with what would
+    decide it."""
+    v = r["eff_verdict"]
+    why = reading(v, pairs.EFFICIENCY) if v.decided else _undecided_why(v, bool(r["eff_clipped"]))
+    return f"scaling efficiency {efficiency_text(r)}: {why}"
 
 
 def findings(data) -> list[str]:
@@ -516,8 +599,7 @@ def findings(data) -> list[str]:
         if not r["sound"] or r["eff_ci_low"] is None or pd.isna(r["eff_ci_low"]):
             out.append(f"{what}: not measured reliably ({r['flag_reasons'] or 'fewer than 2 clean processes'}).")
             continue
-        out.append(f"{what}: scaling efficiency {r['efficiency']:.0%} [{r['eff_ci_low']:.0%}-{r['eff_ci_high']:.0%}]"
-                   f"{_comm_clause(r)}.")
+        out.append(f"{what}: {_efficiency_finding(r)}{_comm_clause(r)}.")
     out += _overlap_findings(t)
     for _, p in data.predictions.iterrows():
         if p["flags"]:
@@ -542,4 +624,5 @@ def methodology(data) -> str:
     procs = data.processes
     if procs.empty:
         return "No distributed runs in this report."
-    return prose("distributed_methodology", smallest=_size(SIZES[0]), largest=_size(SIZES[-1])).strip()
+    return prose("distributed_methodology", smallest=_size(SIZES[0]), largest=_size(SIZES[-1]),
+                 bound=f"{pairs.EFFICIENCY_BOUND:.0%}").strip()

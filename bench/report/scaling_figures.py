@@ -23,6 +23,9 @@ from .style import (
 # Said under a figure where a guard kept a number out (bench/measurement/flags.py: IMPOSSIBLE has the rules).
 GUARDED_NOTE = "n/a: an impossible number, kept out by the named guard (reason in the scaling table)"
 
+# Said under the efficiency figure where an interval passed what weak scaling can reach (comparisons.py: bounded_top).
+CLIPPED_NOTE = ("> : the interval went on past what N workers sharing one machine can reach; drawn to that bound "
+                "(the verdict is the whole interval's)")
 STRATEGY_NAMES = {"independent": "independent (no communication)", "allreduce": "all-reduce (DDP / MWMS)",
                   "allreduce_nosync": "all-reduce after backward (no overlap)",
                   "ps_sync": "parameter server, synchronous", "ps_async": "parameter server, asynchronous"}
@@ -134,20 +137,25 @@ def efficiency(table: pd.DataFrame):
         ax.barh(i, r["efficiency"], color=framework_colour(r["framework"]),
                 hatch=STRATEGY_HATCH.get(r["strategy"], "") + (FLAGGED_HATCH if flagged else ""), edgecolor="white",
                 xerr=[[r["efficiency"] - lo], [hi - r["efficiency"]]], capsize=3)
-        ax.text(max(hi, r["efficiency"]) + 0.01, i, f"{r['efficiency']:.0%}" + (" !" if flagged else ""),
-                va="center", fontsize=7)
+        clipped = bool(r.get("eff_clipped"))
+        if clipped:  # the interval went on past what weak scaling can reach: its bar ends in an arrow, not a cap
+            ax.plot(hi, i, marker=">", color="black", ms=5)
+        verdict = r["eff_verdict"].word if r.get("eff_verdict") is not None else ""
+        ax.text(max(hi, r["efficiency"]) + 0.01, i, f"{r['efficiency']:.0%} {verdict}".strip()
+                + (" (CI clipped)" if clipped else "") + (" !" if flagged else ""), va="center", fontsize=7)
         if r["strategy"] != "independent" and r["ceiling"] is not None and not pd.isna(r["ceiling"]):
             ax.plot([r["ceiling"]] * 2, [i - 0.4, i + 0.4], color="black", lw=2, solid_capstyle="butt",
                     label="ceiling: independent workers, same N (no communication)")
     ax.set_yticks(range(len(t)), [_row_label(r) for _, r in t.iterrows()],
                   fontsize=7)
     ax.axvline(1.0, color="#444444", lw=0.8, ls="--", label="N x one worker with all the cores")
-    ax.set_xlabel("scaling efficiency = throughput(N) / (N x throughput(1 worker)), 95% CI")
+    ax.set_xlabel("scaling efficiency = throughput(N) / (N x throughput(1 worker)), 95% CI; verdict against linear")
     ax.set_xlim(0, max(1.1, float(t["eff_ci_high"].fillna(t["efficiency"]).fillna(0).max()) + 0.15))
     ax.invert_yaxis()
     guarded = t["efficiency_flags"].map(bool)
     flagged = guarded | ~t["sound"].astype(bool)
-    notes = ([GUARDED_NOTE] if guarded.any() else []) + ([FLAGGED_BAR_NOTE] if (flagged & ~guarded).any() else [])
+    notes = ([GUARDED_NOTE] if guarded.any() else []) + ([FLAGGED_BAR_NOTE] if (flagged & ~guarded).any() else []) \
+        + ([CLIPPED_NOTE] if t["eff_clipped"].fillna(False).astype(bool).any() else [])
     if notes:
         footnote(ax, "; ".join(notes))
     return mark_flags(_finish(fig, ax, f"Scaling efficiency ({WHICH})"), flagged)

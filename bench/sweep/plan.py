@@ -20,7 +20,8 @@ from ..moderated import SweepSpreads
 from ..results.record import Record
 from ..results.store import counted_attempts
 from ..results.sweep_manifest import SweepManifest, as_manifests, wall_key
-from ..verdicts import DEFAULT_MARGIN, judge
+from ..runs.distributed import comparisons as scaling
+from ..verdicts import DEFAULT_MARGIN, Verdict, judge
 
 # Seconds a process spends outside the harness's own run (kernel start, interpreter and package imports, the
 # notebook's cells after the run, record write, kernel shutdown) when this host has no sweep manifest that timed
@@ -182,9 +183,19 @@ def spread_pool(c: RunConfig) -> str:
 
 
 # Priority tiers of the next process (higher first): a config without an interval; an undecided page-1 row (the
-# fastest and the runner-up of a comparison group); another undecided pair or a config compared with nothing whose
-# own interval is wider than SOLO_TARGET.
+# fastest and the runner-up of a comparison group); another undecided pair, an undecided scaling comparison (a
+# distributed config without an interval first), or a config compared with nothing whose own interval is wider than
+# SOLO_TARGET.
 NO_INTERVAL, PAGE_ONE, OTHER = 3, 2, 1
+
+
+def _urgency(v: Verdict) -> float:
+    """Within a tier, the comparison that fewer more processes would likely decide comes first."""
+    return 1 / (1 + v.extra_processes) if v.extra_processes is not None else 0.0
+
+
+def _scaling_name(c: RunConfig) -> str:
+    return f"{c.framework} {c.strategy} x{c.workers}"
 
 
 def next_process(configs: Iterable[RunConfig], values: dict[str, list[float]], processes: dict[str, int],
@@ -199,16 +210,26 @@ def next_process(configs: Iterable[RunConfig], values: dict[str, list[float]], p
     rows come first (each comparison group's fastest against its runner-up), then those that more processes would
     decide soonest; the process goes to the side with fewer processes. A config compared with nothing asks for
     more while its own interval is wider than SOLO_TARGET. Only configs under `max_repeats` whose next process fits
-    the budget are candidates.
+    the budget are candidates. Distributed configs are judged by their scaling comparisons instead
+    (bench/runs/distributed/comparisons.py: efficiency, communication, overlap), after page 1's rows, and a decided
+    one asks for nothing.
     """
     configs = list(configs)
     spreads = SweepSpreads({c.key: values.get(c.key, []) for c in configs}, {c.key: spread_pool(c) for c in configs})
     groups: dict[tuple, list[RunConfig]] = {}
-    for c in configs:
-        groups.setdefault(comparison_group(c), []).append(c)
+    distributed = [c for c in configs if c.distributed]
+    comps = scaling.comparisons(map(scaling.side_of, distributed))
+    scaled = list(dict.fromkeys(k for comp in comps for k in (comp.a, comp.b)))
+    for c in configs:  # a distributed config in a scaling comparison is judged there (below)
+        if c.key not in scaled:
+            groups.setdefault(comparison_group(c), []).append(c)
 
     def open_(c: RunConfig) -> bool:
         return processes.get(c.key, 0) < max_repeats and cost_s(c) <= budget_left_s
+
+    def fewer(a: RunConfig, b: RunConfig) -> RunConfig | None:
+        """The side of an undecided comparison that gets the process: the one with fewer, then the cheaper."""
+        return next((c for c in sorted((a, b), key=lambda c: (len(values[c.key]), -cost_s(c))) if open_(c)), None)
 
     candidates: list[tuple[tuple, Extra]] = []
 
@@ -218,8 +239,9 @@ def next_process(configs: Iterable[RunConfig], values: dict[str, list[float]], p
 
     for members in groups.values():
         for c in members:
-            if len(values.get(c.key, [])) < 2:
-                offer(c, NO_INTERVAL, math.inf, f"{_name(c)}: fewer than two clean processes")
+            if len(values.get(c.key, [])) < 2:  # a distributed config's after page 1's rows
+                offer(c, OTHER if c.distributed else NO_INTERVAL, math.inf,
+                      f"{_name(c)}: fewer than two clean processes")
         ranked = sorted((c for c in members if len(values.get(c.key, [])) >= 2),
                         key=lambda c: -spreads.interval(c.key)["estimate"])
         if len(members) == 1 and ranked:
@@ -234,13 +256,27 @@ def next_process(configs: Iterable[RunConfig], values: dict[str, list[float]], p
             v = judge(r["ratio"], r["ci_low"], r["ci_high"], margin, n_a, n_b, r.get("df"))
             if v.decided:
                 continue
-            sides = sorted((a, b), key=lambda c: (len(values[c.key]), -cost_s(c)))
-            side = next((c for c in sides if open_(c)), None)
+            side = fewer(a, b)
             if side is None:
                 continue
-            urgency = 1 / (1 + v.extra_processes) if v.extra_processes is not None else 0.0
-            offer(side, PAGE_ONE if i == 0 else OTHER, urgency,
+            offer(side, PAGE_ONE if i == 0 else OTHER, _urgency(v),
                   f"undecided: {_name(a)} / {_name(b)} = {v.interval()}; {v.to_decide()}")
+    by_key = {c.key: c for c in distributed}
+    for c in (by_key[k] for k in scaled):
+        if len(values.get(c.key, [])) < 2:
+            offer(c, OTHER, math.inf, f"{_scaling_name(c)}: fewer than two clean processes")
+    for comp in comps:
+        a, b = by_key[comp.a], by_key[comp.b]
+        if min(len(values.get(a.key, [])), len(values.get(b.key, []))) < 2:
+            continue
+        v = scaling.verdict(spreads, comp, margin)
+        if v.decided:
+            continue
+        side = fewer(a, b)
+        if side is not None:
+            offer(side, OTHER, _urgency(v), f"undecided {comp.kind}: {_scaling_name(a)} / {_scaling_name(b)}"
+                                        f"{f' / {comp.divisor}' if comp.divisor > 1 else ''} = {v.interval()}; "
+                                        f"{v.to_decide()}")
     if not candidates:
         return None
     return max(candidates, key=lambda x: x[0])[1]

@@ -1,0 +1,131 @@
+"""The comparisons a scaling finding rests on and their verdicts, defined once for the report's scaling section and
+the adaptive plan's extra processes.
+
+A distributed config (a strategy at N > 1 workers) is compared
+- with N x the 1-worker independent run (*efficiency*: throughput(N) / (N x throughput(1)), judged against 1, i.e.
+  linear scaling);
+- where it communicates, with the independent run at the same N (*communication*: throughput(strategy) /
+  throughput(independent), judged against 1, i.e. communication at no cost);
+- as all-reduce during backward, with all-reduce after backward at the same N and link (*overlap*).
+A baseline runs on one machine (no emulated link), on the same platform, framework, model, image size and device,
+with the same batch per worker (weak scaling) or the same global batch (strong scaling).
+
+Each ratio is the sweep-moderated one (bench/moderated.py; distributed configs are a pool of their own, ranks add
+variation of their own) and its verdict is bench/verdicts.py's, at the same margin as every other comparison:
+winner, equivalent, or undecided with how many more processes a side would likely decide it.
+
+N workers sharing one machine cannot beat N x one worker with all of it (weak scaling): an efficiency above 100% is
+impossible (bench/measurement/flags.py: above 100% plus its tolerance for timing noise). An interval whose top passes
+that bound is shown bounded there and marked (`bounded_top`), never silently; its verdict is taken from the interval as
+computed: reaching past the bound it cannot be equivalent, and it is undecided unless its bottom too lies above 100%
+(the data cannot tell how far below linear it lies).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Iterable
+from dataclasses import dataclass
+
+from ...config import RunConfig
+from ...measurement.flags import EFFICIENCY_TOLERANCE
+from ...moderated import SweepSpreads
+from ...verdicts import DEFAULT_MARGIN, UNDECIDED, Verdict, judge
+
+EFFICIENCY, COMMUNICATION, OVERLAP = "efficiency", "communication", "overlap"
+# The most a weak-scaling efficiency can be on workers that share one machine: 100%, plus the tolerance for timing
+# noise beyond which bench/measurement/flags.py calls it impossible (so a point estimate is never above its interval).
+EFFICIENCY_BOUND = 1 + EFFICIENCY_TOLERANCE
+
+
+@dataclass(frozen=True)
+class Side:
+    """What the pairing reads of one distributed config."""
+
+    key: Hashable
+    same: tuple  # what a baseline must share: platform, framework, model, image size, device
+    scaling: str  # weak or strong
+    strategy: str
+    workers: int
+    nodes: int
+    worker_batch: int
+    global_batch: int
+    link: Hashable  # the link as the caller names it: overlap compares runs on the same link only
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One scaling comparison: config `a` against baseline `b`, the ratio of their throughputs over `divisor` (N for
+    an efficiency, else 1)."""
+
+    kind: str
+    a: Hashable
+    b: Hashable
+    divisor: int = 1
+
+
+def side_of(config: RunConfig, platform: Hashable = None) -> Side:
+    """A sweep's distributed config as the pairing reads it (one machine: the platform is the caller's)."""
+    return Side(config.key, (platform, config.framework, config.model, config.image_size, config.device),
+                config.scaling, config.strategy, config.workers, config.nodes, config.worker_batch,
+                config.global_batch, (config.nodes, config.link_gbit, config.link_delay_ms, config.cluster))
+
+
+def independent_baseline(side: Side, sides: Iterable[Side], workers: int) -> Side | None:
+    """The independent (no communication) config on one machine with `workers` workers that `side` is measured
+    against, or None."""
+    for s in sides:
+        if (s.strategy == "independent" and s.workers == workers and s.nodes == 1 and s.same == side.same
+                and s.scaling == side.scaling
+                and (s.worker_batch == side.worker_batch if side.scaling == "weak" else
+                     s.global_batch == side.global_batch)):
+            return s
+    return None
+
+
+def comparisons(sides: Iterable[Side]) -> list[Comparison]:
+    """Every scaling comparison among `sides`, in their order."""
+    sides = list(sides)
+    out = []
+    for s in sides:
+        if s.workers < 2:
+            continue
+        one = independent_baseline(s, sides, 1)
+        if one is not None:
+            out.append(Comparison(EFFICIENCY, s.key, one.key, s.workers))
+        same_n = independent_baseline(s, sides, s.workers) if s.strategy != "independent" else None
+        if same_n is not None:
+            out.append(Comparison(COMMUNICATION, s.key, same_n.key))
+        if s.strategy == "allreduce":
+            out += [Comparison(OVERLAP, s.key, n.key) for n in sides
+                    if n.strategy == "allreduce_nosync" and n.same == s.same and n.scaling == s.scaling
+                    and n.workers == s.workers and n.link == s.link and n.global_batch == s.global_batch]
+    return out
+
+
+def ratio(spreads: SweepSpreads, c: Comparison) -> dict:
+    """The comparison's ratio with its moderated interval (keys of SweepSpreads.ratio; None where a side has no
+    value), divided by its divisor."""
+    r = dict(spreads.ratio(c.a, c.b))
+    for k in ("ratio", "ci_low", "ci_high"):
+        if r[k] is not None:
+            r[k] = r[k] / c.divisor
+    return r
+
+
+def verdict(spreads: SweepSpreads, c: Comparison, margin: float = DEFAULT_MARGIN) -> Verdict:
+    """The comparison's verdict at `margin`, as every other comparison's (bench/verdicts.py: judge), from its
+    interval as computed (never a bounded one)."""
+    r = ratio(spreads, c)
+    if r["ratio"] is None:
+        return Verdict(UNDECIDED, math.nan, None, None, margin)
+    return judge(r["ratio"], r["ci_low"], r["ci_high"], margin, len(spreads.values[c.a]), len(spreads.values[c.b]),
+                 r.get("df"))
+
+
+def bounded_top(ci_high: float | None, scaling: str) -> tuple[float | None, bool]:
+    """An efficiency interval's top as shown: at most EFFICIENCY_BOUND for weak scaling (strong scaling may be
+    superlinear: caches), and whether it was bounded."""
+    if ci_high is None or scaling != "weak" or ci_high <= EFFICIENCY_BOUND:
+        return ci_high, False
+    return EFFICIENCY_BOUND, True
