@@ -1,0 +1,68 @@
+"""The report on records from GPU hosts, rendered on any machine: utilisation against the peak of the run's own
+device and precision, and hardware sentences computed from the hosts in the results."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench import make_config
+from bench.measurement.peak import peak_key
+from bench.measurement.utilisation import utilisation
+from bench.report.data import config_tables
+
+from .synthetic import _record
+
+H100 = "0, NVIDIA H100 80GB HBM3, 580.159.04, 81559 MiB, GPU-aaaa0000\n"
+
+
+@pytest.fixture
+def on_a_gpu_host(monkeypatch):
+    """make_config as on a host with one H100 (the records are then read back on this GPU-less machine)."""
+    from bench.host import devices
+
+    monkeypatch.setattr(devices, "gpus", lambda: devices.visible_gpus(H100, None))
+
+
+def _procs(device: str, precision: str, ips: float, sweep_id: str = "s1", flops: float = 1e9) -> list[dict]:
+    config = make_config(framework="torch", model="resnet50", mode="inference", batch_size=8, protocol="seed",
+                         device=device, precision=precision)
+    return [_record(config, repeat=i, ips=ips * (1 + 0.001 * i), seed=i, sweep_id=sweep_id, flops=flops,
+                    peak=None).to_json() for i in range(3)]
+
+
+def _peak(device: str, precision: str, records: list[dict], flops_per_sec: float) -> dict:
+    key = peak_key(device, precision, records[0]["config"]["threads"] * records[0]["config"]["workers"])
+    return {key: {"start": {"flops_per_sec": flops_per_sec, "spread": 0.01}, "end": None}}
+
+
+def test_each_config_s_utilisation_is_against_its_own_device_and_precision_peak(on_a_gpu_host):
+    cpu, fp32, bf16 = _procs("cpu", "fp32", 10.0), _procs("cuda:0", "fp32", 2000.0), _procs("cuda:0", "bf16", 5000.0)
+    sweep = {"sweep_id": "s1", "peaks": {**_peak("cpu", "fp32", cpu, 1e11), **_peak("cuda:0", "fp32", fp32, 5e13),
+                                         **_peak("cuda:0", "bf16", bf16, 4e14)}}
+    _, _, configs = config_tables(cpu + fp32 + bf16, [sweep])
+    got = {(r.device, r.precision): (r.utilisation, r.images_per_sec_median) for r in configs.itertuples()}
+    # before: every config against the sweep's best peak (the GPU's bf16), so the CPU read 0.003% and fp32 0.5%
+    peaks = {("cpu", "fp32"): 1e11, ("cuda:0", "fp32"): 5e13, ("cuda:0", "bf16"): 4e14}
+    for (device, precision), peak in peaks.items():
+        share, ips = got[(device, precision)]
+        assert share == pytest.approx(utilisation(1e9, ips, peak))
+
+
+def test_a_config_whose_peak_the_sweep_did_not_measure_keeps_its_run_s_own(on_a_gpu_host):
+    cpu, gpu = _procs("cpu", "fp32", 10.0), _procs("cuda:0", "bf16", 5000.0)
+    for r in cpu:
+        r["peak"] = {"flops_per_sec": 2e11}
+    sweep = {"sweep_id": "s1", "peaks": _peak("cuda:0", "bf16", gpu, 4e14)}  # the CPU's peak failed or was not asked
+    _, _, configs = config_tables(cpu + gpu, [sweep])
+    row = configs[configs["device"] == "cpu"].iloc[0]
+    assert row["utilisation"] == pytest.approx(utilisation(1e9, row["images_per_sec_median"], 2e11))
+
+
+def test_identical_gpus_of_one_host_are_one_platform(monkeypatch):
+    from bench.host import devices
+    from bench.report.data import runs_table
+
+    eight = "".join(f"{i}, NVIDIA H100 80GB HBM3, 580.159.04, 81559 MiB, GPU-{i:04d}\n" for i in range(8))
+    monkeypatch.setattr(devices, "gpus", lambda: devices.visible_gpus(eight, None))
+    runs = runs_table(_procs("cuda:3", "fp32", 2000.0) + _procs("cuda:5", "fp32", 2010.0))
+    assert runs["platform"].nunique() == 1  # torch on cuda:3 is not "compared" with torch on cuda:5
