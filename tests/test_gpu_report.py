@@ -66,3 +66,30 @@ def test_identical_gpus_of_one_host_are_one_platform(monkeypatch):
     monkeypatch.setattr(devices, "gpus", lambda: devices.visible_gpus(eight, None))
     runs = runs_table(_procs("cuda:3", "fp32", 2000.0) + _procs("cuda:5", "fp32", 2010.0))
     assert runs["platform"].nunique() == 1  # torch on cuda:3 is not "compared" with torch on cuda:5
+
+
+def _on_host(records: list[dict], host: str, cores: int, gpus: int) -> list[dict]:
+    """The records as a host with `cores` cores and `gpus` H100s would have written them."""
+    for r in records:
+        r["host"] = host
+        r["manifest"]["cpu"]["physical_cores"] = cores
+        r["manifest"]["gpus"] = [{"name": "NVIDIA H100 80GB HBM3", "driver": "580.159.04"}] * gpus
+    return records
+
+
+def test_the_study_coverage_says_the_machines_of_the_results_not_of_this_one(on_a_gpu_host, tmp_path):
+    from bench.report import answer, studies
+    from bench.report.context import load
+
+    from .synthetic import write
+
+    records = _on_host(_procs("cuda:0", "bf16", 5000.0) + _procs("cpu", "fp32", 10.0), "gpu-host", 64, 8)
+    d = load(write(records, tmp_path))
+    why = " ".join(" ".join(studies.coverage_table(d, s)["why not (fully) measured"]) for s in studies.STUDY_TITLES)
+    assert "gpu-host: 8 x NVIDIA H100 80GB HBM3" in why and "gpu-host: 64 cores" in why
+    assert "no GPU" not in why and "2 cores" not in why  # before: "this machine has no GPU" and "2 cores", always
+    assert "8 x NVIDIA H100 80GB HBM3" in answer.machine_line(d.records)
+    cpu_only = _on_host(_procs("cpu", "fp32", 10.0), "cpu-host", 2, 0)
+    d = load(write(cpu_only, tmp_path / "cpu"))
+    why = " ".join(studies.coverage_table(d, "2019")["why not (fully) measured"])
+    assert "cpu-host: no GPU" in why and "cpu-host: 2 cores" in why
