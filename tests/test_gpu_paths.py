@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import sys
+import types
 
 import pytest
 
@@ -198,11 +199,61 @@ def test_gpu_comm_is_timed_by_cuda_events_on_the_host_axis():
         a = clock.mark()
         cuda.gpu_ms = end_ms
         spans.append((a, clock.mark()))
+    clock.end()  # the events are read once the step's work is done
     comm = clock.seconds(spans)
     assert comm == [pytest.approx((t0 + 0.004, t0 + 0.009)), pytest.approx((t0 + 0.008, t0 + 0.012))]
     phases = step_phases((t0, t0 + 0.002), (t0 + 0.002, t0 + 0.008), (t0 + 0.012, t0 + 0.013), comm, (t0, t0 + 0.013))
     assert phases["comm_s"] == pytest.approx(0.008) and phases["overlap_s"] == pytest.approx(0.004)
     assert cuda.synchronized == 2  # at the step's start (the reference) and before reading the events
+
+
+class QueueingCuda(FakeCuda):
+    """A GPU that runs queued kernels on its own: work queued at host time h starts when the GPU is free (not before
+    h); an event records the time the work queued before it is done; synchronize waits on the host until then."""
+
+    def __init__(self) -> None:
+        self.host_ms = self.done_ms = 0.0
+        super().__init__(1)
+
+    @property
+    def gpu_ms(self) -> float:  # what an event recorded now stamps: when the work queued before it is done
+        return max(self.done_ms, self.host_ms)
+
+    @gpu_ms.setter
+    def gpu_ms(self, ms: float) -> None:
+        self.done_ms = ms
+
+    def run(self, ms: float) -> None:
+        self.done_ms = self.gpu_ms + ms
+        self.host_ms += 0.1  # the host only queues it
+
+    def synchronize(self, device=None) -> None:
+        super().synchronize(device)
+        self.host_ms = max(self.host_ms, self.gpu_ms)
+
+
+def test_a_gpu_rank_synchronises_only_where_the_step_time_is_read():
+    """DDP's clock once synchronised after forward, backward and update: 7 waits a step, each draining the queue the
+    next kernels would have joined. Now the step's start and end only; the phases are the GPU's, from events."""
+    from bench.adapters.torch.worker import CudaEventClock, Trainer
+
+    cuda = QueueingCuda()
+    workload = types.SimpleNamespace(
+        torch=types.SimpleNamespace(cuda=cuda), zero_grad=lambda: cuda.run(0.5),
+        forward=lambda: cuda.run(5.0) or types.SimpleNamespace(detach=lambda: 0.25),
+        backward=lambda loss: cuda.run(7.0), update=lambda: cuda.run(1.0))
+    trainer = object.__new__(Trainer)  # the step alone: no process group, no DDP wrapper (its hooks add comm spans)
+    trainer.workload, trainer.dist, trainer.config, trainer.ddp = workload, None, types.SimpleNamespace(
+        strategy="allreduce"), None
+    trainer.clock = CudaEventClock(cuda, "cuda:0", host=lambda: cuda.host_ms / 1e3)
+    for _ in range(3):
+        before = cuda.synchronized
+        step = trainer.step()
+        assert cuda.synchronized - before == 2  # at the step's start (the reference) and its end
+    # forward from the step's start (zero_grad's 0.5 ms included, as on the CPU)
+    assert step["forward_s"] == pytest.approx(0.0055) and step["backward_s"] == pytest.approx(0.007)
+    assert step["update_s"] == pytest.approx(0.001) and step["step_s"] == pytest.approx(0.0135)
+    assert step["loss"] == 0.25
 
 
 def test_cpu_comm_keeps_host_timestamps():
