@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sys
 import types
@@ -275,6 +276,54 @@ def test_torchrun_tasks_tell_each_agent_its_machine_ranks_and_gpu_base():
     cluster = torchrun_tasks(RunConfig(**{**DIST, "nodes": 2}, extra={"real_cluster": True}), "m", {}, None,
                              Machines(("10.0.0.1",), node_rank=1, source="master"))
     assert (cluster[0].env[rankio.MACHINE_RANKS_ENV], cluster[0].env[rankio.GPU_BASE_ENV]) == ("1", "0")
+
+
+class _Node:
+    def __init__(self, k: int) -> None:
+        self.address, self.ifname = f"10.213.0.{k + 1}", f"dlbv{k}"
+
+    def command(self, argv: list[str]) -> list[str]:
+        return ["ip", "netns", "exec", f"dlb{self.ifname}", *argv]
+
+
+def test_emulated_nodes_keep_nccl_on_the_emulated_link(monkeypatch):
+    """NCCL between emulated nodes would use NVLink, shared memory or InfiniBand (the GPUs are one machine's), and the
+    record would still say "1 Gbit/s": each node's ranks get NCCL on their own veth with the bypasses off."""
+    from bench.adapters.tensorflow.launch import tf_tasks
+    from bench.adapters.torch.launch import torchrun_tasks
+
+    _gpus(monkeypatch, 4)
+    nodes = [_Node(0), _Node(1)]
+    gpu = make_config(**{**DIST, "workers": 4, "nodes": 2}, device="cuda", oversubscribe=True)
+    tf_gpu = make_config(**{**TF, "strategy": "allreduce", "workers": 2, "nodes": 2}, device="cuda")
+    for tasks in (torchrun_tasks(gpu, "m", {}, nodes), tf_tasks(tf_gpu, "m", {}, nodes)):
+        for task, node in zip(tasks, nodes, strict=True):
+            assert {k: task.env.get(k) for k in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "NCCL_P2P_DISABLE",
+                                                 "NCCL_SHM_DISABLE", "NCCL_IB_DISABLE")} == {
+                "NCCL_SOCKET_IFNAME": node.ifname, "GLOO_SOCKET_IFNAME": node.ifname, "NCCL_P2P_DISABLE": "1",
+                "NCCL_SHM_DISABLE": "1", "NCCL_IB_DISABLE": "1"}
+    cpu = torchrun_tasks(make_config(**{**DIST, "nodes": 2}), "m", {}, nodes)  # gloo on the CPU: its interface only
+    assert [t.env["GLOO_SOCKET_IFNAME"] for t in cpu] == ["dlbv0", "dlbv1"]
+    assert not any(k.startswith("NCCL_") for t in cpu for k in t.env)
+    (one,) = torchrun_tasks(make_config(**DIST, device="cuda"), "m", {}, None)  # one machine: NCCL as it likes
+    assert not any(k.startswith("NCCL_") for k in one.env)
+
+
+def test_the_record_of_emulated_gpu_nodes_says_what_nccl_was_kept_from(monkeypatch):
+    from bench.runs.distributed import run
+
+    _gpus(monkeypatch, 4)
+
+    @contextlib.contextmanager
+    def nodes(count, gbit, delay_ms):
+        yield [types.SimpleNamespace(netns=f"dlb{k}", address=f"10.213.0.{k + 1}") for k in range(count)]
+
+    monkeypatch.setattr(run, "emulated_nodes", nodes)
+    gpu = make_config(**{**DIST, "workers": 4, "nodes": 2}, device="cuda", oversubscribe=True, link_gbit=1.0)
+    with run.topology(gpu) as (_, link):
+        assert link["gbit"] == 1.0 and "NCCL" in link["nccl"] and "veth" in link["nccl"]
+    with run.topology(make_config(**{**DIST, "nodes": 2}, link_gbit=1.0)) as (_, link):
+        assert "nccl" not in link
 
 
 TF = dict(framework="tensorflow", model="tiny_cnn", mode="training")

@@ -3,6 +3,7 @@ device and precision, and hardware sentences computed from the hosts in the resu
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 from bench import make_config
@@ -93,3 +94,27 @@ def test_the_study_coverage_says_the_machines_of_the_results_not_of_this_one(on_
     d = load(write(cpu_only, tmp_path / "cpu"))
     why = " ".join(studies.coverage_table(d, "2019")["why not (fully) measured"])
     assert "cpu-host: no GPU" in why and "cpu-host: 2 cores" in why
+
+
+@pytest.mark.parametrize("backend", ["gloo", "nccl"])
+def test_a_nccl_run_s_communication_is_not_predicted_from_a_gloo_fit(tmp_path, backend):
+    from bench.report import scaling
+    from bench.report.context import load
+
+    from .synthetic import dist_record, write
+
+    recs = []
+    for rep in range(3):
+        recs += [dist_record("independent", 2, 150.0, rep), dist_record("allreduce", 2, 200.0, rep, comm_ms=40.0)]
+    for r in recs:
+        r["distributed"]["backend"] = backend
+    write(recs, tmp_path)
+    fit = {"alpha_s": 5e-5, "bandwidth_Bps": 1e9, "r2": 0.99}
+    networks = {"test-host": {"loopback x2": {"key": "loopback x2", "fit_allreduce": fit, "fit_p2p": fit}}}
+    pred = scaling.predictions(load(tmp_path).scaling.table, networks)
+    shown = scaling.predictions_for_display(pred).iloc[0]
+    if backend == "gloo":  # the backend the link was measured with (a fit without a backend is gloo's)
+        assert float(shown["predicted ms"]) > 150 and not pred["flags"].iloc[0]
+    else:
+        assert shown["predicted ms"].startswith("n/a (link_fit_backend: the run's collectives used nccl")
+        assert pd.isna(pred["comm_model_ms"].iloc[0]) and shown["error"].startswith("n/a (")
