@@ -118,3 +118,23 @@ def test_a_nccl_run_s_communication_is_not_predicted_from_a_gloo_fit(tmp_path, b
     else:
         assert shown["predicted ms"].startswith("n/a (link_fit_backend: the run's collectives used nccl")
         assert pd.isna(pred["comm_model_ms"].iloc[0]) and shown["error"].startswith("n/a (")
+
+
+def test_the_environment_section_shows_what_bench_doctor_found_on_each_host(tmp_path):
+    import json
+
+    from bench.report.sections import environment
+    from bench.results.doctor import DOCTOR_FILE
+
+    answers = {"torch": {"version": "2.14.1+cu130", "built_for": "CUDA 13.0", "cudnn": "9.10", "nccl": "2.27.7",
+                         "gpus": ["cuda:0 NVIDIA H100 80GB HBM3 (sm_90)"], "gpu": None}}
+    host = {"gpus": ["0: NVIDIA H100 80GB HBM3 81559 MiB"], "driver": "580.159.04", "driver_cuda": "13.0",
+            "nvml": "energy counters readable", "peak": {"cpu": "ready (torch)", "cuda": "ready (torch)"}}
+    (tmp_path / "gpu-host").mkdir()
+    (tmp_path / "gpu-host" / DOCTOR_FILE).write_text(json.dumps({"frameworks": answers, "host": host, "python": "x"}))
+    (tmp_path / "broken-host").mkdir()
+    (tmp_path / "broken-host" / DOCTOR_FILE).write_text("{not json")  # a damaged file is left out, not a crash
+    (block,) = environment.doctor_blocks(tmp_path)
+    assert "`bench doctor` on gpu-host" in block.markdown and "driver: 580.159.04 (CUDA 13.0)" in block.markdown
+    assert "2.14.1+cu130" in block.markdown and "device peak on cuda: ready (torch)" in block.markdown
+    assert environment.doctor_blocks(tmp_path / "nothing-here") == []

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 
 from ..adapters import measures_a_framework
+from ..results.doctor import read_doctors
 from ..results.record import Record, as_records
 
 
@@ -39,3 +40,8 @@ def gpus_said(records: list[Record]) -> str:
     """The GPUs of the hosts in the results ("gpu-host: 8 x NVIDIA H100 80GB HBM3; test-host: no GPU"), or "no GPU
     in these results" where no host recorded its machine."""
     return _each({h: gpus_of(r) for h, r in newest_runs(records).items()}) or "no GPU in these results"
+
+
+def doctor_said(results_dir) -> dict[str, str]:
+    """host -> the table `bench doctor` last printed there (results/<host>/doctor.json), for hosts where it ran."""
+    return read_doctors(results_dir) if results_dir else {}
