@@ -138,3 +138,33 @@ def test_the_environment_section_shows_what_bench_doctor_found_on_each_host(tmp_
     assert "`bench doctor` on gpu-host" in block.markdown and "driver: 580.159.04 (CUDA 13.0)" in block.markdown
     assert "2.14.1+cu130" in block.markdown and "device peak on cuda: ready (torch)" in block.markdown
     assert environment.doctor_blocks(tmp_path / "nothing-here") == []
+
+
+def test_the_2019_p100_and_t4_are_set_beside_a_gpu_hosts_runs(on_a_gpu_host, tmp_path):
+    from bench.report.context import load
+    from bench.report.sections import then_and_now
+    from bench.report.sections.base import Table
+
+    from .synthetic import write
+
+    def runs(model: str, mode: str, batch: int, device: str = "cuda:0") -> list[dict]:
+        config = make_config(framework="torch", model=model, mode=mode, batch_size=batch, protocol="seed",
+                             device=device, precision="fp32")
+        return [_record(config, repeat=i, ips=500.0 * (1 + 0.001 * i), seed=i, sweep_id="s1").to_json()
+                for i in range(3)]
+
+    cpu_only = load(write(runs("vgg16", "inference", 32, "cpu"), tmp_path / "cpu"))
+    assert not any("P100 and T4" in getattr(b, "markdown", "") for b in then_and_now.render(cpu_only).blocks)
+    d = load(write(runs("vgg16", "inference", 32) + runs("resnet50", "inference", 64), tmp_path / "gpu"))
+    blocks = then_and_now.render(d).blocks
+    at = next(i for i, b in enumerate(blocks) if "P100 and T4" in getattr(b, "markdown", ""))
+    table = blocks[at + 1]
+    assert isinstance(table, Table)
+    t = table.frame
+    vgg = t[t["model"] == "vgg16"]
+    assert set(vgg["then: GPU"]) == {"Tesla P100", "Tesla T4"} and set(vgg["batch"]) == {32}
+    assert (vgg["framework"] == "torch").all() and (vgg["then: source"] == "2019 study").all()
+    resnet = t[t["model"] == "resnet50"]  # the published T4 figure at batch 64 (fp32, PyTorch)
+    assert list(resnet["then: GPU"]) == ["Tesla T4"] and float(resnet["images/s then"].iloc[0]) == 428.0
+    here = float(resnet["images/s here"].iloc[0])
+    assert resnet["here / then"].iloc[0] == f"{here / 428.0:.1f}x"
