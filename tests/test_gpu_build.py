@@ -132,3 +132,21 @@ def test_a_sweep_runs_tensorflow_gpu_configs_in_its_cuda_environment(monkeypatch
         config = make_config(framework="tensorflow", model="tiny_cnn", mode="inference", device=device)
         task.run_notebook(config, tmp_path / "results", Task(config, 0, 0), {})
     assert kernels == ["bench-tensorflow-gpu", MAIN_KERNEL]
+
+
+def test_a_tensorflow_gpu_run_from_the_main_environment_reruns_in_the_cuda_one(monkeypatch, tmp_path):
+    import argparse
+    import sys
+
+    from bench import cli
+    from bench.adapters import base
+
+    monkeypatch.setattr(base, "PROJECT_ROOT", tmp_path)
+    python = tmp_path / ".venv-tensorflow-gpu" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.touch()
+    run = argparse.Namespace(command="run", framework="tensorflow", device="cuda:0")
+    assert cli._framework_interpreter(run) == python
+    assert cli._framework_interpreter(argparse.Namespace(**{**vars(run), "device": "cpu"})) is None
+    monkeypatch.setattr(sys, "prefix", str(python.parent.parent))  # already in it: no second hop
+    assert cli._framework_interpreter(run) is None
