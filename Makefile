@@ -107,9 +107,10 @@ setup-mxnet: setup ## build MXNet 1.9.1's own environment and Jupyter kernel (be
 	  "$(MXNET_DIR)/bin/python" -m ipykernel install --prefix "$$(readlink -f $(VENV))" --name bench-mxnet \
 	    --display-name "Python 3 (MXNet 1.9.1)" > /dev/null 2>&1; fi
 
-# TensorFlow's GPU runs use this environment's interpreter: `make gpucheck PYTHON=.venv-tensorflow-gpu/bin/python`, or
-# `.venv-tensorflow-gpu/bin/python -m bench run --framework tensorflow --device cuda ...`. Sweeps do not pick it yet:
-# they run a framework in one kernel whatever the device (bench/sweep/jupyter_kernels.py, Adapter.kernel).
+# TensorFlow's GPU runs use this environment's interpreter: `make gpucheck PYTHON=.venv-tensorflow-gpu/bin/python`;
+# `bench run --framework tensorflow --device cuda ...` from the main environment reruns itself there (bench/cli.py).
+# Sweeps run TensorFlow's GPU configs in its kernel (bench/sweep/jupyter_kernels.py, Adapter.kernel_for) and its CPU
+# configs in the main one.
 setup-tensorflow-gpu: ## (GPU=1) TensorFlow's CUDA 12 build in an environment of its own
 	$(call own_env,TensorFlow (CUDA),$(TFGPU_DIR),$(TFGPU_VENV),requirements-tensorflow-gpu.txt,tensorflow)
 

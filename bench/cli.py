@@ -164,11 +164,15 @@ def _check_inputs(args: argparse.Namespace) -> None:
 
 
 def _framework_interpreter(args: argparse.Namespace):
-    """For `run` and `fidelity` of a framework with an environment of its own (MXNet), that environment's
-    interpreter when this process is not it; else None."""
+    """For `run` and `fidelity` of a framework with an environment of its own (MXNet), or of a GPU config of one with
+    a GPU environment of its own (TensorFlow's CUDA build), that environment's interpreter when this process is not
+    it; else None."""
     if args.command not in ("run", "fidelity"):
         return None
     adapter = ADAPTERS.get(args.framework or reference_adapter().name)
+    gpu = adapter.gpu_interpreter() if devices.is_gpu(getattr(args, "device", None) or "cpu") else None
+    if gpu and Path(sys.prefix).resolve() != gpu.parent.parent.resolve():
+        return gpu
     return adapter.interpreter() if adapter.environment and not adapter.runs_here() else None
 
 

@@ -101,3 +101,52 @@ def test_report_on_a_gpu_host_asks_the_doctor_then_runs_the_gpu_profile(checkout
     assert "python3 -m bench doctor" in gpu and "bench sweep --profile gpu" in gpu
     cpu = plan("/usr/bin:/bin")  # no nvidia-smi
     assert "bench doctor" not in cpu and "bench sweep --profile quick" in cpu
+
+
+def test_a_sweep_runs_tensorflow_gpu_configs_in_its_cuda_environment(monkeypatch, tmp_path):
+    """On a GPU host built with GPU=1, TensorFlow's GPU configs run in .venv-tensorflow-gpu's kernel (its CUDA build)
+    and its CPU configs in the main one; before, every TensorFlow config ran in the main kernel's tensorflow-cpu."""
+    from bench.adapters import ADAPTERS, base
+    from bench.adapters.base import MAIN_KERNEL
+    from bench.config import make_config
+    from bench.host import devices
+    from bench.sweep import jupyter_kernels, task
+    from bench.sweep.plan import Task
+
+    monkeypatch.setattr(devices, "gpus", lambda: devices.visible_gpus(
+        "0, NVIDIA H100 80GB HBM3, 580.159.04, 81559 MiB, GPU-aaaa0000\n", None))
+    tf = ADAPTERS.get("tensorflow")
+    monkeypatch.setattr(base, "PROJECT_ROOT", tmp_path)
+    assert tf.kernel_for("cuda:0") == MAIN_KERNEL  # not built: nothing else to pick
+    python = tmp_path / ".venv-tensorflow-gpu" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.touch()
+    assert tf.kernel_for("cuda:0") == "bench-tensorflow-gpu" and tf.kernel_for("cpu") == MAIN_KERNEL
+    assert tf.not_applicable("inference", "fp32", "cuda:0") is None  # the main env's tensorflow-cpu does not refuse
+    with jupyter_kernels.kernel_environment() as runtime:
+        spec = json.loads((Path(runtime) / "kernels" / "bench-tensorflow-gpu" / "kernel.json").read_text())
+    assert spec["argv"][0] == str(python)
+    kernels = []
+    monkeypatch.setattr(task, "execute_masked", lambda *a, kernel_name, **k: kernels.append(kernel_name))
+    for device in ("cuda:0", "cpu"):
+        config = make_config(framework="tensorflow", model="tiny_cnn", mode="inference", device=device)
+        task.run_notebook(config, tmp_path / "results", Task(config, 0, 0), {})
+    assert kernels == ["bench-tensorflow-gpu", MAIN_KERNEL]
+
+
+def test_a_tensorflow_gpu_run_from_the_main_environment_reruns_in_the_cuda_one(monkeypatch, tmp_path):
+    import argparse
+    import sys
+
+    from bench import cli
+    from bench.adapters import base
+
+    monkeypatch.setattr(base, "PROJECT_ROOT", tmp_path)
+    python = tmp_path / ".venv-tensorflow-gpu" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.touch()
+    run = argparse.Namespace(command="run", framework="tensorflow", device="cuda:0")
+    assert cli._framework_interpreter(run) == python
+    assert cli._framework_interpreter(argparse.Namespace(**{**vars(run), "device": "cpu"})) is None
+    monkeypatch.setattr(sys, "prefix", str(python.parent.parent))  # already in it: no second hop
+    assert cli._framework_interpreter(run) is None

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sys
+import types
 
 import pytest
 
@@ -198,11 +200,61 @@ def test_gpu_comm_is_timed_by_cuda_events_on_the_host_axis():
         a = clock.mark()
         cuda.gpu_ms = end_ms
         spans.append((a, clock.mark()))
+    clock.end()  # the events are read once the step's work is done
     comm = clock.seconds(spans)
     assert comm == [pytest.approx((t0 + 0.004, t0 + 0.009)), pytest.approx((t0 + 0.008, t0 + 0.012))]
     phases = step_phases((t0, t0 + 0.002), (t0 + 0.002, t0 + 0.008), (t0 + 0.012, t0 + 0.013), comm, (t0, t0 + 0.013))
     assert phases["comm_s"] == pytest.approx(0.008) and phases["overlap_s"] == pytest.approx(0.004)
     assert cuda.synchronized == 2  # at the step's start (the reference) and before reading the events
+
+
+class QueueingCuda(FakeCuda):
+    """A GPU that runs queued kernels on its own: work queued at host time h starts when the GPU is free (not before
+    h); an event records the time the work queued before it is done; synchronize waits on the host until then."""
+
+    def __init__(self) -> None:
+        self.host_ms = self.done_ms = 0.0
+        super().__init__(1)
+
+    @property
+    def gpu_ms(self) -> float:  # what an event recorded now stamps: when the work queued before it is done
+        return max(self.done_ms, self.host_ms)
+
+    @gpu_ms.setter
+    def gpu_ms(self, ms: float) -> None:
+        self.done_ms = ms
+
+    def run(self, ms: float) -> None:
+        self.done_ms = self.gpu_ms + ms
+        self.host_ms += 0.1  # the host only queues it
+
+    def synchronize(self, device=None) -> None:
+        super().synchronize(device)
+        self.host_ms = max(self.host_ms, self.gpu_ms)
+
+
+def test_a_gpu_rank_synchronises_only_where_the_step_time_is_read():
+    """DDP's clock once synchronised after forward, backward and update: 7 waits a step, each draining the queue the
+    next kernels would have joined. Now the step's start and end only; the phases are the GPU's, from events."""
+    from bench.adapters.torch.worker import CudaEventClock, Trainer
+
+    cuda = QueueingCuda()
+    workload = types.SimpleNamespace(
+        torch=types.SimpleNamespace(cuda=cuda), zero_grad=lambda: cuda.run(0.5),
+        forward=lambda: cuda.run(5.0) or types.SimpleNamespace(detach=lambda: 0.25),
+        backward=lambda loss: cuda.run(7.0), update=lambda: cuda.run(1.0))
+    trainer = object.__new__(Trainer)  # the step alone: no process group, no DDP wrapper (its hooks add comm spans)
+    trainer.workload, trainer.dist, trainer.config, trainer.ddp = workload, None, types.SimpleNamespace(
+        strategy="allreduce"), None
+    trainer.clock = CudaEventClock(cuda, "cuda:0", host=lambda: cuda.host_ms / 1e3)
+    for _ in range(3):
+        before = cuda.synchronized
+        step = trainer.step()
+        assert cuda.synchronized - before == 2  # at the step's start (the reference) and its end
+    # forward from the step's start (zero_grad's 0.5 ms included, as on the CPU)
+    assert step["forward_s"] == pytest.approx(0.0055) and step["backward_s"] == pytest.approx(0.007)
+    assert step["update_s"] == pytest.approx(0.001) and step["step_s"] == pytest.approx(0.0135)
+    assert step["loss"] == 0.25
 
 
 def test_cpu_comm_keeps_host_timestamps():
@@ -224,6 +276,54 @@ def test_torchrun_tasks_tell_each_agent_its_machine_ranks_and_gpu_base():
     cluster = torchrun_tasks(RunConfig(**{**DIST, "nodes": 2}, extra={"real_cluster": True}), "m", {}, None,
                              Machines(("10.0.0.1",), node_rank=1, source="master"))
     assert (cluster[0].env[rankio.MACHINE_RANKS_ENV], cluster[0].env[rankio.GPU_BASE_ENV]) == ("1", "0")
+
+
+class _Node:
+    def __init__(self, k: int) -> None:
+        self.address, self.ifname = f"10.213.0.{k + 1}", f"dlbv{k}"
+
+    def command(self, argv: list[str]) -> list[str]:
+        return ["ip", "netns", "exec", f"dlb{self.ifname}", *argv]
+
+
+def test_emulated_nodes_keep_nccl_on_the_emulated_link(monkeypatch):
+    """NCCL between emulated nodes would use NVLink, shared memory or InfiniBand (the GPUs are one machine's), and the
+    record would still say "1 Gbit/s": each node's ranks get NCCL on their own veth with the bypasses off."""
+    from bench.adapters.tensorflow.launch import tf_tasks
+    from bench.adapters.torch.launch import torchrun_tasks
+
+    _gpus(monkeypatch, 4)
+    nodes = [_Node(0), _Node(1)]
+    gpu = make_config(**{**DIST, "workers": 4, "nodes": 2}, device="cuda", oversubscribe=True)
+    tf_gpu = make_config(**{**TF, "strategy": "allreduce", "workers": 2, "nodes": 2}, device="cuda")
+    for tasks in (torchrun_tasks(gpu, "m", {}, nodes), tf_tasks(tf_gpu, "m", {}, nodes)):
+        for task, node in zip(tasks, nodes, strict=True):
+            assert {k: task.env.get(k) for k in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "NCCL_P2P_DISABLE",
+                                                 "NCCL_SHM_DISABLE", "NCCL_IB_DISABLE")} == {
+                "NCCL_SOCKET_IFNAME": node.ifname, "GLOO_SOCKET_IFNAME": node.ifname, "NCCL_P2P_DISABLE": "1",
+                "NCCL_SHM_DISABLE": "1", "NCCL_IB_DISABLE": "1"}
+    cpu = torchrun_tasks(make_config(**{**DIST, "nodes": 2}), "m", {}, nodes)  # gloo on the CPU: its interface only
+    assert [t.env["GLOO_SOCKET_IFNAME"] for t in cpu] == ["dlbv0", "dlbv1"]
+    assert not any(k.startswith("NCCL_") for t in cpu for k in t.env)
+    (one,) = torchrun_tasks(make_config(**DIST, device="cuda"), "m", {}, None)  # one machine: NCCL as it likes
+    assert not any(k.startswith("NCCL_") for k in one.env)
+
+
+def test_the_record_of_emulated_gpu_nodes_says_what_nccl_was_kept_from(monkeypatch):
+    from bench.runs.distributed import run
+
+    _gpus(monkeypatch, 4)
+
+    @contextlib.contextmanager
+    def nodes(count, gbit, delay_ms):
+        yield [types.SimpleNamespace(netns=f"dlb{k}", address=f"10.213.0.{k + 1}") for k in range(count)]
+
+    monkeypatch.setattr(run, "emulated_nodes", nodes)
+    gpu = make_config(**{**DIST, "workers": 4, "nodes": 2}, device="cuda", oversubscribe=True, link_gbit=1.0)
+    with run.topology(gpu) as (_, link):
+        assert link["gbit"] == 1.0 and "NCCL" in link["nccl"] and "veth" in link["nccl"]
+    with run.topology(make_config(**{**DIST, "nodes": 2}, link_gbit=1.0)) as (_, link):
+        assert "nccl" not in link
 
 
 TF = dict(framework="tensorflow", model="tiny_cnn", mode="training")

@@ -9,6 +9,7 @@ import pytest
 
 from bench import make_config
 from bench.config import RunConfig
+from bench.measurement.peak import peak_key
 from bench.report import tables as T
 from bench.report.data import config_tables
 from bench.report.estimates import ratio_table, summary_table
@@ -118,8 +119,9 @@ def test_above_the_gemm_peak_is_plausible_and_said_so_not_called_wrong():
 
 def test_a_sweep_peak_higher_than_the_cached_one_is_used():
     procs = _procs("torch", [10.0, 10.1, 9.9], flops=1e9, peak=5e9, sweep_id="s1")
-    sweep = {"sweep_id": "s1", "peaks": {"cpu|fp32|threads=2": {"start": {"flops_per_sec": 20e9},
-                                                               "end": {"flops_per_sec": 25e9}}}}
+    key = peak_key("cpu", "fp32", procs[0]["config"]["threads"])  # the runs' own peak key: this host's threads
+    sweep = {"sweep_id": "s1", "peaks": {key: {"start": {"flops_per_sec": 20e9},
+                                               "end": {"flops_per_sec": 25e9}}}}
     configs, _ = _tables(procs, [sweep])
     assert configs["utilisation"].iloc[0] == pytest.approx(10 * 1e9 / 25e9, rel=0.02)
     assert "utilisation_over_peak" not in configs["flags"].iloc[0]
@@ -129,13 +131,14 @@ def test_a_peak_measured_while_other_work_ran_gives_no_utilisation():
     """A GEMM peak whose trials spread 30% (a busy machine: 119 GFLOP/s against 202 quiet) would make an engine look
     179% utilised: no utilisation is given, a flag says why, and the throughput stays a finding."""
     procs = _procs("torch", [10.0, 10.1, 9.9], flops=1e9, peak=5e9, sweep_id="s1")
-    busy = {"sweep_id": "s1", "peaks": {"cpu|fp32|threads=2": {"start": {"flops_per_sec": 5e9, "spread": 0.30},
-                                                              "end": None}}}
+    key = peak_key("cpu", "fp32", procs[0]["config"]["threads"])  # the runs' own peak key: this host's threads
+    busy = {"sweep_id": "s1", "peaks": {key: {"start": {"flops_per_sec": 5e9, "spread": 0.30},
+                                              "end": None}}}
     configs, _ = _tables(procs, [busy])
     assert configs["utilisation"].isna().all() and "peak_unsteady" in configs["flags"].iloc[0]
     assert "trials spread 30%" in configs["flag_reasons"].iloc[0] and configs["sound"].all()
-    quiet = {"sweep_id": "s1", "peaks": {"cpu|fp32|threads=2": {"start": {"flops_per_sec": 20e9, "spread": 0.05},
-                                                               "end": None}}}
+    quiet = {"sweep_id": "s1", "peaks": {key: {"start": {"flops_per_sec": 20e9, "spread": 0.05},
+                                               "end": None}}}
     configs, _ = _tables(procs, [quiet])
     assert configs["utilisation"].iloc[0] == pytest.approx(0.5, rel=0.02)
     assert "peak_unsteady" not in configs["flags"].iloc[0]

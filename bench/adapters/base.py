@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from ..errors import FrameworkUnavailableError, UnsupportedError
+from ..host.devices import is_gpu
 from ..host.manifest import declare_framework, dist_version
 from ..paths import PROJECT_ROOT
 from ..registry import Registry
@@ -32,6 +33,12 @@ if TYPE_CHECKING:  # adapters sit below the config layer: RunConfig is only a ty
 LEARNING_RATE = 0.01
 MOMENTUM = 0.9
 OPTIMIZER = f"SGD(lr={LEARNING_RATE}, momentum={MOMENTUM})"
+
+
+def _built(environment: str | None) -> Path | None:
+    """The interpreter of an environment folder under the project root, where it is built."""
+    python = PROJECT_ROOT / environment / "bin" / "python" if environment else None
+    return python if python and python.exists() else None
 
 
 MAIN_KERNEL = "python3"  # the main environment's Jupyter kernel (an adapter may name another: Adapter.kernel)
@@ -69,6 +76,10 @@ class Adapter(ABC):
     # by `make setup-<name>`): a framework whose pins conflict with the main environment's (MXNet).
     kernel: ClassVar[str] = MAIN_KERNEL
     environment: ClassVar[str | None] = None
+    # A GPU build that cannot share the main environment (TensorFlow's CUDA 12 libraries sit where torch's CUDA 13
+    # ones do): its kernel and folder (`make setup GPU=1`). A GPU config runs there when it is built.
+    gpu_kernel: ClassVar[str | None] = None
+    gpu_environment: ClassVar[str | None] = None
     # Distributions the manifest records for this framework (besides the framework's own).
     libraries: ClassVar[tuple[str, ...]] = ()
     # What a reader must know to read an engine's number (engine -> sentence); shown beside its findings.
@@ -129,10 +140,16 @@ class Adapter(ABC):
 
     def interpreter(self) -> Path | None:
         """The Python of this framework's own environment (None: the main one, or not built)."""
-        if self.environment is None:
-            return None
-        python = PROJECT_ROOT / self.environment / "bin" / "python"
-        return python if python.exists() else None
+        return _built(self.environment)
+
+    def gpu_interpreter(self) -> Path | None:
+        """The Python of this framework's GPU environment (None: none declared, or not built)."""
+        return _built(self.gpu_environment)
+
+    def kernel_for(self, device: str) -> str:
+        """The Jupyter kernel a sweep runs a config on `device` in: the GPU environment's for a GPU where it is
+        built, else the framework's own."""
+        return self.gpu_kernel if is_gpu(device) and self.gpu_interpreter() else self.kernel
 
     def runs_here(self) -> bool:
         """Whether this process's environment can import the framework."""

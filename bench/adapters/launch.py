@@ -68,6 +68,20 @@ def thread_env(threads: int) -> dict:
     return {k: str(threads) for k in THREAD_VARIABLES}
 
 
+# On emulated nodes NCCL would reach the other node's GPUs through NVLink/PCIe peer access, shared memory or
+# InfiniBand, none of which crosses the emulated link: with these off its traffic takes sockets on the node's veth.
+EMULATED_NCCL = "peer-to-peer, shared memory and InfiniBand off: NCCL's sockets on each node's veth (the emulated link)"
+
+
+def emulated_link_env(ifname: str, gpus: bool) -> dict[str, str]:
+    """A task's environment on an emulated node: gloo's interface, and for GPU ranks (NCCL) the same interface with
+    every path that would bypass it turned off."""
+    env = {"GLOO_SOCKET_IFNAME": ifname}
+    if gpus:
+        env.update(NCCL_SOCKET_IFNAME=ifname, NCCL_P2P_DISABLE="1", NCCL_SHM_DISABLE="1", NCCL_IB_DISABLE="1")
+    return env
+
+
 def local_device_plan(config, module: str, env: dict, nodes, cluster) -> LaunchPlan:
     """One process whose replicas, one per device of this machine, are the workers (TensorFlow's MirroredStrategy
     on GPUs, JAX over its devices); it gets every worker's threads."""

@@ -14,10 +14,9 @@ from ..host import devices
 from ..host.energy import NvmlEnergyMeter
 from ..measurement.fresh_process import bench_environ
 from ..paths import default_results_dir
+from ..results.doctor import DOCTOR_FILE, table
 from ..results.store import atomic_write_json, host_dir
 from . import EXIT_OK
-
-DOCTOR_FILE = "doctor.json"  # results/<host>/doctor.json: the last answers, for the report's environment section
 
 TIMEOUT_S = 300  # importing TensorFlow on a slow machine takes tens of seconds; a hung probe must not hang doctor
 
@@ -58,21 +57,6 @@ def host_facts(answers: dict[str, dict]) -> dict:
     return {"gpus": [f"{g['index']}: {g['name']} {g['memory']}" for g in gpus],
             "driver": gpus[0]["driver"] if gpus else None, "driver_cuda": devices.driver_cuda_version(),
             "nvml": nvml.reason or "energy counters readable", "peak": peak}
-
-
-def table(answers: dict[str, dict], host: dict) -> str:
-    """The plain text `bench doctor` prints."""
-    head = ("framework", "version", "built for", "cuDNN", "NCCL", "GPUs it sees", "GPU runs")
-    rows = [head] + [(name, a.get("version") or "-", a.get("built_for") or "-", a.get("cudnn") or "-",
-                      a.get("nccl") or "-", ", ".join(a.get("gpus") or []) or "none",
-                      "ready" if not a.get("gpu") else a["gpu"]) for name, a in answers.items()]
-    widths = [max(len(str(r[i])) for r in rows[:]) if i < 6 else 0 for i in range(7)]
-    lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
-    lines.insert(1, "-" * len(lines[0]))
-    driver = f"{host['driver']} (CUDA {host['driver_cuda'] or '?'})" if host["driver"] else "none (no nvidia-smi GPU)"
-    lines += ["", f"GPUs (nvidia-smi): {'; '.join(host['gpus']) or 'none'}", f"driver: {driver}",
-              f"NVML: {host['nvml']}"] + [f"device peak on {d}: {state}" for d, state in host["peak"].items()]
-    return "\n".join(lines)
 
 
 def doctor(args: argparse.Namespace) -> int:

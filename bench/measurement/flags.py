@@ -96,6 +96,8 @@ RULES: tuple[Rule, ...] = (
     Rule("forward_over_backward", "phases",
          f"a training forward longer than its backward by more than {FORWARD_BACKWARD_TOLERANCE:.0%} (backward does "
          "about twice the forward's work): the phases were timed wrongly", impossible=True),
+    # a run's communication the link's fit cannot predict (bench/report/scaling.py: predictions)
+    Rule("link_fit_backend", "ratio"),
     # distributed runs (bench/runs/distributed/record.py)
     Rule("no_emulated_link", "throughput"),
     Rule("ranks_disagree", "throughput"),

@@ -26,7 +26,7 @@ def utilisation(flops_per_image: float | None, images_per_sec: float | None,
 
 def peak_threads(config: RunConfig) -> int:
     """The threads a run is judged against: a distributed run's workers share the machine, so all of theirs."""
-    return config.threads * config.workers
+    return int(config.threads * config.workers)
 
 
 def run_peak(results_dir: Path, config: RunConfig, sweep: SweepPlacement | None) -> Peak:

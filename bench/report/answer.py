@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..adapters import measures_a_framework
 from ..measurement.flags import RULES
-from ..results.record import Record, as_records
+from ..results.record import Record
 from ..verdicts import EQUIVALENT, UNDECIDED, WINNER
 from . import coverage, estimates
+from .hosts import gpus_of, newest_runs
 
 # The reason behind an undecided verdict, once per report however many rows share it: a throughput flag's own
 # (bench/measurement/flags.py: its Rule's why_no_winner) or one that needs no flag.
@@ -94,17 +94,12 @@ def answer_notes(notes: list[str]) -> str:
 
 def machine_line(records: list[Record]) -> str:
     """Each host in one line from its newest framework run: CPU, cores, virtual machine or not, GPU."""
-    newest: dict[str, Record] = {}
-    for r in sorted(as_records(records), key=lambda r: r.created):
-        if r.manifest is not None and measures_a_framework(r.config.framework):
-            newest[r.host] = r
     parts = []
-    for host, r in sorted(newest.items()):
-        cpu, gpus = r.manifest.cpu, r.manifest.gpus
+    for host, r in newest_runs(records).items():
+        cpu = r.manifest.cpu
         vm = {True: "virtual machine", False: "not a virtual machine"}.get(cpu.virtual_machine, "VM unknown")
-        gpu = ", ".join(g.name or "unnamed GPU" for g in gpus) if gpus else "no GPU"
         parts.append(f"{host}: {cpu.model or 'CPU model unknown'}, {cpu.physical_cores} cores / "
-                     f"{cpu.logical_cpus} logical CPUs, {vm}, {gpu}")
+                     f"{cpu.logical_cpus} logical CPUs, {vm}, {gpus_of(r)}")
     return "**Machine:** " + ("; ".join(parts) if parts else "no framework run recorded") + "."
 
 

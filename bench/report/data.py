@@ -57,20 +57,17 @@ def best_batch(runs: pd.DataFrame) -> pd.DataFrame:
     return ok.loc[idx].reset_index(drop=True)
 
 
-def sweep_peaks(sweeps: list[SweepManifest]) -> dict[str, dict]:
-    """sweep id -> the peak its utilisations use: `flops_per_sec`, the best of its start and end measurements, and
-    `spread`, those measurements' trial spread (None when unrecorded; a large spread means the peak was measured
-    while other work ran: flags.py, PEAK_SPREAD_LIMIT)."""
-    out: dict[str, dict] = {}
+def sweep_peaks(sweeps: list[SweepManifest]) -> dict[str, dict[str, dict]]:
+    """sweep id -> peak key (device|precision|threads, bench/measurement/peak.py) -> the peak the utilisations of that
+    key's runs use: `flops_per_sec`, the best of its start and end measurements, and `spread`, those measurements'
+    trial spread (None when unrecorded; a large spread means the peak was measured while other work ran: flags.py,
+    PEAK_SPREAD_LIMIT). Kept per key: a CPU run is judged against the CPU's peak, fp32 against fp32, never against
+    the best peak of the sweep."""
+    out: dict[str, dict[str, dict]] = {}
     for m in as_manifests(sweeps):
         for key in m.peaks:
-            p = m.peak(key)
-            if not p:
-                continue
-            seen = out.setdefault(m.sweep_id, {"flops_per_sec": 0.0, "spread": None})
-            seen["flops_per_sec"] = max(seen["flops_per_sec"], p.flops_per_sec)
-            if p.spread is not None:
-                seen["spread"] = max(seen["spread"] or 0.0, p.spread)
+            if p := m.peak(key):
+                out.setdefault(m.sweep_id, {})[key] = {"flops_per_sec": p.flops_per_sec, "spread": p.spread}
     return out
 
 

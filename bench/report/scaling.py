@@ -15,9 +15,9 @@ import numpy as np
 import pandas as pd
 
 from ..adapters import declared
-from ..measurement.flags import FLAG_SCOPE, baseline_flag, efficiency_flag, forward_backward_flag, not_available
+from ..measurement.flags import FLAG_SCOPE, baseline_flag, efficiency_flag, flag, forward_backward_flag, not_available
 from ..moderated import SweepSpreads
-from ..results.record import Distributed, Record, RunSettings, as_records
+from ..results.record import Distributed, Flag, Record, RunSettings, as_records
 from ..runs.distributed import comparisons as pairs
 from ..runs.distributed import model as netmodel
 from ..runs.distributed.network import SIZES, link_key
@@ -66,7 +66,7 @@ def processes(records: list[Record]) -> pd.DataFrame:
             "nodes": c.nodes, "link": link_label(c, d.link), "bucket_mb": c.bucket_mb,
             "scaling": c.scaling, "worker_batch": d.worker_batch, "global_batch": d.global_batch,
             "image_size": c.image_size, "threads": c.threads, "repeat": r.repeat,
-            "device": c.device,
+            "device": c.device, "backend": d.backend,
             "images_per_sec": r.summary.images_per_sec_median, "step_ms": r.summary.latency_ms_median,
             **{f"{p}_ms": phases.get(p) for p in PHASES}, "overlap_share": d.overlap_share,
             "grad_bytes": d.grad_bytes, "accuracy": d.accuracy,
@@ -98,7 +98,7 @@ def configs(procs: pd.DataFrame) -> pd.DataFrame:
         first = g.iloc[0]
         row = {k: first[k] for k in ["config_key", "host", *ID, "strategy", "workers", "nodes", "link", "bucket_mb",
                                        "global_batch", "threads", "grad_bytes", "link_gbit", "link_delay_ms", "device",
-                                       "hardware_label"]}
+                                       "hardware_label", "backend"]}
         row["images_per_joule"], row["energy_reason"] = mean_energy(used)
         row["cluster"] = _cluster(first)
         server = used["server_update_ms"].dropna()
@@ -273,7 +273,17 @@ def _link_for(networks: dict, row, kind: str) -> netmodel.Link | None:
     if not entry:
         return None
     fit = entry["fit_allreduce" if kind == "ring" else "fit_p2p"]
-    return netmodel.Link(fit["alpha_s"], fit["bandwidth_Bps"], fit.get("r2"), entry["key"])
+    return netmodel.Link(fit["alpha_s"], fit["bandwidth_Bps"], fit.get("r2"), entry["key"],
+                         entry.get("backend", netmodel.FIT_BACKEND))
+
+
+def fit_backend_flag(run_backend, fit_backend: str) -> Flag | None:
+    """A run whose collectives ran over another backend than the link's fit (NCCL against a gloo fit: NVLink, shared
+    memory or InfiniBand are not the link that was measured): its prediction is withheld, and says why."""
+    if not isinstance(run_backend, str) or run_backend == fit_backend:  # unrecorded: the runs before NCCL (gloo)
+        return None
+    return flag("link_fit_backend", f"the run's collectives used {run_backend}, the link's fit measured "
+                                    f"{fit_backend}: a {fit_backend} fit does not predict {run_backend} communication")
 
 
 def predictions(table: pd.DataFrame, networks: dict) -> pd.DataFrame:
@@ -302,11 +312,13 @@ def predictions(table: pd.DataFrame, networks: dict) -> pd.DataFrame:
         pred = netmodel.predict_step_s(row["strategy"], compute / 1e3, link, row["workers"],
                                        row["grad_bytes"], overlap) * 1e3
         # the prediction's compute is the baseline's step: an unsound baseline makes the prediction n/a
+        other_link = fit_backend_flag(row.get("backend"), link.backend)
         flags = [f for f in (baseline_flag("the independent baseline at the same N (the model's compute)",
-                                           base["sound"], base["flag_reasons"]),) if f]
+                                           base["sound"], base["flag_reasons"]), other_link) if f]
         rows.append({"framework": row["framework"], "model": row["model"], "strategy": row["strategy"],
                      "workers": row["workers"], "link": row["link"], "bucket_mb": row["bucket_mb"],
-                     "compute_ms": None if flags else compute, "comm_model_ms": pred - compute,
+                     "compute_ms": None if flags else compute,
+                     "comm_model_ms": float("nan") if other_link else pred - compute,
                      "overlap_share": overlap, "predicted_ms": None if flags else pred,
                      "measured_ms": row["step_ms"], "exposed_comm_ms": row["exposed_comm_ms"],
                      "error": None if flags else pred / row["step_ms"] - 1, "flags": flags,

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ..adapters import ADAPTERS
+from .hosts import cores_said, gpus_said
 from .systems import HISTORICAL
 
 # Full citations, cited by key in the coverage tables and the text.
@@ -41,7 +42,9 @@ STUDY_TITLES = {"2019": "The 2019 study [2019]", "SINGA": "Apache SINGA's distri
                 "HKBU": "HKBU's performance model of distributed SGD [HKBU]",
                 "thesis": "The thesis demonstration of parameter servers [thesis]"}
 
-NO_GPU = "this machine has no GPU"
+# Placeholders in a claim's `why_not`, filled from the hosts in the results (bench/report/hosts.py): the text is
+# never written for one machine.
+CORES, GPUS = "{cores}", "{gpus}"
 
 
 @dataclass(frozen=True)
@@ -128,7 +131,8 @@ CLAIMS = [
           "one chart per device", lambda d, claim: _batches(d, ("vgg16", "resnet152")),
           "Throughput vs batch size; Then and now",
           f"the default profile runs ResNet-50 (VGG16 and ResNet152 over batch 1-32 in every framework take hours on "
-          f"2 cores); {NO_GPU} (no P100 or T4)", "`make report PROFILE=seed` (the 2019 protocol; hours on a CPU)"),
+          f"{CORES}); GPUs here: {GPUS} (the study's were a P100 and a T4)",
+          "`make report PROFILE=seed` (the 2019 protocol; hours on a CPU)"),
     Claim("2019", "Figures 9-11: each framework on each device at batch 32 and at its best batch", _devices,
           "Each framework at batch 32 and its best batch",
           "one device per machine: a comparison across hardware needs results from several machines",
@@ -139,14 +143,14 @@ CLAIMS = [
     Claim("SINGA", "ResNet-50 throughput and communication cost against 1-128 GPUs, all-reduce against a "
           "parameter server", lambda d, claim: _strategies(d, ("allreduce", "ps_sync", "ps_async")),
           "Distributed: throughput and communication cost; extrapolation to published set-ups",
-          f"one CPU with 2 cores: at most 2 workers, ResNet-18 at 32x32; {NO_GPU}; published points are drawn "
+          f"CPU workers share the cores ({CORES}), ResNet-18 at 32x32; GPUs here: {GPUS}; published points are drawn "
           "beside the alpha-beta model instead", "`make report PROFILE=distributed` (more strategies, an emulated "
           "1 Gbit/s link); GPUs: the README's multi-GPU commands"),
     Claim("SINGA", "SINGA itself", _historical(("singa",)), "Frameworks: measured and not",
           _why_historical("singa"), "none (PyTorch DDP and the ps_sync / ps_async strategies stand in)"),
     Claim("HKBU", "An SGD step split into I/O, host-to-device, forward, backward, update and communication",
           _phases, "details: phase breakdown; Distributed: step breakdown (details)",
-          "no GPU: no host-to-device copy to time (data is resident on the CPU)",
+          f"a CPU run has no host-to-device copy to time (its data is resident); GPUs here: {GPUS}",
           "a GPU machine: `make report` there (phases are timed on every run)"),
     Claim("HKBU", "Overlapping communication with backward is what makes frameworks scale",
           lambda d, claim: _strategies(d, ("allreduce_nosync",)) and _strategies(d, ("allreduce",
@@ -159,7 +163,8 @@ CLAIMS = [
     Claim("HKBU", "Caffe-MPI, CNTK, MXNet and TensorFlow compared on a GPU cluster",
           lambda d, claim: _frameworks(d, named_in(claim)),
           "Answer; Frameworks: measured and not",
-          _why_historical("cntk", "caffe-mpi") + f"; {NO_GPU}; MXNet and TensorFlow run single-process here",
+          _why_historical("cntk", "caffe-mpi") + f"; GPUs here: {GPUS}; MXNet and TensorFlow run single-process "
+          "here",
           "none for CNTK and Caffe-MPI"),
     Claim("thesis", "TensorFlow ps/worker processes on localhost",
           lambda d, claim: _strategies(d, ("ps_async",), named_in(claim)),
@@ -182,16 +187,23 @@ CLAIMS = [
 ]
 
 
+def _filled(text: str, here: dict[str, str]) -> str:
+    for placeholder, value in here.items():
+        text = text.replace(placeholder, value)
+    return text
+
+
 def coverage_table(d, study: str) -> pd.DataFrame:
     """One study's figures and claims: measured here (what the results hold), where, or why not and how."""
     rows = []
+    here = {CORES: cores_said(d.records), GPUS: gpus_said(d.records)}
     for c in CLAIMS:
         if c.study != study:
             continue
         held = c.measured(d, c.claim) if not d.configs.empty or d.scaling is not None else ""
         rows.append({"figure or claim": c.claim, "measured here": held or "not measured",
                      "where in the report": c.where if held else "",
-                     "why not (fully) measured": c.why_not or ("" if held else "not in these results"),
+                     "why not (fully) measured": _filled(c.why_not, here) or ("" if held else "not in these results"),
                      "what would measure it": c.command})
     return pd.DataFrame(rows)
 

@@ -42,11 +42,14 @@ def remove_stale() -> None:
 
 
 def _private_kernelspecs(folder: str) -> None:
-    """The main environment's kernel, and one per framework environment that is built (MXNet's)."""
+    """The main environment's kernel, and one per framework environment that is built (MXNet's; TensorFlow's CUDA
+    build, which runs its GPU configs: Adapter.kernel_for)."""
     kernels = {MAIN_KERNEL: (sys.executable, "Python 3 (bench)")}
     for adapter in map(ADAPTERS.get, ADAPTERS):
         if adapter.kernel != MAIN_KERNEL and adapter.interpreter():
             kernels[adapter.kernel] = (str(adapter.interpreter()), f"Python 3 ({adapter.name}, bench)")
+        if adapter.gpu_kernel and adapter.gpu_interpreter():
+            kernels[adapter.gpu_kernel] = (str(adapter.gpu_interpreter()), f"Python 3 ({adapter.name} GPU, bench)")
     for name, (python, display) in kernels.items():
         spec = Path(folder) / "kernels" / name
         spec.mkdir(parents=True)

@@ -41,8 +41,8 @@ def run_notebook(config: RunConfig, results_dir: Path, task: Task, sweep: dict) 
     out.parent.mkdir(parents=True, exist_ok=True)
     notebook = DISTRIBUTED_NOTEBOOK if config.distributed else BENCHMARK_NOTEBOOK
     execute_masked(notebook, out, parameters=notebook_parameters(config, results_dir, task, sweep),
-                   kernel_name=ADAPTERS.get(config.framework).kernel, cwd=str(PROJECT_ROOT), progress_bar=False,
-                   request_save_on_cell_execute=True)  # an interrupted run keeps its notebook
+                   kernel_name=ADAPTERS.get(config.framework).kernel_for(config.device), cwd=str(PROJECT_ROOT),
+                   progress_bar=False, request_save_on_cell_execute=True)  # an interrupted run keeps its notebook
 
 
 def _failure_reason(exc: BaseException) -> str:

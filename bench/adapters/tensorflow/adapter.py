@@ -169,6 +169,8 @@ class TensorFlowAdapter(Adapter):
     multi_machine = True  # TF_CONFIG from a host list, or SlurmClusterResolver inside Slurm
     module = "tensorflow"
     distribution = "tensorflow-cpu"
+    gpu_kernel = "bench-tensorflow-gpu"
+    gpu_environment = ".venv-tensorflow-gpu"
     libraries = ("tensorflow", "keras")
 
     def version(self) -> str | None:
@@ -245,8 +247,10 @@ class TensorFlowAdapter(Adapter):
         return strategies.gpu_refusal(strategy, ranks_here, gpu_count)
 
     def not_applicable(self, mode: str, precision: str, device: str) -> str | None:
-        # the CPU-only wheel (the default environment's) cannot run a GPU config: said before any work
-        if is_gpu(device) and dist_version("tensorflow-cpu") and not dist_version("tensorflow"):
+        # the CPU-only wheel (the default environment's) cannot run a GPU config: said before any work, unless the
+        # CUDA build's environment is there to run it (kernel_for)
+        if (is_gpu(device) and dist_version("tensorflow-cpu") and not dist_version("tensorflow")
+                and self.gpu_interpreter() is None):
             return ("tensorflow: the installed build is tensorflow-cpu, which has no GPU support; "
                     "tensorflow[and-cuda] is requirements-tensorflow-gpu.txt (make setup GPU=1 builds it)")
         return super().not_applicable(mode, precision, device)

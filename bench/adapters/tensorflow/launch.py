@@ -7,9 +7,19 @@ import json
 from typing import TYPE_CHECKING
 
 from ...errors import ConfigError
+from ...host.devices import is_gpu
 from ...host.machines import SLURM
 from ...ranks.rankio import TF_SLURM_ENV
-from ..launch import LaunchError, LaunchPlan, Task, free_port, local_device_plan, python_module, thread_env
+from ..launch import (
+    LaunchError,
+    LaunchPlan,
+    Task,
+    emulated_link_env,
+    free_port,
+    local_device_plan,
+    python_module,
+    thread_env,
+)
 from . import strategies
 
 if TYPE_CHECKING:
@@ -110,7 +120,9 @@ def tf_tasks(config: RunConfig, module: str, env: dict, nodes, cluster=None) -> 
             else {"task": {"type": "worker", "index": index}}
         wrap = nodes[node].command if nodes else None
         chief = spec["chief"][0] if ps and cluster and cluster.node_rank != 0 else None
-        tasks.append(_tf_task(config, module, env, role, index, node, tf_config, chief, wrap))
+        # MultiWorkerMirroredStrategy's NCCL on emulated nodes: only over the node's own link (as torch's)
+        node_env = {**env, **emulated_link_env(nodes[node].ifname, is_gpu(config.device))} if nodes else env
+        tasks.append(_tf_task(config, module, node_env, role, index, node, tf_config, chief, wrap))
     return tasks
 
 

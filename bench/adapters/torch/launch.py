@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ...host.devices import is_gpu
 from ...ranks.rankio import GPU_BASE_ENV, MACHINE_RANKS_ENV
-from ..launch import LaunchPlan, Task, free_port, python_module
+from ..launch import LaunchPlan, Task, emulated_link_env, free_port, python_module
 
 if TYPE_CHECKING:
     from ...config import RunConfig
@@ -43,7 +44,8 @@ def torchrun_tasks(config: RunConfig, module: str, env: dict, nodes, cluster=Non
                 f"--node-rank={k}", f"--nproc-per-node={per_node}",
                 f"--master-addr={master}", f"--master-port={port}", "--max-restarts=0",
                 "--monitor-interval=0.2", "--module", module]
-        node_env = {**env, "GLOO_SOCKET_IFNAME": nodes[k].ifname if nodes else "lo", "BENCH_NODE": str(k),
+        link = emulated_link_env(nodes[k].ifname, is_gpu(config.device)) if nodes else {"GLOO_SOCKET_IFNAME": "lo"}
+        node_env = {**env, **link, "BENCH_NODE": str(k),
                     MACHINE_RANKS_ENV: str(config.ranks_here), GPU_BASE_ENV: str(k * per_node)}
         tasks.append(Task(f"node{k}", nodes[k].command(argv) if nodes else argv, node_env))
     return tasks

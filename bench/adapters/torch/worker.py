@@ -48,11 +48,14 @@ class HostClock:
     def begin(self) -> float:
         return time.perf_counter()
 
-    def now(self) -> float:
-        return time.perf_counter()
-
     def mark(self) -> float:
         return time.perf_counter()
+
+    def end(self) -> float:
+        return time.perf_counter()
+
+    def at(self, mark: float) -> float:
+        return mark
 
     def seconds(self, spans: list) -> list[tuple[float, float]]:
         return list(spans)
@@ -61,10 +64,12 @@ class HostClock:
 class CudaEventClock:
     """GPU ranks' timestamps. Host time says when work was queued, not done: a mark is a CUDA event recorded on the
     rank's stream, placed on the host's perf_counter axis by its distance from a reference event recorded when the
-    step began on an idle (synchronised) GPU; `now` synchronises first, so phase boundaries are the GPU's."""
+    step began on an idle (synchronised) GPU. The device is synchronised only where the step's own time is read, at
+    its start and end: a synchronisation between forward, backward and update would stall the queue of kernels that
+    a step without the clock keeps full (phase boundaries are events, read after the end)."""
 
-    def __init__(self, cuda, device) -> None:
-        self.cuda, self.device = cuda, device
+    def __init__(self, cuda, device, host: Callable[[], float] = time.perf_counter) -> None:
+        self.cuda, self.device, self.host = cuda, device, host
         self.ref, self.t0 = None, 0.0
 
     def _event(self):
@@ -74,20 +79,23 @@ class CudaEventClock:
 
     def begin(self) -> float:
         self.cuda.synchronize(self.device)
-        self.ref, self.t0 = self._event(), time.perf_counter()
+        self.ref, self.t0 = self._event(), self.host()
         return self.t0
-
-    def now(self) -> float:
-        self.cuda.synchronize(self.device)
-        return time.perf_counter()
 
     def mark(self):
         return self._event()
 
+    def end(self) -> float:
+        """The step's end: every kernel queued so far has run (and the marks can be read)."""
+        self.cuda.synchronize(self.device)
+        return self.host()
+
+    def at(self, mark) -> float:
+        """A mark's time on the host's axis (after `end`: elapsed_time needs both events complete)."""
+        return self.t0 + self.ref.elapsed_time(mark) / 1e3
+
     def seconds(self, spans: list) -> list[tuple[float, float]]:
-        self.cuda.synchronize(self.device)  # elapsed_time needs both events complete
-        return [(self.t0 + self.ref.elapsed_time(a) / 1e3, self.t0 + self.ref.elapsed_time(b) / 1e3)
-                for a, b in spans]
+        return [(self.at(a), self.at(b)) for a, b in spans]
 
 
 class Placement(NamedTuple):
@@ -182,9 +190,9 @@ class Trainer:
         nosync = self.ddp.no_sync() if strategy == "allreduce_nosync" else contextlib.nullcontext()
         with nosync:
             loss = workload.forward()
-            t_f = clock.now()
+            m_f = clock.mark()
             workload.backward(loss)
-        t_b = clock.now()
+        m_b = clock.mark()
         if strategy == "allreduce_nosync":
             c0 = clock.mark()
             dist.all_reduce(self.flat_g)
@@ -192,34 +200,34 @@ class Trainer:
             self.bucket_bytes.append(self.flat_g.numel() * self.flat_g.element_size())
             self.flat_g.div_(self.world)  # in place: the parameters' .grad are views of it
         if strategy == "ps_sync":
-            update = self._ps_exchange()
+            marks = self._ps_exchange()
         else:
-            u0 = clock.now()
+            u0 = clock.mark()
             workload.update()
-            update = (u0, clock.now())
-        t_u = clock.now()
-        comm = clock.seconds(self.spans)
+            marks = (u0, clock.mark())
+        t_u = clock.end()  # the one read of the step's time after its start: marks are read from here on
+        t_f, t_b, update, comm = clock.at(m_f), clock.at(m_b), tuple(map(clock.at, marks)), clock.seconds(self.spans)
         # DDP's backward ends when its last bucket was ready: the last all-reduce's start
         backward_end = max((a for a, _ in comm), default=t_b) if strategy == "allreduce" else t_b
         phases = step_phases((t0, t_f), (t_f, backward_end), update, comm, (t0, t_u))
         return {**phases, "start": t0, "end": t_u, "loss": float(loss.detach()),
                 "buckets": len(self.bucket_bytes), "comm_bytes": int(sum(self.bucket_bytes))}
 
-    def _ps_exchange(self) -> tuple[float, float]:
-        """Gradients to the server (rank 0), its aggregation and update, parameters back; returns the
-        update interval (the server's; empty on the other ranks, which receive parameters in place)."""
+    def _ps_exchange(self) -> tuple:
+        """Gradients to the server (rank 0), its aggregation and update, parameters back; returns the update's marks
+        (the server's; an empty interval on the other ranks, which receive parameters in place)."""
         dist, nbytes, clock = self.dist, self.flat_g.numel() * self.flat_g.element_size(), self.clock
         c0 = clock.mark()
         dist.gather(self.flat_g, self.gathered, dst=0)
         self.spans.append((c0, clock.mark()))
         self.bucket_bytes.append(nbytes * (self.world if self.rank == 0 else 1))
-        u0 = clock.now()
+        u0 = clock.mark()
         if self.rank == 0:
             for g in self.gathered[1:]:  # gathered[0] is rank 0's own gradient, already in flat_g
                 self.flat_g.add_(g)
             self.flat_g.div_(self.world)
             self.workload.update()
-        u1 = clock.now()
+        u1 = clock.mark()
         b0 = clock.mark()
         dist.broadcast(self.flat_p, src=0)
         self.spans.append((b0, clock.mark()))

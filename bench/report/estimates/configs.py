@@ -21,7 +21,8 @@ from ...measurement.flags import (
     phase_sum_flag,
     utilisation_flag,
 )
-from ...measurement.utilisation import utilisation
+from ...measurement.peak import peak_key
+from ...measurement.utilisation import peak_threads, utilisation
 from ...results.record import Flag
 from ...stats import variance_components
 from .cross_run import cross_run_flags
@@ -134,7 +135,9 @@ def estimate_config(g: pd.DataFrame, interval: Interval, columns: list[str],
         why = (f"{len(g) - len(clean)} of {len(g)} processes disturbed ({disturbed})" if len(clean) < len(g)
                else f"only {len(g)} process{'es' if len(g) != 1 else ''}: the between-process spread is unknown")
         flags.append(flag("disturbed" if len(clean) < len(g) else "too_few_processes", why))
-    mine = [peaks[s] for s in used["sweep_id"] if peaks and s in peaks]
+    # the peak of this config's own device, precision and threads (a row has the config's fields as attributes)
+    key = peak_key(first["device"], first["precision"], peak_threads(first))
+    mine = [peaks[s][key] for s in used["sweep_id"] if peaks and key in peaks.get(s, {})]
     share, judged = config_utilisation(first.get("flops_per_image"), interval.estimate, mine, list(used["peak_flops"]))
     # the records' own utilisation judgements were against their run's peak; the config's replace them
     flags = [f for f in flags if f.name not in ("utilisation_over_peak", "peak_unsteady")] + judged
@@ -167,7 +170,7 @@ def estimate_configs(processes: pd.DataFrame, columns: list[str],
                      peaks: dict[str, dict] | None = None) -> list[ConfigEstimate]:
     """Every config's estimate, with the flags that need several configs (bench/report/estimates/cross_run.py).
 
-    `columns` are the runs table's (a config keeps its own); `peaks` maps sweep id -> the sweep's peak
+    `columns` are the runs table's (a config keeps its own); `peaks` maps sweep id -> peak key -> that sweep's peak
     (bench/report/data.py: sweep_peaks): its FLOP/s (best of start and end) and its trials' spread."""
     if processes.empty:
         return []

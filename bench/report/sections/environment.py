@@ -10,7 +10,8 @@ import pandas as pd
 
 from ...adapters import ADAPTERS, measures_a_framework
 from ...host.manifest import mask_text
-from .base import Section, Table, heading
+from ..hosts import doctor_said
+from .base import Section, Table, Text, heading
 
 INTRO = ("Each environment (interpreter) that produced runs, per host: the runs and frameworks it covers, and the "
          "machine and software its newest run recorded.")
@@ -66,6 +67,14 @@ def environment_table(records: list[Record]) -> pd.DataFrame:
     return pd.DataFrame(cols).fillna("")
 
 
+def doctor_blocks(results_dir) -> list[Text]:
+    """What `bench doctor` found on each host where it ran (`make report` asks it first on a GPU host)."""
+    return [Text(f"**`bench doctor` on {host}**: what each framework's environment can run there (its build, the CUDA "
+                 f"libraries it loads, the GPUs it sees), the driver, NVML and the device peaks.\n\n```\n{text}\n```")
+            for host, text in doctor_said(results_dir).items()]
+
+
 def render(d) -> Section:
     return Section([heading("Environment", INTRO),
-                    Table(environment_table(d.records).reset_index(names="") if d.records else None, "no results")])
+                    Table(environment_table(d.records).reset_index(names="") if d.records else None, "no results"),
+                    *doctor_blocks(d.results_dir)])

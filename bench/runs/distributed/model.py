@@ -12,6 +12,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+# The collective backend the link's micro-benchmark runs (bench/adapters/torch/netbench_worker.py): its fit predicts
+# that backend's communication only (NCCL over NVLink or InfiniBand is another link altogether).
+FIT_BACKEND = "gloo"
+
 
 @dataclass(frozen=True)
 class Link:
@@ -19,6 +23,7 @@ class Link:
     bandwidth_Bps: float
     r2: float | None = None
     source: str = ""
+    backend: str = FIT_BACKEND  # the backend whose messages were timed (fits written before it was named: gloo's)
 
     def p2p_s(self, nbytes: float) -> float:
         return self.alpha_s + nbytes / self.bandwidth_Bps

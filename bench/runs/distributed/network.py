@@ -54,7 +54,8 @@ def measure(results_dir: Path | str, workers: int = 2, nodes: int = 1, gbit: flo
     r = ranks[0]
     entry = {"key": key, "workers": workers, "nodes": nodes, "gbit": gbit or None, "delay_ms": delay_ms or None,
              "link": link, "measured": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-             "method": f"gloo all_reduce and send/recv ping-pong between barriers, {WARMUP} warm-up + "
+             "backend": model.FIT_BACKEND,
+             "method": f"{model.FIT_BACKEND} all_reduce and send/recv ping-pong between barriers, {WARMUP} warm-up + "
                        f"{repeats(SIZES[0])} timed per size up to {model.SMALL_BYTES >> 20} MB, "
                        f"{repeats(SIZES[-1])} above; median per size",
              "allreduce": r["allreduce"], "p2p": r["p2p"]}

@@ -14,7 +14,7 @@ from pathlib import Path
 import psutil
 
 from ...adapters import ADAPTERS
-from ...adapters.launch import thread_env
+from ...adapters.launch import EMULATED_NCCL, thread_env
 from ...config import RunConfig
 from ...errors import terminations_unwind
 from ...host.devices import is_gpu
@@ -57,7 +57,8 @@ def topology(config: RunConfig, cluster: Machines | None = None):
         yield nodes, {"kind": "emulated", "gbit": config.link_gbit or None,
                       "delay_ms": config.link_delay_ms or None, "fallback": None,
                       "namespaces": [n.netns for n in nodes], "addresses": [n.address for n in nodes],
-                      "shaping": "tc tbf on each node's egress" if config.link_gbit else "none"}
+                      "shaping": "tc tbf on each node's egress" if config.link_gbit else "none",
+                      **({"nccl": EMULATED_NCCL} if is_gpu(config.device) else {})}
 
 
 def _peak_rss(pid: int) -> int | None:
