@@ -114,7 +114,8 @@ def test_caches_off_means_no_folder_and_no_listing(monkeypatch):
 
 
 def test_the_record_and_manifest_fields_are_additive():
-    old = Record.from_json(json.loads(next(FIXTURES.glob("tiny_sweep/test-host/records/*tensorflow_tiny_cnn_training*.json")).read_text()))
+    path = next((FIXTURES / "tiny_sweep" / "test-host" / "records").glob("*tensorflow_tiny_cnn_training*.json"))
+    old = Record.from_json(json.loads(path.read_text()))
     assert old.startup is not None and old.startup.build_cache is None  # written before the field existed
     old.startup.build_cache = {"onnx_export": "hit"}
     assert Record.from_json(old.to_json()).startup.build_cache == {"onnx_export": "hit"}

@@ -139,3 +139,16 @@ def test_kernels_get_the_cpu_description_read_once_by_the_sweep(monkeypatch):
     assert devices.cpu_brand() == "read again"
     monkeypatch.undo()
     devices.cpu_info.cache_clear()
+
+
+def test_the_cost_paragraph_counts_each_caches_hits_and_misses():
+    timed = [_timed(0, prepare_s=12.0), _timed(1, prepare_s=2.0), _timed(2, prepare_s=3.0)]
+    records = [r for r, _ in timed]
+    for r, outcome in zip(records, ("miss", "hit", "hit")):
+        r.sweep = SweepPlacement(id="s1")
+        r.startup.build_cache = {"onnx_export": outcome}
+    manifest = {"sweep_id": "s1", "process_walls": {wall_key(r.config_key, r.repeat, r.attempt): w for r, w in timed}}
+    text = sweep_cost_text(records, [manifest])
+    assert "onnx_export: 2 hits (build median 2.5 s), 1 miss (build median 12.0 s)" in text
+    records[0].startup.build_cache = None  # records written before the caches existed say nothing
+    assert "onnx_export: 2 hits (build median 2.5 s)." in sweep_cost_text(records, [manifest])
