@@ -152,3 +152,11 @@ def test_the_cost_paragraph_counts_each_caches_hits_and_misses():
     assert "onnx_export: 2 hits (build median 2.5 s), 1 miss (build median 12.0 s)" in text
     records[0].startup.build_cache = None  # records written before the caches existed say nothing
     assert "onnx_export: 2 hits (build median 2.5 s)." in sweep_cost_text(records, [manifest])
+
+
+def test_the_adaptive_estimate_counts_the_first_iteration_and_the_steady_window_among_the_timed_ones():
+    c = make_config(framework="torch", model="resnet50", batch_size=8, warmup=3, iterations=3, time_budget_s=0.1,
+                    phase_iterations=0)
+    flops, peak = 4e9, 100e9
+    iteration = flops * 8 / (peak * 0.55)
+    assert estimate_run_s(c, 1, [], flops, peak, overhead_s=0.0, startup_s=0.0) == pytest.approx(4 * iteration)
