@@ -61,7 +61,7 @@ def test_a_cached_export_is_the_same_model(cache, monkeypatch):
         return ort.InferenceSession(str(exported.path)).run(None, {"images": exported.x})[0]
     np.testing.assert_array_equal(logits(second), logits(fresh))  # the same weights, the same outputs
     second.folder.cleanup()  # what a runtime does once it holds the model: the cached file stays
-    assert second.path.is_file()
+    assert second.path.is_file() and second.path.stat().st_mode & 0o222 == 0  # read-only: nothing rewrites it
 
 
 @pytest.mark.parametrize("fw, caches", [("onnxruntime", {"onnx_export"}), ("openvino", {"onnx_export", "openvino"})])

@@ -87,9 +87,11 @@ def export_onnx(model: str, batch_size: int, image_size: int, seed: int, threads
 
 
 def _write_atomically(dst: Path, data: bytes) -> None:
-    """Written under a name of this process's own, then renamed: a concurrent process never reads half a file."""
+    """Written under a name of this process's own, then renamed: a concurrent process never reads half a file.
+    Read-only: a step that rewrites its model file (a quantizer, say) must write a copy, never the cached export."""
     tmp = dst.with_name(f"{dst.name}.{os.getpid()}.tmp")
     tmp.write_bytes(data)
+    tmp.chmod(0o444)
     os.replace(tmp, dst)
 
 
