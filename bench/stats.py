@@ -73,15 +73,6 @@ def summarize_latencies(latencies_s, batch_size: int) -> dict:
     }
 
 
-def is_steady(times, window: int = 3, tolerance: float = 0.05) -> bool:
-    """True when the median of the last `window` iterations is within `tolerance` of the window before."""
-    if len(times) < 2 * window:
-        return False
-    last = float(np.median(times[-window:]))
-    prev = float(np.median(times[-2 * window:-window]))
-    return abs(last - prev) <= tolerance * prev
-
-
 def cv(samples) -> float:
     """Coefficient of variation (std / mean) of iteration times: how jittery one process was."""
     x = np.asarray(samples, dtype=float)

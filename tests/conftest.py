@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -20,6 +22,10 @@ ROOT = Path(__file__).resolve().parent.parent
 TEST_HOST = "test-host"
 os.environ["BENCH_HOST"] = TEST_HOST  # every record written by the tests lands in results/test-host/
 os.environ["BENCH_PEAK_N"] = "1024"  # the tests' runs are not benchmarks: a quick device peak is enough
+# the compiled-artefact caches of the tests' runs in a folder of this session, not the user's ~/.cache/dlbench
+if "BENCH_COMPILE_CACHE" not in os.environ:
+    os.environ["BENCH_COMPILE_CACHE"] = tempfile.mkdtemp(prefix="bench-test-compile-cache-")
+    atexit.register(shutil.rmtree, os.environ["BENCH_COMPILE_CACHE"], ignore_errors=True)
 
 # Several tests load frameworks into this one pytest process. Loading TensorFlow before torch's compiler (torch._dynamo,
 # which imports triton) kills the process with a segmentation fault in triton/knobs.py (torch 2.14.1, TF 2.21, seen

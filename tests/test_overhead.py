@@ -139,3 +139,24 @@ def test_kernels_get_the_cpu_description_read_once_by_the_sweep(monkeypatch):
     assert devices.cpu_brand() == "read again"
     monkeypatch.undo()
     devices.cpu_info.cache_clear()
+
+
+def test_the_cost_paragraph_counts_each_caches_hits_and_misses():
+    timed = [_timed(0, prepare_s=12.0), _timed(1, prepare_s=2.0), _timed(2, prepare_s=3.0)]
+    records = [r for r, _ in timed]
+    for r, outcome in zip(records, ("miss", "hit", "hit")):
+        r.sweep = SweepPlacement(id="s1")
+        r.startup.build_cache = {"onnx_export": outcome}
+    manifest = {"sweep_id": "s1", "process_walls": {wall_key(r.config_key, r.repeat, r.attempt): w for r, w in timed}}
+    text = sweep_cost_text(records, [manifest])
+    assert "onnx_export: 2 hits (build median 2.5 s), 1 miss (build median 12.0 s)" in text
+    records[0].startup.build_cache = None  # records written before the caches existed say nothing
+    assert "onnx_export: 2 hits (build median 2.5 s)." in sweep_cost_text(records, [manifest])
+
+
+def test_the_adaptive_estimate_counts_the_first_iteration_and_the_steady_window_among_the_timed_ones():
+    c = make_config(framework="torch", model="resnet50", batch_size=8, warmup=3, iterations=3, time_budget_s=0.1,
+                    phase_iterations=0)
+    flops, peak = 4e9, 100e9
+    iteration = flops * 8 / (peak * 0.55)
+    assert estimate_run_s(c, 1, [], flops, peak, overhead_s=0.0, startup_s=0.0) == pytest.approx(4 * iteration)

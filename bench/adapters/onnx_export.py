@@ -6,22 +6,35 @@ checked against PyTorch's (tests/test_engines.py) and the measured work is the s
 
 from __future__ import annotations
 
+import json
+import os
 import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+from .compile_cache import HIT, MISS, build_key, cache_dir, package_version, source_digest
+
 OPSET = 17
 INPUT, OUTPUT = "images", "logits"
 
 
+class _Kept:
+    """The cache's folder in place of a temporary one: the runtime's `cleanup()` leaves the cached file for the next
+    process."""
+
+    def cleanup(self) -> None:
+        pass
+
+
 @dataclass
 class Exported:
-    path: Path  # the .onnx file (inside `folder`, removed when the object is dropped)
-    folder: tempfile.TemporaryDirectory
+    path: Path  # the .onnx file (inside `folder`; a temporary one is removed when the object is dropped)
+    folder: tempfile.TemporaryDirectory | _Kept
     params: int  # trainable parameters of the exported PyTorch module
     x: object  # the NCHW float32 input batch (NumPy), the same as the PyTorch adapter's
     method: str
+    cache: str | None = None  # "hit" (read from the export cache), "miss" (exported and cached), None (no cache)
 
 
 def seeded_torch_model(model: str, seed: int, threads: int):
@@ -42,8 +55,48 @@ def input_batch(batch_size: int, image_size: int, seed: int):
     return np.random.default_rng(seed).standard_normal((batch_size, 3, image_size, image_size), dtype=np.float32)
 
 
+def export_key(model: str, batch_size: int, image_size: int, seed: int) -> str:
+    """Everything that decides the exported file's bytes: the model, the batch and input shape, the opset, the seed
+    of its weights, the exporter's versions and the code that builds the model and exports it."""
+    here = Path(__file__).resolve().parent
+    return build_key(model=model, batch_size=batch_size, input_shape=(3, image_size, image_size), opset=OPSET,
+                     seed=seed, dtype="float32", torch=package_version("torch"), onnx=package_version("onnx"),
+                     code=source_digest(here / "onnx_export.py", here / "torch" / "models.py"))
+
+
+def _method(model: str, seed: int) -> str:
+    return f"torch.onnx.export (TorchScript exporter, opset {OPSET}) of the PyTorch {model} in eval mode, seed {seed}"
+
+
 def export_onnx(model: str, batch_size: int, image_size: int, seed: int, threads: int) -> Exported:
-    """Export the seeded PyTorch model to a temporary ONNX file (batch dimension dynamic)."""
+    """The seeded PyTorch model exported to ONNX (batch dimension dynamic): from the export cache where an export
+    of the same key exists (no torch import, no build), else exported, and kept there for the next process."""
+    folder = cache_dir("onnx", "export")
+    if folder is None:
+        return _export(model, batch_size, image_size, seed, threads)
+    key = export_key(model, batch_size, image_size, seed)
+    path, facts = folder / f"{model}-{key}.onnx", folder / f"{model}-{key}.json"
+    if path.is_file() and facts.is_file():
+        params = json.loads(facts.read_text())["params"]
+        return Exported(path, _Kept(), params, input_batch(batch_size, image_size, seed), _method(model, seed), HIT)
+    fresh = _export(model, batch_size, image_size, seed, threads)
+    _write_atomically(path, fresh.path.read_bytes())
+    _write_atomically(facts, json.dumps({"params": fresh.params}).encode())  # last: a hit needs both files
+    fresh.cache = MISS
+    return fresh
+
+
+def _write_atomically(dst: Path, data: bytes) -> None:
+    """Written under a name of this process's own, then renamed: a concurrent process never reads half a file.
+    Read-only: a step that rewrites its model file (a quantizer, say) must write a copy, never the cached export."""
+    tmp = dst.with_name(f"{dst.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    tmp.chmod(0o444)
+    os.replace(tmp, dst)
+
+
+def _export(model: str, batch_size: int, image_size: int, seed: int, threads: int) -> Exported:
+    """Export the seeded PyTorch model to a temporary ONNX file."""
     import torch
 
     module = seeded_torch_model(model, seed, threads)
@@ -55,5 +108,4 @@ def export_onnx(model: str, batch_size: int, image_size: int, seed: int, threads
         torch.onnx.export(module, (torch.from_numpy(x),), str(path), dynamo=False, opset_version=OPSET,
                           input_names=[INPUT], output_names=[OUTPUT], dynamic_axes={INPUT: {0: "batch"}})
     params = sum(p.numel() for p in module.parameters())
-    return Exported(path, folder, params, x, f"torch.onnx.export (TorchScript exporter, opset {OPSET}) of the "
-                                             f"PyTorch {model} in eval mode, seed {seed}")
+    return Exported(path, folder, params, x, _method(model, seed))

@@ -8,6 +8,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import psutil
@@ -45,6 +46,8 @@ class Workload(ABC):
 
     params: int = 0
     settings: dict
+    # the compiled-artefact caches its build used: {cache: "hit" | "miss", or what tells after the first iteration}
+    compile_caches: Mapping[str, str | Callable[[], str]] = MappingProxyType({})
 
     def certificate_facts(self) -> CertificateFacts:
         """What the fairness certificate judges this workload by."""

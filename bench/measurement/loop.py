@@ -7,10 +7,26 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..config import RunConfig
-from ..stats import ci_relative_halfwidth, is_steady
+from ..stats import ci_relative_halfwidth
 
 WARMUP_TOLERANCE = 0.10
-MIN_WARMUP = 2
+# The first iteration is never steady state (allocation, tracing, compilation): it is always warm-up.
+MIN_WARMUP = 1
+# Steady: this many consecutive iterations after the warm-up, their range within WARMUP_TOLERANCE of their median.
+# Three, not two: a pair agrees by chance as often as it is steady, and a trend shows in three.
+STEADY_WINDOW = 3
+
+
+def steady_start(times: list[float], cap: int, tolerance: float = WARMUP_TOLERANCE,
+                 window: int = STEADY_WINDOW) -> int | None:
+    """The first iteration (index >= MIN_WARMUP, at most `cap`) from which `window` consecutive iterations agree:
+    their range within `tolerance` of their median. None while no such stretch exists yet."""
+    for start in range(MIN_WARMUP, min(cap, len(times) - window) + 1):
+        stretch = sorted(times[start:start + window])
+        median = stretch[window // 2]
+        if median > 0 and stretch[-1] - stretch[0] <= tolerance * median:
+            return start
+    return None
 
 
 @dataclass
@@ -37,37 +53,43 @@ def measure(timed_iteration: Callable[[], float], config: RunConfig,
         return s
 
     budget = config.time_budget_s
+    cap = max(config.warmup, MIN_WARMUP)
     start = clock()
-    # Warm-up: the first iteration compiles/allocates; stop once two consecutive iterations agree
-    # within WARMUP_TOLERANCE (so at least two warm-up iterations; a 10 s training step costs 20 s,
-    # not the five iterations a wider window would need).
+    marks = [start]  # the clock at each iteration's end: the timed loop's wall time starts where warm-up ended
+    times: list[float] = []
+    # Warm-up ends at the first iteration from which STEADY_WINDOW iterations agree; those iterations ran exactly
+    # as timed ones do, so they are the first timed iterations rather than thrown away (the warm-up is decided
+    # from what came after it, once, and never revised). Without such a stretch: the cap, or half the budget once
+    # the test has had one full window to succeed.
     while True:
-        s.warmup_s.append(timed_iteration())
-        if is_steady(s.warmup_s, window=1, tolerance=WARMUP_TOLERANCE):
+        times.append(timed_iteration())
+        marks.append(clock())
+        n = len(times)
+        warm = steady_start(times, cap)
+        if warm is not None:
             s.warmup_stop = "steady"
             break
-        if len(s.warmup_s) >= max(config.warmup, MIN_WARMUP):
-            s.warmup_stop = "warm-up cap"
+        if n >= cap + STEADY_WINDOW:
+            warm, s.warmup_stop = cap, "warm-up cap"
             break
-        # The first iteration is never steady state (allocation, tracing): at least two, whatever the budget.
-        if budget and clock() - start > budget / 2 and len(s.warmup_s) >= MIN_WARMUP:
-            s.warmup_stop = "half the time budget"
+        if budget and marks[-1] - start > budget / 2 and n >= MIN_WARMUP + STEADY_WINDOW:
+            warm, s.warmup_stop = min(n, cap), "half the time budget"
             break
+    s.warmup_s, s.timed_s = times[:warm], times[warm:]
     # Timed: at least `iterations`, then until the CI target is met or the budget ends.
-    t0 = clock()
     while True:
-        s.timed_s.append(timed_iteration())
         n = len(s.timed_s)
-        if n < config.iterations:
-            continue
-        if ci_relative_halfwidth(s.timed_s) <= config.ci_target:
-            s.timed_stop = "CI target met"
-            break
-        if budget and clock() - start > budget:
-            s.timed_stop = "time budget"
-            break
-        if n >= 10000:
-            s.timed_stop = "iteration cap"
-            break
-    s.timed_wall_s = clock() - t0
+        if n >= config.iterations:
+            if ci_relative_halfwidth(s.timed_s) <= config.ci_target:
+                s.timed_stop = "CI target met"
+                break
+            if budget and marks[-1] - start > budget:
+                s.timed_stop = "time budget"
+                break
+            if n >= 10000:
+                s.timed_stop = "iteration cap"
+                break
+        s.timed_s.append(timed_iteration())
+        marks.append(clock())
+    s.timed_wall_s = marks[-1] - marks[len(s.warmup_s)]
     return s

@@ -107,6 +107,27 @@ def extra_processes_text(sweeps: list[SweepManifest]) -> str:
     return "\n".join(lines)
 
 
+def build_cache_text(records: Iterable[Record | Mapping]) -> str:
+    """One sentence: per compiled-artefact cache, how many builds hit and missed it, and the build's median seconds
+    (prepare_s) either way; empty when no record used a cache (records written before caches existed)."""
+    seen: dict[str, dict[str, list[float]]] = {}
+    for r in as_records(records):
+        if r.startup is None or not r.startup.build_cache:
+            continue
+        for cache, outcome in r.startup.build_cache.items():
+            seen.setdefault(cache, {}).setdefault(outcome, []).append(r.startup.prepare_s)
+    parts = []
+    for cache, by in sorted(seen.items()):
+        counts = []
+        for outcome, seconds in sorted(by.items()):
+            known = [x for x in seconds if x is not None]
+            noun = outcome if len(seconds) == 1 else {"miss": "misses"}.get(outcome, outcome + "s")
+            counts.append(f"{len(seconds)} {noun}" + (f" (build median {np.median(known):.1f} s)" if known else ""))
+        parts.append(f"{cache}: {', '.join(counts)}")
+    return ("Compiled-artefact caches (keyed so a cached build is the same model; each record says hit or miss): "
+            + "; ".join(parts) + ".") if parts else ""
+
+
 def latest_sweep_overhead(records: list[Record], sweeps: list[SweepManifest]) -> pd.DataFrame:
     """The per-process overhead table of the latest sweep (the details notebook shows it)."""
     if not sweeps:
@@ -131,6 +152,9 @@ def sweep_cost_text(records: list[Record], sweeps: list[SweepManifest]) -> str:
         text += (f" The timed loops were {total['share'].iloc[0]:.0%} of the wall time of its "
                  f"{int(total['processes'].iloc[0])} single-process attempts (retries included); the rest "
                  "(start-up, warm-up, phase pass, checks) is broken down per component in the details.")
+    ran = [r for r in as_records(records) if r.sweep and r.sweep.id == latest.sweep_id]
+    caches = build_cache_text(ran)
+    text += f" {caches}" if caches else ""
     extra = sum(len(m.extra_processes or []) for m in sweeps if m.adaptive)
     if extra:
         text += (f" {extra} processes beyond the minimum went to the configs whose comparison was least decided "

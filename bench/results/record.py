@@ -445,6 +445,8 @@ class Startup(Section):
     phases_s: float | None = optional()  # the instrumented phase pass (first repetition only)
     checks_s: float | None = optional()  # utilisation (FLOP count, peak) and the fairness certificate
     manifest_s: float | None = optional()  # collecting the environment manifest
+    # per compiled-artefact cache the build used: "hit" or "miss" (bench/adapters/compile_cache.py); None: none used
+    build_cache: dict[str, str] | None = optional()
 
 
 @section

@@ -146,6 +146,9 @@ class SweepManifest(Versioned):
     memory_searches: list[str] = optional([])
     elapsed_s: float | None = optional()
     runs_done: int | None = optional()
+    # cache -> folder: the compiled-artefact caches its processes could read (bench/adapters/compile_cache.py); each
+    # record says whether its build hit or missed (startup.build_cache)
+    compile_caches: dict[str, str] = optional({})
 
     def peak(self, key: str) -> SweepPeak | None:
         """The peak a utilisation uses for one peak key (device|precision|threads); None without a start trial."""

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from ..config import RunConfig
 from ..measurement.flags import FLAG_SCOPE
+from ..measurement.loop import MIN_WARMUP, STEADY_WINDOW
 from ..moderated import SweepSpreads
 from ..results.record import Record
 from ..results.store import counted_attempts
@@ -88,8 +89,10 @@ def estimate_run_s(config: RunConfig, repeat: int, history_s: list[float], flops
     iteration = flops_per_image * config.batch_size / (peak_flops * ASSUMED_EFFICIENCY[config.mode])
     if config.protocol == "seed":
         loop = iteration * (config.warmup + config.iterations)
-    else:  # at least two warm-ups and the minimum iterations; the budget when the CI target is not met
-        loop = max(iteration * (min(config.warmup, 3) + config.iterations), config.time_budget_s)
+    else:  # a steady run: the first iteration, then the minimum timed ones (the steadiness window counts among them);
+        # the budget when the CI target is not met
+        steady = MIN_WARMUP + max(STEADY_WINDOW, config.iterations)
+        loop = max(iteration * steady, config.time_budget_s)
     phases = iteration * config.phase_iterations * PHASE_STEP_COST[config.mode] if repeat == 0 else 0.0
     return overhead_s + startup_s + loop + phases
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ..adapters import measures_a_framework
+from ..adapters import compile_cache, measures_a_framework
 from ..config import RunConfig
 from ..errors import ConfigError
 from ..host.manifest import host_name
@@ -234,7 +234,8 @@ class Sweep:
             peaks={k: {"start": v, "end": None} for k, v in peaks.items()}, retried=[],
             networks=networks, not_applicable=list(profile.not_applicable),
             process_walls={}, runs_s=None, estimate_error=None, estimate_error_with_queued=None,
-            retry_estimate_s=0.0, extra_estimate_s=0.0, executor=self.executor.state, shard=self.shard)
+            retry_estimate_s=0.0, extra_estimate_s=0.0, executor=self.executor.state, shard=self.shard,
+            compile_caches=compile_cache.listing())
         self._save()
         self.announce(f"sweep {profile.name}: {counted(len(p.tasks), 'run')} to do ({p.repeats} repetitions per "
                       f"config, order seed {profile.order_seed}), {len(p.done)} already recorded, "
@@ -310,6 +311,7 @@ class Sweep:
             for k, v in measure_peaks(self.profile, self.announce).items():
                 m.peaks.setdefault(k, {"start": None})["end"] = v
         m.finished = _now()
+        m.compile_caches = compile_cache.listing()  # the folders as the sweep's processes left them
         m.elapsed_s = time.perf_counter() - self._t0
         m.runs_done = self.done
         self._save()

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from ...host.devices import is_gpu
 from ...models import get_model
 from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, register, subtractive_phases
+from ..compile_cache import configure_xla
 from ..keras_models import build_keras_model
 from ..launch import LOCAL_DEVICES, LaunchPlan, local_device_plan
 from ..ranks import RankGroup
@@ -27,6 +28,8 @@ class JaxWorkload(Workload):
         jax, keras = import_jax(config.threads)
         self.jax, self.config = jax, config
         set_matmul_precision(jax, config.precision)
+        watch = configure_xla(jax)  # XLA compiles at the first step: its outcome is read after the loop
+        self.compile_caches = {"xla": watch.outcome} if watch else {}
         self.training = config.mode == "training"
         model = build_model(keras, config)
         self.params = int(sum(np.prod(v.shape) for v in model.trainable_weights))

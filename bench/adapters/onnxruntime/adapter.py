@@ -34,6 +34,7 @@ class ORTWorkload(InferenceRuntimeWorkload):
         self.config = config
         exported = export_onnx(config.model, config.batch_size, config.image_size, config.seed, config.threads)
         self.params = exported.params
+        self.compile_caches = {"onnx_export": exported.cache} if exported.cache else {}
         self.gpu = is_gpu(config.device)
         provider = "CUDAExecutionProvider" if self.gpu else "CPUExecutionProvider"
         options = {"device_id": int(config.device.split(":")[1])} if self.gpu else {}

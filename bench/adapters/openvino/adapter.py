@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..base import Adapter, InferenceRuntimeWorkload, Workload, register
+from ..compile_cache import openvino_cache
 from ..onnx_export import export_onnx
 
 if TYPE_CHECKING:
@@ -15,13 +16,13 @@ HINTS = {"latency": "LATENCY", "throughput": "THROUGHPUT"}
 _PRECISION = {"fp32": "f32", "bf16": "bf16"}
 
 
-def compile_exported(path: str, engine: str, precision: str, threads: int):
+def compile_exported(path: str, engine: str, precision: str, threads: int, **options: str):
     import openvino as ov
 
     core = ov.Core()
     return core.compile_model(core.read_model(path), "CPU", {
         "PERFORMANCE_HINT": HINTS[engine], "INFERENCE_NUM_THREADS": threads,
-        "INFERENCE_PRECISION_HINT": _PRECISION[precision]})
+        "INFERENCE_PRECISION_HINT": _PRECISION[precision], **options})
 
 
 class OpenVINOWorkload(InferenceRuntimeWorkload):
@@ -29,7 +30,11 @@ class OpenVINOWorkload(InferenceRuntimeWorkload):
         self.config = config
         exported = export_onnx(config.model, config.batch_size, config.image_size, config.seed, config.threads)
         self.params = exported.params
-        self.compiled = compile_exported(str(exported.path), config.engine, config.precision, config.threads)
+        cache_options, watch = openvino_cache()  # its compiled blob, keyed by OpenVINO by the model and the options
+        self.compiled = compile_exported(str(exported.path), config.engine, config.precision, config.threads,
+                                         **cache_options)
+        caches = {"onnx_export": exported.cache, "openvino": watch.outcome() if watch else None}
+        self.compile_caches = {name: outcome for name, outcome in caches.items() if outcome}
         exported.folder.cleanup()
         self.request = self.compiled.create_infer_request()
         self.host_x = exported.x

@@ -10,6 +10,7 @@ from ...errors import UnsupportedError
 from ...host.devices import is_gpu
 from ...models import get_model
 from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, dist_version, register, timed_phases
+from ..compile_cache import configure_inductor
 from ..launch import LaunchPlan
 from ..precision import tf32_unavailable
 from ..ranks import RankGroup
@@ -98,7 +99,11 @@ class TorchWorkload(Workload):
 
     def _engine(self, module):
         """The module the forward calls: `module` itself, or compiled (engine "compile")."""
-        return self.torch.compile(module) if self.config.engine == "compile" else module
+        if self.config.engine != "compile":
+            return module
+        watch = configure_inductor()  # Inductor compiles at the first step: its outcome is read after the loop
+        self.compile_caches = {"inductor": watch.outcome} if watch else {}
+        return self.torch.compile(module)
 
     def _inside_timer(self) -> str:
         h2d = "host->device copy of the batch + " if self.config.data == "host" else ""

@@ -7,7 +7,7 @@ import pandas as pd
 from ...adapters import measures_a_framework
 from ...adapters.base import OPTIMIZER
 from ...measurement import flags as checks
-from ...measurement.loop import WARMUP_TOLERANCE
+from ...measurement.loop import STEADY_WINDOW, WARMUP_TOLERANCE
 from ...measurement.peak import PEAK_N, PEAK_TRIALS
 from ...verdicts import definition
 from .. import calibration, coverage, not_run, overhead
@@ -87,7 +87,7 @@ def methodology(d) -> str:
                  warmup_stops=_counts(r.samples.warmup_stop for r in ok), timed=_spread(timed),
                  timed_stops=_counts(r.samples.timed_stop for r in ok),
                  budgets=", ".join(f"{b:g} s" for b in budgets) or "none", threads=threads, optimizer=OPTIMIZER,
-                 warmup_tolerance=WARMUP_TOLERANCE,
+                 warmup_tolerance=WARMUP_TOLERANCE, steady_window=STEADY_WINDOW,
                  sweeps="\n".join(sweep_lines) or "- no sweep manifests (single runs)",
                  min_processes=checks.MIN_PROCESSES, guards="\n".join(r.methodology_line() for r in checks.GUARDS),
                  disturbed=n_disturbed, processes=len(procs),
