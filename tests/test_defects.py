@@ -23,6 +23,7 @@ from bench.host import devices
 from bench.host.links import netem_unavailable
 from bench.host.manifest import mask_text
 from bench.report.compare import compare_results
+from bench.results.record import SCHEMA_VERSION
 from bench.results.store import load_records
 from bench.runs.distributed import topology
 from bench.runs.distributed.launcher import Launch, LaunchError, Task
@@ -317,7 +318,31 @@ def test_compare_on_harness_only_results_says_so(tmp_path, capsys):
     assert code == EXIT_BAD_INPUT and "harness itself" in err and "Traceback" not in err
 
 
-@pytest.mark.full
+def test_compare_says_how_many_records_it_left_out_and_why(tmp_path, capsys):
+    """A record of a newer format (another checkout's results) is counted with its reason, never skipped silently;
+    a damaged file beside it is counted apart."""
+    for side in ("a", "b"):
+        write([record(seed=i, repeat=i) for i in range(3)], tmp_path / side)
+    newer = record(seed=9, repeat=9)
+    newer["schema_version"] = 99
+    folder = next((tmp_path / "b").glob("*/records"))
+    (folder / "20990101T000000_newer_r9a0_0123456789abcdef.json").write_text(json.dumps(newer))
+    (folder / "20990101T000000_newer_r8a0_0123456789abcdef.json").write_text(json.dumps(newer))
+    (folder / "20990101T000000_torn_r7a0_0123456789abcdef.json").write_text("{torn")
+    assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+    out = capsys.readouterr()
+    line = [x for x in out.out.splitlines() if x.startswith("B: ")]
+    assert line == ["B: 3 record files skipped: 2 of a newer record format (schema_version 99; this checkout reads "
+                    f"up to {SCHEMA_VERSION}): update this checkout to compare them; 1 unreadable (first: Expecting "
+                    "property name enclosed in double quotes: line 1 column 2 (char 1))"], out.out
+    assert not [x for x in out.out.splitlines() if x.startswith("A: ")] and "skipping" not in out.err
+    only_newer = tmp_path / "c" / "other-host" / "records"
+    only_newer.mkdir(parents=True)
+    (only_newer / "20990101T000000_newer_r9a0_0123456789abcdef.json").write_text(json.dumps(newer))
+    with pytest.raises(ConfigError, match=r"no results in .*\(1 record file skipped: 1 of a newer record format"):
+        compare_results(tmp_path / "a", tmp_path / "c")
+
+
 def test_a_worker_killed_on_one_node_is_named_in_the_reason(tmp_path):
     import threading
 
