@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -12,6 +13,8 @@ from pathlib import Path
 
 import psutil
 import pytest
+
+from bench.errors import ConfigError
 
 from .conftest import ROOT, TEST_HOST, bench_cli, interruptible
 
@@ -146,3 +149,18 @@ def test_a_second_sweep_on_the_same_folder_is_refused(tmp_path):
     records = [json.loads(p.read_text()) for p in (results / TEST_HOST / "records").glob("*.json")]
     assert Counter((r["config_key"], r["repeat"]) for r in records) == Counter(
         {k: 1 for k in {(r["config_key"], r["repeat"]) for r in records}}) and len(records) == 4
+
+
+@pytest.mark.parametrize("env, needle", [
+    ({"SLURM_JOB_ID": "../../x"}, "SLURM_JOB_ID '../../x'"),
+    ({"SLURM_ARRAY_JOB_ID": "7", "SLURM_ARRAY_TASK_ID": "a/b"}, "SLURM_ARRAY_TASK_ID 'a/b'"),
+    ({"SLURM_ARRAY_JOB_ID": "-1", "SLURM_ARRAY_TASK_ID": "0"}, "SLURM_ARRAY_JOB_ID '-1'"),
+])
+def test_a_slurm_jobs_id_is_checked_before_it_names_a_file(env, needle):
+    """A job's files are named after its id: a value that is no Slurm id is refused naming the variable."""
+    from bench.sweep.executors import slurm_job_id
+
+    with pytest.raises(ConfigError, match=re.escape(needle)):
+        slurm_job_id(env)
+    assert slurm_job_id({"SLURM_JOB_ID": "42"}) == "42" and slurm_job_id({}) == "unknown"
+    assert slurm_job_id({"SLURM_ARRAY_JOB_ID": "7", "SLURM_ARRAY_TASK_ID": "3", "SLURM_JOB_ID": "9"}) == "7_3"
