@@ -23,8 +23,13 @@ from bench.host import devices
 from bench.host.links import netem_unavailable
 from bench.host.manifest import mask_text
 from bench.report.compare import compare_results
+from bench.report.context import load
+from bench.report.sections.environment import environment_folders, environment_table
+from bench.report.sections.header import header
+from bench.report.sections.methodology import methodology
 from bench.results.record import SCHEMA_VERSION
 from bench.results.store import load_records
+from bench.results.sweep_manifest import write_sweep
 from bench.runs.distributed import topology
 from bench.runs.distributed.launcher import Launch, LaunchError, Task
 from bench.runs.distributed.run import SCRATCH_PREFIX, remove_stale_scratch
@@ -32,7 +37,7 @@ from bench.sweep import jupyter_kernels
 from bench.sweep.profiles import load_profile
 
 from .conftest import ROOT
-from .synthetic import record, write
+from .synthetic import dist_record, record, write
 
 TOO_MANY = devices.usable_cpus() + 1  # more workers than this machine has cores for
 NO_FP16 = ADAPTERS.get("torch").not_applicable("inference", "fp16", "cpu") is not None
@@ -343,6 +348,66 @@ def test_compare_says_how_many_records_it_left_out_and_why(tmp_path, capsys):
         compare_results(tmp_path / "a", tmp_path / "c")
 
 
+def test_the_report_text_holds_no_machine_path_and_no_literal_none_or_bad_plural(tmp_path):
+    """Issue 30, item 7: the environment is named by its folder (no /tmp/<clone>/.venv of the machine that ran it),
+    a framework that reports one thread pool is not said to have 'None inter-op', and one config is one config."""
+    runs = [record(framework="torch", repeat=i, seed=i, sweep_id="s1") for i in range(2)]
+    for r in runs:
+        r["manifest"]["interpreter"] = "/tmp/clone-1a2b3c/.venv"
+    runs[0]["settings"] = {"intra_op_threads": 2}
+    runs[1]["settings"] = {"intra_op_threads": 2, "inter_op_threads": 1}
+    write(runs, tmp_path)
+    write_sweep(tmp_path, {
+        "sweep_id": "s1", "host": "test-host", "profile": "quick", "description": "", "order_seed": 1, "repeats": 2,
+        "retries": 0, "budget_minutes": 5, "force": False, "started": "2026-01-01T00:00:00Z", "finished": None,
+        "status": "finished", "estimate_s": 60.0, "already_done": 0, "peaks": {}, "retried": [], "networks": {},
+        "not_applicable": [], "order": [{"config_key": runs[0]["config_key"], "repeat": i, "round": i,
+                                         "label": runs[0]["label"]} for i in range(2)],
+        "dropped": [{"config_key": "k", "label": "big one", "reason": "over budget"}]})
+    d = load(tmp_path)
+    assert set(environment_table(d.records).loc["environment (interpreter)"]) == {".venv"}
+    text = methodology(d)
+    assert "None" not in text and "torch: 2 intra-op: 1, torch: 2 intra-op / 1 inter-op: 1" in text, text
+    assert "1 config over budget" in text and "1 configs" not in text + header(d)
+
+
+@pytest.mark.parametrize("interpreters, shown", [
+    (["/tmp/clone-1a2b/.venv"], [".venv"]),
+    (["/tmp/a/.venv", "/tmp/b/.venv", "/opt/mxnet-env"], ["a/.venv", "b/.venv", "mxnet-env"]),
+    (["/home/alice/.venv", "/srv/x/.venv"], ["~/.venv", "x/.venv"]),
+    ([None], ["not recorded"]),
+])
+def test_an_environment_is_named_by_its_folder_with_only_the_parents_that_tell_it_apart(interpreters, shown):
+    assert list(environment_folders(interpreters).values()) == shown
+
+
+def test_a_study_row_names_the_profile_that_measured_it_and_the_command_that_does(tmp_path):
+    """The thesis' parameter-server rows are measured by the `distributed` profile, not by a plain `make report`:
+    the row says which profile measured what it holds (from the records' sweeps), and the command that would."""
+    from bench.report.studies import coverage_table
+
+    runs = [dist_record(s, 2, 50.0, repeat=i, framework="tensorflow") for s in ("ps_async", "allreduce")
+            for i in range(2)]
+    for r in runs:
+        r["sweep"] = {"id": "d1", "order_index": 0}
+    single = [record(framework="tensorflow", repeat=i, seed=i, sweep_id="q1") for i in range(2)]
+    write(runs + single, tmp_path)
+    base = {"host": "test-host", "description": "", "order_seed": 1, "repeats": 2, "retries": 0,
+            "budget_minutes": None, "force": False, "started": "2026-01-01T00:00:00Z", "finished": None,
+            "status": "finished", "estimate_s": 60.0, "already_done": 0, "peaks": {}, "retried": [], "networks": {},
+            "not_applicable": [], "order": [], "dropped": []}
+    write_sweep(tmp_path, {**base, "sweep_id": "d1", "profile": "distributed"})
+    write_sweep(tmp_path, {**base, "sweep_id": "q1", "profile": "quick"})
+    thesis = coverage_table(load(tmp_path), "thesis").set_index("figure or claim")
+    row = thesis.loc["TensorFlow ps/worker processes on localhost"]
+    assert row["measured here"] == "tensorflow ps_async x2 (profile `distributed`)", row["measured here"]
+    assert all("PROFILE=distributed" in c for c in thesis["what would measure it"]), thesis["what would measure it"]
+    hkbu = coverage_table(load(tmp_path), "HKBU").set_index("figure or claim")
+    assert hkbu.loc["Caffe-MPI, CNTK, MXNet and TensorFlow compared on a GPU cluster", "measured here"] == \
+        "tensorflow (1 config) (profile `quick`)"
+
+
+@pytest.mark.full
 def test_a_worker_killed_on_one_node_is_named_in_the_reason(tmp_path):
     import threading
 

@@ -9,6 +9,7 @@ import pandas as pd
 from ..adapters import measures_a_framework
 from ..measurement.flags import RULES
 from ..results.record import Record, as_records
+from ..values import counted
 from ..verdicts import EQUIVALENT, UNDECIDED, WINNER
 from . import coverage, estimates
 
@@ -123,7 +124,7 @@ def status_line(d, records: list[Record]) -> str:
     unsound = int((~configs["sound"]).sum()) if not configs.empty else 0
     disturbed = (f"{bad} of {n} processes disturbed or jittery (left out of their config's number where a clean "
                  "one remains)" if bad else f"none of {n} processes disturbed")
-    return (f"**Status:** {state}; {disturbed}; {unsound} of {len(configs)} configs not sound (fewer than "
+    return (f"**Status:** {state}; {disturbed}; {unsound} of {counted(len(configs), 'config')} not sound (fewer than "
             f"{estimates.MIN_PROCESSES} clean processes or a flag on the throughput), so no winner is stated from "
             "them.")
 

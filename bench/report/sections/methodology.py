@@ -9,6 +9,7 @@ from ...adapters.base import OPTIMIZER
 from ...measurement import flags as checks
 from ...measurement.loop import WARMUP_TOLERANCE
 from ...measurement.peak import PEAK_N, PEAK_TRIALS
+from ...values import counted
 from ...verdicts import definition
 from .. import calibration, coverage, not_run, overhead
 from ..text import prose
@@ -51,6 +52,15 @@ def pooling_text(configs: pd.DataFrame) -> str:
             f"{int(own.sum())} kept their own spread (a spread unlike the others', or nothing to borrow from).")
 
 
+def thread_pools(settings) -> str:
+    """'4 intra-op / 1 inter-op': the pools a run's framework read back, only those it has (OpenVINO, MXNet and JAX
+    report one), 'not reported' when none."""
+    pools = [f"{settings[key]} {pool}" for key, pool in (("intra_op_threads", "intra-op"),
+                                                          ("inter_op_threads", "inter-op"))
+             if settings.get(key) is not None]
+    return " / ".join(pools) or "not reported"
+
+
 def methodology(d) -> str:
     """Markdown describing what was measured and how, generated from the records and sweep manifests."""
     ok = [r for r in d.records if r.status == "ok" and measures_a_framework(r.config.framework)]
@@ -61,8 +71,7 @@ def methodology(d) -> str:
     warm = [len(r.samples.warmup_s) for r in ok]
     timed = [len(r.samples.timed_s) for r in ok]
     budgets = sorted({c.time_budget_s for c in cfg if c.protocol == "adaptive"})
-    threads = _counts(f"{r.config.framework}: {r.settings.get('intra_op_threads')} intra-op / "
-                      f"{r.settings.get('inter_op_threads')} inter-op" for r in ok)
+    threads = _counts(f"{r.config.framework}: {thread_pools(r.settings)}" for r in ok)
     sweeps = [m for m in d.sweeps if any(r.sweep and r.sweep.id == m["sweep_id"] for r in ok)]
     sweep_lines = []
     for m in sweeps:
@@ -84,7 +93,8 @@ def methodology(d) -> str:
             f"per config, order seed {m['order_seed']}, up to {m['retries']} retries of a disturbed run "
             f"({c.retries()}); {c.done} of {c.planned} planned runs recorded, {c.failed} failed or skipped; "
             f"budget {_minutes(m['budget_minutes'])} (estimated {m['estimate_s'] / 60:.0f} min, "
-            f"{c.duration()}; {len(m.get('dropped', []))} configs over budget); status {m['status']}. Device peak: "
+            f"{c.duration()}; {counted(len(m.get('dropped', [])), 'config')} over budget); status {m['status']}. "
+            "Device peak: "
             + ("; ".join(peaks) or "not measured") + ".")
     procs = d.processes
     n_disturbed = int((~procs["clean"]).sum()) if not procs.empty else 0
