@@ -164,3 +164,29 @@ def test_a_slurm_jobs_id_is_checked_before_it_names_a_file(env, needle):
         slurm_job_id(env)
     assert slurm_job_id({"SLURM_JOB_ID": "42"}) == "42" and slurm_job_id({}) == "unknown"
     assert slurm_job_id({"SLURM_ARRAY_JOB_ID": "7", "SLURM_ARRAY_TASK_ID": "3", "SLURM_JOB_ID": "9"}) == "7_3"
+
+
+def test_the_progress_bar_names_each_run_while_it_runs_extra_processes_included(tmp_path):
+    """The bar names the run in progress, not the last planned one while the adaptive plan's extra processes run."""
+    from bench.sweep.runner import Sweep
+
+    from .test_sweep_objects import DoubleExecutor, _profile
+
+    class Watching(DoubleExecutor):
+        def __init__(self, **kw) -> None:
+            super().__init__(**kw)
+            self.shown, self.sweep = [], None
+
+        def submit(self, batch, results_dir, notify=lambda: None):
+            inner = super().submit(batch, results_dir, notify)
+            for s in batch:  # what the bar says as each run starts
+                self.shown.append((getattr(self.sweep._bar, "postfix", ""), f"{s.task.config.label} r{s.task.repeat}"))
+                yield next(inner)
+
+    profile = _profile(tmp_path, "batch_sizes: [1]\nrepeats: adaptive\nmax_repeats: 4\nretries: 0\n")
+    executor = Watching(spread=0.5)
+    executor.sweep = Sweep(profile, tmp_path / "results", progress=False, announce=lambda _: None, executor=executor)
+    m = executor.sweep.execute().manifest
+    assert m.extra_processes and len(executor.shown) == 2 + len(m.extra_processes)
+    for i, (shown, running) in enumerate(executor.shown):
+        assert shown == running + (" (extra process)" if i >= 2 else ""), executor.shown
