@@ -407,6 +407,28 @@ def test_a_study_row_names_the_profile_that_measured_it_and_the_command_that_doe
         "tensorflow (1 config) (profile `quick`)"
 
 
+def test_the_exported_report_is_masked_as_it_is_written(tmp_path, monkeypatch):
+    """A report notebook whose kernel prints a credential (a warning quoting a record, a framework's error): the
+    executed notebook, the HTML made from it and the kernel's log never hold it."""
+    from bench.report.export import execute_report, to_html
+
+    monkeypatch.setenv("TEST_ADDR", "bob:s3cret@10.0.0.1")  # planted where the kernel reads it, not in its source
+    notebook = tmp_path / "report.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("results_dir = figures_dir = None", metadata={"tags": ["parameters"]}),
+        nbformat.v4.new_code_cell("import os, sys\nprint('MASTER_ADDR=' + os.environ['TEST_ADDR'])\n"
+                                  "print('at ' + os.environ['TEST_ADDR'], file=sys.stderr)\nos.environ['TEST_ADDR']")],
+        metadata={"kernelspec": {"name": "python3", "language": "python", "display_name": "Python 3"}}), notebook)
+    out = tmp_path / "out"
+    out.mkdir()
+    executed = execute_report(tmp_path, out, notebook)
+    html = to_html(executed, out / "report.html")
+    for path in (executed, html, out / "kernels.log"):
+        assert "s3cret" not in (path.read_text() if path.exists() else ""), path
+    assert "MASTER_ADDR=&lt;masked&gt;@10.0.0.1" in html.read_text() or "MASTER_ADDR=<masked>@10.0.0.1" in \
+        html.read_text()
+
+
 @pytest.mark.full
 def test_a_worker_killed_on_one_node_is_named_in_the_reason(tmp_path):
     import threading
