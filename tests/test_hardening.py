@@ -75,10 +75,11 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, args, needle)
     assert not results.exists() and not any(empty.iterdir())
 
 
-@pytest.mark.parametrize("host", ["..", ".", "a" * 65])
+@pytest.mark.parametrize("host", ["..", ".", "a" * 65, "bob:s3cret@h", "a/b", "a b"])
 def test_unsafe_host_names_are_refused(tmp_path, host):
     proc = bench_cli(*RUN, "--results-dir", str(tmp_path / "r"), env={"BENCH_HOST": host})
     assert proc.returncode == 2 and "BENCH_HOST" in proc.stderr and "Traceback" not in proc.stderr
+    assert "s3cret" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "r").exists()
 
 
