@@ -64,6 +64,9 @@ BAD = [
     (("--cluster", "slurm"), {**SLURM_ENV, "SLURM_PROCID": "5"}, "SLURM_PROCID '5'"),
     (("--cluster", "slurm"), {**SLURM_ENV, "SLURM_PROCID": "-1"}, "SLURM_PROCID '-1'"),
     (("--cluster", "slurm"), {**SLURM_ENV, "SLURM_STEP_NUM_TASKS": "x"}, "SLURM_STEP_NUM_TASKS 'x'"),
+    (("--cluster", "slurm"), {**SLURM_ENV, "SLURM_JOB_ID": "../x"}, "SLURM_JOB_ID '../x'"),
+    (("--cluster", "slurm"), {**SLURM_ENV, "SLURM_JOB_ID": "99999999999"}, "SLURM_JOB_ID '99999999999'"),
+    (("--cluster", "slurm"), {**SLURM_ENV, "SLURM_STEP_ID": "x y"}, "SLURM_STEP_ID 'x y'"),
     (("--cluster", "slurm"), {**SLURM_ENV, "SLURM_JOB_NODELIST": "n[1-99999999]"}, "more than 1024"),
     (("--cluster", "slurm"), {**SLURM_ENV, "SLURM_TASKS_PER_NODE": "1(x99999999)"}, "99999999"),
     (("--cluster", "slurm"), {**SLURM_ENV, "SLURM_JOB_NODELIST": f"bob:{SECRET}@n1,n2"}, "Slurm node list"),
@@ -96,7 +99,8 @@ def _refused(argv: list[str], capsys) -> str:
 @pytest.mark.parametrize("flags, env, needle", BAD, ids=[n[:40] for _, _, n in BAD])
 def test_a_bad_machine_value_from_any_source_is_one_short_masked_line(flags, env, needle, tmp_path, monkeypatch,
                                                                      capsys, no_work):
-    for name in ("MASTER_PORT", "BENCH_NODE_RANK", "BENCH_MASTER_PORT", *SLURM_ENV, "SLURM_STEP_NUM_TASKS"):
+    for name in ("MASTER_PORT", "BENCH_NODE_RANK", "BENCH_MASTER_PORT", *SLURM_ENV, "SLURM_STEP_NUM_TASKS",
+                 "SLURM_STEP_ID"):
         monkeypatch.delenv(name, raising=False)
     for name, value in env.items():
         monkeypatch.setenv(name, value)

@@ -23,7 +23,13 @@ from bench.host import devices
 from bench.host.links import netem_unavailable
 from bench.host.manifest import mask_text
 from bench.report.compare import compare_results
+from bench.report.context import load
+from bench.report.sections.environment import environment_folders, environment_table
+from bench.report.sections.header import header
+from bench.report.sections.methodology import methodology
+from bench.results.record import SCHEMA_VERSION
 from bench.results.store import load_records
+from bench.results.sweep_manifest import write_sweep
 from bench.runs.distributed import topology
 from bench.runs.distributed.launcher import Launch, LaunchError, Task
 from bench.runs.distributed.run import SCRATCH_PREFIX, remove_stale_scratch
@@ -31,7 +37,7 @@ from bench.sweep import jupyter_kernels
 from bench.sweep.profiles import load_profile
 
 from .conftest import ROOT
-from .synthetic import record, write
+from .synthetic import dist_record, record, write
 
 TOO_MANY = devices.usable_cpus() + 1  # more workers than this machine has cores for
 NO_FP16 = ADAPTERS.get("torch").not_applicable("inference", "fp16", "cpu") is not None
@@ -315,6 +321,112 @@ def test_compare_on_harness_only_results_says_so(tmp_path, capsys):
     code = main(["compare", str(tmp_path / "a"), str(tmp_path / "b")])
     err = capsys.readouterr().err
     assert code == EXIT_BAD_INPUT and "harness itself" in err and "Traceback" not in err
+
+
+def test_compare_says_how_many_records_it_left_out_and_why(tmp_path, capsys):
+    """A record of a newer format (another checkout's results) is counted with its reason, never skipped silently;
+    a damaged file beside it is counted apart."""
+    for side in ("a", "b"):
+        write([record(seed=i, repeat=i) for i in range(3)], tmp_path / side)
+    newer = record(seed=9, repeat=9)
+    newer["schema_version"] = 99
+    folder = next((tmp_path / "b").glob("*/records"))
+    (folder / "20990101T000000_newer_r9a0_0123456789abcdef.json").write_text(json.dumps(newer))
+    (folder / "20990101T000000_newer_r8a0_0123456789abcdef.json").write_text(json.dumps(newer))
+    (folder / "20990101T000000_torn_r7a0_0123456789abcdef.json").write_text("{torn")
+    assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+    out = capsys.readouterr()
+    line = [x for x in out.out.splitlines() if x.startswith("B: ")]
+    assert line == ["B: 3 record files skipped: 2 of a newer record format (schema_version 99; this checkout reads "
+                    f"up to {SCHEMA_VERSION}): update this checkout to compare them; 1 unreadable (first: Expecting "
+                    "property name enclosed in double quotes: line 1 column 2 (char 1))"], out.out
+    assert not [x for x in out.out.splitlines() if x.startswith("A: ")] and "skipping" not in out.err
+    only_newer = tmp_path / "c" / "other-host" / "records"
+    only_newer.mkdir(parents=True)
+    (only_newer / "20990101T000000_newer_r9a0_0123456789abcdef.json").write_text(json.dumps(newer))
+    with pytest.raises(ConfigError, match=r"no results in .*\(1 record file skipped: 1 of a newer record format"):
+        compare_results(tmp_path / "a", tmp_path / "c")
+
+
+def test_the_report_text_holds_no_machine_path_and_no_literal_none_or_bad_plural(tmp_path):
+    """Issue 30, item 7: the environment is named by its folder (no /tmp/<clone>/.venv of the machine that ran it),
+    a framework that reports one thread pool is not said to have 'None inter-op', and one config is one config."""
+    runs = [record(framework="torch", repeat=i, seed=i, sweep_id="s1") for i in range(2)]
+    for r in runs:
+        r["manifest"]["interpreter"] = "/tmp/clone-1a2b3c/.venv"
+    runs[0]["settings"] = {"intra_op_threads": 2}
+    runs[1]["settings"] = {"intra_op_threads": 2, "inter_op_threads": 1}
+    write(runs, tmp_path)
+    write_sweep(tmp_path, {
+        "sweep_id": "s1", "host": "test-host", "profile": "quick", "description": "", "order_seed": 1, "repeats": 2,
+        "retries": 0, "budget_minutes": 5, "force": False, "started": "2026-01-01T00:00:00Z", "finished": None,
+        "status": "finished", "estimate_s": 60.0, "already_done": 0, "peaks": {}, "retried": [], "networks": {},
+        "not_applicable": [], "order": [{"config_key": runs[0]["config_key"], "repeat": i, "round": i,
+                                         "label": runs[0]["label"]} for i in range(2)],
+        "dropped": [{"config_key": "k", "label": "big one", "reason": "over budget"}]})
+    d = load(tmp_path)
+    assert set(environment_table(d.records).loc["environment (interpreter)"]) == {".venv"}
+    text = methodology(d)
+    assert "None" not in text and "torch: 2 intra-op: 1, torch: 2 intra-op / 1 inter-op: 1" in text, text
+    assert "1 config over budget" in text and "1 configs" not in text + header(d)
+
+
+@pytest.mark.parametrize("interpreters, shown", [
+    (["/tmp/clone-1a2b/.venv"], [".venv"]),
+    (["/tmp/a/.venv", "/tmp/b/.venv", "/opt/mxnet-env"], ["a/.venv", "b/.venv", "mxnet-env"]),
+    (["/home/alice/.venv", "/srv/x/.venv"], ["~/.venv", "x/.venv"]),
+    ([None], ["not recorded"]),
+])
+def test_an_environment_is_named_by_its_folder_with_only_the_parents_that_tell_it_apart(interpreters, shown):
+    assert list(environment_folders(interpreters).values()) == shown
+
+
+def test_a_study_row_names_the_profile_that_measured_it_and_the_command_that_does(tmp_path):
+    """The thesis' parameter-server rows are measured by the `distributed` profile, not by a plain `make report`:
+    the row says which profile measured what it holds (from the records' sweeps), and the command that would."""
+    from bench.report.studies import coverage_table
+
+    runs = [dist_record(s, 2, 50.0, repeat=i, framework="tensorflow") for s in ("ps_async", "allreduce")
+            for i in range(2)]
+    for r in runs:
+        r["sweep"] = {"id": "d1", "order_index": 0}
+    single = [record(framework="tensorflow", repeat=i, seed=i, sweep_id="q1") for i in range(2)]
+    write(runs + single, tmp_path)
+    base = {"host": "test-host", "description": "", "order_seed": 1, "repeats": 2, "retries": 0,
+            "budget_minutes": None, "force": False, "started": "2026-01-01T00:00:00Z", "finished": None,
+            "status": "finished", "estimate_s": 60.0, "already_done": 0, "peaks": {}, "retried": [], "networks": {},
+            "not_applicable": [], "order": [], "dropped": []}
+    write_sweep(tmp_path, {**base, "sweep_id": "d1", "profile": "distributed"})
+    write_sweep(tmp_path, {**base, "sweep_id": "q1", "profile": "quick"})
+    thesis = coverage_table(load(tmp_path), "thesis").set_index("figure or claim")
+    row = thesis.loc["TensorFlow ps/worker processes on localhost"]
+    assert row["measured here"] == "tensorflow ps_async x2 (profile `distributed`)", row["measured here"]
+    assert all("PROFILE=distributed" in c for c in thesis["what would measure it"]), thesis["what would measure it"]
+    hkbu = coverage_table(load(tmp_path), "HKBU").set_index("figure or claim")
+    assert hkbu.loc["Caffe-MPI, CNTK, MXNet and TensorFlow compared on a GPU cluster", "measured here"] == \
+        "tensorflow (1 config) (profile `quick`)"
+
+
+def test_the_exported_report_is_masked_as_it_is_written(tmp_path, monkeypatch):
+    """A report notebook whose kernel prints a credential (a warning quoting a record, a framework's error): the
+    executed notebook, the HTML made from it and the kernel's log never hold it."""
+    from bench.report.export import execute_report, to_html
+
+    monkeypatch.setenv("TEST_ADDR", "bob:s3cret@10.0.0.1")  # planted where the kernel reads it, not in its source
+    notebook = tmp_path / "report.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("results_dir = figures_dir = None", metadata={"tags": ["parameters"]}),
+        nbformat.v4.new_code_cell("import os, sys\nprint('MASTER_ADDR=' + os.environ['TEST_ADDR'])\n"
+                                  "print('at ' + os.environ['TEST_ADDR'], file=sys.stderr)\nos.environ['TEST_ADDR']")],
+        metadata={"kernelspec": {"name": "python3", "language": "python", "display_name": "Python 3"}}), notebook)
+    out = tmp_path / "out"
+    out.mkdir()
+    executed = execute_report(tmp_path, out, notebook)
+    html = to_html(executed, out / "report.html")
+    for path in (executed, html, out / "kernels.log"):
+        assert "s3cret" not in (path.read_text() if path.exists() else ""), path
+    assert "MASTER_ADDR=&lt;masked&gt;@10.0.0.1" in html.read_text() or "MASTER_ADDR=<masked>@10.0.0.1" in \
+        html.read_text()
 
 
 @pytest.mark.full

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -12,6 +13,8 @@ from pathlib import Path
 
 import psutil
 import pytest
+
+from bench.errors import ConfigError
 
 from .conftest import ROOT, TEST_HOST, bench_cli, interruptible
 
@@ -72,10 +75,11 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, args, needle)
     assert not results.exists() and not any(empty.iterdir())
 
 
-@pytest.mark.parametrize("host", ["..", ".", "a" * 65])
+@pytest.mark.parametrize("host", ["..", ".", "a" * 65, "bob:s3cret@h", "a/b", "a b"])
 def test_unsafe_host_names_are_refused(tmp_path, host):
     proc = bench_cli(*RUN, "--results-dir", str(tmp_path / "r"), env={"BENCH_HOST": host})
     assert proc.returncode == 2 and "BENCH_HOST" in proc.stderr and "Traceback" not in proc.stderr
+    assert "s3cret" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "r").exists()
 
 
@@ -146,3 +150,44 @@ def test_a_second_sweep_on_the_same_folder_is_refused(tmp_path):
     records = [json.loads(p.read_text()) for p in (results / TEST_HOST / "records").glob("*.json")]
     assert Counter((r["config_key"], r["repeat"]) for r in records) == Counter(
         {k: 1 for k in {(r["config_key"], r["repeat"]) for r in records}}) and len(records) == 4
+
+
+@pytest.mark.parametrize("env, needle", [
+    ({"SLURM_JOB_ID": "../../x"}, "SLURM_JOB_ID '../../x'"),
+    ({"SLURM_ARRAY_JOB_ID": "7", "SLURM_ARRAY_TASK_ID": "a/b"}, "SLURM_ARRAY_TASK_ID 'a/b'"),
+    ({"SLURM_ARRAY_JOB_ID": "-1", "SLURM_ARRAY_TASK_ID": "0"}, "SLURM_ARRAY_JOB_ID '-1'"),
+])
+def test_a_slurm_jobs_id_is_checked_before_it_names_a_file(env, needle):
+    """A job's files are named after its id: a value that is no Slurm id is refused naming the variable."""
+    from bench.sweep.executors import slurm_job_id
+
+    with pytest.raises(ConfigError, match=re.escape(needle)):
+        slurm_job_id(env)
+    assert slurm_job_id({"SLURM_JOB_ID": "42"}) == "42" and slurm_job_id({}) == "unknown"
+    assert slurm_job_id({"SLURM_ARRAY_JOB_ID": "7", "SLURM_ARRAY_TASK_ID": "3", "SLURM_JOB_ID": "9"}) == "7_3"
+
+
+def test_the_progress_bar_names_each_run_while_it_runs_extra_processes_included(tmp_path):
+    """The bar names the run in progress, not the last planned one while the adaptive plan's extra processes run."""
+    from bench.sweep.runner import Sweep
+
+    from .test_sweep_objects import DoubleExecutor, _profile
+
+    class Watching(DoubleExecutor):
+        def __init__(self, **kw) -> None:
+            super().__init__(**kw)
+            self.shown, self.sweep = [], None
+
+        def submit(self, batch, results_dir, notify=lambda: None):
+            inner = super().submit(batch, results_dir, notify)
+            for s in batch:  # what the bar says as each run starts
+                self.shown.append((getattr(self.sweep._bar, "postfix", ""), f"{s.task.config.label} r{s.task.repeat}"))
+                yield next(inner)
+
+    profile = _profile(tmp_path, "batch_sizes: [1]\nrepeats: adaptive\nmax_repeats: 4\nretries: 0\n")
+    executor = Watching(spread=0.5)
+    executor.sweep = Sweep(profile, tmp_path / "results", progress=False, announce=lambda _: None, executor=executor)
+    m = executor.sweep.execute().manifest
+    assert m.extra_processes and len(executor.shown) == 2 + len(m.extra_processes)
+    for i, (shown, running) in enumerate(executor.shown):
+        assert shown == running + (" (extra process)" if i >= 2 else ""), executor.shown

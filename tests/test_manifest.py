@@ -110,7 +110,7 @@ def test_advertised_clock_comes_from_cpuinfo(monkeypatch, info, expected):
     assert manifest._advertised_mhz() == expected
 
 
-@pytest.mark.parametrize("host", ["..", ".", "a" * 65])
+@pytest.mark.parametrize("host", ["..", ".", "a" * 65, "a b/c"])
 def test_unsafe_host_names_are_refused(monkeypatch, host):
     monkeypatch.setenv("BENCH_HOST", host)
     with pytest.raises(ConfigError, match="BENCH_HOST") as err:
@@ -118,8 +118,7 @@ def test_unsafe_host_names_are_refused(monkeypatch, host):
     assert "\n" not in str(err.value) and "1-64 characters" in str(err.value)
 
 
-@pytest.mark.parametrize("host,expected", [("lab-box_1.local", "lab-box_1.local"), ("a b/c", "a_b_c"),
-                                           ("a" * 64, "a" * 64)])
+@pytest.mark.parametrize("host,expected", [("lab-box_1.local", "lab-box_1.local"), ("a" * 64, "a" * 64)])
 def test_host_name_is_one_safe_path_component(monkeypatch, host, expected):
     monkeypatch.setenv("BENCH_HOST", host)
     assert host_name() == expected

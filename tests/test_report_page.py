@@ -84,7 +84,8 @@ def test_each_study_says_what_was_measured_where_or_why_not_and_how(tmp_path):
         missing = table[table["measured here"] == "not measured"]
         assert missing["why not (fully) measured"].map(bool).all(), study
     first = St.coverage_table(d, "2019").iloc[0]
-    assert first["measured here"] == "vgg16 inference batch 4 (torch)" and "no GPU" in first["why not (fully) measured"]
+    assert first["measured here"] == "vgg16 inference batch 4 (torch) (single runs)"  # no sweep: no profile
+    assert "no GPU" in first["why not (fully) measured"]
     assert "PROFILE=seed" in first["what would measure it"]
     refs = St.references()
     assert all(f"[{key}]" in refs for key in St.STUDY_TITLES) and "ititandev/deep-learning-benchmark" in refs

@@ -121,9 +121,9 @@ def test_each_environment_is_listed_with_its_own_runs_and_values(tmp_path):
     assert sorted(env.columns) == sorted([f"{HOST}: main", f"{HOST}: {own}"])
     a, b = env[f"{HOST}: main"], env[f"{HOST}: {own}"]
     assert (a["environment (interpreter)"], a["runs"], a["frameworks (runs)"], a["numpy"], a["recorded env vars"]) \
-        == ("/p/.venv", "3", "torch (3)", "2.1.3", "none")
+        == (".venv", "3", "torch (3)", "2.1.3", "none")
     assert (b["environment (interpreter)"], b["runs"], b["frameworks (runs)"], b["numpy"], b["recorded env vars"]) \
-        == (f"/p/{own}", "2", "tensorflow (2)", "1.23.5", "OMP_NUM_THREADS=2")
+        == (own, "2", "tensorflow (2)", "1.23.5", "OMP_NUM_THREADS=2")
 
 
 def test_two_unnamed_environments_on_one_host_stay_apart(tmp_path):
@@ -131,7 +131,7 @@ def test_two_unnamed_environments_on_one_host_stay_apart(tmp_path):
     for r, prefix in zip(runs, ("/a/.venv", "/b/.venv")):
         r["manifest"]["interpreter"] = prefix
     env = environment_table(load(write(runs, tmp_path)).records)
-    assert len(env.columns) == 2 and set(env.loc["environment (interpreter)"]) == {"/a/.venv", "/b/.venv"}
+    assert len(env.columns) == 2 and set(env.loc["environment (interpreter)"]) == {"a/.venv", "b/.venv"}
 
 
 def test_a_framework_s_own_environment_is_named_after_its_folder():
@@ -151,4 +151,4 @@ def test_an_interpreter_in_a_home_folder_does_not_name_its_user(tmp_path):
     runs = [record(framework="torch", repeat=0, seed=0)]
     runs[0]["manifest"]["interpreter"] = "/home/alice/proj/.venv"
     env = environment_table(load(write(runs, tmp_path)).records)
-    assert env.loc["environment (interpreter)"].tolist() == ["~/proj/.venv"]
+    assert env.loc["environment (interpreter)"].tolist() == [".venv"] and "alice" not in env.to_string()

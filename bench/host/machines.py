@@ -12,6 +12,7 @@ SLURM = "slurm"
 RENDEZVOUS = ("static", "c10d")  # torchrun's: a fixed master (--master-addr/--node-rank) or the c10d rendezvous
 MAX_HOSTS = 1024  # as many as a run has nodes at most
 PORTS = (1, 65535)
+SLURM_IDS = (0, 2**32 - 1)  # Slurm's job, array and step ids: unsigned 32-bit numbers
 _LABEL = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
 HOST_RULE = "a host name (letters, digits, '-' and '.') or an IPv4 address"
 
@@ -48,6 +49,12 @@ def check_rank(value: object, count: int, what: str) -> int:
         return integer(value, what, 0, count - 1)
     except ConfigError:
         raise ConfigError(f"invalid {what} {value!r}; valid: {what} in 0..{count - 1} (one of {count})") from None
+
+
+def check_slurm_id(value: object, what: str) -> int:
+    """A Slurm job, array task or step id from its variable (SLURM_JOB_ID, SLURM_STEP_ID, ...): a whole number, as
+    it names a rendezvous and a job's files."""
+    return integer(value, what, *SLURM_IDS)
 
 
 def parse_hosts(text: str, what: str = "cluster") -> tuple[str, ...]:

@@ -125,8 +125,10 @@ def _git() -> dict:
 def host_name() -> str:
     """One safe folder name for this host; BENCH_HOST overrides it (e.g. to label a machine in merged results)."""
     explicit = os.environ.get("BENCH_HOST")
-    name = re.sub(r"[^A-Za-z0-9_.-]", "_", explicit or socket.gethostname() or "unknown-host")
-    if name in (".", "..") or not 1 <= len(name) <= 64:
+    # the machine's own name is made safe; a value the user gave is checked as given (a pasted `user:password@host`
+    # must not become a folder name that spells the password)
+    name = explicit or re.sub(r"[^A-Za-z0-9_.-]", "_", socket.gethostname() or "unknown-host")
+    if name in (".", "..") or not 1 <= len(name) <= 64 or re.search(r"[^A-Za-z0-9_.-]", name):
         raise ConfigError(f"invalid {'BENCH_HOST' if explicit else 'host name'} {name[:80]!r}: a host name must be "
                           "1-64 characters of letters, digits, '_', '-', '.', and not '.' or '..'")
     return name

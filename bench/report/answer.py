@@ -8,6 +8,7 @@ import pandas as pd
 
 from ..measurement.flags import RULES
 from ..results.record import Record
+from ..values import counted
 from ..verdicts import EQUIVALENT, UNDECIDED, WINNER
 from . import coverage, estimates
 from .hosts import gpus_of, newest_runs
@@ -121,7 +122,7 @@ def status_line(d, records: list[Record]) -> str:
                  "disturbed")
     sound = (f"{unsound} of {len(configs)} configs not sound (fewer than {estimates.MIN_PROCESSES} clean processes "
              "or a flag on the throughput), so no winner is stated from them" if unsound else
-             f"all {len(configs)} configs sound")
+             f"all {counted(len(configs), 'config')} sound")
     return f"**Status:** {state}; {disturbed}; {sound}."
 
 

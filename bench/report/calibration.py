@@ -10,6 +10,7 @@ import pandas as pd
 from .. import power
 from ..results.record import Record, as_records
 from ..results.sweep_manifest import SweepManifest, as_manifests
+from ..values import counted
 from ..verdicts import WINNER
 from .compare import compare_tables
 from .data import config_tables
@@ -74,11 +75,12 @@ def methodology_text(check: dict | None) -> str:
     if not check:
         return ""
     rate = "no config had intervals on both sides" if check["rate"] is None else (
-        f"{check['false']} of {check['judged']} configs ({check['rate']:.0%}) were called faster or slower; "
+        f"{check['false']} of {counted(check['judged'], 'config')} ({check['rate']:.0%}) were called faster or slower; "
         f"target at most {TARGET_RATE:.0%}" + (" - met" if check["rate"] <= TARGET_RATE else " - NOT met: the "
                                              "intervals are narrower than what a second sweep sees"))
     share = ("" if check["between_sweep_share"] is None else
-             f" Over the {check['configs_with_sweep_level']} configs each sweep measured in two or more processes, "
+             f" Over the {counted(check['configs_with_sweep_level'], 'config')} each sweep measured in two or more "
+             "processes, "
              f"the median between-sweep share of the variance of log throughput is "
              f"{check['between_sweep_share']:.0%}; their intervals carry the sweep (the day) as a level above the "
              f"process.")

@@ -12,7 +12,6 @@ verdict stated as a factor of at least 1.
 from __future__ import annotations
 
 import math
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -21,8 +20,11 @@ import pandas as pd
 from ..adapters import measures_a_framework
 from ..drift import Shift, common_shift, own_change, se_from_interval
 from ..errors import ConfigError
-from ..results.store import load_records, record_files
+from ..masking import brief, mask_text
+from ..results.record import SCHEMA_VERSION, NewerFormatError
+from ..results.store import load_records
 from ..results.sweep_manifest import load_sweeps
+from ..values import counted
 from ..verdicts import DEFAULT_MARGIN, EQUIVALENT, UNDECIDED, WINNER, Verdict, judge
 from .data import config_tables
 from .estimates import UNRELIABLE, pair_ratio, pair_verdict
@@ -37,16 +39,24 @@ SETTINGS = ["device", "threads", "protocol", "warmup", "iterations", "time_budge
             "phase_iterations"]
 
 
-def _configs(folder: str | Path, side: str) -> pd.DataFrame:
+def skipped_text(skipped: list[tuple[Path, Exception]]) -> str:
+    """How many record files were left out and why: of a newer format (an update reads them) or unreadable."""
+    newer = [exc for _, exc in skipped if isinstance(exc, NewerFormatError)]
+    other = [exc for _, exc in skipped if not isinstance(exc, NewerFormatError)]
+    versions = ", ".join(str(v) for v in sorted({exc.version for exc in newer}))
+    why = ([f"{len(newer)} of a newer record format (schema_version {versions}; this checkout reads up to "
+            f"{SCHEMA_VERSION}): update this checkout to compare them"] if newer else []) + \
+        ([f"{len(other)} unreadable (first: {brief(mask_text(str(other[0])))})"] if other else [])
+    return f"{counted(len(skipped), 'record file')} skipped: " + "; ".join(why)
+
+
+def _configs(folder: str | Path, side: str, skipped: list[tuple[Path, Exception]]) -> pd.DataFrame:
     path = Path(folder)
     if not path.is_dir():
         raise ConfigError(f"result folder {side} {str(folder)!r} does not exist or is not a folder")
-    files = record_files(path)
-    with warnings.catch_warnings(record=True) as skipped:  # counted in the message below instead
-        warnings.simplefilter("always")
-        records = load_records(path)
+    records = load_records(path, skipped=skipped)  # counted in the message or the output instead of warned of
     if not records:
-        bad = f" ({len(skipped)} unreadable record files)" if files else ""
+        bad = f" ({skipped_text(skipped)})" if skipped else ""
         raise ConfigError(f"no results in {folder}{bad}: run a sweep first")
     _, _, configs = config_tables(records, load_sweeps(path))
     if configs.empty:
@@ -140,7 +150,15 @@ def compare_results(a_dir: str | Path, b_dir: str | Path) -> pd.DataFrame:
 
     Raises ConfigError naming the folder when A or B is missing, not a folder, or holds no results.
     """
-    return compare_tables(_configs(a_dir, "A"), _configs(b_dir, "B"))
+    skipped: dict[str, list[tuple[Path, Exception]]] = {"A": [], "B": []}
+    table = compare_tables(_configs(a_dir, "A", skipped["A"]), _configs(b_dir, "B", skipped["B"]))
+    table.attrs["skipped"] = {side: skipped_text(files) for side, files in skipped.items() if files}
+    return table
+
+
+def skipped_lines(table: pd.DataFrame) -> list[str]:
+    """One line per side that left record files out of `compare_results`'s table, with how many and why."""
+    return [f"{side}: {text}" for side, text in table.attrs.get("skipped", {}).items()]
 
 
 def compare_tables(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:

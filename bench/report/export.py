@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..paths import PROJECT_ROOT
 from ..sweep.jupyter_kernels import MAIN_KERNEL, kernel_environment
+from ..sweep.masked_notebooks import execute_masked
 
 REPORT_NOTEBOOK = PROJECT_ROOT / "notebooks" / "report.ipynb"
 # Exported beside the report, which links to it as details.html: every pair, every flagged process, per-process
@@ -47,14 +48,12 @@ def chromium(*args: str, timeout: int = 180) -> None:
 def execute_report(results_dir: Path, out_dir: Path, notebook: Path = REPORT_NOTEBOOK) -> Path:
     """Execute an aggregate notebook over `results_dir` into `out_dir` (its figures under figures/, the details'
     under figures/details/ so that no name collides)."""
-    import papermill
-
     executed = out_dir / notebook.name
     figures = out_dir / "figures" / ("" if notebook == REPORT_NOTEBOOK else notebook.stem)
     with kernel_environment(out_dir / "kernels.log"):
-        papermill.execute_notebook(str(notebook), str(executed), kernel_name=MAIN_KERNEL,
-                                   cwd=str(PROJECT_ROOT), progress_bar=False,
-                                   parameters={"results_dir": str(results_dir), "figures_dir": str(figures)})
+        # masked as it is written, as a sweep's notebooks are: the HTML and PDF are made from this file
+        execute_masked(notebook, executed, kernel_name=MAIN_KERNEL, cwd=str(PROJECT_ROOT), progress_bar=False,
+                       parameters={"results_dir": str(results_dir), "figures_dir": str(figures)})
     return executed
 
 

@@ -5,12 +5,13 @@ communication model and a published point disagree by more than 2x."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import pandas as pd
 
-from ..adapters import ADAPTERS
+from ..adapters import ADAPTERS, measures_a_framework
+from ..values import counted
 from .hosts import cores_said, gpus_said
 from .systems import HISTORICAL
 
@@ -66,20 +67,33 @@ def _configs(d, **match) -> pd.DataFrame:
     return c
 
 
+def measured_by(d, runs: Iterable) -> str:
+    """' (profile `quick`)': the profiles whose sweeps measured the successful framework runs among `runs`, from
+    their sweep manifests (a run outside any sweep: 'single runs'), so a row never credits one command with what
+    another measured."""
+    profile = {m.sweep_id: m.profile for m in d.sweeps}
+    ok = [r for r in runs if r.status == "ok" and measures_a_framework(r.config.framework)]
+    names = sorted({profile.get(r.sweep.id) or "unknown" for r in ok if r.sweep})
+    said = ([f"profile{'s' if len(names) > 1 else ''} " + ", ".join(f"`{n}`" for n in names)] if names else []) + \
+        (["single runs"] if any(not r.sweep for r in ok) else [])
+    return f" ({'; '.join(said)})" if said else ""
+
+
 def _batches(d, models, modes=("inference", "training")) -> str:
     c = _configs(d, model=models, mode=modes)
     if c.empty:
         return ""
     parts = [f"{m} {mode} batch {', '.join(str(b) for b in sorted(g['batch_size'].unique()))} "
              f"({', '.join(sorted(g['framework'].unique()))})" for (m, mode), g in c.groupby(["model", "mode"])]
-    return "; ".join(parts)
+    runs = (r for r in d.records if r.config.model in models and r.config.mode in modes)
+    return "; ".join(parts) + measured_by(d, runs)
 
 
 def _devices(d, claim: str = "") -> str:
     if d.configs.empty:
         return ""
     platforms = sorted(d.configs["platform"].unique())
-    return f"{len(platforms)} device(s): " + ", ".join(platforms)
+    return f"{len(platforms)} device(s): " + ", ".join(platforms) + measured_by(d, d.records)
 
 
 def named_in(text: str) -> tuple[str, ...]:
@@ -98,24 +112,31 @@ def _strategies(d, strategies, frameworks=()) -> str:
         t = t[t["framework"].isin(frameworks)]
     if t.empty:
         return ""
+    runs = (r for r in d.scaling.records if r.config.strategy in strategies and
+            (not frameworks or r.config.framework in frameworks))
     return "; ".join(f"{fw} {s} x{','.join(str(w) for w in sorted(g['workers'].unique()))}"
-                     for (fw, s), g in t.groupby(["framework", "strategy"]))
+                     for (fw, s), g in t.groupby(["framework", "strategy"])) + measured_by(d, runs)
 
 
 def _phases(d, claim: str = "") -> str:
     cols = [c for c in d.configs.columns if c.startswith("phase_")] if not d.configs.empty else []
     n = int(d.configs[cols].notna().any(axis=1).sum()) if cols else 0
-    return f"phases of {n} configs" if n else ""
+    runs = (r for r in d.records if r.phases is not None)
+    return f"phases of {counted(n, 'config')}" + measured_by(d, runs) if n else ""
 
 
 def _accuracy(d, claim: str = "") -> str:
     acc = d.scaling.accuracy if d.scaling is not None else None
-    return f"{len(acc)} strategy rows" if acc is not None and not acc.empty else ""
+    if acc is None or acc.empty:
+        return ""
+    return f"{len(acc)} strategy rows" + measured_by(d, (r for r in d.scaling.records if r.distributed and
+                                                         r.distributed.accuracy))
 
 
 def _frameworks(d, names) -> str:
     c = _configs(d, framework=names)
-    return ", ".join(f"{fw} ({len(g)} configs)" for fw, g in c.groupby("framework")) if not c.empty else ""
+    return (", ".join(f"{fw} ({counted(len(g), 'config')})" for fw, g in c.groupby("framework"))
+            + measured_by(d, (r for r in d.records if r.config.framework in names)) if not c.empty else "")
 
 
 def _historical(keys) -> Callable:
@@ -168,10 +189,10 @@ CLAIMS = [
           "none for CNTK and Caffe-MPI"),
     Claim("thesis", "TensorFlow ps/worker processes on localhost",
           lambda d, claim: _strategies(d, ("ps_async",), named_in(claim)),
-          "Distributed: throughput and communication cost", "", "`make report` (its distributed section)"),
+          "Distributed: throughput and communication cost", "", "`make report PROFILE=distributed`"),
     Claim("thesis", "Asynchronous parameter servers against synchronous all-reduce: accuracy over time (Downpour "
           "SGD)", _accuracy, "Distributed: accuracy over time (details)", "",
-          "`make report` (digits MLP, 2 workers)"),
+          "`make report PROFILE=distributed` (digits MLP, 2 workers)"),
     Claim("thesis", "Model parallelism: the network's layers split across workers",
           lambda d, claim: _strategies(d, ("model_parallel",)), "Parallelism strategies", "",
           "`make sweep PROFILE=parallelism` (the naive split of ResNet-18 over 2 processes)"),
@@ -180,7 +201,7 @@ CLAIMS = [
           "`make report` (GPipe and 1F1B at m = 4); `make sweep PROFILE=parallelism` (m = 1, 2, 4, 8)"),
     Claim("thesis", "Downpour SGD (DistBelief): asynchronous SGD through a parameter server",
           lambda d, claim: _strategies(d, ("ps_async",)), "Distributed: accuracy over time (details)", "",
-          "`make report` (TensorFlow's asynchronous parameter server, digits MLP)"),
+          "`make report PROFILE=distributed` (TensorFlow's asynchronous parameter server, digits MLP)"),
     Claim("thesis", "Sandblaster L-BFGS (DistBelief): a coordinator drives L-BFGS over workers' gradient work units",
           lambda d, claim: "", "", "not built yet: the pipeline strategies came first (issue 31); it needs a "
           "coordinator, sharded parameter servers and work units with load balancing", "issue 31's Sandblaster item"),

@@ -37,6 +37,18 @@ STATUSES = ("ok", "skipped", "error")
 CERTIFICATE_CHECKS = ("threads_match", "no_autograd_in_inference", "params_match_published", "recipe_match",
                       "weights_changed", "data_placement_match")
 
+
+
+class NewerFormatError(SchemaError):
+    """A record written by a newer checkout in a format this one cannot read (readers count it apart: an update
+    reads it, unlike a damaged file)."""
+
+    def __init__(self, version: int) -> None:
+        super().__init__(f"record of a newer format: schema_version {version}; this checkout reads "
+                         f"{READABLE_VERSIONS[0]} to {SCHEMA_VERSION}")
+        self.version = version
+
+
 UNKNOWN = "unknown"  # how the environment table reads a CPU fact an older manifest did not record
 
 
@@ -624,6 +636,8 @@ def upgrade(data: Mapping[str, Any]) -> dict[str, Any]:
     """A record's JSON in the current format (a version 1 record was one process, not judged for
     interference; versions 1-2 had no distributed runs; versions 1-3 may lack the start-up section)."""
     version = data.get("schema_version") if isinstance(data, Mapping) else None
+    if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
+        raise NewerFormatError(version)
     if version not in READABLE_VERSIONS:
         raise SchemaError(f"invalid record: schema_version {version!r}; "
                           f"readable: {', '.join(map(str, READABLE_VERSIONS))}")

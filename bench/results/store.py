@@ -83,21 +83,26 @@ def read_record(path: Path) -> Record:
     return Record.from_json(json.loads(path.read_text()))
 
 
-def load_records(results_dir: Path | str, latest: bool = True) -> list[Record]:
+def load_records(results_dir: Path | str, latest: bool = True,
+                 skipped: list[tuple[Path, Exception]] | None = None) -> list[Record]:
     """Every valid record under every host folder; unreadable ones are reported and skipped.
 
     With `latest`, each repetition of a config counts once per sweep on a host: its newest attempt in that sweep
     (a retry after a disturbed run). A second sweep of the same configs (sweep --force, or another sweep's
     folder merged in) is more data, not a replacement: the report's statistics take the sweep as a level above
     the process. A repetition that did not end ok in one sweep and ran again later counts only as its later run.
-    Older attempts stay on disk as evidence.
+    Older attempts stay on disk as evidence. An unreadable file is warned of, or, given `skipped`, added to it with
+    its error for the caller to report.
     """
     records = []
     for path in record_files(results_dir):
         try:
             records.append(read_record(path))
         except (OSError, ValueError) as exc:
-            warnings.warn(f"skipping {path}: {exc}", stacklevel=2)
+            if skipped is None:
+                warnings.warn(f"skipping {path}: {exc}", stacklevel=2)
+            else:
+                skipped.append((path, exc))
     return counted_attempts(records) if latest else records
 
 

@@ -34,11 +34,13 @@ from typing import Any, Protocol, runtime_checkable
 from ..config import RunConfig
 from ..errors import ConfigError
 from ..host.interference import wait_until_quiet
+from ..host.machines import SLURM_IDS
 from ..host.manifest import host_name
 from ..masking import mask_text, masked_command
 from ..paths import PROJECT_ROOT
 from ..results.record import Record
 from ..results.store import atomic_write_json, finished_runs, host_dir, host_records
+from ..values import env_integer
 from . import slurm_jobs
 from .jupyter_kernels import kernel_environment
 from .plan import Task
@@ -215,13 +217,21 @@ def check_for_profile(options: SlurmOptions, configs) -> None:
                           "it did not ask for)")
 
 
+def slurm_job_id(env: Mapping[str, str]) -> str:
+    """This job's id as its files are named ('<array>_<index>' for an array task), each part checked as a Slurm id:
+    it becomes part of a file name; 'unknown' outside Slurm."""
+    array, index, job = (env_integer(env, name, *SLURM_IDS) for name in
+                         ("SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID", "SLURM_JOB_ID"))
+    return f"{array}_{index}" if array is not None and index is not None else str(job if job is not None else
+                                                                                  "unknown")
+
+
 def _job(task: Task, results_dir: Path, info: dict, folder: Path) -> None:
     """One array task, on its node: note where it runs, then the same task function as a local sweep."""
     # submitit warns a job of its time limit with SIGUSR2 and then raises inside it, mid-measurement, which would
     # record a notebook error; a benchmark cannot be checkpointed, so the scheduler's TIMEOUT is the record
     signal.signal(signal.SIGUSR2, signal.SIG_IGN)
-    array, index = os.environ.get("SLURM_ARRAY_JOB_ID"), os.environ.get("SLURM_ARRAY_TASK_ID")
-    job_id = f"{array}_{index}" if array and index else os.environ.get("SLURM_JOB_ID", "unknown")
+    job_id = slurm_job_id(os.environ)
     node = os.environ.get("SLURMD_NODENAME") or os.uname().nodename
     atomic_write_json(folder / f"{job_id}.started.json", {"host": host_name(), "node": node})
     try:

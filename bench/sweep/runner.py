@@ -263,6 +263,7 @@ class Sweep:
         queue = SweepQueue(p.tasks, on_add=lambda _: setattr(bar, "total", bar.total + 1))
         policies = self.policies(p, Journal(m, result, p.estimator, bar.write, self._save))
         t_runs = t1 = time.perf_counter()
+        _show_next(bar, queue, self.done, len(p.tasks))
         while self.done < len(queue):
             batch = [Submission(t, self._info(self.done + i, t)) for i, t in enumerate(queue.tasks[self.done:])]
             # closed at once when the sweep stops: a scheduler's executor cancels this sweep's jobs
@@ -276,11 +277,10 @@ class Sweep:
                     result.ran.append(f"{task.config.label} r{task.repeat}")
                     self.done += 1
                     bar.update(1)
-                    if self.done < len(queue):
-                        nxt = queue.tasks[self.done]
-                        bar.set_postfix_str(f"{nxt.config.label} r{nxt.repeat}", refresh=True)
                     t1 = time.perf_counter()
                     self._ended(task, queue, policies)
+                    # after the policies: the run they queued (an extra process, a retry) is the one that runs next
+                    _show_next(bar, queue, self.done, len(p.tasks))
         bar.close()
         m.runs_s = time.perf_counter() - t_runs  # what the estimate is of (the timed runs)
         # the estimate printed before the start against the actual time; and the estimator's own accuracy, with what
@@ -325,6 +325,15 @@ class Sweep:
 
     def _save(self) -> None:
         write_sweep(self.results_dir, self.manifest)
+
+
+def _show_next(bar, queue: SweepQueue, done: int, planned: int) -> None:
+    """Name on the progress bar the run that starts next (none when the queue is done), saying which are queued
+    beyond the plan."""
+    if done < len(queue):
+        nxt = queue.tasks[done]
+        kind = f" (retry {nxt.attempt})" if nxt.attempt else " (extra process)" if done >= planned else ""
+        bar.set_postfix_str(f"{nxt.config.label} r{nxt.repeat}{kind}", refresh=True)
 
 
 def run_sweep(profile: Profile, results_dir: Path | str | None = None, force: bool = False,

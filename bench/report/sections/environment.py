@@ -29,6 +29,20 @@ def environment_name(interpreter: str | None) -> str:
     return folder if folder in own else "main"
 
 
+def environment_folders(interpreters: list[str | None]) -> dict[str | None, str]:
+    """Each interpreter (sys.prefix) as its folder ('.venv', 'mxnet-env'), not the absolute path of one machine's
+    checkout; where two share a folder name (two checkouts), with as many parent folders as tell them apart. A home
+    folder is masked first (it names its user)."""
+    parts = {i: PurePath(mask_text(i)).parts if i else () for i in interpreters}
+    shown: dict[str | None, str] = {}
+    for i in interpreters:
+        depth = 1
+        while depth < len(parts[i]) and any(j != i and parts[j][-depth:] == parts[i][-depth:] for j in interpreters):
+            depth += 1
+        shown[i] = str(PurePath(*parts[i][-depth:])) if i else "not recorded"
+    return shown
+
+
 def environment_table(records: list[Record]) -> pd.DataFrame:
     """One column per host and environment (interpreter) that produced runs: the runs and frameworks it covers,
     and the machine and software of its newest record. A framework with an environment of its own (other
@@ -38,12 +52,13 @@ def environment_table(records: list[Record]) -> pd.DataFrame:
         if measures_a_framework(r.config.framework) and r.manifest is not None:
             groups.setdefault((r.host, r.manifest.interpreter), []).append(r)
     cols = {}
+    folders = {host: environment_folders([i for h, i in groups if h == host]) for host, _ in groups}
     for (host, interpreter), rs in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
         m = rs[-1].manifest
         cpu = m.cpu
         frameworks = Counter(r.config.framework for r in rs)
         name = f"{host}: {environment_name(interpreter)}"
-        shown = mask_text(interpreter) if interpreter else "not recorded"  # a home folder names its user: masked
+        shown = folders[host][interpreter]
         if name in cols:  # two main environments on one host (two checkouts): the interpreter tells them apart
             name += f" ({shown})"
         cols[name] = {

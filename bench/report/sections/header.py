@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 
 import pandas as pd
 
+from ...values import counted
 from .. import answer, coverage
 from .base import Section, Text, all_records
 
@@ -43,7 +44,7 @@ def header(d) -> str:
     return (f"{top}{answer.status_line(d, all_records(d))}\n\n{answer.machine_line(d.records)}\n\n"
             f"Built {built} from {len(runs)} single-process runs recorded {dates[0]}"
             f"{' to ' + dates[-1] if dates[-1] != dates[0] else ''} on {hosts}; "
-            f"sweep(s): {sweeps or 'none (single runs)'}; {len(configs)} configs, each measured in "
+            f"sweep(s): {sweeps or 'none (single runs)'}; {counted(len(configs), 'config')}, each measured in "
             f"{_processes_phrase(configs)}; of the {len(runs)} single-process runs "
             f"{int(status.get('error', 0))} failed and {int(status.get('skipped', 0))} were skipped. "
             "Every number was measured by this project unless it is labelled *published*.")

@@ -47,6 +47,15 @@ def pooling_text(configs: pd.DataFrame) -> str:
             f"{int(own.sum())} kept their own spread (a spread unlike the others', or nothing to borrow from).")
 
 
+def thread_pools(settings) -> str:
+    """'4 intra-op / 1 inter-op': the pools a run's framework read back, only those it has (OpenVINO, MXNet and JAX
+    report one), 'not reported' when none."""
+    pools = [f"{settings[key]} {pool}" for key, pool in (("intra_op_threads", "intra-op"),
+                                                          ("inter_op_threads", "inter-op"))
+             if settings.get(key) is not None]
+    return " / ".join(pools) or "not reported"
+
+
 def methodology(d) -> str:
     """Markdown describing what was measured and how, generated from the records and sweep manifests."""
     ok = [r for r in d.records if r.status == "ok" and measures_a_framework(r.config.framework)]
@@ -57,8 +66,7 @@ def methodology(d) -> str:
     warm = [len(r.samples.warmup_s) for r in ok]
     timed = [len(r.samples.timed_s) for r in ok]
     budgets = sorted({c.time_budget_s for c in cfg if c.protocol == "adaptive"})
-    threads = _counts(f"{r.config.framework}: {r.settings.get('intra_op_threads')} intra-op / "
-                      f"{r.settings.get('inter_op_threads')} inter-op" for r in ok)
+    threads = _counts(f"{r.config.framework}: {thread_pools(r.settings)}" for r in ok)
     sweeps = [m for m in d.sweeps if any(r.sweep and r.sweep.id == m["sweep_id"] for r in ok)]
     sweep_lines = []
     for m in sweeps:

@@ -19,8 +19,10 @@ from ...host.machines import (
     MAX_HOSTS,
     PORTS,
     SLURM,
+    SLURM_IDS,
     check_port,
     check_rank,
+    check_slurm_id,
     expand_nodelist,
     expand_tasks_per_node,
     parse_hosts,
@@ -79,7 +81,7 @@ def slurm_port(env: Mapping[str, str]) -> int:
     """MASTER_PORT, else a port drawn from the job id (every task of the job draws the same), as submitit does."""
     if env.get("MASTER_PORT"):
         return check_port(env["MASTER_PORT"], "MASTER_PORT")
-    return random.Random(_slurm(env, "SLURM_JOB_ID")).randint(*SLURM_PORTS)
+    return random.Random(str(check_slurm_id(_slurm(env, "SLURM_JOB_ID"), "SLURM_JOB_ID"))).randint(*SLURM_PORTS)
 
 
 def from_slurm(env: Mapping[str, str], nodes: int, rendezvous: str = "static") -> Machines:
@@ -96,9 +98,10 @@ def from_slurm(env: Mapping[str, str], nodes: int, rendezvous: str = "static") -
     if len(hosts) != tasks:
         raise ConfigError(f"the Slurm step's node list {hostlist} with tasks per node {per_node} does not hold "
                           f"its {tasks} tasks")
-    job = _slurm(env, "SLURM_JOB_ID")
+    job = check_slurm_id(_slurm(env, "SLURM_JOB_ID"), "SLURM_JOB_ID")
+    step = env_integer(env, "SLURM_STEP_ID", *SLURM_IDS, default=0)
     return Machines(hosts, check_rank(_slurm(env, "SLURM_PROCID"), tasks, "SLURM_PROCID"), slurm_port(env), rendezvous,
-                    f"slurm-{job}.{env.get('SLURM_STEP_ID', '0')}", SLURM)
+                    f"slurm-{job}.{step}", SLURM)
 
 
 def resolve(config, node_rank: int | None = None, port: int | None = None, env: Mapping[str, str] | None = None,
