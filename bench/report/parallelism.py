@@ -165,5 +165,5 @@ def timelines(t: pd.DataFrame) -> list[dict]:
     for _, r in t[t["strategy"].isin(PIPELINE_STRATEGIES)].iterrows():
         if r["timeline"] and all(r["timeline"]):
             out.append({"label": f"{r['name']}, m = {int(r['micro_batches'])}", "measured": r["timeline"],
-                        "expected": r["expected_timeline"]})
+                        "expected": r["expected_timeline"], "flagged": bool(r["flag_reasons"])})
     return out

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
-from .style import PHASE_COLOURS
+from .style import PHASE_COLOURS, mark_flags
 
 KIND_COLOURS = {"forward": PHASE_COLOURS["forward"], "backward": PHASE_COLOURS["backward"], "loss": "#d2a35c",
                 "wait": "#bbbbbb", "update": PHASE_COLOURS["update"]}
@@ -39,5 +39,5 @@ def timelines(items: list[dict]) -> list:
                    bbox_to_anchor=(0.5, 0.09), frameon=False)
         fig.text(0.5, 0.0, NOTE, ha="center", va="bottom", fontsize=6, color="#444444", wrap=True)
         fig.tight_layout(rect=(0, 0.2, 1, 1))
-        figs.append(fig)
+        figs.append(mark_flags(fig, [item.get("flagged", False)]))  # a flagged run's timeline says so
     return figs
