@@ -45,6 +45,7 @@ class Workload(ABC):
 
     params: int = 0
     settings: dict
+    feed = None  # data mode `files`: the framework's own input pipeline (bench/adapters/input_feed.py FilesFeed)
 
     def certificate_facts(self) -> CertificateFacts:
         """What the fairness certificate judges this workload by."""
@@ -70,6 +71,13 @@ class Workload(ABC):
         if first is None:
             return None
         return {"location": self._location(first), "fresh_per_step": self._input() is not first}
+
+    def input_report(self, steps_s: list[float], measure_ceiling: bool) -> dict | None:
+        """Data mode `files`: the record's `input` section (what was read, each timed step's data wait, and with
+        `measure_ceiling` the loader alone per worker count); None for synthetic data."""
+        if self.feed is None:
+            return None
+        return self.feed.report(steps_s, self.feed.ceiling() if measure_ceiling else None)
 
     def sync(self) -> None:
         """Block until all queued device work is finished (a no-op for synchronous runtimes): the rank loop and the
