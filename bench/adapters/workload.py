@@ -150,6 +150,8 @@ class InferenceRuntimeWorkload(Workload):
     host_x: object
 
     def _input(self):
+        if self.feed is not None:  # files: the decode pool's next batch (bench/adapters/torch/input_files.py)
+            return self.feed.next()[0]
         # host-fed: a fresh copy of the batch every step, as the other frameworks' host mode makes one
         return self.host_x if self.config.data == "device" else self.host_x.copy()
 
@@ -157,10 +159,19 @@ class InferenceRuntimeWorkload(Workload):
         return "cpu"  # a NumPy array lives in host memory
 
     def _inside_timer(self, call: str) -> str:
-        return ("a fresh copy of the batch + " if self.config.data == "host" else "") + call
+        prefix = {"host": "a fresh copy of the batch + ",
+                  "files": "the decode pool's next batch (torchvision DataLoader workers) + "}
+        return prefix.get(self.config.data, "") + call
+
+    def _open_feed(self) -> None:
+        """Data mode `files`: the decode pool these runtimes' users feed them with (torchvision's, lazily)."""
+        if self.config.data == "files":
+            from .torch.input_files import decode_pool_feed
+
+            self.feed = decode_pool_feed(self.config)
 
     def phases(self, iterations: int) -> dict[str, list[float]]:
-        return timed_phases(["forward"], self.sync, [self.step], iterations)
+        return timed_phases(["forward"], self.sync, [self.step], iterations)  # files: the step includes its batch
 
 
 def timed_phases(names: list[str], sync, fns, iterations: int) -> dict[str, list[float]]:

@@ -61,3 +61,16 @@ def torch_feed(data_dir: str, images: int, batch_size: int, image_size: int, pin
     files = open_file_set(data_dir, images, batch_size)
     return FilesFeed(files, lambda w: batches(files, batch_size, image_size, w, pin), lambda i: i.tolist(),
                      PIPELINE + (" (pin_memory, non_blocking copies)" if pin else ""), batch_size, image_size, layout)
+
+
+def decode_pool_feed(config) -> FilesFeed:
+    """ONNX Runtime's and OpenVINO's feed: this DataLoader's workers as the decode pool, its batches as NumPy arrays
+    in host memory (the runtimes take NumPy), as their users commonly preprocess with torchvision."""
+    files = open_file_set(config.data_dir, config.data_images, config.batch_size)
+
+    def make(workers: int) -> Iterator:
+        stream = batches(files, config.batch_size, config.image_size, workers, pin=False)
+        return ((x.numpy(), y.numpy(), i) for x, y, i in stream)
+
+    return FilesFeed(files, make, lambda i: i.tolist(), PIPELINE + " (the decode pool), as NumPy batches",
+                     config.batch_size, config.image_size, "NCHW")
