@@ -6,6 +6,7 @@ commonly decode with torchvision too: their feed is this one's batches as NumPy 
 from __future__ import annotations
 
 import itertools
+import warnings
 from collections.abc import Iterator
 
 import torch
@@ -15,6 +16,11 @@ from torchvision.transforms import v2
 
 from ...images.files import CROP_RATIO, CROP_SCALE, MEAN, STD, FileSet
 from ..input_feed import FilesFeed, open_file_set
+
+# torchvision 0.29 marks its decoders deprecated in favour of TorchCodec (not in this environment); decode_jpeg is
+# still what its documentation and users' pipelines call, so the warning (one per image) is not repeated
+warnings.filterwarnings("ignore", message="The image decoding and encoding capabilities of TorchVision",
+                        category=DeprecationWarning)
 
 PIPELINE = ("torch.utils.data.DataLoader (in-order, workers) + torchvision.io.decode_jpeg + transforms.v2 "
             "RandomResizedCrop, RandomHorizontalFlip, ToDtype, Normalize")
