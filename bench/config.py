@@ -382,6 +382,8 @@ class RunConfig:
                  f"bs={self.batch_size} {self.device}")
         if self.distributed:  # strategy and workers in every label: never mixed with single-process rows
             label += f" {self.strategy} x{self.workers} ({self.scaling}, {self.link})"
+        if self.data == "files":  # read through the framework's input pipeline: never mixed with synthetic rows
+            label += " files" + (f" ({self.data_dir})" if self.data_dir else "")
         return label
 
 

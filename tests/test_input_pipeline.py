@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from bench.adapters.input_feed import FilesFeed
@@ -14,8 +15,10 @@ from bench.config import make_config
 from bench.errors import ConfigError
 from bench.images.files import FileSet, paths_sha256, scan, stream_order
 from bench.images.procedural import ImageSetSpec, write_image_set
+from bench.report.input_pipeline import CLAIM_2019, CLAIM_HKBU, SHALLOW, claim_verdicts
 from bench.results.store import load_records
 from bench.runs.single import execute
+from bench.sweep.profiles import load_profile
 
 from .conftest import bench_cli
 
@@ -112,3 +115,26 @@ def test_every_framework_reads_the_same_files_through_its_own_pipeline(image_dir
     assert proc.returncode == 0, proc.stderr[-2000:]
     [r] = load_records(tmp_path)
     _check_files_record(r.to_json(), image_dir, channels_last=fw in ("tensorflow", "jax"))
+
+
+def _row(model: str, ratio: float, lo: float, hi: float) -> dict:
+    return {"framework": "torch", "model": model, "mode": "training", "batch_size": 8, "ratio": ratio, "ci_low": lo,
+            "ci_high": hi, "shallow": model in SHALLOW}
+
+
+def test_the_two_claims_are_judged_by_the_one_verdict_rule():
+    table = pd.DataFrame([_row("resnet50", 0.99, 0.97, 1.02), _row("resnet18", 0.6, 0.55, 0.66),
+                          _row("alexnet", 0.9, 0.7, 1.1)])
+    v = claim_verdicts(table, margin=0.05).set_index(["claim", "model"])["verdict"]
+    close, bounds = "2019: " + CLAIM_2019, "HKBU: " + CLAIM_HKBU
+    assert v[close, "resnet50"] == "holds here"  # files and synthetic equivalent within +-5%
+    assert v[close, "resnet18"] == "does not hold here" and v[bounds, "resnet18"] == "holds here"
+    assert v[close, "alexnet"] == "undecided" and v[bounds, "alexnet"] == "undecided"
+    assert (bounds, "resnet50") not in v.index  # HKBU's claim is about shallow networks only
+
+
+def test_the_quick_profile_plans_files_beside_the_same_step_on_synthetic_data():
+    configs = [c for c in load_profile("quick").configs if c.model == "resnet18" and not c.distributed]
+    files = [c for c in configs if c.data == "files"]
+    assert files and all(any(s.data == "device" and s.label == f.label.removesuffix(" files") for s in configs)
+                         for f in files)
