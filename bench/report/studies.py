@@ -151,8 +151,8 @@ CLAIMS = [
           _why_historical("caffe2"), "none (ONNX Runtime is measured as its deployment successor)"),
     Claim("2019", CLAIM_2019, _input_claim("2019"), "Does the input pipeline bound training here?",
           f"{NO_GPU}: the study's claim is about one GPU; here files and synthetic data are compared on the CPU",
-          "`make report` (PyTorch and TensorFlow, ResNet-18); `make report PROFILE=input` (every framework, "
-          "ResNet-50 beside ResNet-18 and AlexNet)"),
+          "`make report` (PyTorch, ResNet-18 at 112x112); `make report PROFILE=input` (PyTorch, TensorFlow and JAX "
+          "training, every runtime's inference; ResNet-18 and AlexNet beside ResNet-50)"),
     Claim("SINGA", "ResNet-50 throughput and communication cost against 1-128 GPUs, all-reduce against a "
           "parameter server", lambda d, claim: _strategies(d, ("allreduce", "ps_sync", "ps_async")),
           "Distributed: throughput and communication cost; extrapolation to published set-ups",
