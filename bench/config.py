@@ -15,12 +15,14 @@ from .errors import ConfigError
 from .host import devices
 from .host.links import MAX_EMULATED_NODES, netem_unavailable
 from .host.machines import RENDEZVOUS, SLURM, check_cluster, parse_hosts
+from .images.files import check_data_dir
 from .models import get_model
 
 MODES = ("inference", "training")
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16")  # fp32 is strict: TF32 tensor cores only as "tf32"
 PROTOCOLS = ("adaptive", "seed")
-DATA_PLACEMENTS = ("device", "host")
+# files: JPEGs read and decoded by the framework's own input pipeline inside the step (bench/images/files.py)
+DATA_PLACEMENTS = ("device", "host", "files")
 # Distributed data-parallel training (bench/distributed/): "none" is a single process. Which
 # strategies a framework implements is declared by its adapter (`distributed_strategies`).
 STRATEGIES = ("none", "independent", "allreduce", "allreduce_nosync", "ps_sync", "ps_async", "model_parallel", "gpipe",
@@ -91,7 +93,8 @@ _NUMBERS = {"batch_size": (True, False, MAX_VALUE), "seed": (True, True, 2**31 -
             "time_budget_s": (False, True, MAX_VALUE), "ci_target": (False, False, 1.0),
             "phase_iterations": (True, True, MAX_VALUE), "workers": (True, False, 1024), "nodes": (True, False, 1024),
             "link_gbit": (False, True, 1000), "link_delay_ms": (False, True, 1000), "bucket_mb": (False, False, 10_000),
-            "micro_batches": (True, False, 4096)}
+            "micro_batches": (True, False, 4096),
+            "data_images": (True, False, MAX_VALUE)}
 
 
 def check_value(name: str, value: object) -> None:
@@ -112,6 +115,9 @@ def check_value(name: str, value: object) -> None:
             raise ConfigError(f"invalid engine {value!r}; it must be an engine's name")
     elif name == "cluster":
         check_cluster(value)
+    elif name == "data_dir":
+        if not isinstance(value, str):
+            raise ConfigError(f"invalid data_dir {value!r}; it must be a folder's path")
     elif name == "oversubscribe":
         _switch(name, value)
     elif name in _CHOICES:
@@ -167,6 +173,9 @@ class RunConfig:
     # where each stage after the first begins)
     micro_batches: int = 1
     pipeline_cut: str = ""
+    # data "files": a user's ImageFolder tree of JPEGs, or "" for the procedural set of `data_images` images
+    data_dir: str = ""
+    data_images: int = 2000
     extra: dict = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:
@@ -183,6 +192,7 @@ class RunConfig:
             raise ConfigError(f"image_size {image_size} does not suit {self.model}; "
                               f"it accepts {spec.min_image_size} to {spec.max_image_size}")
         self._check_distributed(adapter)
+        self._check_files()
         # Workers share this machine's cores: each gets cores / workers threads unless told otherwise.
         threads = max(1, devices.default_threads() // self.workers) if self.threads is None else self.threads
         proto = PROTOCOL_DEFAULTS[self.protocol]
@@ -193,6 +203,17 @@ class RunConfig:
                                 threads=threads, warmup=warmup, iterations=iterations,
                                 time_budget_s=float(budget)).items():
             object.__setattr__(self, name, value)
+
+    def _check_files(self) -> None:
+        """Image files are read only in data mode `files`; a data dir is checked before any work (exit 2)."""
+        if self.data != "files":
+            if self.data_dir:
+                raise ConfigError(f"data_dir {self.data_dir!r} is read only with data 'files' (got {self.data!r})")
+            return
+        if self.distributed:
+            raise ConfigError("data 'files' runs one process; valid choice for a distributed run: data device or host")
+        if self.data_dir:
+            check_data_dir(self.data_dir, self.batch_size)
 
     def _check_distributed(self, adapter) -> None:
         if self.strategy == "none":  # a distributed-only setting given to one process would do nothing: refused
@@ -388,6 +409,8 @@ class RunConfig:
                  f"bs={self.batch_size} {self.device}")
         if self.distributed:  # strategy and workers in every label: never mixed with single-process rows
             label += f" {self.strategy} x{self.workers} ({self.scaling}, {self.link})"
+        if self.data == "files":  # read through the framework's input pipeline: never mixed with synthetic rows
+            label += " files" + (f" ({self.data_dir})" if self.data_dir else "")
         return label
 
 

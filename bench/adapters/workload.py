@@ -48,6 +48,7 @@ class Workload(ABC):
     settings: dict
     # the compiled-artefact caches its build used: {cache: "hit" | "miss", or what tells after the first iteration}
     compile_caches: Mapping[str, str | Callable[[], str]] = MappingProxyType({})
+    feed = None  # data mode `files`: the framework's own input pipeline (bench/adapters/input_feed.py FilesFeed)
 
     def certificate_facts(self) -> CertificateFacts:
         """What the fairness certificate judges this workload by."""
@@ -73,6 +74,13 @@ class Workload(ABC):
         if first is None:
             return None
         return {"location": self._location(first), "fresh_per_step": self._input() is not first}
+
+    def input_report(self, steps_s: list[float], measure_ceiling: bool) -> dict | None:
+        """Data mode `files`: the record's `input` section (what was read, each timed step's data wait, and with
+        `measure_ceiling` the loader alone per worker count); None for synthetic data."""
+        if self.feed is None:
+            return None
+        return self.feed.report(steps_s, self.feed.ceiling() if measure_ceiling else None)
 
     def sync(self) -> None:
         """Block until all queued device work is finished (a no-op for synchronous runtimes): the rank loop and the
@@ -145,6 +153,8 @@ class InferenceRuntimeWorkload(Workload):
     host_x: object
 
     def _input(self):
+        if self.feed is not None:  # files: the decode pool's next batch (bench/adapters/torch/input_files.py)
+            return self.feed.next()[0]
         # host-fed: a fresh copy of the batch every step, as the other frameworks' host mode makes one
         return self.host_x if self.config.data == "device" else self.host_x.copy()
 
@@ -152,10 +162,19 @@ class InferenceRuntimeWorkload(Workload):
         return "cpu"  # a NumPy array lives in host memory
 
     def _inside_timer(self, call: str) -> str:
-        return ("a fresh copy of the batch + " if self.config.data == "host" else "") + call
+        prefix = {"host": "a fresh copy of the batch + ",
+                  "files": "the decode pool's next batch (torchvision DataLoader workers) + "}
+        return prefix.get(self.config.data, "") + call
+
+    def _open_feed(self) -> None:
+        """Data mode `files`: the decode pool these runtimes' users feed them with (torchvision's, lazily)."""
+        if self.config.data == "files":
+            from .torch.input_files import decode_pool_feed
+
+            self.feed = decode_pool_feed(self.config)
 
     def phases(self, iterations: int) -> dict[str, list[float]]:
-        return timed_phases(["forward"], self.sync, [self.step], iterations)
+        return timed_phases(["forward"], self.sync, [self.step], iterations)  # files: the step includes its batch
 
 
 def timed_phases(names: list[str], sync, fns, iterations: int) -> dict[str, list[float]]:

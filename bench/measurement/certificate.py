@@ -25,7 +25,7 @@ def placement_matches(config, observed: dict | None) -> bool | None:
     wherever the framework makes it). None when the workload could not be observed."""
     if not observed:
         return None
-    if config.data == "host":
+    if config.data in ("host", "files"):  # files: a fresh batch from the framework's input pipeline every step
         return observed["fresh_per_step"]
     return not observed["fresh_per_step"] and observed["location"] == ("gpu" if is_gpu(config.device) else "cpu")
 

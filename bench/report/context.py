@@ -20,6 +20,7 @@ from ..verdicts import DEFAULT_MARGIN
 from . import parallelism, scaling
 from .data import config_tables, published_throughput, seed_2019
 from .estimates import best_batch_table, margin_of, ratio_table, summary_table
+from .input_pipeline import input_table
 from .memory import searches_table
 from .scaling import is_distributed
 
@@ -40,6 +41,9 @@ class ReportData:
     memory: pd.DataFrame | None = None  # largest-batch searches (bench/runs/maxbatch.py), one row per search
     margin: float = DEFAULT_MARGIN  # "equivalent" within +-this (bench/verdicts.py), the newest sweep's setting
     best: pd.DataFrame | None = None  # per model and mode: every framework at its best batch, the top two compared
+    # data mode `files` (the framework's own input pipeline): its own table beside its synthetic siblings, never
+    # mixed into the framework comparisons above (bench/report/input_pipeline.py)
+    inputs: pd.DataFrame | None = None
 
 
 @dataclass
@@ -71,7 +75,9 @@ def load(results_dir=None) -> ReportData:
     """Read every record and sweep manifest under results/ (all hosts) into the report's tables."""
     results_dir = Path(results_dir or default_results_dir())
     everything = load_records(results_dir)  # read once; every table below derives from these
-    records = [r for r in everything if not is_distributed(r)]
+    single = [r for r in everything if not is_distributed(r)]
+    records = [r for r in single if r.config.data != "files"]
+    files = [r for r in single if r.config.data == "files"]
     sweeps = load_sweeps(results_dir)
     runs, processes, configs = config_tables(records, sweeps)
     seed = seed_2019()
@@ -80,7 +86,8 @@ def load(results_dir=None) -> ReportData:
     return ReportData(results_dir, records, sweeps, runs, processes, configs, ratio_table(configs, margin),
                       summary_table(configs, margin), published_throughput(), seed,
                       load_scaling(everything, results_dir, margin),
-                      searches_table(load_searches(results_dir)), margin, best_batch_table(configs, margin))
+                      searches_table(load_searches(results_dir)), margin, best_batch_table(configs, margin),
+                      input_table(config_tables(files, sweeps)[2], configs, files, margin) if files else None)
 
 
 def show(figs, name: str, figures_dir=None) -> None:

@@ -13,6 +13,7 @@ import pandas as pd
 from ..adapters import ADAPTERS, measures_a_framework
 from ..values import counted
 from .hosts import cores_said, gpus_said
+from .input_pipeline import CLAIM_2019, CLAIM_HKBU, claim_verdicts
 from .systems import HISTORICAL
 
 # Full citations, cited by key in the coverage tables and the text.
@@ -143,6 +144,18 @@ def _historical(keys) -> Callable:
     return lambda d, claim: ""  # never installable here (bench/report/systems.py says why)
 
 
+def _input_claim(study: str) -> Callable:
+    """What the files-vs-synthetic runs say of a study's input claim: its verdict per framework and model."""
+    def measured(d, claim: str) -> str:
+        verdicts = claim_verdicts(d.inputs if d.inputs is not None else pd.DataFrame(), d.margin)
+        if verdicts.empty:
+            return ""
+        mine = verdicts[verdicts["claim"].str.startswith(study + ":")]
+        return "; ".join(f"{r['framework']} {r['model']} {r['mode']} bs={r['batch_size']}: {r['verdict']} "
+                         f"({r['files / synthetic'].split(' (')[0]})" for _, r in mine.iterrows())
+    return measured
+
+
 def _why_historical(*keys) -> str:
     return "; ".join(f"{s.name}: {s.reason}" for s in HISTORICAL if s.key in keys)
 
@@ -161,6 +174,11 @@ CLAIMS = [
           "then `make render`"),
     Claim("2019", "Caffe2 beside TensorFlow and PyTorch", _historical(("caffe2",)), "Frameworks: measured and not",
           _why_historical("caffe2"), "none (ONNX Runtime is measured as its deployment successor)"),
+    Claim("2019", CLAIM_2019, _input_claim("2019"), "Does the input pipeline bound training here?",
+          f"GPUs here: {GPUS}; the study's claim is about one GPU; on a CPU host files and synthetic data are "
+          "compared on the CPU",
+          "`make report` (PyTorch, ResNet-18 at 112x112); `make report PROFILE=input` (PyTorch, TensorFlow and JAX "
+          "training, every runtime's inference; ResNet-18 and AlexNet beside ResNet-50)"),
     Claim("SINGA", "ResNet-50 throughput and communication cost against 1-128 GPUs, all-reduce against a "
           "parameter server", lambda d, claim: _strategies(d, ("allreduce", "ps_sync", "ps_async")),
           "Distributed: throughput and communication cost; extrapolation to published set-ups",
@@ -181,6 +199,10 @@ CLAIMS = [
           "all-reduce ran, its overlap share is in the scaling table but nothing to set it against; and 2 workers "
           "on loopback show its effect at that scale only (larger scales are modelled)",
           "`make report PROFILE=distributed` (bucket sizes 1 / 25 / 100 MB, all-reduce after backward)"),
+    Claim("HKBU", CLAIM_HKBU, _input_claim("HKBU"), "Does the input pipeline bound training here?",
+          f"GPUs here: {GPUS}; a fast device is what the claim needs; on a CPU host decoding shares the CPU's cores "
+          "with compute",
+          "`make report PROFILE=input`; on a GPU machine, the same profile there"),
     Claim("HKBU", "Caffe-MPI, CNTK, MXNet and TensorFlow compared on a GPU cluster",
           lambda d, claim: _frameworks(d, named_in(claim)),
           "Answer; Frameworks: measured and not",

@@ -227,6 +227,8 @@ class RunSettings(Section):
     oversubscribe: bool = optional(False)
     cluster: str = optional("")
     rendezvous: str = optional("static")
+    data_dir: str = optional("")
+    data_images: int = optional(2000)
     extra: dict[str, Any] = optional({})
 
     @property
@@ -462,6 +464,37 @@ class Startup(Section):
 
 
 @section
+class InputPipeline(Section):
+    """Data mode `files`: the framework's own input pipeline, the image set it read (bench/images/files.py), what it
+    read (count and checksum of the stream of relative paths), the decoded batch, the data wait of each timed step,
+    how loader and compute shared the cores, and the loader's ceiling alone (first repetition only)."""
+
+    pipeline: str | None = optional()
+    source: str | None = optional()  # "procedural" or "data_dir"
+    root: str | None = optional()
+    files: int | None = optional()
+    classes: int | None = optional()
+    list_sha256: str | None = optional()
+    skipped: list[dict[str, Any]] = optional([])
+    skipped_count: int = optional(0)
+    manifest: dict[str, Any] = optional({})
+    images_read: int | None = optional()
+    read_sha256: str | None = optional()
+    batch_shape: list[int] | None = optional()
+    layout: str | None = optional()
+    image_size: int | None = optional()
+    normalise_mean: list[float] = optional([])
+    normalise_std: list[float] = optional([])
+    loader_workers: int | None = optional()
+    cores: int | None = optional()
+    cpu_count: int | None = optional()
+    core_rule: str | None = optional()
+    data_wait_s: list[float] = optional([], **_SECONDS)
+    data_wait_share: float | None = optional()
+    ceiling: list[dict[str, Any]] = optional([])
+
+
+@section
 class CpuInfo(Section):
     model: str | None = optional()
     arch: str | None = optional()
@@ -547,6 +580,7 @@ class Record(Versioned):
     traceback: str | None = None
     distributed: Distributed | None = None
     startup: Startup | None = None
+    input: InputPipeline | None = optional()  # data mode `files` only
     manifest: Manifest = None  # collected when the run ends
     duration_s: float = key(default=None, minimum=0)
 

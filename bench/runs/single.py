@@ -21,6 +21,7 @@ from ..measurement.loop import measure
 from ..measurement.utilisation import apply_utilisation
 from ..paths import default_results_dir
 from ..results.record import (
+    InputPipeline,
     Manifest,
     Memory,
     Phases,
@@ -109,6 +110,10 @@ def _measure_into(record: Record, adapter, config: RunConfig, results_dir: Path)
                              warmup_s=max(0.0, loop_s - samples.timed_wall_s), timed_s=samples.timed_wall_s,
                              build_cache=build_cache)
     memory = workload.memory()  # read before anything else allocates
+    # the loader's ceiling once per config (the first repetition), like the phases: it costs a few batches
+    pipeline = workload.input_report(samples.timed_s, measure_ceiling=record.repeat == 0)
+    if pipeline is not None:
+        record.input = InputPipeline.from_json(pipeline)
     monitor_result, energy = monitor.result(), meter.result(config.batch_size * len(samples.timed_s))
     params = workload.params or None
     measured = Measured(

@@ -7,9 +7,9 @@ config whose comparison is least decided, up to `max_repeats` and the budget), `
 and `budget_minutes` for the whole sweep
 (the planner drops the lowest-priority configs to fit). Priority is the order the profile lists
 models, modes and batch sizes in: earlier is more important. `also` lists further blocks, each a
-mapping of axes that replace the top-level ones, expanded after the main block (lower priority):
-e.g. a few VGG16 inference batch sizes beside a full ResNet-50 grid. `distributed` lists blocks of
-data-parallel training runs (frameworks x models x batch sizes x strategies x workers x bucket sizes,
+mapping of axes that replace the top-level ones (and `settings` over the top-level ones), expanded after the main
+block (lower priority): e.g. a few VGG16 inference batch sizes beside a full ResNet-50 grid. `distributed` lists
+blocks of data-parallel training runs (frameworks x models x batch sizes x strategies x workers x bucket sizes,
 with their own `settings` over the top-level ones), expanded last; a strategy a framework does not
 implement is left out and listed in `not_applicable`. `memory` lists blocks of largest-batch searches
 (frameworks x models x modes x precisions x devices, with `memory_cap_gb` and `max_batch`; bench/runs/maxbatch.py),
@@ -130,7 +130,7 @@ def _check_structure(name: str, spec: dict) -> None:
         blocks = spec.get(kind, [])
         if not isinstance(blocks, list) or not all(isinstance(b, dict) for b in blocks):
             raise ConfigError(f"profile {name}: '{kind}' must be a list of mappings, got {blocks!r}")
-    allowed = {"also": {*AXES, "engines"}, "distributed": DIST_KEYS,
+    allowed = {"also": {*AXES, "engines", "settings"}, "distributed": DIST_KEYS,
                "memory": {*MEMORY_AXES, *MEMORY_LIMITS, "engines"}}
     for kind, block_name, block in _block_names(spec):
         where = f"profile {name}: {block_name}"
@@ -141,7 +141,7 @@ def _check_structure(name: str, spec: dict) -> None:
                 raise ConfigError(f"{where}: {article} '{kind}' block may set only "
                                   f"{', '.join(sorted(allowed[kind]))}; got {', '.join(extra)}")
         _check_axes(where, block, DIST_AXES if kind == "distributed" else MEMORY_AXES if kind == "memory" else AXES)
-        if kind in ("main", "distributed"):
+        if kind in ("main", "also", "distributed"):
             _check_settings(where, block.get("settings", {}), distributed=kind == "distributed")
         if kind != "distributed":
             frameworks = block.get("frameworks", spec.get("frameworks", DEFAULT_AXES["frameworks"]))
@@ -354,7 +354,8 @@ def load_profile(name_or_path: str) -> Profile:
         where = f"profile {path.name}: {block_name}"
         if kind in ("main", "also"):
             axes = {**main, **{k: block[k] for k in AXES if k in block}}
-            more, left_out = _expand(where, axes, block.get("engines", spec.get("engines", "default")), settings)
+            more, left_out = _expand(where, axes, block.get("engines", spec.get("engines", "default")),
+                                     {**settings, **(block.get("settings") or {})})
             configs += more
         elif kind == "distributed":
             more, left_out = _expand_distributed(where, block, settings)

@@ -45,6 +45,8 @@ class JaxWorkload(Workload):
         self.trainable = [put(v.value) for v in model.trainable_variables]
         self.non_trainable = [put(v.value) for v in model.non_trainable_variables]
         self.velocity = [jax.numpy.zeros_like(p) for p in self.trainable]
+        if config.data == "files":
+            self.feed = files_feed(config)
 
         self.loss = loss = make_loss(jax, model)  # a data-parallel strategy runs it on every replica's shard
         grad = jax.value_and_grad(loss, has_aux=True)
@@ -77,12 +79,17 @@ class JaxWorkload(Workload):
         }
 
     def _inside_timer(self) -> str:
-        h2d = "jax.device_put of the batch + " if self.config.data == "host" else ""
+        h2d = {"host": "jax.device_put of the batch + ",
+               "files": "the tf.data iterator's next batch + jax.device_put of it + "}.get(self.config.data, "")
         if self.training:
             return h2d + "one jitted call: forward + cross-entropy + value_and_grad + SGD-momentum update"
         return h2d + "one jitted forward (training=False)"
 
     def _input(self):
+        if self.feed is not None:  # the batch and its labels as read from the files, onto the device
+            x, y = self.feed.next()
+            self.y = self.jax.device_put(y.numpy(), self.device)
+            return self.jax.device_put(x.numpy(), self.device)
         return self.x if self.config.data == "device" else self.jax.device_put(self.host_x, self.device)
 
     def _location(self, batch) -> str:
@@ -120,6 +127,19 @@ class JaxWorkload(Workload):
         import numpy as np
 
         return float(sum(np.abs(np.asarray(p, dtype=np.float64)).sum() for p in self.trainable))
+
+
+def files_feed(config: RunConfig):
+    """JAX has no input pipeline of its own, and this environment has no JAX loader (grain is not installed): JAX
+    users commonly feed it with tf.data, as the Flax and JAX examples do, so its `files` runs read through TensorFlow's
+    pipeline (bench/adapters/tensorflow/input_files.py) on the host, TensorFlow kept off any GPU."""
+    import tensorflow as tf
+
+    from ..tensorflow.input_files import tf_feed
+
+    tf.config.set_visible_devices([], "GPU")
+    return tf_feed(tf, config.data_dir, config.data_images, config.batch_size, config.image_size,
+                   " (JAX has no loader of its own: tf.data, as the Flax examples feed it) + jax.device_put")
 
 
 @register

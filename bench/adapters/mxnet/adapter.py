@@ -63,6 +63,10 @@ class MXNetWorkload(Workload):
         self.host_x = rng.standard_normal((n, 3, s, s), dtype=np.float32)
         self.x = mx.nd.array(self.host_x, ctx=self.ctx)
         self.y = mx.nd.array(rng.integers(0, get_model(config.model).num_classes, n), ctx=self.ctx)
+        if config.data == "files":  # gluon.data over the image files (lazily: its own module)
+            from .input_files import mxnet_feed
+
+            self.feed = mxnet_feed(config)
         self.loss_fn = mx.gluon.loss.SoftmaxCrossEntropyLoss()  # per sample; Trainer.step(n) takes the mean
         self.trainer = mx.gluon.Trainer(self.net.collect_params(), "sgd",
                                         {"learning_rate": LEARNING_RATE, "momentum": MOMENTUM}) \
@@ -88,12 +92,18 @@ class MXNetWorkload(Workload):
         }
 
     def _inside_timer(self) -> str:
-        h2d = "mx.nd.array of the batch + " if self.config.data == "host" else ""
+        h2d = {"host": "mx.nd.array of the batch + ",
+               "files": "the gluon DataLoader's next batch (decoded and augmented by its workers) + its copy to the "
+                        "context + "}.get(self.config.data, "")
         if self.training:
             return h2d + "autograd.record: forward + cross-entropy; backward; Trainer.step (SGD momentum)"
         return h2d + "forward in predict mode (no autograd.record)"
 
     def _input(self):
+        if self.feed is not None:  # the batch and its labels as read from the files
+            x, y = self.feed.next()
+            self.y = y.astype("float32").as_in_context(self.ctx)
+            return x.as_in_context(self.ctx)
         return self.x if self.config.data == "device" else self.mx.nd.array(self.host_x, ctx=self.ctx)
 
     def _location(self, batch) -> str:

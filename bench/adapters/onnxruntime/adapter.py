@@ -42,6 +42,7 @@ class ORTWorkload(InferenceRuntimeWorkload):
         self.session = ort.InferenceSession(str(exported.path), so, providers=[(provider, options)])
         exported.folder.cleanup()  # the session holds the model; the file is no longer needed
         self.host_x = exported.x
+        self._open_feed()
         self.binding = None
         if self.gpu and config.data == "device":  # the batch stays on the GPU: bind it once
             self.binding = self.session.io_binding()

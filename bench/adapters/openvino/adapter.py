@@ -38,6 +38,7 @@ class OpenVINOWorkload(InferenceRuntimeWorkload):
         exported.folder.cleanup()
         self.request = self.compiled.create_infer_request()
         self.host_x = exported.x
+        self._open_feed()
         prop = self.compiled.get_property
         self.settings = {
             "intra_op_threads": int(prop("INFERENCE_NUM_THREADS")),

@@ -53,6 +53,11 @@ class TFWorkload(Workload):
             self.y = tf.constant(rng.integers(0, get_model(config.model).num_classes, n), dtype=tf.int32)
             self.opt = make_optimizer(keras, config.precision, self.model.trainable_variables)
         self.params = int(sum(np.prod(v.shape) for v in self.model.trainable_weights))
+        self.feed, self.batch_y = None, None
+        if config.data == "files":  # tf.data over the image files (its own module: the pipeline as TF users write it)
+            from .input_files import tf_feed
+
+            self.feed = tf_feed(tf, config.data_dir, config.data_images, config.batch_size, config.image_size)
         self.loss_fn = make_loss(keras)
         compile_ = self._compiler()
         self._infer = compile_(lambda x: self.model(x, training=False))
@@ -84,14 +89,16 @@ class TFWorkload(Workload):
         return lambda f: self.tf.function(f, jit_compile=(engine == "xla"))
 
     def _inside_timer(self) -> str:
-        h2d = "host->device copy of the batch + " if self.config.data == "host" else ""
+        h2d = {"host": "host->device copy of the batch + ",
+               "files": "the tf.data iterator's next batch (decoded and augmented in its map) + "
+               }.get(self.config.data, "")
         if self.training:
             return h2d + "forward + cross-entropy + GradientTape backward + SGD-momentum apply"
         return h2d + "forward with training=False, no GradientTape"
 
-    def _grads_step(self, x):
+    def _grads_step(self, x, y=None):
         with self.tf.GradientTape() as tape:
-            loss = self.loss_fn(self.y, self.model(x, training=True))
+            loss = self.loss_fn(self.y if y is None else y, self.model(x, training=True))
             scaled = self.opt.scale_loss(loss)
         return tape.gradient(scaled, self.model.trainable_variables)
 
@@ -102,13 +109,17 @@ class TFWorkload(Workload):
             scaled = self.opt.scale_loss(loss)
         return loss, tape.gradient(scaled, self.model.trainable_variables)
 
-    def _train_step(self, x):
-        grads = self._grads_step(x)
+    def _train_step(self, x, y=None):
+        """y: the labels read with a `files` batch (None: the synthetic labels)."""
+        grads = self._grads_step(x, y)
         self.opt.apply(grads, self.model.trainable_variables)
 
     def _input(self):
         if self.config.data == "device":
             return self.x
+        if self.feed is not None:
+            x, self.batch_y = self.feed.next()
+            return x
         with self.tf.device(self.tf_device):
             return self.tf.identity(self.tf.constant(self.host_x))
 
@@ -117,7 +128,11 @@ class TFWorkload(Workload):
 
     def step(self) -> None:
         with self.tf.device(self.tf_device):
-            (self._train if self.training else self._infer)(self._input())
+            x = self._input()
+            if self.training and self.batch_y is not None:
+                self._train(x, self.batch_y)
+            else:
+                (self._train if self.training else self._infer)(x)
 
     def sync(self) -> None:
         if self.needs_sync:
@@ -126,7 +141,8 @@ class TFWorkload(Workload):
     def phases(self, iterations: int) -> dict[str, list[float]]:
         """Subtractive split, each part timed as the compiled function the timed loop runs (timing the
         update as its own function ran it outside the fused step and cost 60x more than torch's)."""
-        prefix = (("h2d", self._input),) if self.config.data == "host" else ()
+        name = {"host": "h2d", "files": "data"}.get(self.config.data)
+        prefix = ((name, self._input),) if name else ()
         if not self.training:
             return subtractive_phases(self.sync, iterations, lambda: self._infer(self.x), prefix=prefix)
         return subtractive_phases(self.sync, iterations, lambda: self._fwd_loss(self.x), lambda: self._grads(self.x),

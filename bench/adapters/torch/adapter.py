@@ -77,6 +77,11 @@ class TorchWorkload(Workload):
         self.autocast = (lambda: torch.autocast(self.device.type, dtype=dtype)) if dtype else contextlib.nullcontext
         self.scaler = torch.amp.GradScaler(self.device.type) if config.precision == "fp16" else None
         self.loss_fn = torch.nn.CrossEntropyLoss()
+        self.feed = None
+        if config.data == "files":  # the framework's own DataLoader (lazily: torchvision's decoders)
+            from .input_files import torch_feed
+
+            self.feed = torch_feed(config.data_dir, config.data_images, n, s, pin=self.gpu, layout="NCHW")
         self.opt = torch.optim.SGD(model.parameters(), lr=LEARNING_RATE, momentum=MOMENTUM)
         self.settings = {
             **threads,
@@ -106,7 +111,9 @@ class TorchWorkload(Workload):
         return self.torch.compile(module)
 
     def _inside_timer(self) -> str:
-        h2d = "host->device copy of the batch + " if self.config.data == "host" else ""
+        h2d = {"host": "host->device copy of the batch + ",
+               "files": "the DataLoader's next batch (decoded and augmented by its workers) + its copy to the "
+                        "device + "}.get(self.config.data, "")
         if self.training:
             return h2d + "zero_grad + forward + cross-entropy + backward + SGD-momentum step"
         return h2d + "forward under torch.inference_mode()"
@@ -114,6 +121,10 @@ class TorchWorkload(Workload):
     def _input(self):
         if self.config.data == "device":
             return self.x
+        if self.feed is not None:  # the batch and its labels, as read from the files
+            x, y = self.feed.next()
+            self.y = y.to(self.device, non_blocking=True)
+            return x.to(self.device, non_blocking=True).contiguous(memory_format=self.fmt)
         # host-fed: a fresh copy of the NumPy batch into a device tensor, every iteration
         return self.torch.tensor(self.host_x).to(self.device).contiguous(memory_format=self.fmt)
 
@@ -186,8 +197,8 @@ class TorchWorkload(Workload):
     def phases(self, iterations: int) -> dict[str, list[float]]:
         state: dict = {}
         names, fns = [], []
-        if self.config.data == "host":
-            names.append("h2d")
+        if self.config.data != "device":
+            names.append("h2d" if self.config.data == "host" else "data")
             fns.append(lambda: state.update(x=self._input()))
         x = lambda: state.get("x", self.x)
         if not self.training:

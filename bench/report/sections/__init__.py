@@ -11,6 +11,7 @@ from . import (
     findings,
     frameworks,
     header,
+    input_pipeline,
     machine,
     methodology,
     model_vs_published,
@@ -24,7 +25,8 @@ from . import (
 )
 from .display import show_all, show_section
 
-REPORT = [header, answer, findings, machine, throughput, best_batch, distributed, parallelism, model_vs_published,
-          energy, then_and_now, published, study_coverage, frameworks, references, not_run, methodology, environment]
+REPORT = [header, answer, findings, machine, throughput, best_batch, distributed, parallelism, input_pipeline,
+          model_vs_published, energy, then_and_now, published, study_coverage, frameworks, references, not_run,
+          methodology, environment]
 
 __all__ = ["REPORT", "show_all", "show_section"]

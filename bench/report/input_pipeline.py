@@ -1,0 +1,122 @@
+"""Does the input pipeline bound training here? Each `files` config (the framework's own pipeline decoding JPEGs inside
+the step) beside the same config on synthetic data: images/s of both, their ratio with its interval and verdict, the
+data-wait share and the loader's ceiling alone; and the two source studies' claims judged from them."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from ..results.record import Record
+from ..verdicts import DEFAULT_MARGIN, EQUIVALENT, UNDECIDED, WINNER, judge
+from .estimates import compare_pair
+from .style import framework_colour
+
+# The same config on synthetic data: everything measured equal but the data mode (and the settings only files use).
+MATCH = ["platform", "framework", "engine", "model", "mode", "precision", "batch_size", "image_size", "threads"]
+# Shallow networks in the HKBU sense (AlexNet's depth); the rest are deep.
+SHALLOW = ("alexnet", "resnet18", "tiny_cnn")
+CLAIM_2019 = "Random data is close to real data (one GPU; so the study measured random data, no preprocessing)"
+CLAIM_HKBU = "Loading training data bounds shallow networks (e.g. AlexNet) with fast devices"
+
+
+def pipeline_facts(records: list[Record]) -> pd.DataFrame:
+    """Per files config: the median data-wait share over its processes, the loader's ceiling (images/s, the best
+    worker count, and per core at one worker) from the first repetition, workers and cores of the run."""
+    rows = []
+    for r in records:
+        if not r.ok or r.input is None:
+            continue
+        ceiling = r.input.ceiling or []
+        best = max(ceiling, key=lambda c: c["images_per_sec"]) if ceiling else None
+        one = next((c for c in ceiling if c["workers"] == 1), None)
+        rows.append({"config_key": r.config_key, "data_wait_share": r.input.data_wait_share,
+                     "ceiling_ips": best["images_per_sec"] if best else np.nan,
+                     "ceiling_workers": best["workers"] if best else np.nan,
+                     "ceiling_per_core": one["images_per_sec_per_core"] if one else np.nan,
+                     "loader_workers": r.input.loader_workers, "cores": r.input.cores,
+                     "pipeline": r.input.pipeline, "skipped": r.input.skipped_count, "files": r.input.files})
+    if not rows:
+        return pd.DataFrame(columns=["config_key"])
+    facts = pd.DataFrame(rows)
+    agg = {"data_wait_share": "median", "ceiling_ips": "max", "ceiling_workers": "first", "ceiling_per_core": "max",
+           "loader_workers": "first", "cores": "first", "pipeline": "first", "skipped": "max", "files": "first"}
+    return facts.groupby("config_key", as_index=False).agg(agg)
+
+
+def input_table(files: pd.DataFrame, synthetic: pd.DataFrame, records: list[Record],
+                margin: float = DEFAULT_MARGIN) -> pd.DataFrame:
+    """One row per files config with a synthetic sibling (or none: then no ratio): both throughputs, files over
+    synthetic with its interval and verdict, the data-wait share and the loader's ceiling."""
+    if files is None or files.empty:
+        return pd.DataFrame()
+    facts = pipeline_facts(records)
+    base = synthetic[synthetic["data"] == "device"] if not synthetic.empty else synthetic
+    rows = []
+    for _, f in files.merge(facts, on="config_key", how="left").iterrows():
+        sibling = base[np.logical_and.reduce([base[k] == f[k] for k in MATCH])] if not base.empty else base
+        row = {k: f[k] for k in MATCH} | {
+            "files_ips": f["images_per_sec_median"], "synthetic_ips": np.nan, "ratio": np.nan, "ci_low": np.nan,
+            "ci_high": np.nan, "verdict": UNDECIDED, "data_wait_share": f["data_wait_share"],
+            "ceiling_ips": f["ceiling_ips"], "ceiling_per_core": f["ceiling_per_core"],
+            "loader_workers": f["loader_workers"], "cores": f["cores"], "skipped": f["skipped"],
+            "pipeline": f["pipeline"], "shallow": f["model"] in SHALLOW}
+        if not sibling.empty:
+            s = sibling.iloc[0]
+            c = compare_pair(f, s, margin)
+            row.update(synthetic_ips=s["images_per_sec_median"], ratio=c["ratio_a_over_b"], ci_low=c["ci_low"],
+                       ci_high=c["ci_high"], verdict=c["verdict"])
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _word(v: str, ratio: float, holds_when: str) -> str:
+    if v == UNDECIDED:
+        return "undecided"
+    holds = v == holds_when and (holds_when != WINNER or ratio < 1)
+    return "holds here" if holds else "does not hold here"
+
+
+def claim_verdicts(table: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> pd.DataFrame:
+    """Per framework and model: the 2019 claim holds where files and synthetic are equivalent within the margin;
+    HKBU's holds for a shallow network where synthetic data is decidedly faster (the pipeline bounds the step)."""
+    if table.empty:
+        return pd.DataFrame()
+    rows = []
+    for _, r in table.dropna(subset=["ratio"]).iterrows():
+        v = judge(r["ratio"], r["ci_low"], r["ci_high"], margin)
+        interval = v.interval() + f" (files / synthetic, verdict {v.word} at +-{margin:.0%})"
+        rows.append({"claim": "2019: " + CLAIM_2019, "framework": r["framework"], "model": r["model"],
+                     "mode": r["mode"], "batch_size": r["batch_size"], "files / synthetic": interval,
+                     "verdict": _word(v.word, v.ratio, EQUIVALENT)})
+        if r["shallow"]:
+            rows.append({"claim": "HKBU: " + CLAIM_HKBU, "framework": r["framework"], "model": r["model"],
+                         "mode": r["mode"], "batch_size": r["batch_size"], "files / synthetic": interval,
+                         "verdict": _word(v.word, v.ratio, WINNER)})
+    return pd.DataFrame(rows)
+
+
+def input_figure(table: pd.DataFrame):
+    """Per model: images/s with synthetic data and with files per framework (bars), the loader alone as a line."""
+    if table.empty:
+        return None
+    models = list(dict.fromkeys(table["model"]))
+    fig, axes = plt.subplots(1, len(models), figsize=(4.5 * len(models), 3.6), squeeze=False)
+    for ax, model in zip(axes[0], models):
+        g = table[table["model"] == model].reset_index(drop=True)
+        x = np.arange(len(g))
+        for i, r in g.iterrows():
+            colour = framework_colour(r["framework"])
+            ax.bar(i - 0.2, r["synthetic_ips"], 0.4, color=colour, alpha=0.45, label="synthetic" if i == 0 else None)
+            ax.bar(i + 0.2, r["files_ips"], 0.4, color=colour, hatch="//", edgecolor="white",
+                   label="files" if i == 0 else None)
+            if np.isfinite(r["ceiling_ips"]):
+                ax.hlines(r["ceiling_ips"], i - 0.45, i + 0.45, colors="black", linestyles="--",
+                          label="loader alone" if i == 0 else None)
+        ax.set_xticks(x, [f"{r['framework']}\n{r['mode']} bs={r['batch_size']}" for _, r in g.iterrows()])
+        ax.set_title(model)
+        ax.set_ylabel("images/s")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,140 @@
+"""Data mode `files` (issue 32): each framework's own input pipeline reads exactly the files it says, bad files are
+skipped by name and counted, a missing data dir is refused before any work, and the data wait is a part of the step."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bench.adapters.input_feed import FilesFeed
+from bench.config import make_config
+from bench.errors import ConfigError
+from bench.images.files import FileSet, paths_sha256, scan, stream_order
+from bench.images.procedural import ImageSetSpec, write_image_set
+from bench.report.input_pipeline import CLAIM_2019, CLAIM_HKBU, SHALLOW, claim_verdicts
+from bench.results.store import load_records
+from bench.runs.single import execute
+from bench.sweep.profiles import load_profile
+
+from .conftest import bench_cli
+
+BATCH, WARMUP, ITERATIONS = 4, 2, 5
+FILES_RUN = ("--data", "files", "--model", "tiny_cnn", "--batch-size", str(BATCH), "--image-size", "32",
+             "--protocol", "seed", "--warmup", str(WARMUP), "--iterations", str(ITERATIONS), "--phase-iterations", "0")
+
+
+@pytest.fixture(scope="module")
+def image_dir(tmp_path_factory) -> Path:
+    """A few dozen small procedural JPEGs in ImageFolder layout, plus a truncated JPEG and a text file."""
+    root = tmp_path_factory.mktemp("images")
+    folder, _ = write_image_set(ImageSetSpec(count=22, classes=3, scale=0.125), root=root)
+    data = root / "data"
+    shutil.copytree(folder, data)
+    good = (data / "class_001" / "img_000001.jpg").read_bytes()
+    (data / "class_000" / "img_broken.jpg").write_bytes(good[: len(good) // 2])  # no end-of-image marker
+    (data / "class_002" / "notes.txt").write_text("not an image")
+    return data
+
+
+def _expected_stream(data: Path, images: int) -> str:
+    """The checksum of the files a pipeline should have read: the readable JPEGs, class folders then names, cycled."""
+    paths = sorted(str(p.relative_to(data)) for p in data.rglob("img_0*.jpg"))
+    return paths_sha256([paths[k] for k in stream_order(len(paths), images)])
+
+
+def test_scan_reports_a_truncated_jpeg_and_a_foreign_file_by_name(image_dir):
+    files = scan(image_dir)
+    assert len(files.paths) == 22 and files.classes == 3
+    skipped = {s["path"]: s["reason"] for s in files.skipped}
+    assert set(skipped) == {"class_000/img_broken.jpg", "class_002/notes.txt"}
+    assert "truncated" in skipped["class_000/img_broken.jpg"] and "not a JPEG" in skipped["class_002/notes.txt"]
+
+
+def test_a_missing_data_dir_exits_2_naming_it_and_writes_nothing(tmp_path):
+    missing = tmp_path / "no-such-images"
+    proc = bench_cli("run", "--framework", "torch", *FILES_RUN, "--data-dir", str(missing),
+                     "--results-dir", str(tmp_path / "results"))
+    assert proc.returncode == 2 and str(missing) in proc.stderr
+    assert not (tmp_path / "results").exists()
+
+
+def test_an_empty_or_too_small_data_dir_and_a_data_dir_without_files_mode_are_refused(tmp_path, image_dir):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ConfigError, match="holds no JPEG"):
+        make_config(framework="torch", model="tiny_cnn", data="files", data_dir=str(tmp_path / "empty"))
+    with pytest.raises(ConfigError, match="fewer than one batch"):
+        make_config(framework="torch", model="tiny_cnn", data="files", data_dir=str(image_dir), batch_size=64)
+    with pytest.raises(ConfigError, match="only with data 'files'"):
+        make_config(framework="torch", model="tiny_cnn", data_dir=str(image_dir))
+
+
+def test_data_wait_is_kept_within_each_step():
+    batches = iter([(np.zeros((2, 3, 8, 8)), np.zeros(2), [0, 1])] * 3)
+    files = FileSet(root="/r", paths=["a.jpg", "b.jpg"], labels=[0, 0], classes=1)
+    feed = FilesFeed(files, lambda workers: batches, list, "test", 2, 8, "NCHW")
+    for _ in range(3):
+        feed.next()
+    feed.waits = [-0.001, 0.5, 0.01]  # a clock read out of order, and a wait longer than its device-timed step
+    report = feed.report([0.1, 0.2, 0.3], None)
+    assert report["data_wait_s"] == [0.0, 0.2, 0.01]
+    assert report["images_read"] == 6 and report["read_sha256"] == paths_sha256(["a.jpg", "b.jpg"] * 3)
+
+
+def _check_files_record(r: dict, data: Path, channels_last: bool) -> None:
+    assert r["status"] == "ok", r["reason"]
+    i = r["input"]
+    assert i["files"] == 22 and i["skipped_count"] == 2 and i["source"] == "data_dir"
+    assert {s["path"] for s in i["skipped"]} == {"class_000/img_broken.jpg", "class_002/notes.txt"}
+    assert i["images_read"] == BATCH * (WARMUP + ITERATIONS)
+    assert i["read_sha256"] == _expected_stream(data, i["images_read"])
+    assert i["batch_shape"] == ([BATCH, 32, 32, 3] if channels_last else [BATCH, 3, 32, 32])
+    steps = r["samples"]["timed_s"]
+    assert len(i["data_wait_s"]) == len(steps)
+    assert all(0 <= w <= s for w, s in zip(i["data_wait_s"], steps))
+    assert [c["workers"] for c in i["ceiling"]] == [0, 1, 2] and all(c["images_per_sec"] > 0 for c in i["ceiling"])
+    assert r["fairness"]["data_placement_match"] is True
+
+
+def test_a_torch_files_run_reads_exactly_the_images_it_says(image_dir, shared_results):
+    config = make_config(framework="torch", model="tiny_cnn", mode="training", data="files", data_dir=str(image_dir),
+                         batch_size=BATCH, image_size=32, protocol="seed", warmup=WARMUP, iterations=ITERATIONS,
+                         phase_iterations=0)
+    _check_files_record(execute(config, shared_results), image_dir, channels_last=False)
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("fw,mode", [("tensorflow", "training"), ("jax", "training"), ("onnxruntime", "inference"),
+                                     ("openvino", "inference")])
+def test_every_framework_reads_the_same_files_through_its_own_pipeline(image_dir, tmp_path, fw, mode):
+    proc = bench_cli("run", "--framework", fw, "--mode", mode, *FILES_RUN, "--data-dir", str(image_dir),
+                     results=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    [r] = load_records(tmp_path)
+    _check_files_record(r.to_json(), image_dir, channels_last=fw in ("tensorflow", "jax"))
+
+
+def _row(model: str, ratio: float, lo: float, hi: float) -> dict:
+    return {"framework": "torch", "model": model, "mode": "training", "batch_size": 8, "ratio": ratio, "ci_low": lo,
+            "ci_high": hi, "shallow": model in SHALLOW}
+
+
+def test_the_two_claims_are_judged_by_the_one_verdict_rule():
+    table = pd.DataFrame([_row("resnet50", 0.99, 0.97, 1.02), _row("resnet18", 0.6, 0.55, 0.66),
+                          _row("alexnet", 0.9, 0.7, 1.1)])
+    v = claim_verdicts(table, margin=0.05).set_index(["claim", "model"])["verdict"]
+    close, bounds = "2019: " + CLAIM_2019, "HKBU: " + CLAIM_HKBU
+    assert v[close, "resnet50"] == "holds here"  # files and synthetic equivalent within +-5%
+    assert v[close, "resnet18"] == "does not hold here" and v[bounds, "resnet18"] == "holds here"
+    assert v[close, "alexnet"] == "undecided" and v[bounds, "alexnet"] == "undecided"
+    assert (bounds, "resnet50") not in v.index  # HKBU's claim is about shallow networks only
+
+
+def test_the_quick_profile_plans_files_beside_the_same_step_on_synthetic_data():
+    configs = [c for c in load_profile("quick").configs if c.model == "resnet18" and not c.distributed]
+    files = [c for c in configs if c.data == "files"]
+    assert files and all(any(s.data == "device" and s.label == f.label.removesuffix(" files") for s in configs)
+                         for f in files)
