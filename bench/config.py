@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import psutil
 
 from .adapters import ADAPTERS
+from .adapters.precision import INT8, int8_refusal
 from .errors import ConfigError
 from .host import devices
 from .host.links import MAX_EMULATED_NODES, netem_unavailable
@@ -18,7 +19,8 @@ from .host.machines import RENDEZVOUS, SLURM, check_cluster, parse_hosts
 from .models import get_model
 
 MODES = ("inference", "training")
-PRECISIONS = ("fp32", "tf32", "bf16", "fp16")  # fp32 is strict: TF32 tensor cores only as "tf32"
+# fp32 is strict: TF32 tensor cores only as "tf32"; int8 is static post-training quantisation (CPU inference)
+PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "int8")
 PROTOCOLS = ("adaptive", "seed")
 DATA_PLACEMENTS = ("device", "host")
 # Distributed data-parallel training (bench/distributed/): "none" is a single process. Which
@@ -166,14 +168,20 @@ class RunConfig:
                 check_value(name, getattr(self, name))
         adapter = ADAPTERS.get(self.framework)
         spec = get_model(self.model)
-        engine = adapter.engines[0] if self.engine is None else self.engine
-        _choice(f"engine for {self.framework}", engine, adapter.engines)
+        engines = adapter.engines_for(self.mode, self.precision)
+        engine = engines[0] if self.engine is None else self.engine
+        at = "" if engines == adapter.engines else f" at {self.mode} {self.precision}"
+        _choice(f"engine for {self.framework}{at}", engine, engines)
         device = devices.normalise_device(self.device)
         image_size = spec.default_image_size if self.image_size is None else self.image_size
         if not spec.min_image_size <= image_size <= spec.max_image_size:
             raise ConfigError(f"image_size {image_size} does not suit {self.model}; "
                               f"it accepts {spec.min_image_size} to {spec.max_image_size}")
         self._check_distributed(adapter)
+        if self.precision == INT8:  # refused before any work: a framework without an int8 path, training, a GPU
+            refusal = int8_refusal(self.framework, adapter.precisions, self.mode, device, adapter.no_int8_because)
+            if refusal:
+                raise ConfigError(f"invalid precision 'int8': {refusal}")
         # Workers share this machine's cores: each gets cores / workers threads unless told otherwise.
         threads = max(1, devices.default_threads() // self.workers) if self.threads is None else self.threads
         proto = PROTOCOL_DEFAULTS[self.protocol]

@@ -45,6 +45,8 @@ class Workload(ABC):
 
     params: int = 0
     settings: dict
+    # An int8 run's quantisation (bench/adapters/int8.py Quantised: its held-out logits against fp32's), else None.
+    quantised: Any = None
 
     def certificate_facts(self) -> CertificateFacts:
         """What the fairness certificate judges this workload by."""

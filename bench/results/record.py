@@ -455,6 +455,8 @@ class CpuInfo(Section):
     mhz_advertised: Any = optional()
     smt: Any = optional(UNKNOWN)
     virtual_machine: Any = optional(UNKNOWN)
+    # the CPU features an int8 or bf16 speed-up depends on (bench/adapters/precision.py), name -> present
+    precision_features: dict[str, bool] = optional({})
 
 
 @section
