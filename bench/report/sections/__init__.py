@@ -11,6 +11,7 @@ from . import (
     findings,
     frameworks,
     header,
+    int8,
     machine,
     methodology,
     model_vs_published,
@@ -23,7 +24,7 @@ from . import (
 )
 from .display import show_all, show_section
 
-REPORT = [header, answer, findings, machine, throughput, best_batch, distributed, model_vs_published, energy,
+REPORT = [header, answer, findings, machine, throughput, best_batch, int8, distributed, model_vs_published, energy,
           then_and_now, published, study_coverage, frameworks, references, not_run, methodology, environment]
 
 __all__ = ["REPORT", "show_all", "show_section"]
