@@ -9,7 +9,8 @@ from .base import Section, Table, Text, heading
 
 INTRO = (
     "Static post-training quantisation, each framework through its own maintained tool (ONNX Runtime "
-    "`quantize_static`, QDQ S8S8; OpenVINO `nncf.quantize`; PyTorch's PT2 export with torchao's x86 Inductor "
+    "`quantize_static`, QDQ U8S8, the reason in the record; OpenVINO `nncf.quantize`; PyTorch's PT2 export with "
+    "torchao's x86 Inductor "
     "quantizer, compiled by Inductor; TensorFlow's full-integer TFLite conversion, run by `tf.lite.Interpreter`), "
     "calibrated on a seeded set of procedural ImageNet-like images that is never measured. The weights are random "
     "(none can be downloaded here): the images give the activations realistic ranges, and what int8 must keep is "
