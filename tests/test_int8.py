@@ -165,3 +165,11 @@ def test_tiny_model_int8_run_records_its_agreement(framework, sets, tmp_path):
     assert record.utilisation is None and record.peak is None  # int8: a speed-up, no GEMM peak
     row = record.to_row()
     assert row["int8_sqnr_db"] == found["agreement"]["sqnr_db"] and row["cpu_precision_features"]
+
+
+def test_a_disagreeing_process_is_not_disturbed_but_its_config_keeps_the_flag():
+    from bench.measurement.flags import flag
+    from bench.report.estimates.processes import throughput_flags
+
+    assert not throughput_flags([flag("int8_disagrees", "SQNR 3 dB < 20 dB")])  # no retry or process clears it
+    assert throughput_flags([flag("disturbed", "busy")])

@@ -112,6 +112,9 @@ RULES: tuple[Rule, ...] = (
          why_no_winner="a fairness check failed: the frameworks did not do the same work"),
 )
 RULE = {r.name: r for r in RULES}
+# Flags about what was measured rather than the machine it ran on: a process carrying one is not "disturbed" (a retry
+# or another process cannot clear it); its config keeps it under its own name and is never a finding.
+MODEL_FLAGS = ("int8_disagrees",)
 # What each flag makes unusable, by name (the rules' scopes).
 FLAG_SCOPE = {r.name: r.scope for r in RULES}
 # The impossible-number guards: name -> the rule as the methodology states it.
