@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import psutil
 
 from .adapters import ADAPTERS
+from .adapters.precision import INT8, int8_refusal
 from .errors import ConfigError
 from .host import devices
 from .host.links import MAX_EMULATED_NODES, netem_unavailable
@@ -19,7 +20,8 @@ from .images.files import check_data_dir
 from .models import get_model
 
 MODES = ("inference", "training")
-PRECISIONS = ("fp32", "tf32", "bf16", "fp16")  # fp32 is strict: TF32 tensor cores only as "tf32"
+# fp32 is strict: TF32 tensor cores only as "tf32"; int8 is static post-training quantisation (CPU inference)
+PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "int8")
 PROTOCOLS = ("adaptive", "seed")
 # files: JPEGs read and decoded by the framework's own input pipeline inside the step (bench/images/files.py)
 DATA_PLACEMENTS = ("device", "host", "files")
@@ -184,8 +186,10 @@ class RunConfig:
                 check_value(name, getattr(self, name))
         adapter = ADAPTERS.get(self.framework)
         spec = get_model(self.model)
-        engine = adapter.engines[0] if self.engine is None else self.engine
-        _choice(f"engine for {self.framework}", engine, adapter.engines)
+        engines = adapter.engines_for(self.mode, self.precision)
+        engine = engines[0] if self.engine is None else self.engine
+        at = "" if engines == adapter.engines else f" at {self.mode} {self.precision}"
+        _choice(f"engine for {self.framework}{at}", engine, engines)
         device = devices.normalise_device(self.device)
         image_size = spec.default_image_size if self.image_size is None else self.image_size
         if not spec.min_image_size <= image_size <= spec.max_image_size:
@@ -193,6 +197,10 @@ class RunConfig:
                               f"it accepts {spec.min_image_size} to {spec.max_image_size}")
         self._check_distributed(adapter)
         self._check_files()
+        if self.precision == INT8:  # refused before any work: a framework without an int8 path, training, a GPU
+            refusal = int8_refusal(self.framework, adapter.precisions, self.mode, device, adapter.no_int8_because)
+            if refusal:
+                raise ConfigError(f"invalid precision 'int8': {refusal}")
         # Workers share this machine's cores: each gets cores / workers threads unless told otherwise.
         threads = max(1, devices.default_threads() // self.workers) if self.threads is None else self.threads
         proto = PROTOCOL_DEFAULTS[self.protocol]

@@ -18,8 +18,10 @@ from bench.sweep.profiles import load_profile
 from .conftest import TINY_RUN, bench_cli
 
 # The default engine of each framework is run by test_runs.py; here every other engine.
+# (an engine for one mode only, such as TensorFlow's inference-only tflite, in that mode)
 OTHER_ENGINES = [(fw, e, m) for fw in ADAPTERS.names() if ADAPTERS.get(fw).measures_a_framework
-                 for e in ADAPTERS.get(fw).engines[1:] for m in ADAPTERS.get(fw).modes]
+                 for m in ADAPTERS.get(fw).modes for e in ADAPTERS.get(fw).engines_for(m, "fp32")
+                 if e != ADAPTERS.get(fw).engines[0]]
 
 
 @pytest.mark.parametrize("fw,engine,mode", OTHER_ENGINES)

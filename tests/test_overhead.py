@@ -77,7 +77,7 @@ def test_startup_history_by_model_then_by_engine():
     b = Record.from_json(record(framework="torch", model="vgg16", repeat=0, seed=1))
     a.startup, b.startup = Startup(prepare_s=2.0), Startup(prepare_s=6.0)
     got = startup_history([a, b])
-    assert got[("torch", a.config.engine, "resnet50")] == 2.0 and got[("torch", a.config.engine)] == 4.0
+    assert got[("torch", a.config.engine, "resnet50", "fp32")] == 2.0 and got[("torch", a.config.engine, "fp32")] == 4.0
 
 
 def test_the_estimate_charges_every_process_its_fixed_cost():

@@ -16,7 +16,7 @@ from ..host.manifest import declare_framework, dist_version
 from ..paths import PROJECT_ROOT
 from ..registry import Registry
 from .launch import LOCAL_DEVICES, LaunchPlan, Node
-from .precision import precision_unsupported
+from .precision import INT8, int8_refusal, precision_unsupported
 from .ranks import RankGroup
 from .workload import (  # noqa: F401 - the adapter interface's names, where adapters import them
     CertificateFacts,
@@ -71,6 +71,8 @@ class Adapter(ABC):
     distribution: ClassVar[str | None] = None
     modes: ClassVar[tuple[str, ...]] = ("inference", "training")
     precisions: ClassVar[tuple[str, ...]] = ("fp32", "tf32", "bf16", "fp16")
+    # Why a framework without "int8" in `precisions` has no int8 path (the framework table and the refusal say it).
+    no_int8_because: ClassVar[str] = ""
     # The Jupyter kernel a sweep runs this framework's notebooks in (MAIN_KERNEL: the main environment),
     # and for another kernel the virtual environment it runs in (a folder under the project root, built
     # by `make setup-<name>`): a framework whose pins conflict with the main environment's (MXNet).
@@ -110,6 +112,11 @@ class Adapter(ABC):
     # Its ranks' collectives, where they are its own rather than the link probe's (gloo, whose fit the scaling
     # model uses): the report says so beside a prediction.
     own_collectives: ClassVar[str] = ""
+
+    def engines_for(self, mode: str, precision: str) -> tuple[str, ...]:
+        """The engines a run of (mode, precision) can take, the default first: `engines`, unless a framework's int8
+        path (or an inference-only engine) needs fewer."""
+        return self.engines
 
     def launch_for(self, strategy: str, device: str, nodes: int) -> str | None:
         """The kind of launch a distributed run of `strategy` on `device` over `nodes` takes: `distributed_launch`, or
@@ -182,6 +189,8 @@ class Adapter(ABC):
         combinations away (listed as not applicable) instead of starting a kernel only to skip."""
         if mode not in self.modes:
             return f"{self.name} has no {mode} (it runs {', '.join(self.modes)})"
+        if precision == INT8:
+            return int8_refusal(self.name, self.precisions, mode, device, self.no_int8_because)
         if precision not in self.precisions:
             return f"{self.name} does not run {precision} (it runs {', '.join(self.precisions)})"
         return precision_unsupported(self.name, device, precision)

@@ -49,6 +49,8 @@ class Workload(ABC):
     # the compiled-artefact caches its build used: {cache: "hit" | "miss", or what tells after the first iteration}
     compile_caches: Mapping[str, str | Callable[[], str]] = MappingProxyType({})
     feed = None  # data mode `files`: the framework's own input pipeline (bench/adapters/input_feed.py FilesFeed)
+    # An int8 run's quantisation (bench/adapters/int8.py Quantised: its held-out logits against fp32's), else None.
+    quantised: Any = None
 
     def certificate_facts(self) -> CertificateFacts:
         """What the fairness certificate judges this workload by."""

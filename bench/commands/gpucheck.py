@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..adapters import ADAPTERS, reference_adapter
+from ..adapters.precision import INT8
 from ..config import make_config
 from ..host.manifest import host_name
 from ..measurement.fresh_process import bench_environ
@@ -73,6 +74,8 @@ def plan(answers: dict[str, dict], device: str, tiny: bool) -> list[Step]:
         adapter = ADAPTERS.get(name)
         mode = "training" if "training" in adapter.modes else adapter.modes[0]
         for precision in adapter.precisions:
+            if precision == INT8 and gpu:  # int8 is a CPU inference path here: nothing of it to check on a GPU
+                continue
             reason = adapter.not_applicable(mode, precision, device)
             step = Step(f"{name} {mode} {precision} {device}", run_argv(name, mode, precision, device, size))
             if reason:

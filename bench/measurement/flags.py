@@ -19,6 +19,7 @@ from ..host.interference import (
     interference_reasons,
 )
 from ..results.record import Certificate, Flag, Record
+from .agreement import COSINE_MIN, SQNR_MIN_DB, judged
 
 # A utilisation above this machine's best measured GEMM is plausible, not an error: an engine may need fewer arithmetic
 # operations than the model's FLOP count (Winograd or FFT convolutions): it is marked, the throughput stands.
@@ -102,11 +103,20 @@ RULES: tuple[Rule, ...] = (
     Rule("no_emulated_link", "throughput"),
     Rule("ranks_disagree", "throughput"),
     Rule("weights_unchanged", "throughput", why_no_winner="the training step did not change the weights"),
+    # an int8 run whose logits on the held-out images stray from fp32's (bench/measurement/agreement.py)
+    Rule("int8_disagrees", "throughput",
+         f"an int8 run whose logits on held-out images differ from the same framework's fp32 logits by more than "
+         f"MLPerf's 99%-of-fp32 anchor allows here: SQNR below {SQNR_MIN_DB:g} dB or mean cosine similarity below "
+         f"{COSINE_MIN:g} (random weights: the fp32 output, not an accuracy, is what is kept)",
+         why_no_winner="the int8 model's output strays from fp32's (a quantisation that loses the model)"),
     # the run's fairness certificate (bench/measurement/certificate.py) has a failed check
     Rule("certificate_failed", "throughput",
          why_no_winner="a fairness check failed: the frameworks did not do the same work"),
 )
 RULE = {r.name: r for r in RULES}
+# Flags about what was measured rather than the machine it ran on: a process carrying one is not "disturbed" (a retry
+# or another process cannot clear it); its config keeps it under its own name and is never a finding.
+MODEL_FLAGS = ("int8_disagrees",)
 # What each flag makes unusable, by name (the rules' scopes).
 FLAG_SCOPE = {r.name: r.scope for r in RULES}
 # The impossible-number guards: name -> the rule as the methodology states it.
@@ -197,6 +207,8 @@ def run_flags(record: Record | Mapping[str, Any]) -> list[Flag]:
     out += [f for f in (utilisation_flag(record.utilisation), phase_sum_flag(phases, step)) if f]
     if phases and record.config.mode == "training":
         out += [f for f in (forward_backward_flag(phases.get("forward"), phases.get("backward")),) if f]
+    out += [flag("int8_disagrees", f"int8 against fp32 on held-out images: {why}")
+            for why in judged(record.settings.get("int8")) if record.config.precision == "int8"]
     return out + certificate_flags(record.fairness)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..adapters.precision import has_gemm_peak
 from ..models import get_model
 from ..results.record import ModelInfo, Peak, Record, SweepPlacement
 from ..results.sweep_manifest import read_sweep
@@ -49,6 +50,9 @@ def apply_utilisation(record: Record, results_dir: Path, config: RunConfig, para
     flops, how = flops_per_image(results_dir, config.model, config.image_size, config.mode)
     record.model = ModelInfo(params=params, params_published_millions=spec.published_params_millions,
                              flops_per_image=flops, flops_method=how, note=spec.note)
+    if not has_gemm_peak(config.precision):  # int8: a speed-up against fp32, no utilisation
+        record.peak, record.utilisation = None, None
+        return
     record.peak = run_peak(results_dir, config, record.sweep)
     images_per_sec = record.summary.images_per_sec_median if record.summary else None
     record.utilisation = utilisation(flops, images_per_sec, record.peak.flops_per_sec)

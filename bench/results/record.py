@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from ..errors import SchemaError
 from ..host.devices import device_label
-from ..host.manifest import collect_manifest, host_name, mask_text
+from ..host.manifest import collect_manifest, host_name, mask_text, reduced_precision_features
 from .schema import JSON, OPTIONAL, compile_check, json_fields, json_schema, key, strip_none
 
 if TYPE_CHECKING:
@@ -504,6 +504,8 @@ class CpuInfo(Section):
     mhz_advertised: Any = optional()
     smt: Any = optional(UNKNOWN)
     virtual_machine: Any = optional(UNKNOWN)
+    # the CPU features an int8 or bf16 speed-up depends on (bench/adapters/precision.py), name -> present
+    precision_features: dict[str, bool] = optional({})
 
 
 @section
@@ -646,9 +648,24 @@ class Record(Versioned):
                "prepare_s": startup.prepare_s,
                "first_iteration_s": startup.first_iteration_s}
         row.pop("extra", None)
+        row.update(self._precision_columns())
         row.update(self.summary.to_json() if self.summary else {})
         row.update({f"phase_{k}_ms": v for k, v in (self.phases.median_ms if self.phases else {}).items()})
         return row
+
+    def _precision_columns(self) -> dict[str, Any]:
+        """The CPU's int8/bf16 features (older records: read from their CPU flags) and an int8 run's quantisation and
+        agreement with fp32 (bench/measurement/agreement.py)."""
+        cpu = self.manifest.cpu if self.manifest else None
+        features = (cpu.precision_features or reduced_precision_features(cpu.flags)) if cpu else {}
+        int8 = (self.settings or {}).get("int8") or {}
+        agreement = int8.get("agreement") or {}
+        calibration = (int8.get("sets") or {}).get("calibration") or {}
+        return {"cpu_precision_features": ", ".join(k for k, v in features.items() if v) or "none",
+                "int8_tool": int8.get("tool"), "int8_quantise_s": int8.get("quantise_s"),
+                "int8_calibration_images": calibration.get("images"),
+                **{f"int8_{k}": agreement.get(k) for k in ("sqnr_db", "cosine_mean", "cosine_min", "top1_agreement",
+                                                          "fp32_distinct_classes", "images")}}
 
     @property
     def framework_version(self) -> str | None:

@@ -17,6 +17,7 @@ from ..config import RunConfig
 from ..errors import UnsupportedError
 from ..host.energy import energy_meter
 from ..host.interference import InterferenceMonitor
+from ..measurement.agreement import attach
 from ..measurement.loop import measure
 from ..measurement.utilisation import apply_utilisation
 from ..paths import default_results_dir
@@ -95,6 +96,9 @@ def _measure_into(record: Record, adapter, config: RunConfig, results_dir: Path)
     workload = adapter.prepare(config)
     prepare_s = time.perf_counter() - t0
     settings, facts = dict(workload.settings), workload.certificate_facts()  # as prepared, before any step
+    quantised = getattr(workload, "quantised", None)  # an int8 run: its held-out logits against fp32's
+    if quantised is not None:
+        attach(settings, quantised.fp32_logits, quantised.int8_logits)
     workload.reset_memory()
     weights_before = workload.weights_checksum()
     t0 = time.perf_counter()

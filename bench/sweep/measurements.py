@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..adapters import ADAPTERS, measures_a_framework
+from ..adapters.precision import has_gemm_peak
 from ..errors import ConfigError
 from ..host.manifest import mask_text
 from ..measurement.peak import measure_peak, peak_key
@@ -25,7 +26,7 @@ def measure_peaks(profile: Profile, announce: Callable[[str], None] | None = Non
     cannot be measured (the reference framework cannot reach a GPU, a precision its build lacks) is None, said once,
     and the sweep goes on: its runs then have no utilisation, and the other devices' runs are untouched."""
     keys = {(c.device, c.precision, peak_threads(c))
-            for c in profile.configs if measures_a_framework(c.framework)}
+            for c in profile.configs if measures_a_framework(c.framework) and has_gemm_peak(c.precision)}
     out: dict[str, dict | None] = {}
     for k in sorted(keys):
         try:

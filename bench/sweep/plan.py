@@ -32,6 +32,11 @@ from ..verdicts import DEFAULT_MARGIN, Verdict, judge
 PROCESS_OVERHEAD_S = 3.7
 # Model build, export/compile and the framework's import when no record on this host says (prepare_s).
 STARTUP_S = 5.0
+# An int8 config's first process on a host also draws the calibration and held-out images, calibrates and converts
+# the model and computes its agreement with fp32 (measured here, ResNet-50 on the 2-core VM: NNCF 33 s, ONNX
+# Runtime 39-52 s, the 64 images 9 s); a later process finds ONNX Runtime's or OpenVINO's quantised model cached
+# and only computes the agreement. PyTorch (compile) and TFLite quantise in every process: their records say so.
+QUANTISE_S, AGREEMENT_S = 45.0, 4.0
 # Without earlier records an iteration is estimated from FLOPs at this share of the measured peak
 # (measured here: inference 60-75%, training 40-55%); a little cautious, so the estimate errs long.
 ASSUMED_EFFICIENCY = {"inference": 0.55, "training": 0.5}
@@ -107,15 +112,24 @@ def fixed_cost_s(walls: dict[str, float], records: Iterable[Record]) -> float | 
 
 
 def startup_history(records: Iterable[Record]) -> dict[tuple, float]:
-    """Median start-up seconds (prepare_s) per (framework, engine, model) and per (framework, engine) on this host:
-    what a config never run here will spend before its loop."""
+    """Median start-up seconds (prepare_s) per (framework, engine, model, precision) and per (framework, engine,
+    precision) on this host: what a config never run here will spend before its loop (an int8 start-up holds its
+    quantisation, so precisions are kept apart)."""
     seen: dict[tuple, list[float]] = {}
     for r in records:
         if r.status == "ok" and r.startup and r.startup.prepare_s is not None:
             c = r.config
-            for key in ((c.framework, c.engine, c.model), (c.framework, c.engine)):
+            for key in ((c.framework, c.engine, c.model, c.precision), (c.framework, c.engine, c.precision)):
                 seen.setdefault(key, []).append(r.startup.prepare_s)
     return {k: statistics.median(v) for k, v in seen.items()}
+
+
+def default_startup_s(config: RunConfig, repeat: int) -> float:
+    """A process's start-up where this host has no record of one like it: STARTUP_S, and for int8 the
+    quantisation (first process) or the agreement check (later ones)."""
+    if config.precision != "int8":
+        return STARTUP_S
+    return STARTUP_S + (QUANTISE_S if repeat == 0 else AGREEMENT_S)
 
 
 def fit_budget(configs: list[RunConfig], tasks: list[Task], estimate: Callable[[Task], float],

@@ -276,12 +276,12 @@ def _expand(where: str, axes: dict, engines, settings: dict) -> tuple[list[RunCo
         adapter = ADAPTERS.get(fw)
         reason = adapter.not_applicable(mode, precision, device)
         if isinstance(engines, list):  # a listed engine applies to the frameworks that have it
-            names = [e for e in engines if e in adapter.engines]
+            names = [e for e in engines if e in adapter.engines_for(mode, precision)]
             if not names:  # never the default engine in place of the ones asked for
                 reason = reason or (f"{fw} has none of the engines {', '.join(engines)} "
                                     f"(it has {', '.join(adapter.engines)})")
         else:
-            names = list(adapter.engines) if engines == "all" else [None]
+            names = list(adapter.engines_for(mode, precision)) if engines == "all" else [None]
         if reason:
             left_out.append(f"{fw} {mode} {precision} {device}: {reason}")
             continue

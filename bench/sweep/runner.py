@@ -47,8 +47,8 @@ from .jupyter_kernels import kernel_environment
 from .measurements import measure_memory, measure_networks, measure_peaks
 from .plan import (
     PROCESS_OVERHEAD_S,
-    STARTUP_S,
     Task,
+    default_startup_s,
     estimate_run_s,
     expected_extra_s,
     extra_share,
@@ -138,8 +138,9 @@ class _Estimator:
         if measures_a_framework(c.framework) and not self.history.get(c.key):
             with contextlib.suppress(Exception):  # an estimate never stops a sweep
                 flops, _ = flops_per_image(self.results_dir, c.model, c.image_size, c.mode)
-        startup = self.startup.get((c.framework, c.engine, c.model), self.startup.get((c.framework, c.engine),
-                                                                                      STARTUP_S))
+        startup = self.startup.get((c.framework, c.engine, c.model, c.precision),
+                                   self.startup.get((c.framework, c.engine, c.precision)))
+        startup = default_startup_s(c, task.repeat) if startup is None else startup
         return estimate_run_s(c, task.repeat, self.history.get(c.key, []), flops, peak.get("flops_per_sec"),
                               self.overhead_s, startup)
 

@@ -155,6 +155,8 @@ class JaxAdapter(Adapter):
     module = "jax"
     distribution = "jax"
     precisions = ("fp32", "tf32", "bf16")
+    no_int8_because = ("JAX ships no post-training int8 quantisation, and XLA's CPU backend has no int8 convolution "
+                       "path to lower one to (int8 libraries for JAX, such as AQT, target matmuls on TPUs and GPUs)")
     libraries = ("jaxlib", "keras")
     # data parallel over one process's devices (a 1-D mesh): the workers are its replicas (bench/adapters/jax/worker.py)
     distributed_strategies = ("independent", "allreduce")

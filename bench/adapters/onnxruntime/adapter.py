@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 from ...host.devices import is_gpu
 from ..base import Adapter, InferenceRuntimeWorkload, Workload, register
 from ..onnx_export import INPUT, export_onnx
-from . import doctor
+from ..precision import INT8
+from . import doctor, quantize
 
 if TYPE_CHECKING:
     from ...config import RunConfig
@@ -39,7 +40,12 @@ class ORTWorkload(InferenceRuntimeWorkload):
         provider = "CUDAExecutionProvider" if self.gpu else "CPUExecutionProvider"
         options = {"device_id": int(config.device.split(":")[1])} if self.gpu else {}
         so = session_options(ort, config.engine, config.threads)
-        self.session = ort.InferenceSession(str(exported.path), so, providers=[(provider, options)])
+        path = exported.path
+        if config.precision == INT8:  # the int8 graph of the same export, calibrated here (bench/adapters/int8.py)
+            model = {"model": config.model, "seed": config.seed, "image_size": config.image_size}
+            path, self.quantised = quantize.quantise(path, model, config.batch_size, lambda p: (
+                ort.InferenceSession(str(p), so, providers=[(provider, options)])))
+        self.session = ort.InferenceSession(str(path), so, providers=[(provider, options)])
         exported.folder.cleanup()  # the session holds the model; the file is no longer needed
         self.host_x = exported.x
         self._open_feed()
@@ -62,6 +68,8 @@ class ORTWorkload(InferenceRuntimeWorkload):
             "autograd_in_inference": False,  # an inference-only runtime: no gradient graph exists
             "optimizer": None, "loss": None, "timer": "time.perf_counter",
         }
+        if self.quantised is not None:
+            self.settings["int8"] = self.quantised.describe()
 
     def _input(self):
         return self.bound_x if self.binding is not None else super()._input()
@@ -94,7 +102,7 @@ class ORTAdapter(Adapter):
     module = "onnxruntime"
     distribution = "onnxruntime"
     modes = ("inference",)
-    precisions = ("fp32",)
+    precisions = ("fp32", "int8")
     libraries = ("onnx",)
 
     def doctor(self) -> dict:

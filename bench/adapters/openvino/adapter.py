@@ -8,12 +8,15 @@ from typing import TYPE_CHECKING
 from ..base import Adapter, InferenceRuntimeWorkload, Workload, register
 from ..compile_cache import openvino_cache
 from ..onnx_export import export_onnx
+from ..precision import INT8
+from . import quantize
 
 if TYPE_CHECKING:
     from ...config import RunConfig
 
 HINTS = {"latency": "LATENCY", "throughput": "THROUGHPUT"}
-_PRECISION = {"fp32": "f32", "bf16": "bf16"}
+# int8: the quantised layers run in int8, the rest in f32 (as the fp32 run), not bf16 on a CPU that has it
+_PRECISION = {"fp32": "f32", "bf16": "bf16", INT8: "f32"}
 
 
 def compile_exported(path: str, engine: str, precision: str, threads: int, **options: str):
@@ -30,9 +33,14 @@ class OpenVINOWorkload(InferenceRuntimeWorkload):
         self.config = config
         exported = export_onnx(config.model, config.batch_size, config.image_size, config.seed, config.threads)
         self.params = exported.params
+        path = str(exported.path)
+        if config.precision == INT8:  # NNCF's int8 IR of the same export (bench/adapters/int8.py)
+            model = {"model": config.model, "seed": config.seed, "image_size": config.image_size}
+            quantised_path, self.quantised = quantize.quantise(exported.path, model, config.batch_size, lambda p: (
+                compile_exported(p, config.engine, "fp32", config.threads)))
+            path = str(quantised_path)
         cache_options, watch = openvino_cache()  # its compiled blob, keyed by OpenVINO by the model and the options
-        self.compiled = compile_exported(str(exported.path), config.engine, config.precision, config.threads,
-                                         **cache_options)
+        self.compiled = compile_exported(path, config.engine, config.precision, config.threads, **cache_options)
         caches = {"onnx_export": exported.cache, "openvino": watch.outcome() if watch else None}
         self.compile_caches = {name: outcome for name, outcome in caches.items() if outcome}
         exported.folder.cleanup()
@@ -52,6 +60,8 @@ class OpenVINOWorkload(InferenceRuntimeWorkload):
             "autograd_in_inference": False,  # an inference-only runtime: no gradient graph exists
             "optimizer": None, "loss": None, "timer": "time.perf_counter",
         }
+        if self.quantised is not None:
+            self.settings["int8"] = self.quantised.describe()
 
     def step(self) -> None:
         self.request.infer({0: self._input()})
@@ -71,7 +81,7 @@ class OpenVINOAdapter(Adapter):
     module = "openvino"
     distribution = "openvino"
     modes = ("inference",)
-    precisions = ("fp32", "bf16")
+    precisions = ("fp32", "bf16", INT8)
     libraries = ("onnx",)
     engine_notes = {"throughput": "the harness sends one synchronous request per step, so the throughput hint's "
                                   "parallel streams are not all fed: this is the hint at one request in flight, "

@@ -12,8 +12,9 @@ from ...host.devices import is_gpu
 from ...models import get_model
 from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, dist_version, register, subtractive_phases
 from ..launch import LOCAL_DEVICES, LaunchPlan
+from ..precision import INT8
 from ..ranks import RankGroup
-from . import doctor, launch, strategies, worker
+from . import doctor, launch, strategies, tflite, worker
 from .recipe import LOSS, POLICIES, build_model, import_tf, make_loss, make_optimizer, set_tf_threads
 
 if TYPE_CHECKING:
@@ -178,7 +179,8 @@ class TensorFlowAdapter(Adapter):
                              "TF_XLA_FLAGS", "TF_CPP_MIN_LOG_LEVEL", "TF_GPU_ALLOCATOR", "TF_FORCE_GPU_ALLOW_GROWTH",
                              "TF_DETERMINISTIC_OPS", "TF_CUDNN_DETERMINISTIC", "TF_GPU_THREAD_MODE",
                              "TF_USE_LEGACY_KERAS", "KERAS_BACKEND", "XLA_FLAGS")
-    engines = ("graph", "xla", "eager")
+    engines = ("graph", "xla", "eager", tflite.ENGINE)
+    precisions = ("fp32", "tf32", "bf16", "fp16", INT8)
     distributed_strategies = ("independent", "allreduce", "ps_async")
     distributed_launch = launch.TF_CONFIG
     independent_workers_connect = False  # independent workers have no cluster: nothing gathers their results
@@ -240,8 +242,19 @@ class TensorFlowAdapter(Adapter):
 
         return lambda: (infer(x) if c.mode == "inference" else train(x, y)).numpy()
 
+    def engines_for(self, mode: str, precision: str) -> tuple[str, ...]:
+        # TFLite: inference in fp32 or int8; int8 only there (full-integer conversion)
+        if precision == INT8:
+            return (tflite.ENGINE,)
+        keep = mode == "inference" and precision in tflite.PRECISIONS
+        return tuple(e for e in self.engines if keep or e != tflite.ENGINE)
+
     def prepare(self, config: RunConfig) -> Workload:
         self.check_available()
+        if config.engine == tflite.ENGINE:
+            if is_gpu(config.device):
+                raise UnsupportedError("tensorflow: the tflite engine runs on the CPU here; valid devices: cpu")
+            return tflite.TFLiteWorkload(config)
         return TFWorkload(config)
 
     def prepare_rank(self, config: RunConfig, scope: Callable[[], AbstractContextManager] | None = None) -> TFWorkload:

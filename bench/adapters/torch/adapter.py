@@ -12,9 +12,9 @@ from ...models import get_model
 from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, dist_version, register, timed_phases
 from ..compile_cache import configure_inductor
 from ..launch import LaunchPlan
-from ..precision import tf32_unavailable
+from ..precision import INT8, tf32_unavailable
 from ..ranks import RankGroup
-from . import doctor, launch, pipeline, worker
+from . import doctor, launch, pipeline, quantize, worker
 from .models import build_torch_model
 
 if TYPE_CHECKING:
@@ -66,7 +66,10 @@ class TorchWorkload(Workload):
         self.training = config.mode == "training"
         model.train(self.training)
         self.module = model  # what trains: a strategy wraps it (`wrap`), the checksum reads its weights
-        self.model = self._engine(model)
+        if config.precision == INT8:  # the pt2e int8 graph, compiled (bench/adapters/torch/quantize.py)
+            self.model, self.quantised = quantize.quantise(model, config.batch_size, config.image_size, fmt)
+        else:
+            self.model = self._engine(model)
         n, s = config.batch_size, config.image_size
         num_classes = get_model(config.model).num_classes
         rng = np.random.default_rng(config.data_seed)
@@ -97,6 +100,8 @@ class TorchWorkload(Workload):
             "loss": "CrossEntropyLoss" if self.training else None,
             "timer": "CUDA events" if self.gpu else "time.perf_counter",
         }
+        if self.quantised is not None:
+            self.settings["int8"] = self.quantised.describe()
         if not self.training:
             with torch.inference_mode(), self.autocast():
                 out = self.model(self.x)
@@ -246,6 +251,7 @@ class TorchAdapter(Adapter):
     multi_machine = True
     bucketed_allreduce = True
     engines = ("eager", "compile", "eager_nchw")
+    precisions = ("fp32", "tf32", "bf16", "fp16", INT8)
     module = "torch"
     distribution = "torch"
     libraries = ("torchvision",)
@@ -294,6 +300,10 @@ class TorchAdapter(Adapter):
                 opt.step()
 
         return step
+
+    def engines_for(self, mode: str, precision: str) -> tuple[str, ...]:
+        # int8 runs the pt2e graph compiled by Inductor (eager would run its reference, dequantise-requantise ops)
+        return ("compile",) if precision == INT8 else self.engines
 
     def not_applicable(self, mode: str, precision: str, device: str) -> str | None:
         if precision == "fp16" and mode == "training" and not is_gpu(device):

@@ -15,6 +15,7 @@ import pandas as pd
 from ...measurement.flags import (
     FLAG_SCOPE,
     MIN_PROCESSES,
+    MODEL_FLAGS,
     flag,
     forward_backward_flag,
     peak_flag,
@@ -129,7 +130,8 @@ def estimate_config(g: pd.DataFrame, interval: Interval, columns: list[str],
     first = used.sort_values("repeat").iloc[0]
     config = {c: first[c] for c in columns if c in first and c not in PER_PROCESS}
     lat = np.concatenate([1 / x for x in used["timed_ips"]]) * first["batch_size"] * 1e3
-    flags = [f for fl in used["process_flags"] for f in fl if FLAG_SCOPE.get(f.name) != "throughput"]
+    flags = [f for fl in used["process_flags"] for f in fl
+             if FLAG_SCOPE.get(f.name) != "throughput" or f.name in MODEL_FLAGS]
     if len(clean) < MIN_PROCESSES:
         disturbed = join_reasons(f.reason for fl in g["process_flags"] for f in throughput_flags(fl))
         why = (f"{len(g) - len(clean)} of {len(g)} processes disturbed ({disturbed})" if len(clean) < len(g)

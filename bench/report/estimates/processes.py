@@ -6,13 +6,14 @@ import numpy as np
 import pandas as pd
 
 from ...host.interference import cv_outlier_reason
-from ...measurement.flags import FLAG_SCOPE, flag
+from ...measurement.flags import FLAG_SCOPE, MODEL_FLAGS, flag
 from ...results.record import Flag, Record
 
 
 def throughput_flags(flags: list[Flag]) -> list[Flag]:
-    """A process's flags that disturb its throughput (a name no rule knows is not one of them)."""
-    return [f for f in flags if FLAG_SCOPE.get(f.name) == "throughput"]
+    """A process's flags that disturb its throughput (a name no rule knows is not one of them; a flag about the model
+    measured, MODEL_FLAGS, is its config's, not a disturbance)."""
+    return [f for f in flags if FLAG_SCOPE.get(f.name) == "throughput" and f.name not in MODEL_FLAGS]
 
 
 def process_table(records: list[Record], runs: pd.DataFrame) -> pd.DataFrame:

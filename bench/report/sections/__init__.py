@@ -12,6 +12,7 @@ from . import (
     frameworks,
     header,
     input_pipeline,
+    int8,
     machine,
     methodology,
     model_vs_published,
@@ -25,7 +26,7 @@ from . import (
 )
 from .display import show_all, show_section
 
-REPORT = [header, answer, findings, machine, throughput, best_batch, distributed, parallelism, input_pipeline,
+REPORT = [header, answer, findings, machine, throughput, best_batch, int8, distributed, parallelism, input_pipeline,
           model_vs_published, energy, then_and_now, published, study_coverage, frameworks, references, not_run,
           methodology, environment]
 

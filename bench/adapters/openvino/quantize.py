@@ -1,0 +1,56 @@
+"""OpenVINO's int8: NNCF post-training quantisation (`nncf.quantize`, its default performance preset: symmetric int8
+weights and activations, MinMax-style range estimation on the calibration subset) of the exported graph, saved as
+OpenVINO IR; the held-out logits of the fp32 and int8 models for the agreement check."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..int8 import ImageSets, Quantised, Stopwatch, batches, cached_build, fingerprint, logits_of, normalise
+
+IR = "model.int8.xml"
+
+
+def quantise_ir(fp32_path: Path, out_path: Path, calibration, batch_size: int) -> None:
+    """Write the NNCF-quantised IR of the ONNX graph `fp32_path` to `out_path`, calibrated on the NCHW float32
+    `calibration` images fed `batch_size` at a time (every image: subset_size = the set's size)."""
+    import nncf
+    import openvino as ov
+
+    model = ov.Core().read_model(str(fp32_path))
+    feed = batches(calibration, batch_size)
+    quantised = nncf.quantize(model, nncf.Dataset(feed), subset_size=len(feed))
+    ov.save_model(quantised, str(out_path))
+
+
+def quantise(fp32_path: Path, model: dict, batch_size: int, compile_path,
+             sets: ImageSets | None = None) -> tuple[Path, Quantised]:
+    """The int8 IR of the exported `fp32_path` (`model`: the export's model, seed and image_size, which name it in
+    the cache) and its description with the held-out logits of both models; `compile_path(path)` compiles a model
+    file as the run does; `sets` (default: the procedural sets at the image size) are the calibration and held-out
+    images."""
+    import nncf
+    import openvino as ov
+
+    sets = sets or ImageSets.for_size(model["image_size"])
+    clock = Stopwatch()
+    calib = normalise(sets.calibration)
+    inputs = {"tool": f"nncf {nncf.__version__} quantize, openvino {ov.get_version()}", **model,
+              "calibration": fingerprint(calib), "calibration_batch": batch_size}
+    folder, cached = cached_build(inputs, lambda f: quantise_ir(fp32_path, f / IR, calib, batch_size))
+    quantise_s = clock()
+    held_out = normalise(sets.held_out)
+    logits = {}
+    for name, path in (("fp32", fp32_path), ("int8", folder / IR)):
+        compiled = compile_path(str(path))
+        request = compiled.create_infer_request()
+        logits[name] = logits_of(lambda b, r=request: r.infer({0: b})[0].copy(), held_out, batch_size)
+    return folder / IR, Quantised(
+        tool="nncf.quantize (OpenVINO IR)", method="static post-training quantisation, NNCF's performance preset "
+        "(symmetric int8 weights and activations, per-channel weights), min-max ranges over the calibration set",
+        sets=sets.describe(), quantise_s=quantise_s,
+        fp32_reference="the same exported graph in OpenVINO (fp32, INFERENCE_PRECISION_HINT f32)",
+        fp32_logits=logits["fp32"], int8_logits=logits["int8"],
+        details={"settings": {"preset": "performance", "subset_size": len(calib),
+                              "inference_precision_hint": "f32 (the layers left in floating point)"},
+                 "cached": cached})

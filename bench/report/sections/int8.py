@@ -1,0 +1,36 @@
+"""int8 on the CPU: each framework's post-training int8 against its own fastest fp32 engine, with the agreement of
+its logits with fp32's and the CPU features the speed-up depends on."""
+
+from __future__ import annotations
+
+from ...measurement.agreement import COSINE_MIN, SQNR_MIN_DB
+from ..estimates import int8_table
+from .base import Section, Table, Text, heading
+
+INTRO = (
+    "Static post-training quantisation, each framework through its own maintained tool (ONNX Runtime "
+    "`quantize_static`, QDQ U8S8, the reason in the record; OpenVINO `nncf.quantize`; PyTorch's PT2 export with "
+    "torchao's x86 Inductor "
+    "quantizer, compiled by Inductor; TensorFlow's full-integer TFLite conversion, run by `tf.lite.Interpreter`), "
+    "calibrated on a seeded set of procedural ImageNet-like images that is never measured. The weights are random "
+    "(none can be downloaded here): the images give the activations realistic ranges, and what int8 must keep is "
+    "the fp32 model's output rather than an accuracy. The speed-up is int8's images/s over the same framework's "
+    "fastest fp32 engine at the same batch (TensorFlow's fp32 includes its TFLite engine, int8's own runtime), with "
+    "the process-level 95% interval and the report's verdict. Agreement is measured on every int8 run, on a held-out "
+    "image set: SQNR of the int8 logits against fp32's and their mean cosine similarity; below "
+    f"{SQNR_MIN_DB:g} dB or {COSINE_MIN:g} (MLPerf's 99%-of-fp32 rule as the anchor: at most 1% of the signal's "
+    "energy as error) the run is flagged `int8_disagrees` and never a winner. Top-1 agreement is shown with the "
+    "number of distinct classes fp32 predicted: a random network often predicts one class for almost every image, "
+    "which makes top-1 agreement trivially high. JAX has no int8 path (see the frameworks table).")
+
+
+def render(d) -> Section:
+    table = int8_table(d.configs, d.margin)
+    if table.empty:
+        return Section()
+    shown = table.round({"int8 img/s": 2, "fp32 img/s": 2, "speed-up": 2, "SQNR dB": 1, "cosine (mean)": 4,
+                         "top-1 agreement": 2, "quantise s": 1})
+    features = sorted(set(table["CPU int8/bf16 features"].dropna()))
+    cpu = Text("CPU int8/bf16 features (VNNI: int8 dot products in one instruction; AMX: tile units): "
+               + "; ".join(f"`{f}`" for f in features) if features else "CPU int8/bf16 features: not recorded")
+    return Section([heading("int8", INTRO), cpu, Table(shown)])
