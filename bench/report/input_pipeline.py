@@ -11,7 +11,7 @@ import pandas as pd
 from ..results.record import Record
 from ..verdicts import DEFAULT_MARGIN, EQUIVALENT, UNDECIDED, WINNER, judge
 from .estimates import compare_pair
-from .style import framework_colour
+from .style import framework_colour, mark_flags
 
 # The same config on synthetic data: everything measured equal but the data mode (and the settings only files use).
 MATCH = ["platform", "framework", "engine", "model", "mode", "precision", "batch_size", "image_size", "threads"]
@@ -61,12 +61,14 @@ def input_table(files: pd.DataFrame, synthetic: pd.DataFrame, records: list[Reco
             "ci_high": np.nan, "verdict": UNDECIDED, "data_wait_share": f["data_wait_share"],
             "ceiling_ips": f["ceiling_ips"], "ceiling_per_core": f["ceiling_per_core"],
             "loader_workers": f["loader_workers"], "cores": f["cores"], "skipped": f["skipped"],
-            "pipeline": f["pipeline"], "shallow": f["model"] in SHALLOW}
+            "pipeline": f["pipeline"], "shallow": f["model"] in SHALLOW,
+            "flagged": not bool(f.get("sound", True))}  # a side not sound: flagged wherever it is drawn
         if not sibling.empty:
             s = sibling.iloc[0]
             c = compare_pair(f, s, margin)
             row.update(synthetic_ips=s["images_per_sec_median"], ratio=c["ratio_a_over_b"], ci_low=c["ci_low"],
-                       ci_high=c["ci_high"], verdict=c["verdict"])
+                       ci_high=c["ci_high"], verdict=c["verdict"],
+                       flagged=row["flagged"] or not bool(s.get("sound", True)))
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -119,4 +121,4 @@ def input_figure(table: pd.DataFrame):
         ax.set_ylabel("images/s")
         ax.legend(fontsize=7)
     fig.tight_layout()
-    return fig
+    return mark_flags(fig, table.get("flagged", pd.Series(False, index=table.index)).tolist())

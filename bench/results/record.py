@@ -227,6 +227,8 @@ class RunSettings(Section):
     oversubscribe: bool = optional(False)
     cluster: str = optional("")
     rendezvous: str = optional("static")
+    micro_batches: int = optional(1)
+    pipeline_cut: str = optional("")
     data_dir: str = optional("")
     data_images: int = optional(2000)
     extra: dict[str, Any] = optional({})
