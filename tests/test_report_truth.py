@@ -152,3 +152,14 @@ def test_an_interpreter_in_a_home_folder_does_not_name_its_user(tmp_path):
     runs[0]["manifest"]["interpreter"] = "/home/alice/proj/.venv"
     env = environment_table(load(write(runs, tmp_path)).records)
     assert env.loc["environment (interpreter)"].tolist() == [".venv"] and "alice" not in env.to_string()
+
+
+def test_a_sweeps_coverage_counts_its_real_files_runs_too():
+    """The `files` runs of the input-pipeline study are kept out of the framework tables but not out of the sweep's
+    coverage: a finished sweep whose every run is recorded is never called incomplete for them."""
+    from types import SimpleNamespace
+
+    from bench.report.sections.base import all_records
+
+    d = SimpleNamespace(records=["synthetic"], input_records=["files"], scaling=SimpleNamespace(records=["ranks"]))
+    assert all_records(d) == ["synthetic", "files", "ranks"]

@@ -117,9 +117,10 @@ def status_line(d, records: list[Record]) -> str:
     n, bad = len(procs), int((~procs["clean"]).sum()) if not procs.empty else 0
     configs = d.configs
     unsound = int((~configs["sound"]).sum()) if not configs.empty else 0
-    disturbed = (f"{bad} of the {n} measured single-process runs disturbed or jittery (left out of their config's "
-                 "number where a clean one remains)" if bad else f"none of the {n} measured single-process runs "
-                 "disturbed")
+    # the framework comparisons' processes: synthetic data, one process each (real-files runs have their section)
+    disturbed = (f"{bad} of the {n} single-process runs on synthetic data disturbed or jittery (left out of their "
+                 "config's number where a clean one remains)" if bad else f"none of the {n} single-process runs on "
+                 "synthetic data disturbed")
     sound = (f"{unsound} of {len(configs)} configs not sound (fewer than {estimates.MIN_PROCESSES} clean processes "
              "or a flag on the throughput), so no winner is stated from them" if unsound else
              f"all {counted(len(configs), 'config')} sound")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -44,6 +44,7 @@ class ReportData:
     # data mode `files` (the framework's own input pipeline): its own table beside its synthetic siblings, never
     # mixed into the framework comparisons above (bench/report/input_pipeline.py)
     inputs: pd.DataFrame | None = None
+    input_records: list[Record] = field(default_factory=list)  # the `files` runs themselves (a sweep's coverage)
 
 
 @dataclass
@@ -87,7 +88,8 @@ def load(results_dir=None) -> ReportData:
                       summary_table(configs, margin), published_throughput(), seed,
                       load_scaling(everything, results_dir, margin),
                       searches_table(load_searches(results_dir)), margin, best_batch_table(configs, margin),
-                      input_table(config_tables(files, sweeps)[2], configs, files, margin) if files else None)
+                      input_table(config_tables(files, sweeps)[2], configs, files, margin) if files else None,
+                      files)
 
 
 def show(figs, name: str, figures_dir=None) -> None:

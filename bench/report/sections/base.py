@@ -77,5 +77,6 @@ def optional(title: str, content, intro: str = "", name: str | None = None, leve
 
 
 def all_records(d) -> list:
-    """Every record of the report, distributed ones included: a sweep's coverage counts both."""
-    return list(d.records) + (list(d.scaling.records) if d.scaling else [])
+    """Every record of the report, distributed and real-files ones included: a sweep's coverage counts them all."""
+    return (list(d.records) + list(getattr(d, "input_records", None) or [])
+            + (list(d.scaling.records) if d.scaling else []))
