@@ -149,3 +149,16 @@ def test_the_report_says_each_thing_once_and_omits_empty_sections(default_report
         assert present in text, present
     details = _pdf_text(default_report / "details.pdf")
     assert "Every framework pair" in details and "Flagged numbers" in details and "every published row" in details
+
+
+def test_a_config_measured_in_one_framework_is_named_under_the_answer_not_a_row(tmp_path):
+    """Page 1 holds comparisons: a batch only one framework ran (an int8 or input-study sibling) is named in one line
+    under the table instead of a row of dashes."""
+    runs = [record(framework=fw, batch_size=4, repeat=i, seed=i, ips=ips * (1 + 0.01 * i))
+            for fw, ips in (("torch", 10.0), ("tensorflow", 20.0)) for i in range(2)]
+    runs += [record(framework="torch", batch_size=2, repeat=i, seed=5 + i) for i in range(2)]
+    d = load(write(runs, tmp_path))
+    table, notes = A.answer_table(d.summary, d.best)
+    assert "2" not in set(table["batch"]) and "4" in set(table["batch"])
+    assert any(n.startswith("Measured in one framework only") and "torch resnet50 inference fp32 batch 2" in n
+               for n in notes), notes

@@ -54,9 +54,14 @@ def answer_table(summary: pd.DataFrame, best: pd.DataFrame | None = None) -> tup
         return pd.DataFrame(), []
     s = page_rows(summary, best).sort_values(["platform", "model", "mode", "precision", "_order"])
     keys: dict[str, int] = {}
-    rows = []
+    rows, alone = [], []
     for _, r in s.iterrows():
         compared = r["verdict"] != estimates.NOT_COMPARED
+        if not compared and r["batch_size"] != "best":
+            # nothing to compare: named in one line under the table, not a row (page 1 holds the comparisons)
+            alone.append(f"{r.get('compared') or r.get('fastest') or ''} {r['model']} {r['mode']} "
+                         f"{r['precision']} batch {r['batch_size']}".strip())
+            continue
         reasons = list(r.get("unsound_flags") or []) if r["verdict"] == UNDECIDED or not compared else []
         if not compared:
             reasons = ["one framework"] + reasons
@@ -81,11 +86,16 @@ def answer_table(summary: pd.DataFrame, best: pd.DataFrame | None = None) -> tup
                                            f"{r['fastest']} / {r['runner_up']}: {interval}"),
                      "to decide": decide})
     table = pd.DataFrame(rows)
+    if table.empty:
+        return table, [f"Measured in one framework only (nothing to compare): {'; '.join(alone)}."] if alone else []
     # one platform, one precision: a column that never changes is said once, in the machine line
     for col in ("platform", "precision"):
         if table[col].nunique() == 1:
             table = table.drop(columns=col)
     notes = [f"[{n}] {_reason_text(k)}" for k, n in keys.items()]
+    if alone:
+        notes.append(f"Measured in one framework only (nothing to compare; their own sections say more): "
+                     f"{'; '.join(alone)}.")
     return table, notes
 
 
