@@ -30,6 +30,6 @@ def env_integer(env: Mapping[str, str], name: str, low: int, high: int | None = 
     return default if text is None or text == "" else integer(text, name, low, high)
 
 
-def counted(n: int, noun: str) -> str:
-    """'1 config', '2 configs': a count with its noun."""
-    return f"{n} {noun}{'' if n == 1 else 's'}"
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """'1 config', '2 configs' (or the given plural: '2 retries'): a count with its noun."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"

@@ -117,9 +117,9 @@ def definition(margin: float = DEFAULT_MARGIN) -> str:
     lo, hi = equivalence_bounds(margin)
     return (f"Every comparison is a speed-up with a 95% interval and one of three verdicts: **winner** (the "
             f"interval excludes 1x), **equivalent** (the whole interval lies within +-{margin:.0%}, i.e. inside "
-            f"[{lo:.3f}x, {hi:.3f}x]: equal within that margin, shown by the data) or **undecided** (neither: the "
-            f"data show no difference but do not show equality either; the row says how many more processes would "
-            f"likely decide it).")
+            f"[{lo:.3f}x, {hi:.3f}x]: equal within that margin, shown by the data) or **undecided** (neither: "
+            f"the data do not show a difference, nor equality within the margin; the row says how many more "
+            f"processes would likely decide it).")
 
 
 def short_definition(margin: float = DEFAULT_MARGIN) -> str:

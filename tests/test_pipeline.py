@@ -213,7 +213,8 @@ def _pipeline_record(strategy: str, m: int, step_ms: float, repeat: int) -> dict
         "micro_batches": m, "measured_bubble": 0.3, "measured_step_s": step_ms / 1e3,
         "predicted": {"bubble": bubble_formula(2, m), "step_s": step_ms / 1e3 * 1.1, "compute_step_s": 0.1},
         "cut_rule": "balanced", "cut_starts": [0, 8], "stage_params": [1, 2],
-        "stages": [{"micro_batches_held_max": m, "activations_held_peak_bytes": m << 20}] * 2,
+        "stages": [{"micro_batches_held_max": m, "activations_held_peak_bytes": m << 20, "compute_ms": c,
+                    "bubble_share": idle} for c, idle in ((70.0, 0.7), (250.0, 0.1))],
         "timeline": [line, line], "expected_timeline": [line, line]})
     return rec
 
@@ -238,6 +239,9 @@ def test_the_parallelism_table_compares_strategies_at_the_same_global_batch(tmp_
     assert "+10%" in shown.iloc[2]["step ms measured / predicted"]
     assert shown.iloc[2]["activations held (MB)"] == "4"
     assert len(report.timelines(t)) == 1 and report.findings(t)
+    # the measured bubble beside the formula's, and the stages' imbalance in time that explains the gap
+    said = " ".join(report.findings(t))
+    assert "measured bubble 30% against the formula's 20%" in said and "70, 250 ms" in said and "70%, 10%" in said
 
 
 def test_the_record_section_comes_from_the_stages_timelines():

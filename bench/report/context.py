@@ -88,8 +88,16 @@ def load(results_dir=None) -> ReportData:
                       summary_table(configs, margin), published_throughput(), seed,
                       load_scaling(everything, results_dir, margin),
                       searches_table(load_searches(results_dir)), margin, best_batch_table(configs, margin),
-                      input_table(config_tables(files, sweeps)[2], configs, files, margin) if files else None,
-                      files)
+                      _input_table(records, files, sweeps, margin), files)
+
+
+def _input_table(records: list[Record], files: list[Record], sweeps: list[SweepManifest], margin: float):
+    """Files against synthetic data, each side's spread moderated with the sweep's other single-process configs
+    (estimated together, as every comparison is; the files configs still never enter the framework tables)."""
+    if not files:
+        return None
+    both = config_tables(records + files, sweeps)[2]
+    return input_table(both[both["data"] == "files"], both, files, margin)
 
 
 def show(figs, name: str, figures_dir=None) -> None:

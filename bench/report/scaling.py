@@ -22,6 +22,7 @@ from ..runs.distributed import comparisons as pairs
 from ..runs.distributed import model as netmodel
 from ..runs.distributed.network import SIZES, link_key
 from ..stats import process_interval, process_ratio
+from ..values import counted
 from ..verdicts import DEFAULT_MARGIN, UNDECIDED, WINNER, Verdict
 from .energy import energy_text, hardware_label, mean_energy
 from .text import prose
@@ -116,7 +117,7 @@ def configs(procs: pd.DataFrame) -> pd.DataFrame:
         row["phase_flags"] = [f for f in (forward_backward_flag(row["forward_ms"], row["backward_ms"]),) if f]
         rows.append(row)
     out = pd.DataFrame(rows)
-    spreads = _spreads(out)
+    spreads = spreads_of(out)
     for i, row in out.iterrows():
         if row["config_key"] in spreads.values:
             est = spreads.interval(row["config_key"])
@@ -135,7 +136,7 @@ def _baseline(table: pd.DataFrame, row, workers: int) -> pd.Series | None:
     return None if base is None else table[table["config_key"] == base.key].iloc[0]
 
 
-def _spreads(cfgs: pd.DataFrame) -> SweepSpreads:
+def spreads_of(cfgs: pd.DataFrame) -> SweepSpreads:
     """The sound configs' clean per-process values, each moderated by its platform's other distributed configs (a
     pool apart from single processes: ranks add variation of their own)."""
     sound = cfgs[cfgs["sound"].astype(bool)]
@@ -173,7 +174,7 @@ def scaling_table(cfgs: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> pd.Data
     with its interval and verdict (bench/runs/distributed/comparisons.py) at `margin`."""
     if cfgs.empty:
         return cfgs
-    spreads = _spreads(cfgs)
+    spreads = spreads_of(cfgs)
     by_key = {r["config_key"]: r for _, r in cfgs.iterrows()}
     found = {(c.kind, c.a): c for c in pairs.comparisons(_sides(cfgs))}
     out = []
@@ -552,7 +553,7 @@ def _buckets(r) -> str:
 def _comm_clause(r) -> str:
     """The part of a finding that says what communication cost, against the no-communication ceiling."""
     if r["strategy"] == "independent":
-        return (f"; it has no communication at all: on {r['threads']} thread(s) per worker instead of "
+        return (f"; it has no communication at all: on {counted(int(r['threads']), 'thread')} per worker instead of "
                 f"{r['threads'] * r['workers']}, what is lost is the shared cores, not the network; this is the "
                 f"ceiling for every strategy at {r['workers']} workers here")
     if r["comm_flags"]:

@@ -94,7 +94,7 @@ def _devices(d, claim: str = "") -> str:
     if d.configs.empty:
         return ""
     platforms = sorted(d.configs["platform"].unique())
-    return f"{len(platforms)} device(s): " + ", ".join(platforms) + measured_by(d, d.records)
+    return f"{counted(len(platforms), 'device')}: " + ", ".join(platforms) + measured_by(d, d.records)
 
 
 def named_in(text: str) -> tuple[str, ...]:

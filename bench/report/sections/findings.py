@@ -68,8 +68,8 @@ def findings(configs: pd.DataFrame, summary: pd.DataFrame, best: pd.DataFrame | 
         undecided = int((rows["verdict"] == UNDECIDED).sum())
         compared = int((rows["verdict"] != estimates.NOT_COMPARED).sum())
         if undecided:
-            out.append(f"Undecided in {undecided} of {compared} compared rows (the data show no difference, but not "
-                       f"equality within +-{margin:.0%} either): the answer table says what would decide each.")
+            out.append(f"Undecided in {undecided} of {compared} compared rows (the data show neither a difference "
+                       f"nor equality within +-{margin:.0%}): the answer table says what would decide each.")
     engines = best_engine_findings(configs)
     out += [e for e in engines if ", undecided (" not in e]
     if open_engines := [e for e in engines if ", undecided (" in e]:

@@ -33,13 +33,24 @@ def render(d) -> Section:
     t = d.inputs
     if t is None or t.empty:
         return Section()
-    shown = t[["framework", "model", "mode", "batch_size", "synthetic_ips", "files_ips", "ratio", "ci_low", "ci_high",
-               "verdict", "data_wait_share", "ceiling_ips", "ceiling_per_core", "loader_workers", "cores",
-               "skipped"]].rename(columns={
-        "synthetic_ips": "images/s synthetic", "files_ips": "images/s files", "ratio": "files / synthetic",
-        "data_wait_share": "data wait", "ceiling_ips": "loader alone (img/s)", "ceiling_per_core": "per core",
-        "loader_workers": "workers", "skipped": "files skipped"})
-    out = Section([heading("Does the input pipeline bound training here?", INTRO), Text(_question(t)), Table(shown)])
+    def _num(v, fmt: str) -> str:
+        return "" if v is None or v != v else format(v, fmt)
+
+    shown = pd.DataFrame([{
+        "framework": r["framework"], "model": r["model"], "mode": r["mode"], "batch": int(r["batch_size"]),
+        "images/s synthetic": _num(r["synthetic_ips"], ".1f"), "images/s files": _num(r["files_ips"], ".1f"),
+        "files / synthetic [95% CI]": (f"{r['ratio']:.2f}x [{r['ci_low']:.2f}-{r['ci_high']:.2f}]"
+                                       if r["ci_low"] == r["ci_low"] and r["ci_low"] is not None else ""),
+        "verdict": r["verdict"], "data wait": _num(r["data_wait_share"], ".1%"),
+        "loader alone img/s (per core)": (f"{r['ceiling_ips']:.0f} ({_num(r['ceiling_per_core'], '.0f')})"
+                                          if r["ceiling_ips"] == r["ceiling_ips"] else ""),
+        "workers / cores": f"{_num(r['loader_workers'], '.0f')} / {_num(r['cores'], '.0f')}",
+        "files skipped": _num(r["skipped"], ".0f")} for _, r in t.iterrows()])
+    ran = ", ".join(sorted(set(t["framework"])))
+    here = (f"Measured here: {ran} ({', '.join(sorted(set(t['model'])))}); every framework, ResNet-50 and AlexNet "
+            "beside ResNet-18: `make sweep PROFILE=input && make render`.")
+    out = Section([heading("Does the input pipeline bound training here?", INTRO), Text(_question(t) + " " + here),
+                   Table(shown)])
     figure = input_figure(t)
     if figure is not None:
         out += Section([Figures(figure, "input_pipeline")])

@@ -9,6 +9,7 @@ from ...adapters.base import OPTIMIZER
 from ...measurement import flags as checks
 from ...measurement.loop import STEADY_WINDOW, WARMUP_TOLERANCE
 from ...measurement.peak import PEAK_N, PEAK_TRIALS
+from ...values import counted
 from ...verdicts import definition
 from .. import calibration, coverage, not_run, overhead
 from ..text import prose
@@ -85,7 +86,8 @@ def methodology(d) -> str:
                              f"(trial spread {start['spread']:.0%}){tail}")
         sweep_lines.append(
             f"- sweep `{m['sweep_id']}` on {m['host']}: profile `{m['profile']}`, {m['repeats']} repetitions "
-            f"per config, order seed {m['order_seed']}, up to {m['retries']} retries of a disturbed run "
+            f"per config, order seed {m['order_seed']}, up to {counted(m['retries'] or 0, 'retry', 'retries')} "
+            "of a disturbed run "
             f"({c.retries()}); {c.runs_text()}, {c.failed} failed or skipped; "
             f"{coverage.budget_text(m, c)}; status {m['status']}. Device peak: "
             + ("; ".join(peaks) or "not measured") + ".")

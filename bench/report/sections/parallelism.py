@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .. import parallelism
 from ..parallelism_figures import timelines
-from .base import Figures, Section, Table, bullets, heading
+from .base import Figures, Section, Table, Text, bullets, heading
 
 INTRO = ("The thesis' three ways to spread training over workers, side by side on the same model, machine and global "
          "batch: *data parallel* (each worker a copy of the model and half the batch, gradients all-reduced), *model "
@@ -27,6 +27,12 @@ def render(d) -> Section:
     t = d.scaling.parallelism if d.scaling is not None else None
     if t is None or t.empty:  # left out: the study-coverage table says how to measure it
         return Section()
-    return Section([heading("Parallelism strategies", INTRO), bullets(parallelism.findings(t)),
+    names = list(dict.fromkeys(t["name"]))
+    missing = [n for n in ("model parallel", "GPipe", "1F1B") if not any(n.lower() in x.lower() for x in names)]
+    ms = sorted({int(m) for m in t["micro_batches"].dropna()})
+    here = (f"Measured here: {', '.join(names)}" + (f" at m = {', '.join(map(str, ms))}" if ms else "")
+            + (f"; not measured here: {', '.join(missing)}" if missing else "")
+            + "; model parallel and m = 1, 2, 4, 8: `make sweep PROFILE=parallelism && make render`.")
+    return Section([heading("Parallelism strategies", INTRO), Text(here), bullets(parallelism.findings(t)),
                     Table(parallelism.for_display(t)),
                     Figures(timelines(parallelism.timelines(t)), "parallelism_timeline")])
