@@ -151,7 +151,13 @@ def for_display(t: pd.DataFrame) -> pd.DataFrame:
                                             f"({error:+.0%}{'' if r['prediction_has_link'] else ', no link fit'})"
             if error is not None else "",
             "processes": int(r["processes"]), "flags": r["flag_reasons"] or ""})
-    return pd.DataFrame(rows)
+    shown = pd.DataFrame(rows)
+    # a column that says the same on every row, or nothing, is left out so the table fits a page (the link is said
+    # in the section's text when it is one)
+    for col in ("link", "flags"):
+        if col in shown and (shown[col].nunique() <= 1 and (col == "link" or not shown[col].astype(bool).any())):
+            shown = shown.drop(columns=col)
+    return shown
 
 
 def findings(t: pd.DataFrame) -> list[str]:

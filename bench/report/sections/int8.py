@@ -3,6 +3,8 @@ its logits with fp32's and the CPU features the speed-up depends on."""
 
 from __future__ import annotations
 
+import pandas as pd
+
 from ...measurement.agreement import COSINE_MIN, SQNR_MIN_DB
 from ..estimates import int8_table
 from .base import Section, Table, Text, heading
@@ -24,12 +26,37 @@ INTRO = (
     "which makes top-1 agreement trivially high. JAX has no int8 path (see the frameworks table).")
 
 
+def _num(v, fmt: str) -> str:
+    return "" if v is None or v != v else format(v, fmt)
+
+
+def _display(r) -> dict:
+    """One int8 row in few columns: throughputs with their engines, the speed-up with its interval, the agreement
+    in one cell (top-1 beside the number of classes fp32 predicted, which says whether top-1 means anything)."""
+    classes = r["fp32 classes"]
+    return {
+        "platform": r["platform"], "framework": r["framework"], "model": r["model"], "batch": r["batch"],
+        "int8 img/s (engine)": f"{_num(r['int8 img/s'], '.1f')} ({r['int8 engine']})",
+        "fastest fp32 img/s (engine)": (f"{_num(r['fp32 img/s'], '.1f')} ({r['fp32 engine (fastest)']})"
+                                        if r["fp32 engine (fastest)"] else ""),
+        "speed-up [95% CI]": (f"{r['speed-up']:.2f}x [{r['95% CI']}]" if r["speed-up"] == r["speed-up"]
+                              and r["speed-up"] is not None else ""),
+        "verdict": r["verdict"],
+        "agreement with fp32": (f"SQNR {_num(r['SQNR dB'], '.1f')} dB, cosine {_num(r['cosine (mean)'], '.4f')}, "
+                                f"top-1 {_num(r['top-1 agreement'], '.2f')} over {_num(classes, '.0f')} fp32 "
+                                f"{'class' if classes == 1 else 'classes'}"),
+        "images held-out / calibration": f"{_num(r['held-out images'], '.0f')} / "
+                                         f"{_num(r['calibration images'], '.0f')}",
+        "quantise s": _num(r["quantise s"], ".1f"), "flags": r["flags"] or ""}
+
+
 def render(d) -> Section:
     table = int8_table(d.configs, d.margin)
     if table.empty:
         return Section()
-    shown = table.round({"int8 img/s": 2, "fp32 img/s": 2, "speed-up": 2, "SQNR dB": 1, "cosine (mean)": 4,
-                         "top-1 agreement": 2, "quantise s": 1})
+    shown = pd.DataFrame([_display(r) for _, r in table.iterrows()])
+    if table["platform"].nunique() == 1:  # one machine: said in the machine line (the table must fit a page)
+        shown = shown.drop(columns="platform")
     features = sorted(set(table["CPU int8/bf16 features"].dropna()))
     cpu = Text("CPU int8/bf16 features (VNNI: int8 dot products in one instruction; AMX: tile units): "
                + "; ".join(f"`{f}`" for f in features) if features else "CPU int8/bf16 features: not recorded")

@@ -30,7 +30,9 @@ def render(d) -> Section:
     names = list(dict.fromkeys(t["name"]))
     missing = [n for n in ("model parallel", "GPipe", "1F1B") if not any(n.lower() in x.lower() for x in names)]
     ms = sorted({int(m) for m in t["micro_batches"].dropna()})
+    links = sorted(set(t["link"].dropna()))
     here = (f"Measured here: {', '.join(names)}" + (f" at m = {', '.join(map(str, ms))}" if ms else "")
+            + (f", over {links[0]}" if len(links) == 1 else "")
             + (f"; not measured here: {', '.join(missing)}" if missing else "")
             + "; model parallel and m = 1, 2, 4, 8: `make sweep PROFILE=parallelism && make render`.")
     return Section([heading("Parallelism strategies", INTRO), Text(here), bullets(parallelism.findings(t)),
