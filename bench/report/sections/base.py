@@ -76,6 +76,11 @@ def optional(title: str, content, intro: str = "", name: str | None = None, leve
     return Section([heading(title, intro, level), shown])
 
 
+def number(v, fmt: str) -> str:
+    """A table cell's number in `fmt`, or empty where it is missing (None or NaN): never a printed 'nan'."""
+    return "" if v is None or v != v else format(v, fmt)
+
+
 def all_records(d) -> list:
     """Every record of the report, distributed and real-files ones included: a sweep's coverage counts them all."""
     return (list(d.records) + list(getattr(d, "input_records", None) or [])

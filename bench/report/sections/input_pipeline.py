@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..input_pipeline import claim_verdicts, input_figure
-from .base import Figures, Section, Table, Text, heading
+from .base import Figures, Section, Table, Text, heading, number
 
 INTRO = ("Every other run feeds random tensors already in memory, as the 2019 study did. Here the same configs read "
          "JPEG files (a procedural, ImageNet-like set made here, about 110 KB a file, or `--data-dir` images) "
@@ -33,19 +33,16 @@ def render(d) -> Section:
     t = d.inputs
     if t is None or t.empty:
         return Section()
-    def _num(v, fmt: str) -> str:
-        return "" if v is None or v != v else format(v, fmt)
-
     shown = pd.DataFrame([{
         "framework": r["framework"], "model": r["model"], "mode": r["mode"], "batch": int(r["batch_size"]),
-        "images/s synthetic": _num(r["synthetic_ips"], ".1f"), "images/s files": _num(r["files_ips"], ".1f"),
+        "images/s synthetic": number(r["synthetic_ips"], ".1f"), "images/s files": number(r["files_ips"], ".1f"),
         "files / synthetic [95% CI]": (f"{r['ratio']:.2f}x [{r['ci_low']:.2f}-{r['ci_high']:.2f}]"
                                        if r["ci_low"] == r["ci_low"] and r["ci_low"] is not None else ""),
-        "verdict": r["verdict"], "data wait": _num(r["data_wait_share"], ".1%"),
-        "loader alone img/s (per core)": (f"{r['ceiling_ips']:.0f} ({_num(r['ceiling_per_core'], '.0f')})"
+        "verdict": r["verdict"], "data wait": number(r["data_wait_share"], ".1%"),
+        "loader alone img/s (per core)": (f"{r['ceiling_ips']:.0f} ({number(r['ceiling_per_core'], '.0f')})"
                                           if r["ceiling_ips"] == r["ceiling_ips"] else ""),
-        "workers / cores": f"{_num(r['loader_workers'], '.0f')} / {_num(r['cores'], '.0f')}",
-        "files skipped": _num(r["skipped"], ".0f")} for _, r in t.iterrows()])
+        "workers / cores": f"{number(r['loader_workers'], '.0f')} / {number(r['cores'], '.0f')}",
+        "files skipped": number(r["skipped"], ".0f")} for _, r in t.iterrows()])
     ran = ", ".join(sorted(set(t["framework"])))
     here = (f"Measured here: {ran} ({', '.join(sorted(set(t['model'])))}); every framework, ResNet-50 and AlexNet "
             "beside ResNet-18: `make sweep PROFILE=input && make render`.")

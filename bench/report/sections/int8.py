@@ -7,7 +7,7 @@ import pandas as pd
 
 from ...measurement.agreement import COSINE_MIN, SQNR_MIN_DB
 from ..estimates import int8_table
-from .base import Section, Table, Text, heading
+from .base import Section, Table, Text, heading, number
 
 INTRO = (
     "Static post-training quantisation, each framework through its own maintained tool (ONNX Runtime "
@@ -26,28 +26,24 @@ INTRO = (
     "which makes top-1 agreement trivially high. JAX has no int8 path (see the frameworks table).")
 
 
-def _num(v, fmt: str) -> str:
-    return "" if v is None or v != v else format(v, fmt)
-
-
 def _display(r) -> dict:
     """One int8 row in few columns: throughputs with their engines, the speed-up with its interval, the agreement
     in one cell (top-1 beside the number of classes fp32 predicted, which says whether top-1 means anything)."""
     classes = r["fp32 classes"]
     return {
         "platform": r["platform"], "framework": r["framework"], "model": r["model"], "batch": r["batch"],
-        "int8 img/s (engine)": f"{_num(r['int8 img/s'], '.1f')} ({r['int8 engine']})",
-        "fastest fp32 img/s (engine)": (f"{_num(r['fp32 img/s'], '.1f')} ({r['fp32 engine (fastest)']})"
+        "int8 img/s (engine)": f"{number(r['int8 img/s'], '.1f')} ({r['int8 engine']})",
+        "fastest fp32 img/s (engine)": (f"{number(r['fp32 img/s'], '.1f')} ({r['fp32 engine (fastest)']})"
                                         if r["fp32 engine (fastest)"] else ""),
         "speed-up [95% CI]": (f"{r['speed-up']:.2f}x [{r['95% CI']}]" if r["speed-up"] == r["speed-up"]
                               and r["speed-up"] is not None else ""),
         "verdict": r["verdict"],
-        "agreement with fp32": (f"SQNR {_num(r['SQNR dB'], '.1f')} dB, cosine {_num(r['cosine (mean)'], '.4f')}, "
-                                f"top-1 {_num(r['top-1 agreement'], '.2f')} over {_num(classes, '.0f')} fp32 "
+        "agreement with fp32": (f"SQNR {number(r['SQNR dB'], '.1f')} dB, cosine {number(r['cosine (mean)'], '.4f')}, "
+                                f"top-1 {number(r['top-1 agreement'], '.2f')} over {number(classes, '.0f')} fp32 "
                                 f"{'class' if classes == 1 else 'classes'}"),
-        "images held-out / calibration": f"{_num(r['held-out images'], '.0f')} / "
-                                         f"{_num(r['calibration images'], '.0f')}",
-        "quantise s": _num(r["quantise s"], ".1f"), "flags": r["flags"] or ""}
+        "images held-out / calibration": f"{number(r['held-out images'], '.0f')} / "
+                                         f"{number(r['calibration images'], '.0f')}",
+        "quantise s": number(r["quantise s"], ".1f"), "flags": r["flags"] or ""}
 
 
 def render(d) -> Section:
