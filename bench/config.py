@@ -28,7 +28,7 @@ DATA_PLACEMENTS = ("device", "host", "files")
 # Distributed data-parallel training (bench/distributed/): "none" is a single process. Which
 # strategies a framework implements is declared by its adapter (`distributed_strategies`).
 STRATEGIES = ("none", "independent", "allreduce", "allreduce_nosync", "ps_sync", "ps_async", "model_parallel", "gpipe",
-              "1f1b")
+              "1f1b", "sandblaster")
 # The model's layers cut into one stage per worker (bench/runs/distributed/pipeline.py): every stage sees the whole
 # batch (split into `micro_batches` by a pipeline schedule), so the global batch is batch_size.
 PIPELINE_STRATEGIES = ("model_parallel", "gpipe", "1f1b")
@@ -247,6 +247,8 @@ class RunConfig:
         elif self.micro_batches != 1 or self.pipeline_cut:
             raise ConfigError("micro_batches / pipeline_cut are settings of a pipeline strategy: "
                               f"{', '.join(PIPELINE_STRATEGIES)}")
+        if self.strategy == "sandblaster":
+            self._check_sandblaster()
         if self.scaling == "strong" and self.batch_size % self.workers:
             raise ConfigError(f"strong scaling splits batch_size={self.batch_size} over workers={self.workers}: "
                               "it must divide evenly")
@@ -259,6 +261,13 @@ class RunConfig:
             raise ConfigError("model_parallel feeds one whole batch at a time: micro_batches must be 1")
         if self.batch_size % self.micro_batches:
             raise ConfigError(f"micro_batches={self.micro_batches} must divide batch_size={self.batch_size}")
+
+    def _check_sandblaster(self) -> None:
+        # its workers evaluate the gradient over the digits training set (bench/adapters/torch/sandblaster.py)
+        if self.model != "digits_mlp" or self.mode != "training":
+            raise ConfigError("sandblaster trains digits_mlp on scikit-learn's digits: model digits_mlp, training")
+        if self.nodes != 1 or self.cluster:
+            raise ConfigError("sandblaster runs its coordinator, server and workers on one machine here: nodes 1")
 
     def _tf_tasks_on_slurm(self, adapter) -> bool:
         """TF_CONFIG tasks on Slurm: one Slurm task (a `node` of the run) per TF task, SlurmClusterResolver's layout."""

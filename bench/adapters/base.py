@@ -33,6 +33,8 @@ if TYPE_CHECKING:  # adapters sit below the config layer: RunConfig is only a ty
 LEARNING_RATE = 0.01
 MOMENTUM = 0.9
 OPTIMIZER = f"SGD(lr={LEARNING_RATE}, momentum={MOMENTUM})"
+# Sandblaster's optimiser is L-BFGS by definition (bench/adapters/torch/sandblaster.py): its recipe, not SGD's.
+SANDBLASTER_OPTIMIZER = "L-BFGS(lr=1, history 10, strong-Wolfe line search, full-batch gradient)"
 
 
 def _built(environment: str | None) -> Path | None:

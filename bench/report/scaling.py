@@ -70,7 +70,7 @@ def processes(records: list[Record]) -> pd.DataFrame:
             "device": c.device, "backend": d.backend,
             "images_per_sec": r.summary.images_per_sec_median, "step_ms": r.summary.latency_ms_median,
             **{f"{p}_ms": phases.get(p) for p in PHASES}, "overlap_share": d.overlap_share,
-            "grad_bytes": d.grad_bytes, "accuracy": d.accuracy,
+            "grad_bytes": d.grad_bytes, "accuracy": d.accuracy, "sandblaster": d.sandblaster,
             "flags": [f for f in r.flags if FLAG_SCOPE.get(f.name, "throughput") == "throughput"],
             "link_gbit": c.link_gbit, "link_delay_ms": c.link_delay_ms,
             "server_update_ms": _server_update_ms(d),
@@ -498,6 +498,26 @@ def predictions_for_display(pred: pd.DataFrame) -> pd.DataFrame:
         "error": _guarded(pred, "error", "+.0%"),
         "link fit": [f"{a:.0f} us, {b:.2f} Gbit/s" for a, b in zip(pred["alpha_us"], pred["bandwidth_gbit"])],
     })
+
+
+def sandblaster_for_display(procs: pd.DataFrame) -> pd.DataFrame:
+    """One row per Sandblaster process run: its processes and their CPU use (how the cores were shared), the work
+    units each worker took (load balancing) and the gradient evaluations per L-BFGS iteration."""
+    if procs.empty or "sandblaster" not in procs:
+        return pd.DataFrame()
+    rows = []
+    for _, p in procs[procs["sandblaster"].notna()].iterrows():
+        s = p["sandblaster"]
+        cpu = ", ".join(f"{q['role']} {q['cpu_share_of_one_core']:.0%}" for q in s["processes"]
+                        if q.get("cpu_share_of_one_core") is not None)
+        rows.append({"framework": p["framework"], "workers": p["workers"], "repeat": p["repeat"],
+                     "processes on cores": f"{len(s['processes'])} on {s['cores']}",
+                     "CPU of one core (timed window)": cpu,
+                     "units per worker (taken from another's shard)":
+                         ", ".join(f"{t} ({k})" for t, k in zip(s["units_per_worker"], s["units_stolen_per_worker"])),
+                     "ms per unit per worker": ", ".join(f"{ms:.2f}" for ms in s["worker_ms_per_unit"]),
+                     "evaluations per iteration": round(s["evaluations_per_iteration"] or 0, 2)})
+    return pd.DataFrame(rows)
 
 
 def accuracy_for_display(acc: pd.DataFrame) -> pd.DataFrame:

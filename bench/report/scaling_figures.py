@@ -28,7 +28,8 @@ CLIPPED_NOTE = ("> : the interval went on past what N workers sharing one machin
                 "(the verdict is the whole interval's)")
 STRATEGY_NAMES = {"independent": "independent (no communication)", "allreduce": "all-reduce (DDP / MWMS)",
                   "allreduce_nosync": "all-reduce after backward (no overlap)",
-                  "ps_sync": "parameter server, synchronous", "ps_async": "parameter server, asynchronous"}
+                  "ps_sync": "parameter server, synchronous", "ps_async": "parameter server, asynchronous",
+                  "sandblaster": "Sandblaster L-BFGS"}
 STRATEGY_HATCH = {"independent": "", "allreduce": "//", "allreduce_nosync": "xx", "ps_sync": "..", "ps_async": "oo"}
 DIST_PHASE_COLOURS = {"forward": PHASE_COLOURS["forward"], "backward": PHASE_COLOURS["backward"],
                       "forward_backward": "#d2a35c", "update": PHASE_COLOURS["update"],
@@ -199,7 +200,7 @@ def accuracy_over_time(curves: pd.DataFrame):
     if curves.empty:
         return None
     fig, ax = plt.subplots(figsize=(7, 3.6))
-    styles = {"allreduce": "-", "ps_async": "--", "independent": ":"}
+    styles = {"allreduce": "-", "ps_async": "--", "independent": ":", "sandblaster": "-."}
     drawn = []
     for (fw, strategy, workers, _rep), g in curves.groupby(["framework", "strategy", "workers", "repeat"]):
         g = g.sort_values("train_s")
@@ -213,7 +214,8 @@ def accuracy_over_time(curves: pd.DataFrame):
     ax.set_xlabel("training seconds (evaluation time excluded)")
     ax.set_ylabel("test accuracy (digits, 450 images)")
     ax.set_ylim(0, 1)
-    return mark_flags(_finish(fig, ax, "Asynchronous vs synchronous data parallelism: accuracy over wall-clock time"),
+    title = "Asynchronous vs synchronous SGD (and Sandblaster L-BFGS where it ran): accuracy over wall-clock time"
+    return mark_flags(_finish(fig, ax, title),
                       drawn)
 
 

@@ -225,8 +225,10 @@ CLAIMS = [
           lambda d, claim: _strategies(d, ("ps_async",)), "Distributed: accuracy over time (details)", "",
           "`make report PROFILE=distributed` (TensorFlow's asynchronous parameter server, digits MLP)"),
     Claim("thesis", "Sandblaster L-BFGS (DistBelief): a coordinator drives L-BFGS over workers' gradient work units",
-          lambda d, claim: "", "", "not built yet: the pipeline strategies came first (issue 31); it needs a "
-          "coordinator, sharded parameter servers and work units with load balancing", "issue 31's Sandblaster item"),
+          lambda d, claim: _strategies(d, ("sandblaster",)), "Distributed: accuracy over time (details)",
+          "PyTorch only (its torch.optim.LBFGS), beside TensorFlow's Downpour and all-reduce on the same digits task "
+          "and process count; one parameter server here (the code shards over several)",
+          "`make sweep PROFILE=parallelism` (digits MLP: a coordinator, a parameter server and 2 workers)"),
 ]
 
 

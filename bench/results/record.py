@@ -445,6 +445,8 @@ class Distributed(Section):
     global_step: str | None = optional()
     # pipeline strategies: the cut, per-stage times and memory, the schedule's timeline, the model's prediction
     pipeline: dict[str, Any] | None = optional()
+    # Sandblaster L-BFGS: its processes and how they shared the cores, work units per worker, evaluations per step
+    sandblaster: dict[str, Any] | None = optional()
 
 
 @section

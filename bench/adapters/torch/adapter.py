@@ -14,7 +14,7 @@ from ..compile_cache import configure_inductor
 from ..launch import LaunchPlan
 from ..precision import INT8, tf32_unavailable
 from ..ranks import RankGroup
-from . import doctor, launch, pipeline, quantize, worker
+from . import doctor, launch, pipeline, quantize, sandblaster, worker
 from .models import build_torch_model
 
 if TYPE_CHECKING:
@@ -255,7 +255,8 @@ class TorchAdapter(Adapter):
     module = "torch"
     distribution = "torch"
     libraries = ("torchvision",)
-    distributed_strategies = ("independent", "allreduce", "allreduce_nosync", "ps_sync", *pipeline.SCHEDULES)
+    distributed_strategies = ("independent", "allreduce", "allreduce_nosync", "ps_sync", *pipeline.SCHEDULES,
+                              sandblaster.STRATEGY)
     distributed_launch = launch.TORCHRUN
     rendezvous_kinds = ("static", "c10d")
     chooses_backend = True
@@ -317,6 +318,8 @@ class TorchAdapter(Adapter):
     def rank_group(self, config: RunConfig, spec: dict) -> RankGroup:
         if config.strategy in pipeline.SCHEDULES:
             return pipeline.PipelineRanks(self, config, spec)
+        if config.strategy == sandblaster.STRATEGY:
+            return sandblaster.SandblasterRanks(self, config, spec)
         return worker.TorchRanks(self, config, spec)
 
     def launch_plan(self, config: RunConfig, module: str, env: dict, nodes, cluster) -> LaunchPlan:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from ...host.devices import is_gpu
 from ...ranks.rankio import GPU_BASE_ENV, MACHINE_RANKS_ENV
 from ..launch import LaunchPlan, Task, emulated_link_env, free_port, python_module
+from . import sandblaster
 
 if TYPE_CHECKING:
     from ...config import RunConfig
@@ -39,6 +40,8 @@ def torchrun_tasks(config: RunConfig, module: str, env: dict, nodes, cluster=Non
     port = free_port("127.0.0.1")
     tasks = []
     per_node = config.workers // (len(nodes) if nodes else 1)
+    if config.strategy == sandblaster.STRATEGY:  # its coordinator and parameter server are ranks too (one node)
+        per_node = sandblaster.processes(config.workers)
     for k in range(config.nodes if nodes else 1):
         argv = [*agent, f"--nnodes={len(nodes) if nodes else 1}",
                 f"--node-rank={k}", f"--nproc-per-node={per_node}",

@@ -16,6 +16,8 @@ from ...results.record import Energy, Memory, Rank
 # Per-step phase seconds a step may report; a rank's section keeps each one's median in milliseconds.
 PHASES = ("forward_s", "backward_s", "forward_backward_s", "update_s", "exposed_comm_s", "other_s", "comm_s",
           "overlap_s")
+# Roles that train on no samples: the asynchronous chief, Sandblaster's coordinator and parameter servers
+COORDINATING = ("chief", "coordinator", "server")
 RESULT = "result"  # the key of what travels beside the section (never written into the record as such)
 
 
@@ -50,7 +52,7 @@ def rank_section(replica: Replica, steps: list[dict], samples_per_step: int, thr
     """The record's section of one rank from its timed steps (a chief coordinates: it trains on no samples)."""
     medians = {k[:-2]: statistics.median(s[k] for s in steps) * 1e3 for k in PHASES if steps and k in steps[0]}
     per_step_bytes = [s["comm_bytes"] for s in steps if "comm_bytes" in s]
-    trains = replica.role != "chief"
+    trains = replica.role not in COORDINATING
     return Rank(
         rank=replica.rank, role=replica.role, node=replica.node, pid=os.getpid(), threads=threads, steps=len(steps),
         samples=samples_per_step * len(steps) * (1 if trains else 0), phases_median_ms=medians or None,

@@ -14,7 +14,10 @@ from ..fill import Measured
 from .rank_loop import RankResult
 
 SYNC_STRATEGIES = ("allreduce", "allreduce_nosync", "ps_sync")
-AGREE_TOLERANCE = 1e-4  # relative difference of the ranks' weight checksums after training
+AGREE_TOLERANCE = 1e-4
+GLOBAL_STEP = {"ps_async": "chunk time / steps per worker (asynchronous: steps run on the workers as scheduled)",
+               "sandblaster": "one L-BFGS iteration (its gradient evaluations over the whole training set), slowest "
+                              "process"}  # relative difference of the ranks' weight checksums after training
 
 
 def global_steps(config, ranks: list[RankResult]) -> list[float]:
@@ -113,6 +116,5 @@ def distributed_section(config, ranks: list[RankResult], servers: list[dict], li
         params=ranks[0].params, grad_bytes=ranks[0].grad_bytes,
         overlap_share=overlap_share(ranks), ranks=[r.section for r in ranks], servers=servers,
         accuracy=next((r.accuracy for r in ranks if r.accuracy), None),
-        global_step="slowest rank per step" if config.strategy != "ps_async"
-                    else "chunk time / steps per worker (asynchronous: steps run on the workers as scheduled)",
+        global_step=GLOBAL_STEP.get(config.strategy, "slowest rank per step"),
     )

@@ -25,7 +25,7 @@ from ...ranks.rankio import SPEC_ENV
 from ...results.record import Manifest, ModelInfo, Record, SweepPlacement
 from ..failures import describe_failure
 from ..fill import fill
-from . import pipeline, rank_main
+from . import pipeline, rank_main, sandblaster
 from . import record as records
 from .cluster import Machines, resolve
 from .launcher import Launch, LaunchError
@@ -162,6 +162,8 @@ def execute(config: RunConfig, results_dir: Path | str | None = None, repeat: in
             record.distributed = records.distributed_section(config, ranks, servers, link, kind)
             if pipeline.is_pipeline(config):
                 record.distributed.pipeline = pipeline.section(config, ranks, results_dir)
+            if config.strategy == sandblaster.STRATEGY:
+                record.distributed.sandblaster = sandblaster.section(ranks)
             fill(record, config, records.measured(config, ranks, servers, interference),
                  lambda r: _utilisation(r, config, results_dir),
                  lambda r: records.distributed_flags(config, r.distributed.ranks, link["fallback"]))
