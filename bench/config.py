@@ -171,8 +171,9 @@ class RunConfig:
     # tasks, bench/runs/distributed/cluster.py), or a host list "a,b" (node 0 first, one `bench run` per machine).
     cluster: str = ""
     rendezvous: str = "static"  # torchrun on real machines: "static" (fixed master) or "c10d"
-    # Pipeline strategies: micro-batches per step, and the cut ("" = balanced by counted FLOPs; "a,b": the unit index
-    # where each stage after the first begins)
+    # Pipeline strategies: micro-batches per step, and the cut ("" = balanced by counted FLOPs; "time": balanced by
+    # each unit's forward+backward time measured before the run; "a,b": the unit index where each stage after the
+    # first begins)
     micro_batches: int = 1
     pipeline_cut: str = ""
     # data "files": a user's ImageFolder tree of JPEGs, or "" for the procedural set of `data_images` images
@@ -261,6 +262,10 @@ class RunConfig:
             raise ConfigError("model_parallel feeds one whole batch at a time: micro_batches must be 1")
         if self.batch_size % self.micro_batches:
             raise ConfigError(f"micro_batches={self.micro_batches} must divide batch_size={self.batch_size}")
+        cut = self.pipeline_cut.replace(",", "").replace(" ", "")
+        if self.pipeline_cut and self.pipeline_cut != "time" and not cut.isdigit():
+            raise ConfigError(f"pipeline_cut {self.pipeline_cut!r}: '' (balanced by counted FLOPs), 'time' (balanced "
+                              "by a timing pass before the run) or the stages' first units, 'a,b'")
 
     def _check_sandblaster(self) -> None:
         # its workers evaluate the gradient over the digits training set (bench/adapters/torch/sandblaster.py)

@@ -50,6 +50,28 @@ def test_pipeline_settings_are_validated():
         make_config(**MLP, strategy="allreduce", micro_batches=2)
 
 
+def test_the_cut_balanced_by_measured_time():
+    """pipeline_cut "time": the units' measured times decide the cut (not their FLOPs), the rule says so; the timing
+    pass leaves weights, gradients and BatchNorm's running statistics as they were."""
+    import torch
+
+    from bench.adapters.torch.pipeline import choose_cut, unit_times
+
+    config = make_config(**MLP, strategy="gpipe", micro_batches=4, pipeline_cut="time")
+    cut = choose_cut(config, flops=[9.0, 1.0, 1.0, 1.0], unit_s=[1.0, 1.0, 1.0, 3.0])
+    assert cut.starts == (0, 3) and "measured time" in cut.rule and "4 images" in cut.rule
+    assert choose_cut(make_config(**MLP, strategy="gpipe", micro_batches=4), [9.0, 1.0, 1.0, 1.0]).starts == (0, 1)
+    with pytest.raises(ConfigError, match="pipeline_cut"):
+        make_config(**MLP, strategy="gpipe", pipeline_cut="fast")
+    units = [torch.nn.Linear(4, 8), torch.nn.BatchNorm1d(8), torch.nn.ReLU(), torch.nn.Linear(8, 2)]
+    before = [{k: v.clone() for k, v in u.state_dict().items()} for u in units]
+    times = unit_times(torch, units, torch.randn(16, 4))
+    assert len(times) == 4 and all(t > 0 for t in times)
+    for u, state in zip(units, before):
+        assert all(torch.equal(v, u.state_dict()[k]) for k, v in state.items())
+        assert all(p.grad is None for p in u.parameters())
+
+
 @pytest.mark.parametrize("strategy", ["gpipe", "1f1b"])
 @pytest.mark.parametrize("p,m", [(2, 1), (2, 4), (3, 8), (4, 2)])
 def test_the_expected_timeline_has_the_formula_bubble(strategy, p, m):

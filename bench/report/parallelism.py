@@ -88,7 +88,8 @@ def _row(row, facts: dict, dp: pd.DataFrame, one: pd.DataFrame, margin: float, s
         efficiency = process_ratio(row["values"], one.iloc[0]["values"])["ratio"] / row["workers"]
     return {
         "config_key": row["config_key"], "model": row["model"], "image_size": row["image_size"],
-        "strategy": row["strategy"], "name": STRATEGY_NAMES.get(row["strategy"], row["strategy"]),
+        "strategy": row["strategy"], "name": STRATEGY_NAMES.get(row["strategy"], row["strategy"])
+        + (", time-balanced cut" if sections and _timed(sections[0]) else ""),
         "workers": row["workers"], "link": row["link"], "global_batch": row["global_batch"], "micro_batches": m,
         "processes": row["processes"], "images_per_sec": row["images_per_sec"], "ci_low": row["ci_low"],
         "ci_high": row["ci_high"], "efficiency": efficiency, "flag_reasons": row["flag_reasons"],
@@ -111,6 +112,11 @@ def _row(row, facts: dict, dp: pd.DataFrame, one: pd.DataFrame, margin: float, s
         "timeline": sections[-1]["timeline"] if sections else None,
         "expected_timeline": sections[-1]["expected_timeline"] if sections else None,
     }
+
+
+def _timed(section: dict) -> bool:
+    """Whether the run's cut was balanced by measured time (pipeline_cut "time"), not by counted FLOPs."""
+    return str(section.get("cut_rule", "")).startswith("balanced by measured time")
 
 
 def _held(sections: list[dict]) -> int | None:
@@ -182,7 +188,8 @@ def findings(t: pd.DataFrame) -> list[str]:
         out.append(f"{r['name']} at m = {int(r['micro_batches'])}: measured bubble {_pct(r['bubble_measured'])} "
                    f"against the formula's {_pct(r['bubble_formula'])} for equal stages"
                    + (f" ({gap:+.0%} points): the stages computed {compute} ms per step and stood idle {idle} of "
-                      "it, so the cut balanced by counted FLOPs is not balanced in time here"
+                      "it, so the cut " + ("balanced by measured time" if "time-balanced" in r["name"] else
+                                           "balanced by counted FLOPs") + " is not balanced in time here"
                       if abs(gap) > 0.05 else f" (stages computed {compute} ms per step)") + ".")
     fitted = pipes[pipes["step_predicted_ms"].notna() & pipes["step_measured_ms"].notna()]
     if len(fitted):

@@ -72,10 +72,52 @@ def unit_flops(model_name: str, image_size: int) -> list[float]:
     return out
 
 
-def choose_cut(config: RunConfig, flops: list[float]) -> stages.Cut:
+TIMING_REPEATS = 3  # timed passes per unit after one warm-up; the median is the unit's time
+
+
+def choose_cut(config: RunConfig, flops: list[float], unit_s: list[float] | None = None) -> stages.Cut:
+    """The config's cut: given, balanced by measured time (`unit_s`, each unit's forward+backward seconds), or by
+    counted FLOPs."""
+    if config.pipeline_cut == stages.TIMED:
+        return stages.balanced_cut(unit_s, config.workers,
+                                   f"balanced by measured time per stage (least largest stage): each unit's forward "
+                                   f"+ backward on one micro-batch of {config.batch_size // config.micro_batches} "
+                                   f"images, median of {TIMING_REPEATS} after a warm-up, timed on rank 0 before the "
+                                   "run and sent to every rank")
     if config.pipeline_cut:
         return stages.given_cut(config.pipeline_cut, len(flops), config.workers)
     return stages.balanced_cut(flops, config.workers)
+
+
+def unit_times(torch, units: list, x) -> list[float]:
+    """Each unit's forward + backward seconds on input batch `x` (the units chained as the model runs them), the
+    median of TIMING_REPEATS after a warm-up. The weights, their gradients and BatchNorm's running statistics are
+    left as they were."""
+    import copy
+    import statistics
+
+    saved = [copy.deepcopy(u.state_dict()) for u in units]
+    out = []
+    with torch.no_grad():
+        inputs = [x]
+        for unit in units[:-1]:
+            inputs.append(unit(inputs[-1]))
+    for index, (unit, inp) in enumerate(zip(units, inputs)):
+        times = []
+        for k in range(TIMING_REPEATS + 1):
+            # a later stage's backward also computes its input's gradient (sent back): the first stage's does not
+            leaf = inp.detach().requires_grad_(index > 0 and inp.is_floating_point())
+            t0 = time.perf_counter()
+            y = unit(leaf)
+            if y.requires_grad:
+                y.float().sum().backward()
+            if k:
+                times.append(time.perf_counter() - t0)
+        out.append(statistics.median(times))
+    for unit, state in zip(units, saved):
+        unit.load_state_dict(state)
+        unit.zero_grad(set_to_none=True)
+    return out
 
 
 def _layout(torch, fmt):
@@ -179,8 +221,15 @@ class PipelineRanks(ProcessGroupRanks):
         # every stage the same data (stage 0 feeds its images, the last stage's loss reads its labels)
         self.workload = workload = adapter.prepare_rank(config.for_rank(0, device))
         flops = unit_flops(config.model, config.image_size)
-        self.cut = cut = choose_cut(config, flops)
         units = model_units(workload.module)
+        dist.init_process_group(backend, timeout=timedelta(seconds=spec["timeout_s"]))
+        unit_s = None
+        if config.pipeline_cut == stages.TIMED:  # rank 0 times, every rank cuts by its times: one cut for all
+            timed = [unit_times(torch, units, workload._input()[: config.batch_size // config.micro_batches])
+                     if rank == 0 else None]
+            dist.broadcast_object_list(timed, src=0)
+            unit_s = timed[0]
+        self.cut = cut = choose_cut(config, flops, unit_s)
         stage_params = [sum(p.numel() for u in units[i:j] for p in u.parameters()) for i, j in cut.bounds()]
         a, b = cut.bounds()[rank]
         # gloo sends contiguous tensors only: a stage hands on NCHW and takes its input back to the workload's layout
@@ -192,7 +241,6 @@ class PipelineRanks(ProcessGroupRanks):
         workload.module = workload.model = self.module
         workload.opt = torch.optim.SGD(self.params, lr=LEARNING_RATE, momentum=MOMENTUM)
         del units
-        dist.init_process_group(backend, timeout=timedelta(seconds=spec["timeout_s"]))
         self.stage = PipelineStage(self.module, rank, world, torch.device(device))
         loss_fn = torch.nn.CrossEntropyLoss()  # mean over each micro-batch; the schedule divides gradients by m
         self.schedule = getattr(schedules, SCHEDULES[config.strategy])(
@@ -210,7 +258,10 @@ class PipelineRanks(ProcessGroupRanks):
                     "pipeline": {"schedule": SCHEDULES[config.strategy], "stages": world,
                                  "micro_batches": config.micro_batches, "cut_rule": cut.rule,
                                  "cut_starts": list(cut.starts), "units": cut.units, "batchnorm": BATCHNORM,
-                                 "stage_params": stage_params, "stage_flops_per_image": stage_flops}}
+                                 "stage_params": stage_params, "stage_flops_per_image": stage_flops,
+                                 **({"unit_ms": [t * 1e3 for t in unit_s],
+                                     "stage_ms_timed": [sum(unit_s[i:j]) * 1e3 for i, j in cut.bounds()]}
+                                    if unit_s else {})}}
         self.facts = GroupFacts(
             settings=settings, params=sum(p.numel() for p in self.params),
             grad_bytes=sum(p.numel() * p.element_size() for p in self.params), backend=dist.get_backend(),
