@@ -34,7 +34,8 @@ def render(d) -> Section:
     here = (f"Measured here: {', '.join(names)}" + (f" at m = {', '.join(map(str, ms))}" if ms else "")
             + (f", over {links[0]}" if len(links) == 1 else "")
             + (f"; not measured here: {', '.join(missing)}" if missing else "")
-            + "; model parallel and m = 1, 2, 4, 8: `make sweep PROFILE=parallelism && make render`.")
+            + "; model parallel (m = 1), m = 4 and 8 and a cut balanced by measured time: "
+              "`make sweep PROFILE=parallelism && make render`.")
     return Section([heading("Parallelism strategies", INTRO), Text(here), bullets(parallelism.findings(t)),
                     Table(parallelism.for_display(t)),
                     Figures(timelines(parallelism.timelines(t)), "parallelism_timeline")])
