@@ -173,3 +173,17 @@ def test_a_disagreeing_process_is_not_disturbed_but_its_config_keeps_the_flag():
 
     assert not throughput_flags([flag("int8_disagrees", "SQNR 3 dB < 20 dB")])  # no retry or process clears it
     assert throughput_flags([flag("disturbed", "busy")])
+
+
+def test_bf16_and_int8_results_show_the_cpus_features_and_fp32_alone_does_not():
+    from bench.report.sections.base import precision_features
+
+    def row(precision, device="cpu", platform="cpu [h]"):
+        return {"platform": platform, "precision": precision, "device": device,
+                "cpu_precision_features": "avx512_bf16, avx512_vnni"}
+
+    bf16 = precision_features(pd.DataFrame([row("fp32"), row("bf16")]))
+    assert "bf16 results" in bf16.markdown and "cpu [h]: `avx512_bf16, avx512_vnni`" in bf16.markdown
+    assert "int8/bf16" in precision_features(pd.DataFrame([row("int8"), row("bf16")])).markdown
+    assert precision_features(pd.DataFrame([row("fp32")])) is None
+    assert precision_features(pd.DataFrame([row("bf16", "cuda:0", "gpu [h]")])) is None  # a GPU's bf16: not these

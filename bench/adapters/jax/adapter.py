@@ -4,6 +4,7 @@ written in JAX (the same recipe as the other frameworks: torch's SGD momentum fo
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import TYPE_CHECKING
 
@@ -15,7 +16,17 @@ from ..keras_models import build_keras_model
 from ..launch import LOCAL_DEVICES, LaunchPlan, local_device_plan
 from ..ranks import RankGroup
 from . import doctor, worker
-from .training import LOSS, POLICIES, build_model, import_jax, make_loss, set_matmul_precision, sgd_momentum
+from .training import (
+    COMPILER_OPTIONS,
+    LOSS,
+    POLICIES,
+    build_model,
+    compiler_options,
+    import_jax,
+    make_loss,
+    set_matmul_precision,
+    sgd_momentum,
+)
 
 if TYPE_CHECKING:
     from ...config import RunConfig
@@ -56,10 +67,12 @@ class JaxWorkload(Workload):
             trainable, velocity = sgd_momentum(trainable, grads, velocity)
             return trainable, updated, velocity
 
-        self._infer = jax.jit(lambda t, nt, x: model.stateless_call(t, nt, x, training=False)[0])
-        self._train = jax.jit(train, donate_argnums=(0, 1, 2))
-        self._loss = jax.jit(lambda t, nt, x, y: loss(t, nt, x, y)[0])
-        self._grad = jax.jit(lambda t, nt, x, y: grad(t, nt, x, y)[1])
+        options = compiler_options(config.engine)
+        jit = functools.partial(jax.jit, compiler_options=options or None)
+        self._infer = jit(lambda t, nt, x: model.stateless_call(t, nt, x, training=False)[0])
+        self._train = jit(train, donate_argnums=(0, 1, 2))
+        self._loss = jit(lambda t, nt, x, y: loss(t, nt, x, y)[0])
+        self._grad = jit(lambda t, nt, x, y: grad(t, nt, x, y)[1])
         self.out = None
         affinity = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
         self.settings = {
@@ -67,6 +80,8 @@ class JaxWorkload(Workload):
             "threads_how": "XLA's CPU pool follows the process's CPU affinity (read back)",
             "layout": "NHWC (Keras default)",
             "engine": "jax.jit of Keras stateless_call" + (" + value_and_grad + SGD-momentum" if self.training else ""),
+            "xla_compiler_options": options,  # the engine's XLA compile options ({}: XLA's defaults)
+            "xla_flags": os.environ.get("XLA_FLAGS", ""),
             "keras_backend": keras.backend.backend(),
             "device": str(device),
             "data_placement": config.data,
@@ -151,7 +166,10 @@ class JaxAdapter(Adapter):
     environment_variables = ("XLA_FLAGS", "XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_MEM_FRACTION",
                              "XLA_PYTHON_CLIENT_ALLOCATOR", "JAX_PLATFORMS", "JAX_ENABLE_X64",
                              "JAX_DEFAULT_MATMUL_PRECISION", "KERAS_BACKEND")
-    engines = ("jit",)
+    engines = tuple(COMPILER_OPTIONS)
+    engine_notes = {"jit_eigen": "every convolution through Eigen, YNNPACK off (XLA:CPU compile option "
+                                 "xla_cpu_experimental_ynn_fusion_type empty; jit: XLA's default, most through "
+                                 "YNNPACK)"}
     module = "jax"
     distribution = "jax"
     precisions = ("fp32", "tf32", "bf16")
@@ -185,11 +203,13 @@ class JaxAdapter(Adapter):
         x = jax.numpy.asarray(np.random.standard_normal((c.batch_size, c.image_size, c.image_size, 3)), "float32")
         y = jax.numpy.asarray(np.random.randint(0, get_model(c.model).num_classes, c.batch_size))
 
-        @jax.jit
+        jit = functools.partial(jax.jit, compiler_options=compiler_options(c.engine) or None)
+
+        @jit
         def infer(params, state, x):
             return model.stateless_call(params, state, x, training=False)[0]
 
-        @jax.jit
+        @jit
         def train(params, state, velocity, x, y):
             def loss(params):
                 logits, new_state = model.stateless_call(params, state, x, training=True)

@@ -16,6 +16,23 @@ if TYPE_CHECKING:
     from ...config import RunConfig
 
 POLICIES = {"fp32": "float32", "tf32": "float32", "bf16": "mixed_bfloat16"}
+
+# Engines: jax.jit with XLA's defaults, and with an XLA:CPU compile option that changes how convolutions run, passed
+# per compilation (jax.jit's compiler_options: an option this jaxlib does not have is an error, never silently
+# ignored). XLA:CPU (jaxlib 0.10) hands a convolution to XNNPACK's YNNPACK library where its cost model expects a gain
+# (ResNet-50: 45 of its 53) and the rest to Eigen; `xla_cpu_experimental_ynn_fusion_type` empty sends none there (every
+# convolution through Eigen, XLA's path before YNNPACK), which took ~5% less CPU time per ResNet-50 step on an AVX-512
+# EPYC. Tried and not kept (no change, or none measurable): every convolution to YNNPACK (the same option set to
+# individual convolutions), xla_cpu_use_onednn and xla_cpu_experimental_onednn_custom_call (the same compiled program:
+# oneDNN fuses only dots, elementwise ops and reductions here), xla_cpu_prefer_vector_width=512. The options are
+# XLA:CPU's: XLA:GPU ignores them.
+YNN = "xla_cpu_experimental_ynn_fusion_type"
+COMPILER_OPTIONS = {"jit": {}, "jit_eigen": {YNN: ""}}
+
+
+def compiler_options(engine: str) -> dict:
+    """The XLA compile options of a JAX engine (none: XLA's defaults)."""
+    return dict(COMPILER_OPTIONS.get(engine, {}))
 LOSS = "softmax cross-entropy on integer labels (mean)"
 
 

@@ -7,6 +7,7 @@ from . import (
     best_batch,
     distributed,
     energy,
+    engines,
     environment,
     findings,
     frameworks,
@@ -26,8 +27,8 @@ from . import (
 )
 from .display import show_all, show_section
 
-REPORT = [header, answer, findings, machine, throughput, best_batch, int8, distributed, parallelism, input_pipeline,
-          model_vs_published, energy, then_and_now, published, study_coverage, frameworks, references, not_run,
-          methodology, environment]
+REPORT = [header, answer, findings, machine, throughput, best_batch, engines, int8, distributed, parallelism,
+          input_pipeline, model_vs_published, energy, then_and_now, published, study_coverage, frameworks, references,
+          not_run, methodology, environment]
 
 __all__ = ["REPORT", "show_all", "show_section"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ...verdicts import short_definition
 from ..answer import answer_notes, answer_table, decided_line
-from .base import Section, Table, Text, heading
+from .base import Section, Table, Text, heading, precision_features
 
 INTRO = ("The fastest against the runner-up per model, mode and batch (*best*: each framework at its own best batch), "
          "with a 95% interval over fresh processes. ")
@@ -15,4 +15,4 @@ def render(d) -> Section:
     answer, notes = answer_table(d.summary, d.best)
     return Section([heading("Answer", INTRO + short_definition(d.margin)),
                     Text(decided_line(d.summary, d.best, d.margin)), Table(answer, "no successful runs yet"),
-                    Text(answer_notes(notes))])
+                    Text(answer_notes(notes)), *filter(None, [precision_features(d.configs)])])

@@ -85,3 +85,23 @@ def all_records(d) -> list:
     """Every record of the report, distributed and real-files ones included: a sweep's coverage counts them all."""
     return (list(d.records) + list(getattr(d, "input_records", None) or [])
             + (list(d.scaling.records) if d.scaling else []))
+
+
+FEATURES_NOTE = "VNNI: int8 dot products in one instruction; AVX512_BF16: bf16 dot products; AMX: tile units"
+REDUCED = ("int8", "bf16")
+
+
+def precision_features(configs: pd.DataFrame, precisions: tuple[str, ...] = REDUCED) -> Text | None:
+    """The CPU's int8/bf16 features beside the CPU results at `precisions` (their speed-up depends on them), one
+    entry per platform; None when no such result is shown."""
+    if configs.empty or not {"precision", "cpu_precision_features", "platform"} <= set(configs):
+        return None
+    rows = configs[configs["precision"].isin(precisions)]
+    if "device" in rows:
+        rows = rows[rows["device"] == "cpu"]
+    if rows.empty:
+        return None
+    shown = "/".join(p for p in precisions if (rows["precision"] == p).any())
+    per = rows.dropna(subset=["cpu_precision_features"]).groupby("platform")["cpu_precision_features"].first()
+    found = "; ".join(f"{platform}: `{features}`" for platform, features in per.items()) or "not recorded"
+    return Text(f"CPU int8/bf16 features beside the {shown} results ({FEATURES_NOTE}): {found}")

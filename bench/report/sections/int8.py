@@ -7,7 +7,7 @@ import pandas as pd
 
 from ...measurement.agreement import COSINE_MIN, SQNR_MIN_DB
 from ..estimates import int8_table
-from .base import Section, Table, Text, heading, number
+from .base import Section, Table, heading, number, precision_features
 
 INTRO = (
     "Static post-training quantisation, each framework through its own maintained tool (ONNX Runtime "
@@ -53,7 +53,5 @@ def render(d) -> Section:
     shown = pd.DataFrame([_display(r) for _, r in table.iterrows()])
     if table["platform"].nunique() == 1:  # one machine: said in the machine line (the table must fit a page)
         shown = shown.drop(columns="platform")
-    features = sorted(set(table["CPU int8/bf16 features"].dropna()))
-    cpu = Text("CPU int8/bf16 features (VNNI: int8 dot products in one instruction; AMX: tile units): "
-               + "; ".join(f"`{f}`" for f in features) if features else "CPU int8/bf16 features: not recorded")
-    return Section([heading("int8", INTRO), cpu, Table(shown)])
+    cpu = precision_features(d.configs, ("int8",))
+    return Section([heading("int8", INTRO), *([cpu] if cpu else []), Table(shown)])

@@ -1,0 +1,40 @@
+"""Each framework's best engine: per configuration the engine with the most images/s among those measured, its
+runner-up's verdict, and its share of the measured fp32 GEMM peak (int8: its speed-up over fp32 instead)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..estimates import engines_table
+from ..tables import ci_range, factor
+from .base import Section, Table, heading, number
+
+INTRO = ("Per framework measured with several engines (eager, compiled, graph, exported runtimes, XLA options), its "
+         "best engine by images/s, every engine measured, and the best engine's verdict against its runner-up (95% "
+         "interval over processes; a winner only on sound numbers). *GEMM-peak share*: the best engine's model FLOP/s "
+         "as a share of this machine's measured fp32 matrix-multiply peak; int8 has no GEMM peak here, so its row "
+         "gives int8's speed-up over the same framework's fastest fp32 engine instead.")
+
+
+def _display(r) -> dict:
+    vs = ""
+    if r["runner-up"]:
+        ci = ci_range(r["ci_low"], r["ci_high"])
+        vs = f"{r['verdict']}: {factor(r['speed-up'])}" + (f" [{ci}]" if ci else "") + f" vs {r['runner-up']}"
+    share = number(r["utilisation"], ".0%")
+    if r["precision"] == "int8":
+        share = f"int8 {factor(r['int8 speed-up'])} over fp32" if factor(r["int8 speed-up"]) else ""
+    return {"platform": r["platform"], "model": r["model"], "mode": r["mode"], "precision": r["precision"],
+            "batch": r["batch_size"], "framework": r["framework"], "best engine": r["best engine"],
+            "img/s": number(r["img/s"], ".1f"), "vs runner-up": vs, "GEMM-peak share (int8: speed-up)": share,
+            "engines (img/s)": r["engines"]}
+
+
+def render(d) -> Section:
+    table = engines_table(d.configs, d.margin)
+    if table.empty:
+        return Section()
+    shown = pd.DataFrame([_display(r) for _, r in table.iterrows()])
+    if shown["platform"].nunique() == 1:
+        shown = shown.drop(columns="platform")
+    return Section([heading("Engines", INTRO), Table(shown)])
