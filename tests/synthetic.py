@@ -91,10 +91,11 @@ def write(records: list[dict], results: Path) -> Path:
 
 def dist_record(strategy: str, workers: int, step_ms: float, repeat: int = 0, framework: str = "torch",
                 worker_batch: int = 16, comm_ms: float = 0.0, overlap: float | None = None,
-                flags: list[dict] | None = None, accuracy: list[dict] | None = None) -> dict:
+                flags: list[dict] | None = None, accuracy: list[dict] | None = None, model: str = "resnet18",
+                image_size: int = 32) -> dict:
     """A valid distributed `ok` record whose global step takes about `step_ms` (tiny jitter per repeat)."""
-    config = make_config(framework=framework, model="resnet18", mode="training", batch_size=worker_batch,
-                         image_size=32, strategy=strategy, workers=workers, warmup=3, iterations=12)
+    config = make_config(framework=framework, model=model, mode="training", batch_size=worker_batch,
+                         image_size=image_size, strategy=strategy, workers=workers, warmup=3, iterations=12)
     r = _record(config, repeat, ips=worker_batch * workers / (step_ms / 1e3), seed=repeat, flags=flags)
     step = step_ms * (1 + 0.01 * (repeat - 1))
     r.summary.images_per_sec_median = worker_batch * workers / (step / 1e3)

@@ -195,3 +195,16 @@ def test_a_guarded_ceiling_is_na_in_a_sound_finding(tmp_path):
     text = " ".join(S.findings(load(tmp_path).scaling))
     assert "scaling efficiency 50% [" in text
     assert "(ceiling without communication: n/a (efficiency_over_100: weak-scaling efficiency above 105%" in text
+
+
+def test_sandblasters_per_step_batch_count_is_never_printed_as_its_throughput(tmp_path):
+    # one L-BFGS iteration works through the whole training set: batch x workers per step is not its rate
+    recs = []
+    for rep in range(2):
+        recs += [dist_record("allreduce", 2, 100.0, rep, comm_ms=5.0), dist_record("sandblaster", 2, 400.0, rep, model="digits_mlp",
+                                                                               image_size=8)]
+    write(recs, tmp_path)
+    shown = S.scaling_for_display(load(tmp_path).scaling.table)
+    cells = dict(zip(shown["run"], shown["images/s [95% CI]"]))
+    assert [c for r, c in cells.items() if "sandblaster" in r] == ["n/a: a batch method, see accuracy over time"]
+    assert all(c[0].isdigit() for r, c in cells.items() if "sandblaster" not in r)
