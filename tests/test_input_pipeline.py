@@ -133,8 +133,13 @@ def test_the_two_claims_are_judged_by_the_one_verdict_rule():
     assert (bounds, "resnet50") not in v.index  # HKBU's claim is about shallow networks only
 
 
-def test_the_quick_profile_plans_files_beside_the_same_step_on_synthetic_data():
-    configs = [c for c in load_profile("quick").configs if c.model == "resnet18" and not c.distributed]
+@pytest.mark.parametrize("name", ["quick", "input"])
+def test_the_profiles_plan_files_beside_the_same_step_on_synthetic_data(name):
+    configs = [c for c in load_profile(name).configs if not c.distributed]
     files = [c for c in configs if c.data == "files"]
-    assert files and all(any(s.data == "device" and s.label == f.label.removesuffix(" files") for s in configs)
-                         for f in files)
+    assert files and all(any(s.data == "device" and s.label == f.label.removesuffix(" files")
+                             and s.image_size == f.image_size for s in configs) for f in files)
+    if name == "input":  # every framework's loader; a shallow and a deep network; training and inference
+        assert {c.framework for c in files} == {"torch", "tensorflow", "jax", "mxnet", "onnxruntime", "openvino"}
+        assert {(c.model, c.image_size) for c in files} == {("resnet18", 112), ("resnet50", 224)}
+        assert {c.mode for c in files} == {"training", "inference"}
