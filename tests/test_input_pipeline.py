@@ -183,3 +183,14 @@ def test_the_profiles_plan_files_beside_the_same_step_on_synthetic_data(name):
         assert {c.framework for c in files} == {"torch", "tensorflow", "jax", "mxnet", "onnxruntime", "openvino"}
         assert {(c.model, c.image_size) for c in files} == {("resnet18", 112), ("resnet50", 224)}
         assert {c.mode for c in files} == {"training", "inference"}
+
+
+def test_a_files_configs_first_process_is_estimated_with_its_loader_ceiling_pass():
+    from bench.sweep.plan import FILES_CEILING_S, estimate_run_s
+
+    synthetic = make_config(framework="torch", model="resnet18", mode="training", batch_size=8, image_size=112)
+    files = make_config(framework="torch", model="resnet18", mode="training", batch_size=8, image_size=112,
+                        data="files", data_images=512)
+    est = {(c.data, r): estimate_run_s(c, r, [], 1e9, 2e11) for c in (synthetic, files) for r in (0, 1)}
+    assert est["files", 0] == pytest.approx(est["device", 0] + FILES_CEILING_S)
+    assert est["files", 1] == pytest.approx(est["device", 1])  # the ceiling is measured once per config
