@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from bench.adapters import ADAPTERS
 from bench.adapters.input_feed import FilesFeed
 from bench.config import make_config
 from bench.errors import ConfigError
@@ -108,8 +109,10 @@ def test_a_torch_files_run_reads_exactly_the_images_it_says(image_dir, shared_re
 
 @pytest.mark.full
 @pytest.mark.parametrize("fw,mode", [("tensorflow", "training"), ("jax", "training"), ("onnxruntime", "inference"),
-                                     ("openvino", "inference")])
+                                     ("openvino", "inference"), ("mxnet", "training")])
 def test_every_framework_reads_the_same_files_through_its_own_pipeline(image_dir, tmp_path, fw, mode):
+    if fw == "mxnet" and ADAPTERS.get("mxnet").interpreter() is None:
+        pytest.skip("MXNet's environment (.venv-mxnet) is not built: `make setup-mxnet`")
     proc = bench_cli("run", "--framework", fw, "--mode", mode, *FILES_RUN, "--data-dir", str(image_dir),
                      results=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
