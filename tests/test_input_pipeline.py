@@ -10,12 +10,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from bench.adapters import ADAPTERS
 from bench.adapters.input_feed import FilesFeed
 from bench.config import make_config
 from bench.errors import ConfigError
 from bench.images.files import FileSet, paths_sha256, scan, stream_order
 from bench.images.procedural import ImageSetSpec, write_image_set
-from bench.report.input_pipeline import CLAIM_2019, CLAIM_HKBU, SHALLOW, claim_verdicts
+from bench.report.input_pipeline import CLAIM_2019, CLAIM_HKBU, SHALLOW, claim_summary, claim_verdicts
 from bench.results.store import load_records
 from bench.runs.single import execute
 from bench.sweep.profiles import load_profile
@@ -108,8 +109,10 @@ def test_a_torch_files_run_reads_exactly_the_images_it_says(image_dir, shared_re
 
 @pytest.mark.full
 @pytest.mark.parametrize("fw,mode", [("tensorflow", "training"), ("jax", "training"), ("onnxruntime", "inference"),
-                                     ("openvino", "inference")])
+                                     ("openvino", "inference"), ("mxnet", "training")])
 def test_every_framework_reads_the_same_files_through_its_own_pipeline(image_dir, tmp_path, fw, mode):
+    if fw == "mxnet" and ADAPTERS.get("mxnet").interpreter() is None:
+        pytest.skip("MXNet's environment (.venv-mxnet) is not built: `make setup-mxnet`")
     proc = bench_cli("run", "--framework", fw, "--mode", mode, *FILES_RUN, "--data-dir", str(image_dir),
                      results=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -117,9 +120,49 @@ def test_every_framework_reads_the_same_files_through_its_own_pipeline(image_dir
     _check_files_record(r.to_json(), image_dir, channels_last=fw in ("tensorflow", "jax"))
 
 
-def _row(model: str, ratio: float, lo: float, hi: float) -> dict:
-    return {"framework": "torch", "model": model, "mode": "training", "batch_size": 8, "ratio": ratio, "ci_low": lo,
+def _row(model: str, ratio: float, lo: float, hi: float, framework: str = "torch", mode: str = "training") -> dict:
+    return {"framework": framework, "model": model, "mode": mode, "batch_size": 8, "ratio": ratio, "ci_low": lo,
             "ci_high": hi, "shallow": model in SHALLOW}
+
+
+def test_each_claim_is_said_with_the_three_verdicts_and_the_configs_behind_them():
+    table = pd.DataFrame([_row("resnet50", 0.99, 0.97, 1.02, "tensorflow"), _row("resnet18", 0.6, 0.55, 0.66, "mxnet"),
+                          _row("resnet18", 0.9, 0.7, 1.1, "jax"), _row("resnet18", 0.5, 0.4, 0.6, "openvino",
+                                                                         "inference")])
+    claims = claim_verdicts(table, margin=0.05)
+    said = claim_summary(claims, "2019")
+    assert "equivalent within +-5% (holds here, 1 of 4): tensorflow resnet50 training bs=8" in said
+    assert "winner: synthetic faster (does not hold here, 2 of 4): mxnet resnet18" in said and "openvino" in said
+    assert "undecided (1 of 4): jax resnet18 training bs=8 0.90x [0.70-1.10]" in said
+    hkbu = claim_summary(claims, "HKBU")
+    assert "winner: synthetic faster (holds here, 2 of 3)" in hkbu and "resnet50" not in hkbu
+    assert claim_summary(claims.iloc[0:0], "2019") == ""
+
+
+def test_the_section_shows_each_frameworks_loader_and_each_model(monkeypatch):
+    from types import SimpleNamespace
+
+    from bench.report.sections import input_pipeline as section
+    from bench.report.sections.base import Table, Text
+
+    monkeypatch.setattr(section, "input_figure", lambda t: None)  # drawing is not what this checks
+    rows = []
+    for fw, model, size, ratio in [("torch", "resnet18", 112, 0.9), ("tensorflow", "resnet18", 112, 0.99),
+                                   ("mxnet", "resnet50", 224, 0.6), ("openvino", "resnet50", 224, 1.0)]:
+        rows.append({**_row(model, ratio, ratio - 0.02, ratio + 0.02, fw), "image_size": size, "platform": "CPU",
+                     "files_ips": 10 * ratio, "synthetic_ips": 10.0, "verdict": "winner" if ratio < 0.95 else
+                     "equivalent", "data_wait_share": 0.01, "ceiling_ips": 900.0, "ceiling_per_core": 450.0,
+                     "ceiling_w0": 400.0, "ceiling_w1": 450.0, "ceiling_w2": 900.0, "loader_workers": 1, "cores": 2,
+                     "skipped": 0, "pipeline": fw, "flagged": False})
+    blocks = section.render(SimpleNamespace(inputs=pd.DataFrame(rows), margin=0.05)).blocks
+    tables = [b.frame for b in blocks if isinstance(b, Table)]
+    text = " ".join(b.markdown for b in blocks if isinstance(b, Text))
+    assert set(tables[0]["model"]) == {"resnet18", "resnet50"} and len(tables[0]) == 4
+    assert list(tables[1]["framework"]) == ["mxnet", "openvino", "tensorflow", "torch"]  # the loader per framework
+    assert set(tables[1]["per core img/s"]) == {"450"}
+    assert "**2019**: winner: synthetic faster (does not hold here, 2 of 4): torch resnet18" in text
+    assert "mxnet resnet50 training bs=8 224px 0.60x [0.58-0.62]" in text
+    assert "**HKBU**:" in text and "equivalent within +-5% (does not hold here, 1 of 2): tensorflow resnet18" in text
 
 
 def test_the_two_claims_are_judged_by_the_one_verdict_rule():
@@ -133,8 +176,24 @@ def test_the_two_claims_are_judged_by_the_one_verdict_rule():
     assert (bounds, "resnet50") not in v.index  # HKBU's claim is about shallow networks only
 
 
-def test_the_quick_profile_plans_files_beside_the_same_step_on_synthetic_data():
-    configs = [c for c in load_profile("quick").configs if c.model == "resnet18" and not c.distributed]
+@pytest.mark.parametrize("name", ["quick", "input"])
+def test_the_profiles_plan_files_beside_the_same_step_on_synthetic_data(name):
+    configs = [c for c in load_profile(name).configs if not c.distributed]
     files = [c for c in configs if c.data == "files"]
-    assert files and all(any(s.data == "device" and s.label == f.label.removesuffix(" files") for s in configs)
-                         for f in files)
+    assert files and all(any(s.data == "device" and s.label == f.label.removesuffix(" files")
+                             and s.image_size == f.image_size for s in configs) for f in files)
+    if name == "input":  # every framework's loader; a shallow and a deep network; training and inference
+        assert {c.framework for c in files} == {"torch", "tensorflow", "jax", "mxnet", "onnxruntime", "openvino"}
+        assert {(c.model, c.image_size) for c in files} == {("resnet18", 112), ("resnet50", 224)}
+        assert {c.mode for c in files} == {"training", "inference"}
+
+
+def test_a_files_configs_first_process_is_estimated_with_its_loader_ceiling_pass():
+    from bench.sweep.plan import FILES_CEILING_S, estimate_run_s
+
+    synthetic = make_config(framework="torch", model="resnet18", mode="training", batch_size=8, image_size=112)
+    files = make_config(framework="torch", model="resnet18", mode="training", batch_size=8, image_size=112,
+                        data="files", data_images=512)
+    est = {(c.data, r): estimate_run_s(c, r, [], 1e9, 2e11) for c in (synthetic, files) for r in (0, 1)}
+    assert est["files", 0] == pytest.approx(est["device", 0] + FILES_CEILING_S)
+    assert est["files", 1] == pytest.approx(est["device", 1])  # the ceiling is measured once per config

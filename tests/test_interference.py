@@ -1,11 +1,16 @@
 """Interference detection: a CPU hog beside a run is seen, flagged, retried, and kept flagged."""
 
 import json
+import os
+import resource
+import signal
 import subprocess
 import sys
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 
+import psutil
 import pytest
 
 from bench.host.interference import (
@@ -21,17 +26,24 @@ from bench.results.store import host_records
 from .conftest import TEST_HOST, bench_cli
 
 
+@dataclass
+class Hog:
+    pid: int
+
+
 @contextmanager
 def cpu_hogs(n: int = 2):
-    """Busy loops in other processes, as a neighbour on a laptop or shared VM would be."""
-    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+    """Busy loops in other processes, as a neighbour on a laptop or shared VM would be: not this process's
+    descendants (a shell starts each in the background and exits), as the monitor counts those as the run's own."""
+    pids = [int(subprocess.run(["sh", "-c", f"'{sys.executable}' -c 'while True: pass' >/dev/null 2>&1 & echo $!"],
+                               capture_output=True, text=True, check=True).stdout) for _ in range(n)]
     time.sleep(0.3)
     try:
-        yield procs
+        yield [Hog(pid) for pid in pids]
     finally:
-        for p in procs:
-            p.kill()
-            p.wait()
+        for pid in pids:
+            with suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def _watch(seconds: float) -> dict:
@@ -49,6 +61,25 @@ def test_monitor_sees_other_processes_cpu():
     assert interference_reasons(busy) and "other processes used" in interference_reasons(busy)[0]
     for key in ("steal_share", "loadavg_1m_start", "loadavg_1m_end", "own_cpu_s", "cpu_mhz_start"):
         assert key in busy
+
+
+def test_the_runs_own_child_processes_are_not_others():
+    """A `files` run's DataLoader workers decode for its step: their CPU is the run's own, not a disturbance."""
+    from bench.host import interference
+
+    child = subprocess.Popen([sys.executable, "-c", "import time\nt = time.process_time()\n"
+                              "while time.process_time() - t < 0.2: pass\ntime.sleep(60)"])
+    try:
+        deadline = time.monotonic() + 60
+        while sum(psutil.Process(child.pid).cpu_times()[:2]) < 0.2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        own = interference._own_cpu_s()
+        alone = sum(resource.getrusage(resource.RUSAGE_SELF)[:2])
+        assert own - alone >= 0.15  # the child's CPU counts as this process's
+        assert child.pid not in {pid for pid, _ in interference._cpu_by_process()}
+    finally:
+        child.kill()
+        child.wait()
 
 
 def test_a_disturbed_run_names_the_busiest_other_process(monkeypatch):

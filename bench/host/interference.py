@@ -2,11 +2,13 @@
 
 A benchmark on a shared machine (a laptop, a VM, a CI runner) is disturbed when other programs take
 CPU time while it runs. The monitor compares the whole system's busy CPU time (/proc/stat) with this
-process's own CPU time (rusage) over the timed loop: the difference is what other processes used.
+process's own CPU time (rusage, and its descendants': a DataLoader's workers are the run's own work) over the timed
+loop: the difference is what other processes used.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import resource
@@ -54,13 +56,23 @@ def _cpu_ticks() -> dict | None:
 TOP_OTHERS = 3
 
 
+def _own_pids() -> set[int]:
+    """This process and its descendants (e.g. a DataLoader's worker processes: the run's own work, not others')."""
+    me = psutil.Process()
+    try:
+        return {me.pid, *(c.pid for c in me.children(recursive=True))}
+    except psutil.Error:
+        return {me.pid}
+
+
 def _cpu_by_process() -> dict[tuple[int, str], float]:
-    """CPU seconds so far of every process on the machine but this one, keyed by (pid, command name)."""
-    me = os.getpid()
+    """CPU seconds so far of every process on the machine but this one and its descendants, keyed by (pid, command
+    name)."""
+    mine = _own_pids()
     out = {}
     for p in psutil.process_iter(["pid", "name", "cpu_times"]):
         info = p.info
-        if info["pid"] != me and info.get("cpu_times") is not None:
+        if info["pid"] not in mine and info.get("cpu_times") is not None:
             out[(info["pid"], info["name"] or "?")] = info["cpu_times"].user + info["cpu_times"].system
     return out
 
@@ -74,8 +86,18 @@ def busiest_others(before: dict, after: dict, top: int | None = None) -> str | N
 
 
 def _own_cpu_s() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
+    """CPU seconds of this process, its children that ended, and its live descendants (a `files` run's loader
+    workers decode for the step: their CPU is the run's own, never another process's)."""
+    total = 0.0
+    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+        r = resource.getrusage(who)
+        total += r.ru_utime + r.ru_stime
+    with contextlib.suppress(psutil.Error):
+        for child in psutil.Process().children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                t = child.cpu_times()
+                total += t.user + t.system
+    return total
 
 
 class InterferenceMonitor:
@@ -104,7 +126,7 @@ class InterferenceMonitor:
                "others": self._others,
                "loadavg_1m_start": self._load0, "loadavg_1m_end": self._load1,
                "cpu_mhz_start": self._mhz0, "cpu_mhz_end": self._mhz1,
-               "method": "/proc/stat busy time minus this process's rusage over the timed loop"}
+               "method": "/proc/stat busy time minus this process's and its descendants' CPU time over the timed loop"}
         if self._sys0 is None or self._sys1 is None:
             return {**out, "system_busy_s": None, "other_cpu_share": None, "steal_share": None,
                     "judged": False, "note": "/proc/stat is not readable here"}

@@ -8,6 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from ..adapters.input_feed import CEILING_WORKERS
 from ..results.record import Record
 from ..verdicts import DEFAULT_MARGIN, EQUIVALENT, UNDECIDED, WINNER, judge
 from .estimates import compare_pair
@@ -31,17 +32,20 @@ def pipeline_facts(records: list[Record]) -> pd.DataFrame:
         ceiling = r.input.ceiling or []
         best = max(ceiling, key=lambda c: c["images_per_sec"]) if ceiling else None
         one = next((c for c in ceiling if c["workers"] == 1), None)
+        at = {f"ceiling_w{w}": next((c["images_per_sec"] for c in ceiling if c["workers"] == w), np.nan)
+              for w in CEILING_WORKERS}
         rows.append({"config_key": r.config_key, "data_wait_share": r.input.data_wait_share,
                      "ceiling_ips": best["images_per_sec"] if best else np.nan,
                      "ceiling_workers": best["workers"] if best else np.nan,
-                     "ceiling_per_core": one["images_per_sec_per_core"] if one else np.nan,
+                     "ceiling_per_core": one["images_per_sec_per_core"] if one else np.nan, **at,
                      "loader_workers": r.input.loader_workers, "cores": r.input.cores,
                      "pipeline": r.input.pipeline, "skipped": r.input.skipped_count, "files": r.input.files})
     if not rows:
         return pd.DataFrame(columns=["config_key"])
     facts = pd.DataFrame(rows)
     agg = {"data_wait_share": "median", "ceiling_ips": "max", "ceiling_workers": "first", "ceiling_per_core": "max",
-           "loader_workers": "first", "cores": "first", "pipeline": "first", "skipped": "max", "files": "first"}
+           **{f"ceiling_w{w}": "max" for w in CEILING_WORKERS}, "loader_workers": "first", "cores": "first",
+           "pipeline": "first", "skipped": "max", "files": "first"}
     return facts.groupby("config_key", as_index=False).agg(agg)
 
 
@@ -60,6 +64,7 @@ def input_table(files: pd.DataFrame, synthetic: pd.DataFrame, records: list[Reco
             "files_ips": f["images_per_sec_median"], "synthetic_ips": np.nan, "ratio": np.nan, "ci_low": np.nan,
             "ci_high": np.nan, "verdict": UNDECIDED, "data_wait_share": f["data_wait_share"],
             "ceiling_ips": f["ceiling_ips"], "ceiling_per_core": f["ceiling_per_core"],
+            **{f"ceiling_w{w}": f.get(f"ceiling_w{w}", np.nan) for w in CEILING_WORKERS},
             "loader_workers": f["loader_workers"], "cores": f["cores"], "skipped": f["skipped"],
             "pipeline": f["pipeline"], "shallow": f["model"] in SHALLOW,
             "flagged": not bool(f.get("sound", True))}  # a side not sound: flagged wherever it is drawn
@@ -73,7 +78,15 @@ def input_table(files: pd.DataFrame, synthetic: pd.DataFrame, records: list[Reco
     return pd.DataFrame(rows)
 
 
-def _word(v: str, ratio: float, holds_when: str) -> str:
+def direction(v: str, ratio: float, margin: float) -> str:
+    """The project's verdict of files against synthetic data, said with its side: 'winner: synthetic faster',
+    'winner: files faster', 'equivalent within +-5%' or 'undecided'."""
+    if v == WINNER:
+        return "winner: " + ("synthetic" if ratio < 1 else "files") + " faster"
+    return f"equivalent within +-{margin:.0%}" if v == EQUIVALENT else UNDECIDED
+
+
+def _holds(v: str, ratio: float, holds_when: str) -> str:
     if v == UNDECIDED:
         return "undecided"
     holds = v == holds_when and (holds_when != WINNER or ratio < 1)
@@ -82,21 +95,56 @@ def _word(v: str, ratio: float, holds_when: str) -> str:
 
 def claim_verdicts(table: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> pd.DataFrame:
     """Per framework and model: the 2019 claim holds where files and synthetic are equivalent within the margin;
-    HKBU's holds for a shallow network where synthetic data is decidedly faster (the pipeline bounds the step)."""
+    HKBU's holds for a shallow network where synthetic data is decidedly faster (the pipeline bounds the step).
+    `files vs synthetic` is the comparison's verdict (the project's three), `verdict` the claim's on that row."""
     if table.empty:
         return pd.DataFrame()
     rows = []
     for _, r in table.dropna(subset=["ratio"]).iterrows():
         v = judge(r["ratio"], r["ci_low"], r["ci_high"], margin)
-        interval = v.interval() + f" (files / synthetic, verdict {v.word} at +-{margin:.0%})"
-        rows.append({"claim": "2019: " + CLAIM_2019, "framework": r["framework"], "model": r["model"],
-                     "mode": r["mode"], "batch_size": r["batch_size"], "files / synthetic": interval,
-                     "verdict": _word(v.word, v.ratio, EQUIVALENT)})
+        what = {"framework": r["framework"], "model": r["model"], "mode": r["mode"], "batch_size": r["batch_size"],
+                "image_size": r.get("image_size"), "files / synthetic": v.interval(),
+                "files vs synthetic": direction(v.word, v.ratio, margin)}
+        rows.append({"claim": "2019: " + CLAIM_2019, **what, "verdict": _holds(v.word, v.ratio, EQUIVALENT)})
         if r["shallow"]:
-            rows.append({"claim": "HKBU: " + CLAIM_HKBU, "framework": r["framework"], "model": r["model"],
-                         "mode": r["mode"], "batch_size": r["batch_size"], "files / synthetic": interval,
-                         "verdict": _word(v.word, v.ratio, WINNER)})
+            rows.append({"claim": "HKBU: " + CLAIM_HKBU, **what, "verdict": _holds(v.word, v.ratio, WINNER)})
     return pd.DataFrame(rows)
+
+
+def _config_name(r) -> str:
+    size = r.get("image_size")
+    size = f" {int(size)}px" if size == size and size is not None else ""
+    return f"{r['framework']} {r['model']} {r['mode']} bs={r['batch_size']}{size}"
+
+
+def claim_summary(claims: pd.DataFrame, study: str) -> str:
+    """One study's claim in words: its configs grouped by the comparison's verdict (winner / equivalent within the
+    margin / undecided), each group named with what it means for the claim, e.g. 'equivalent within +-5% (holds
+    here): torch resnet50 training bs=16 224px 0.99x [0.97-1.02]; winner: synthetic faster (does not hold here): ...'.
+    Empty when no config of the claim has both sides."""
+    if claims.empty:
+        return ""
+    mine = claims[claims["claim"].str.startswith(study + ":")]
+    parts = []
+    for (word, verdict), g in mine.groupby(["files vs synthetic", "verdict"], sort=False):
+        names = ", ".join(f"{_config_name(r)} {r['files / synthetic']}" for _, r in g.iterrows())
+        said = f"{len(g)} of {len(mine)}" if verdict == word else f"{verdict}, {len(g)} of {len(mine)}"
+        parts.append(f"{word} ({said}): {names}")
+    return "; ".join(parts)
+
+
+def loader_ceilings(table: pd.DataFrame) -> pd.DataFrame:
+    """The loader alone per framework and crop size (the model does not enter it): images/s at 0, 1 and 2 workers
+    (the median over the framework's configs of that size) and per core at one worker; ONNX Runtime's and OpenVINO's
+    loader is PyTorch's DataLoader as their decode pool (NumPy batches)."""
+    cols = [f"ceiling_w{w}" for w in CEILING_WORKERS]
+    if table.empty or not set(cols) <= set(table.columns):
+        return pd.DataFrame()
+    have = table.dropna(subset=cols, how="all")
+    if have.empty:
+        return pd.DataFrame()
+    return have.groupby(["framework", "image_size"], as_index=False).agg(
+        {**{c: "median" for c in cols}, "ceiling_per_core": "median", "pipeline": "first", "cores": "first"})
 
 
 def input_figure(table: pd.DataFrame):

@@ -13,7 +13,7 @@ import pandas as pd
 from ..adapters import ADAPTERS, measures_a_framework
 from ..values import counted
 from .hosts import cores_said, gpus_said
-from .input_pipeline import CLAIM_2019, CLAIM_HKBU, claim_verdicts
+from .input_pipeline import CLAIM_2019, CLAIM_HKBU, claim_summary, claim_verdicts
 from .systems import HISTORICAL
 
 # Full citations, cited by key in the coverage tables and the text.
@@ -145,14 +145,10 @@ def _historical(keys) -> Callable:
 
 
 def _input_claim(study: str) -> Callable:
-    """What the files-vs-synthetic runs say of a study's input claim: its verdict per framework and model."""
+    """What the files-vs-synthetic runs say of a study's input claim: the configs behind each verdict (winner /
+    equivalent within the margin / undecided), named by framework and model."""
     def measured(d, claim: str) -> str:
-        verdicts = claim_verdicts(d.inputs if d.inputs is not None else pd.DataFrame(), d.margin)
-        if verdicts.empty:
-            return ""
-        mine = verdicts[verdicts["claim"].str.startswith(study + ":")]
-        return "; ".join(f"{r['framework']} {r['model']} {r['mode']} bs={r['batch_size']}: {r['verdict']} "
-                         f"({r['files / synthetic'].split(' (')[0]})" for _, r in mine.iterrows())
+        return claim_summary(claim_verdicts(d.inputs if d.inputs is not None else pd.DataFrame(), d.margin), study)
     return measured
 
 
@@ -177,8 +173,9 @@ CLAIMS = [
     Claim("2019", CLAIM_2019, _input_claim("2019"), "Does the input pipeline bound training here?",
           f"GPUs here: {GPUS}; the study's claim is about one GPU; on a CPU host files and synthetic data are "
           "compared on the CPU",
-          "`make report` (PyTorch, ResNet-18 at 112x112); `make report PROFILE=input` (PyTorch, TensorFlow and JAX "
-          "training, every runtime's inference; ResNet-18 and AlexNet beside ResNet-50)"),
+          "`make report` (PyTorch, ResNet-18 at 112x112); `make report PROFILE=input` (PyTorch, TensorFlow, JAX and "
+          "MXNet training, ONNX Runtime and OpenVINO inference; ResNet-18 beside ResNet-50); PROFILE=input-full "
+          "(AlexNet too, every model at 224x224)"),
     Claim("SINGA", "ResNet-50 throughput and communication cost against 1-128 GPUs, all-reduce against a "
           "parameter server", lambda d, claim: _strategies(d, ("allreduce", "ps_sync", "ps_async")),
           "Distributed: throughput and communication cost; extrapolation to published set-ups",

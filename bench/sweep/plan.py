@@ -40,6 +40,10 @@ QUANTISE_S, AGREEMENT_S = 45.0, 4.0
 # Without earlier records an iteration is estimated from FLOPs at this share of the measured peak
 # (measured here: inference 60-75%, training 40-55%); a little cautious, so the estimate errs long.
 ASSUMED_EFFICIENCY = {"inference": 0.55, "training": 0.5}
+# A `files` config's first process also times its loader alone at 0, 1 and 2 workers (a few batches each, after
+# worker start-up: ~1 s for PyTorch's DataLoader here; tf.data and MXNet's pool start slower). Not counted: the first
+# files process on a host writing the procedural set (512 images took 18 s here), once; later ones reuse it.
+FILES_CEILING_S = 3.0
 # The phase pass of a training step times forward, forward+backward and a whole step.
 PHASE_STEP_COST = {"inference": 1.0, "training": 2.5}
 
@@ -99,7 +103,8 @@ def estimate_run_s(config: RunConfig, repeat: int, history_s: list[float], flops
         steady = MIN_WARMUP + max(STEADY_WINDOW, config.iterations)
         loop = max(iteration * steady, config.time_budget_s)
     phases = iteration * config.phase_iterations * PHASE_STEP_COST[config.mode] if repeat == 0 else 0.0
-    return overhead_s + startup_s + loop + phases
+    ceiling = FILES_CEILING_S if config.data == "files" and repeat == 0 else 0.0
+    return overhead_s + startup_s + loop + phases + ceiling
 
 
 def fixed_cost_s(walls: dict[str, float], records: Iterable[Record]) -> float | None:
