@@ -197,10 +197,12 @@ def scaling_table(cfgs: pd.DataFrame, margin: float = DEFAULT_MARGIN,
             comm_flags = [f for f in (baseline_flag("the independent baseline at the same N", same_n["sound"],
                                                     same_n["flag_reasons"]),) if f]
         eff, eff_flags, eff_v, eff_batch = {"ratio": None, "ci_low": None, "ci_high": None}, [], None, None
-        if (c := found.get((pairs.EFFICIENCY, key)) or _pipeline_efficiency(cfgs, row)) is not None:
+        piped = None if (pairs.EFFICIENCY, key) in found else _pipeline_efficiency(cfgs, row)
+        if (c := found.get((pairs.EFFICIENCY, key)) or piped) is not None:
             one = by_key[c.b]
             # a pipeline's one-worker run may train on another batch than its global one: the row names it
-            eff_batch = int(one["global_batch"]) if int(one["global_batch"]) != int(row["global_batch"]) else None
+            eff_batch = int(one["global_batch"]) if piped and int(one["global_batch"]) != int(row["global_batch"]) \
+                else None
             eff, eff_v = _judged(spreads, c, row, one, margin)
             eff_flags = [f for f in (baseline_flag("the 1-worker baseline", one["sound"], one["flag_reasons"]),
                                      efficiency_flag(eff["ratio"], row["scaling"])) if f]
