@@ -195,6 +195,7 @@ def per_framework(runs: pd.DataFrame, common_batch: int = 32) -> list:
         if any_flagged:
             footnote(ax, FLAGGED_BAR_NOTE)
         ax.set_xticks(range(len(slots)), labels=ticks, fontsize=7)
+        ax.set_xlim(-0.6, len(slots) - 0.4)  # a panel of one pair keeps its bars' width
         ax.set_title(f"{model} - {mode}", fontsize=10)
         ax.set_ylabel("images/s")
         ax.margins(y=0.12)  # room for the '!' above the tallest bar
@@ -203,8 +204,9 @@ def per_framework(runs: pd.DataFrame, common_batch: int = 32) -> list:
     slots = ok.groupby(["model", "mode"])["series"].nunique().max()
     width = max(4.2, 1.05 * slots)
     title = f"Each framework and engine on {ok['platform'].iloc[0]}: batch {common_batch} and best batch"
-    return [mark_flags(model_mode_grid(ok, draw, title, n_cols=1 if width > 5 else 2, w=min(width, 11.0), h=3.2),
-                       drawn)]
+    one_column = width > 5
+    return [mark_flags(model_mode_grid(ok, draw, title, n_cols=1 if one_column else 2, w=min(width, 11.0),
+                                       h=2.7 if one_column else 3.2), drawn)]
 
 
 def per_framework_tick(series: str, best: int | None, has_common: bool, common_batch: int) -> str:
@@ -212,7 +214,7 @@ def per_framework_tick(series: str, best: int | None, has_common: bool, common_b
     under = [f"best bs {best}"] if best is not None else []
     if not has_common:
         under.append(f"no bs {common_batch}")
-    return plain_text(series) + ("\n" + ", ".join(under) if under else "")
+    return "\n".join([plain_text(series), *under])  # a line each: side by side they ran into the next pair's
 
 
 def latency_batch1(runs: pd.DataFrame):

@@ -153,8 +153,9 @@ def sweep_cost_text(records: list[Record], sweeps: list[SweepManifest]) -> str:
         # processes on either kind of data (distributed runs record no start-up timestamps), of a retried run the
         # attempt that counts
         text += (f" The timed loops were {total['share'].iloc[0]:.0%} of the wall time of its "
-                 f"{int(total['processes'].iloc[0])} single-process runs (synthetic data and real files; of a retried "
-                 "run, the attempt that counts); the rest (start-up, warm-up, phase pass, checks) is broken down per "
+                 f"{int(total['processes'].iloc[0])} single-process runs that recorded their start-up (synthetic "
+                 "data and real files; a run skipped before its framework started records none; of a retried run, "
+                 "the attempt that counts); the rest (start-up, warm-up, phase pass, checks) is broken down per "
                  "component in the details.")
     ran = [r for r in as_records(records) if r.sweep and r.sweep.id == latest.sweep_id]
     caches = build_cache_text(ran)

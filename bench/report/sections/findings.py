@@ -97,8 +97,9 @@ def findings(configs: pd.DataFrame, summary: pd.DataFrame, best: pd.DataFrame | 
         open_rows = rows[rows["verdict"] == UNDECIDED].sort_values(["platform", "model", "mode", "_order"])
         compared = int((rows["verdict"] != estimates.NOT_COMPARED).sum())
         if len(open_rows):
-            which = "; ".join(f"{r['model']} {r['mode']} batch {r['batch_size']} ({r['compared']})"
-                              for _, r in open_rows.iterrows())
+            which = "; ".join(f"{r['model']} {r['mode']} "
+                              + ("at each framework's best batch" if r["batch_size"] == "best" else
+                                 f"batch {r['batch_size']}") + f" ({r['compared']})" for _, r in open_rows.iterrows())
             out.append(f"Undecided in {len(open_rows)} of {compared} compared rows (the data show neither a difference "
                        f"nor equality within +-{margin:.0%}): {which}; the answer table says what would decide "
                        "each.")
