@@ -201,9 +201,13 @@ def test_per_framework_bars_in_the_framework_colour_hatched_for_best_batch():
         if fw == "tensorflow":
             # Its batch-32 number is flagged: hatched with '!', and the best batch is the clean batch 8.
             assert S.FLAGGED_HATCH in common[0].get_hatch() and "!" in texts
-            assert "bs=8" in texts
+            assert "tensorflow\nbest bs 8" in texts
         else:
-            assert common[0].get_hatch() is None and "bs=32" in texts
+            assert common[0].get_hatch() is None and "torch\nbest bs 32" in texts
+    # the best batch is said under each pair, level, never as text on or beside a bar (it ran into its neighbours)
+    on_axes = [t.get_text() for ax in fig.axes for t in ax.texts]
+    assert not [t for t in on_axes if t.startswith(("bs", "best"))], on_axes
+    assert all(t.get_rotation() == 0 for ax in fig.axes for t in ax.get_xticklabels())
 
 
 def test_latency_axis_is_log_across_decades_and_linear_within_one():

@@ -51,7 +51,8 @@ def test_the_report_states_the_timed_share_and_leaves_the_table_to_the_details()
                 "extra_processes": [{"label": "x", "repeat": 2, "reason": "interval straddled 1x"}]}
     text = sweep_cost_text(records, [manifest])
     share = overhead_table(records, walls).set_index("component").loc["all", "share"]
-    assert f"{share:.0%} of the wall time of its 2 single-process attempts" in text and "details" in text
+    assert f"{share:.0%} of the wall time of its 2 single-process runs that recorded their start-up" in text
+    assert "details" in text
     assert "| timed |" not in text and "1 processes beyond the minimum" in text
 
 

@@ -49,7 +49,7 @@ def test_all_disturbed_data_names_no_winner_and_blanks_every_speed_up(all_distur
     assert (ratios["verdict"] == "undecided").all() and ratios["reason"].str.contains("not measured reliably").all()
     assert not any("faster**" in f for f in findings(d.configs, d.summary))
     status = A.status_line(d, d.records)
-    assert "12 of the 12 single-process runs on synthetic data disturbed" in status
+    assert "12 of the 12 successful single-process runs on synthetic data disturbed" in status
     assert "4 of 4 configs not sound" in status
 
 

@@ -56,8 +56,8 @@ def sweep(args: argparse.Namespace) -> int:
     m = result.manifest
     if m:  # the counts in the report's words (bench/report/coverage.py), so the terminal and page 1 agree
         c = coverage.sweep_coverage(m, host_records(args.results_dir))
-        print(f"sweep {profile.name} ({result.sweep_id}): {c.runs_text()}; {len(result.retried)} retried after a "
-              f"disturbance, {len(result.still_disturbed)} still disturbed, {len(result.failures)} not ok; "
+        print(f"sweep {profile.name} ({result.sweep_id}): {c.runs_text()}; {c.retries()} (the methodology's "
+              f"words), {len(result.still_disturbed)} still disturbed after a retry, {len(result.failures)} not ok; "
               f"{coverage.budget_text(m, c)}")
     else:
         print(f"sweep {profile.name} ({result.sweep_id}): nothing to run")

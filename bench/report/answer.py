@@ -128,9 +128,10 @@ def status_line(d, records: list[Record]) -> str:
     configs = d.configs
     unsound = int((~configs["sound"]).sum()) if not configs.empty else 0
     # the framework comparisons' processes: synthetic data, one process each (real-files runs have their section)
-    disturbed = (f"{bad} of the {n} single-process runs on synthetic data disturbed or jittery (left out of their "
-                 "config's number where a clean one remains)" if bad else f"none of the {n} single-process runs on "
-                 "synthetic data disturbed")
+    # "successful": the runs above less those that failed or were skipped (the header counts those)
+    disturbed = (f"{bad} of the {n} successful single-process runs on synthetic data disturbed or jittery (left out "
+                 "of their config's number where a clean one remains)" if bad else f"none of the {n} successful "
+                 "single-process runs on synthetic data disturbed")
     sound = (f"{unsound} of {len(configs)} configs not sound (fewer than {estimates.MIN_PROCESSES} clean processes "
              "or a flag on the throughput), so no winner is stated from them" if unsound else
              f"all {counted(len(configs), 'config')} sound")

@@ -63,13 +63,14 @@ class ScalingData:
 def load_scaling(records: list[Record], results_dir: Path, margin: float = DEFAULT_MARGIN) -> ScalingData:
     dist = [r for r in records if scaling.is_distributed(r)]
     procs = scaling.processes(dist)
-    table = scaling.scaling_table(scaling.configs(procs), margin)
+    cfgs, spreads = scaling.configs_and_spreads(procs)  # the moderated spreads fitted once, for both tables below
+    table = scaling.scaling_table(cfgs, margin, spreads)
     networks = {host: fitted(results_dir, host) for host in sorted({r.host for r in dist})}
     curves = scaling.accuracy_curves(procs)
     return ScalingData(dist, procs, table, networks, scaling.predictions(table, networks), curves,
                        scaling.accuracy_at_equal_time(curves),
                        scaling.published_efficiency(scaling.published_scaling()),
-                       parallelism.table(dist, table, margin))
+                       parallelism.table(dist, table, margin, spreads))
 
 
 def load(results_dir=None) -> ReportData:
@@ -80,7 +81,10 @@ def load(results_dir=None) -> ReportData:
     records = [r for r in single if r.config.data != "files"]
     files = [r for r in single if r.config.data == "files"]
     sweeps = load_sweeps(results_dir)
-    runs, processes, configs = config_tables(records, sweeps)
+    # every single-process config estimated once, real-files ones included (one prior per platform for every
+    # single-process comparison); the files configs then leave the framework tables for their own section
+    every_run, every_process, every_config = config_tables(records + files, sweeps)
+    runs, processes, configs = (_synthetic(t) for t in (every_run, every_process, every_config))
     seed = seed_2019()
     seed["framework"] = seed["framework"].map(framework_of)  # the 2019 tables say 'pytorch'
     margin = margin_of([m.equivalence_margin for m in sorted(sweeps, key=lambda m: str(m.started or ""))])
@@ -88,16 +92,22 @@ def load(results_dir=None) -> ReportData:
                       summary_table(configs, margin), published_throughput(), seed,
                       load_scaling(everything, results_dir, margin),
                       searches_table(load_searches(results_dir)), margin, best_batch_table(configs, margin),
-                      _input_table(records, files, sweeps, margin), files)
+                      _input_table(every_config, files, margin), files)
 
 
-def _input_table(records: list[Record], files: list[Record], sweeps: list[SweepManifest], margin: float):
+def _synthetic(table: pd.DataFrame) -> pd.DataFrame:
+    """A config table's rows on synthetic data (the framework comparisons'): real-files runs have their own section."""
+    if table.empty or "data" not in table:
+        return table
+    return table[table["data"] != "files"].reset_index(drop=True)
+
+
+def _input_table(every_config: pd.DataFrame, files: list[Record], margin: float):
     """Files against synthetic data, each side's spread moderated with the sweep's other single-process configs
     (estimated together, as every comparison is; the files configs still never enter the framework tables)."""
     if not files:
         return None
-    both = config_tables(records + files, sweeps)[2]
-    return input_table(both[both["data"] == "files"], both, files, margin)
+    return input_table(every_config[every_config["data"] == "files"], every_config, files, margin)
 
 
 def show(figs, name: str, figures_dir=None) -> None:

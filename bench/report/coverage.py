@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 
 from ..results.record import Record, as_records
 from ..results.sweep_manifest import SweepManifest, as_manifests
+from ..values import counted
 
 FINISHED = "finished"
 
@@ -25,11 +26,12 @@ class SweepCoverage:
     retries_queued: int
     retries_done: int
     extra: int  # of `planned`, the adaptive plan's extra processes (added while the sweep ran)
-    single: int  # of `done`, runs of one process (the single-process statistics' unit)
+    single: int  # of `done`, runs of one process (the single-process statistics' unit), on either kind of data
     distributed: int  # of `done`, distributed runs (a launcher and its ranks: judged by the scaling rules)
     attempts: int  # the sweep's own runs started, retries that ran included
     minutes: float | None  # elapsed; for a running sweep up to the end of its newest run
     minutes_so_far: bool  # True when the sweep had not ended: `minutes` is a lower bound
+    files: int = 0  # of `single`, runs on real files (the input-pipeline section's; the rest are on synthetic data)
 
     @property
     def retries_pending(self) -> int:
@@ -59,8 +61,8 @@ class SweepCoverage:
         detail = []
         if self.extra:
             detail.append(f"{self.planned - self.extra} at the start + {self.extra} extra for undecided comparisons")
-        if self.distributed:
-            detail.append(f"{self.single} single-process, {self.distributed} distributed")
+        if self.distributed or self.files:
+            detail.append(kinds_text(self.single - self.files, self.files, self.distributed))
         if detail:
             parts.append(f"({'; '.join(detail)})")
         retried = self.retries_done
@@ -71,8 +73,38 @@ class SweepCoverage:
     def retries(self) -> str:
         if not self.retries_queued:
             return "no disturbed run retried"
-        return (f"{self.retries_queued} retries of disturbed runs queued, {self.retries_done} run, "
-                f"{self.retries_pending} pending")
+        return (f"{counted(self.retries_queued, 'retry', 'retries')} of disturbed runs queued, "
+                f"{self.retries_done} run, {self.retries_pending} pending")
+
+
+SYNTHETIC, FILES, DISTRIBUTED = "synthetic", "files", "distributed"
+
+
+def run_kind(record: Record) -> str:
+    """What kind of run a record is, as every count of the report splits them: a single process on synthetic data
+    (the framework comparisons'), a single process on real files (the input pipeline's), or distributed."""
+    if record.distributed is not None or record.config.strategy != "none":
+        return DISTRIBUTED
+    return FILES if record.config.data == "files" else SYNTHETIC
+
+
+def kinds_text(synthetic: int, files: int = 0, distributed: int = 0) -> str:
+    """Runs split by kind in the report's one wording: '60 single-process on synthetic data, 4 on real files, 8
+    distributed' (a kind with none is left out)."""
+    parts = [f"{synthetic} single-process on synthetic data"] if synthetic or not (files or distributed) else []
+    if files:
+        parts.append(f"{files} {'on real files' if parts else 'single-process on real files'}")
+    if distributed:
+        parts.append(f"{distributed} distributed")
+    return ", ".join(parts)
+
+
+def successful_runs_text(records: list[Record]) -> str:
+    """The successful runs among `records`, split by kind: what the frameworks table and the methodology count."""
+    ok = [r for r in as_records(records) if r.status == "ok"]
+    kinds = [run_kind(r) for r in ok]
+    return (f"{len(ok)} successful {'run' if len(ok) == 1 else 'runs'} ("
+            f"{kinds_text(kinds.count(SYNTHETIC), kinds.count(FILES), kinds.count(DISTRIBUTED))})")
 
 
 def newest_sweeps(sweeps: list[SweepManifest]) -> list[SweepManifest]:
@@ -100,7 +132,8 @@ def sweep_coverage(manifest: SweepManifest, records: list[Record]) -> SweepCover
     # The runner appends a retry to the manifest when it queues it; it has run once a later attempt is recorded.
     retried = manifest.retried
     retries_done = sum((e.config_key, e.repeat, e.attempt + 1) in attempts for e in retried)
-    distributed = sum(r.distributed is not None for key, r in latest.items() if key in order)
+    kinds = [run_kind(r) for key, r in latest.items() if key in order]
+    distributed = kinds.count(DISTRIBUTED)
     ended = manifest.elapsed_s is not None
     if ended:
         minutes = manifest.elapsed_s / 60
@@ -118,6 +151,7 @@ def sweep_coverage(manifest: SweepManifest, records: list[Record]) -> SweepCover
         retries_queued=len(retried), retries_done=retries_done, minutes=minutes, minutes_so_far=not ended,
         extra=len(manifest.extra_processes or []),
         distributed=distributed, single=manifest.already_done + len(order & set(latest)) - distributed,
+        files=kinds.count(FILES),
         # the store keeps the attempt that counts; the manifest's retries say how many attempts came before
         attempts=manifest.already_done + len(order & set(latest)) + retries_done)
 

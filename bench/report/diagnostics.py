@@ -24,8 +24,11 @@ def drift_timeline(processes: pd.DataFrame):
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 3.4), gridspec_kw={"width_ratios": [3, 2]})
     for fw, g in p.groupby("framework"):
         clean, bad = g[g["clean"]], g[~g["clean"]]
-        ax.scatter(clean["order"], clean["rel"], s=14, color=framework_colour(fw), label=fw)
-        ax.scatter(bad["order"], bad["rel"], s=30, marker="x", color=framework_colour(fw), label=f"{fw} (flagged)")
+        # a legend entry only for what is drawn: an empty scatter still gets one ("(flagged)" with nothing flagged)
+        if len(clean):
+            ax.scatter(clean["order"], clean["rel"], s=14, color=framework_colour(fw), label=fw)
+        if len(bad):
+            ax.scatter(bad["order"], bad["rel"], s=30, marker="x", color=framework_colour(fw), label=f"{fw} (flagged)")
         for part, look in ((clean, {"s": 14, "marker": "o"}), (bad, {"s": 30, "marker": "x"})):  # crosses: flagged
             ax2.scatter(part["order"], part["other_cpu_share"].astype(float) * 100, color=framework_colour(fw), **look)
     ax.axhline(1.0, color="grey", lw=0.8)

@@ -154,7 +154,8 @@ def per_hardware(runs: pd.DataFrame) -> list:
 def per_framework(runs: pd.DataFrame, common_batch: int = 32) -> list:
     """2019 Figures 9-11, one figure per device (a CPU's bars would vanish on a GPU's scale): a panel per
     model x mode, a bar pair per framework/engine: batch 32 (plain, the framework's colour) and the device's
-    best batch (hatched, its batch size written above). A series not run at batch 32 says so instead of a bar."""
+    best batch (hatched). The best batch, and a batch 32 not run, are said under each pair, level: text on or
+    beside narrow bars ran into each other (the numbers themselves are in the throughput table)."""
     ok = ok_runs(runs)
     if ok.empty:
         return []
@@ -172,16 +173,17 @@ def per_framework(runs: pd.DataFrame, common_batch: int = 32) -> list:
         any_flagged = False
         legend_patch(ax, f"batch {common_batch}", "#888888", None)
         legend_patch(ax, "best batch (hatched)", "#888888", BEST_BATCH_HATCH)
+        ticks = []
         for xi, series in enumerate(slots):
             colour = styles[series]["color"]
             c = sub[(sub["series"] == series) & (sub["batch_size"] == common_batch)]
             b = top[top["series"] == series]
+            ticks.append(per_framework_tick(series, None if b.empty else int(b.iloc[0]["batch_size"]),
+                                            not c.empty, common_batch))
             for offset, df, hatch, is_best in ((-0.2, c, None, False), (0.2, b, BEST_BATCH_HATCH, True)):
-                label = "best batch (hatched)" if is_best else f"batch {common_batch}"
                 if df.empty:
-                    ax.annotate(f"bs {common_batch} not run", (xi + offset, 0), ha="center", va="bottom",
-                                fontsize=6, rotation=90)
                     continue
+                label = "best batch (hatched)" if is_best else f"batch {common_batch}"
                 r = df.iloc[0]
                 flagged = _flagged(r)
                 any_flagged |= flagged
@@ -190,21 +192,29 @@ def per_framework(runs: pd.DataFrame, common_batch: int = 32) -> list:
                 bars = ax.bar(xi + offset, r["images_per_sec_median"], width=0.4, color=colour, hatch=h,
                               edgecolor="white" if h else colour, linewidth=0.5, label=label, gid=series)
                 flag_bar(ax, bars[0], flagged)
-                if is_best:
-                    ax.annotate(f"bs={int(r['batch_size'])}", (xi + offset, r["images_per_sec_median"]),
-                                xytext=(0, 9 if flagged else 0), textcoords="offset points", ha="center",
-                                va="bottom", fontsize=6)
         if any_flagged:
             footnote(ax, FLAGGED_BAR_NOTE)
-        ax.set_xticks(range(len(slots)), labels=slots, fontsize=7, rotation=40, ha="right")
+        ax.set_xticks(range(len(slots)), labels=ticks, fontsize=7)
+        ax.set_xlim(-0.6, len(slots) - 0.4)  # a panel of one pair keeps its bars' width
         ax.set_title(f"{model} - {mode}", fontsize=10)
         ax.set_ylabel("images/s")
-        ax.margins(y=0.12)  # room for the batch-size and '!' notes above the tallest bar
+        ax.margins(y=0.12)  # room for the '!' above the tallest bar
 
-    width = max(4.2, 0.7 * ok.groupby(["model", "mode"])["series"].nunique().max())
+    # a slot an inch wide holds its two-line label level; many slots: one panel per row
+    slots = ok.groupby(["model", "mode"])["series"].nunique().max()
+    width = max(4.2, 1.05 * slots)
     title = f"Each framework and engine on {ok['platform'].iloc[0]}: batch {common_batch} and best batch"
-    return [mark_flags(model_mode_grid(ok, draw, title, n_cols=1 if width > 5 else 2, w=min(width, 11.0), h=3.2),
-                       drawn)]
+    one_column = width > 5
+    return [mark_flags(model_mode_grid(ok, draw, title, n_cols=1 if one_column else 2, w=min(width, 11.0),
+                                       h=2.7 if one_column else 3.2), drawn)]
+
+
+def per_framework_tick(series: str, best: int | None, has_common: bool, common_batch: int) -> str:
+    """A bar pair's label: the series, its best batch and whether it ran at the common batch at all."""
+    under = [f"best bs {best}"] if best is not None else []
+    if not has_common:
+        under.append(f"no bs {common_batch}")
+    return "\n".join([plain_text(series), *under])  # a line each: side by side they ran into the next pair's
 
 
 def latency_batch1(runs: pd.DataFrame):

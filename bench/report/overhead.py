@@ -149,9 +149,14 @@ def sweep_cost_text(records: list[Record], sweeps: list[SweepManifest]) -> str:
     text = f"**Where the time went.** Sweep `{latest.sweep_id}`: {estimate_text(latest)}."
     total = table[table["component"] == "all"]
     if not total.empty and total["share"].iloc[0] is not None:
+        # the processes are the details' table's (latest_sweep_overhead), counted as page 1 counts runs: single
+        # processes on either kind of data (distributed runs record no start-up timestamps), of a retried run the
+        # attempt that counts
         text += (f" The timed loops were {total['share'].iloc[0]:.0%} of the wall time of its "
-                 f"{int(total['processes'].iloc[0])} single-process attempts (retries included); the rest "
-                 "(start-up, warm-up, phase pass, checks) is broken down per component in the details.")
+                 f"{int(total['processes'].iloc[0])} single-process runs that recorded their start-up (synthetic "
+                 "data and real files; a run skipped before its framework started records none; of a retried run, "
+                 "the attempt that counts); the rest (start-up, warm-up, phase pass, checks) is broken down per "
+                 "component in the details.")
     ran = [r for r in as_records(records) if r.sweep and r.sweep.id == latest.sweep_id]
     caches = build_cache_text(ran)
     text += f" {caches}" if caches else ""

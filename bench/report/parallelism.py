@@ -15,7 +15,7 @@ from ..moderated import SweepSpreads
 from ..results.record import Record, as_records
 from ..stats import process_ratio
 from ..verdicts import DEFAULT_MARGIN, WINNER, judge
-from .scaling import spreads_of
+from .scaling import efficiency_text, spreads_of
 
 DATA_PARALLEL = "allreduce"
 STRATEGY_NAMES = {"independent": "one worker (no parallelism)", "allreduce": "data parallel (DDP all-reduce)",
@@ -50,15 +50,19 @@ def _mean(values) -> float | None:
     return statistics.mean(values) if values else None
 
 
-def table(records: list[Record], scaling_table: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> pd.DataFrame:
-    """One row per config of the strategies compared (same model, image size and global batch as a pipeline run)."""
+def table(records: list[Record], scaling_table: pd.DataFrame, margin: float = DEFAULT_MARGIN,
+          spreads: SweepSpreads | None = None) -> pd.DataFrame:
+    """One row per config of the strategies compared (same model, image size and global batch as a pipeline run).
+    `spreads`: the scaling table's own (bench/report/scaling.py: configs_and_spreads), fitted again only when not
+    given."""
     if scaling_table is None or scaling_table.empty:
         return pd.DataFrame()
     pipes = scaling_table[scaling_table["strategy"].isin(PIPELINE_STRATEGIES)]
     if pipes.empty:
         return pd.DataFrame()
     facts = _pipeline_facts(records)
-    spreads = spreads_of(scaling_table)  # the same moderated spreads as every other distributed comparison
+    # the same moderated spreads as every other distributed comparison
+    spreads = spreads if spreads is not None else spreads_of(scaling_table)
     rows = []
     for (model, size, batch, host), g in pipes.groupby(["model", "image_size", "global_batch", "host"]):
         same = scaling_table[(scaling_table["model"] == model) & (scaling_table["image_size"] == size)
@@ -66,11 +70,11 @@ def table(records: list[Record], scaling_table: pd.DataFrame, margin: float = DE
         one = same[(same["strategy"] == "independent") & (same["workers"] == 1)]
         dp = same[(same["strategy"] == DATA_PARALLEL) & (same["global_batch"] == batch)]
         for _, row in pd.concat([one, dp, g]).iterrows():
-            rows.append(_row(row, facts.get(row["config_key"], {}), dp, one, margin, spreads))
+            rows.append(_row(row, facts.get(row["config_key"], {}), dp, margin, spreads))
     return pd.DataFrame(rows)
 
 
-def _row(row, facts: dict, dp: pd.DataFrame, one: pd.DataFrame, margin: float, spreads: SweepSpreads) -> dict:
+def _row(row, facts: dict, dp: pd.DataFrame, margin: float, spreads: SweepSpreads) -> dict:
     sections = facts.get("sections", [])
     m = sections[0]["micro_batches"] if sections else None
     predicted = [s["predicted"].get("step_s") or s["predicted"].get("compute_step_s") for s in sections]
@@ -83,16 +87,16 @@ def _row(row, facts: dict, dp: pd.DataFrame, one: pd.DataFrame, margin: float, s
                  else process_ratio(row["values"], dp.iloc[0]["values"]))
         verdict = judge(ratio["ratio"], ratio["ci_low"], ratio["ci_high"], margin, len(row["values"]),
                         len(dp.iloc[0]["values"]))
-    efficiency = None
-    if len(one) and row["workers"] > 1:
-        efficiency = process_ratio(row["values"], one.iloc[0]["values"])["ratio"] / row["workers"]
+    # the scaling table's efficiency, defined once (bench/report/scaling.py): its interval, guard or why none
+    efficiency = row["efficiency"] if row["workers"] > 1 else None
     return {
         "config_key": row["config_key"], "model": row["model"], "image_size": row["image_size"],
         "strategy": row["strategy"], "name": STRATEGY_NAMES.get(row["strategy"], row["strategy"])
         + (", time-balanced cut" if sections and _timed(sections[0]) else ""),
         "workers": row["workers"], "link": row["link"], "global_batch": row["global_batch"], "micro_batches": m,
         "processes": row["processes"], "images_per_sec": row["images_per_sec"], "ci_low": row["ci_low"],
-        "ci_high": row["ci_high"], "efficiency": efficiency, "flag_reasons": row["flag_reasons"],
+        "ci_high": row["ci_high"], "efficiency": efficiency,
+        "efficiency_text": efficiency_text(row) if row["workers"] > 1 else "", "flag_reasons": row["flag_reasons"],
         "memory_per_worker_bytes": _mean(facts.get("memory", [])),
         "verdict_vs_dp": (("faster" if verdict.ratio > 1 else "slower") if verdict.word == WINNER else verdict.word)
         if verdict else None,
@@ -146,7 +150,7 @@ def for_display(t: pd.DataFrame) -> pd.DataFrame:
             "images/s [95% CI]": f"{r['images_per_sec']:.1f} [{r['ci_low']:.1f}-{r['ci_high']:.1f}]"
             if r["ci_low"] is not None else f"{r['images_per_sec']:.1f} [no interval]",
             "vs data parallel": f"{r['verdict_vs_dp']} {r['ratio_vs_dp']}" if r["verdict_vs_dp"] else "",
-            "efficiency": _pct(r["efficiency"]),
+            "efficiency vs 1 worker [95% CI]": r["efficiency_text"] or "",
             "memory / worker (MB)": f"{r['memory_per_worker_bytes'] / 2**20:.0f}"
             if r["memory_per_worker_bytes"] else "",
             "activations held (MB)": f"{r['activations_held_bytes'] / 2**20:.0f}" if r["activations_held_bytes"]

@@ -13,12 +13,18 @@ NOTE = ("measured: clock reads around each action of the step of median duration
         "with each stage's median forward and backward per micro-batch, no transfer, no waiting")
 
 
+# A micro-batch number is written on a bar only when the bar is at least this share of the step: on a narrower one
+# the digits of neighbouring bars run into each other (the colours and the order still tell them apart).
+LABEL_MIN_SHARE = 0.04
+
+
 def _draw(ax, stages: list, title: str) -> None:
+    span = max((end for actions in stages for *_, end in actions), default=0.0)
     for s, actions in enumerate(stages):
         for kind, mb, start, end in actions:
             ax.barh(s, (end - start) * 1e3, left=start * 1e3, height=0.6, color=KIND_COLOURS.get(kind, "#bbbbbb"),
                     edgecolor="white", linewidth=0.3)
-            if kind in ("forward", "backward") and mb is not None and (end - start) > 0:
+            if kind in ("forward", "backward") and mb is not None and (end - start) >= LABEL_MIN_SHARE * span > 0:
                 ax.text((start + end) / 2 * 1e3, s, str(mb), ha="center", va="center", fontsize=6)
     ax.set_yticks(range(len(stages)), [f"stage {s}" for s in range(len(stages))])
     ax.set_xlim(left=0)
@@ -27,7 +33,8 @@ def _draw(ax, stages: list, title: str) -> None:
 
 
 def timelines(items: list[dict]) -> list:
-    """One figure per schedule: measured (left) and expected (right), micro-batch numbers on the bars."""
+    """One figure per schedule: measured (left) and expected (right), micro-batch numbers on the bars wide enough to
+    hold them."""
     figs = []
     for item in items:
         fig, (left, right) = plt.subplots(1, 2, figsize=(9.5, 1.4 + 0.55 * len(item["measured"])), sharey=True)

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..adapters import declared
+from ..config import PIPELINE_STRATEGIES
 from ..measurement.flags import FLAG_SCOPE, baseline_flag, efficiency_flag, flag, forward_backward_flag, not_available
 from ..moderated import SweepSpreads
 from ..results.record import Distributed, Flag, Record, RunSettings, as_records
@@ -89,8 +90,14 @@ def configs(procs: pd.DataFrame) -> pd.DataFrame:
     """One row per distributed config: geometric mean over clean processes with a 95% interval whose between-process
     spread is moderated by the platform's other distributed configs (bench/moderated.py; `spreads`), beside the
     config's own (Welch) interval."""
+    return configs_and_spreads(procs)[0]
+
+
+def configs_and_spreads(procs: pd.DataFrame) -> tuple[pd.DataFrame, SweepSpreads | None]:
+    """`configs` and the moderated spreads its intervals came from, fitted once: the scaling table and the
+    parallelism table judge their comparisons with the same object (None without distributed processes)."""
     if procs.empty:
-        return procs
+        return procs, None
     rows = []
     for _, g in procs.groupby("config_key", sort=False):
         clean = g[g["clean"]]
@@ -124,7 +131,7 @@ def configs(procs: pd.DataFrame) -> pd.DataFrame:
             out.at[i, "ci_low"], out.at[i, "ci_high"] = est["ci_low"], est["ci_high"]
             out.at[i, "spread_df"], out.at[i, "pooled"] = est["df"], est["pooled"]
     out["step_ms"] = out["global_batch"] / out["images_per_sec"] * 1e3
-    return out
+    return out, spreads
 
 
 def _baseline(table: pd.DataFrame, row, workers: int) -> pd.Series | None:
@@ -169,12 +176,14 @@ def _step_difference(r: dict, base_step_ms: float) -> tuple[float, float | None,
     return ms, base_step_ms * (1 / r["ci_high"] - 1), base_step_ms * (1 / r["ci_low"] - 1)
 
 
-def scaling_table(cfgs: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> pd.DataFrame:
+def scaling_table(cfgs: pd.DataFrame, margin: float = DEFAULT_MARGIN,
+                  spreads: SweepSpreads | None = None) -> pd.DataFrame:
     """Per config: throughput, communication cost (vs independent at the same N) and efficiency (vs 1 worker), each
-    with its interval and verdict (bench/runs/distributed/comparisons.py) at `margin`."""
+    with its interval and verdict (bench/runs/distributed/comparisons.py) at `margin`. `spreads`: those `cfgs` came
+    with (configs_and_spreads), fitted again only when not given."""
     if cfgs.empty:
         return cfgs
-    spreads = spreads_of(cfgs)
+    spreads = spreads if spreads is not None else spreads_of(cfgs)
     by_key = {r["config_key"]: r for _, r in cfgs.iterrows()}
     found = {(c.kind, c.a): c for c in pairs.comparisons(_sides(cfgs))}
     out = []
@@ -187,9 +196,13 @@ def scaling_table(cfgs: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> pd.Data
             comm = _step_difference(r, same_n["step_ms"])
             comm_flags = [f for f in (baseline_flag("the independent baseline at the same N", same_n["sound"],
                                                     same_n["flag_reasons"]),) if f]
-        eff, eff_flags, eff_v = {"ratio": None, "ci_low": None, "ci_high": None}, [], None
-        if (c := found.get((pairs.EFFICIENCY, key))) is not None:
+        eff, eff_flags, eff_v, eff_batch = {"ratio": None, "ci_low": None, "ci_high": None}, [], None, None
+        piped = None if (pairs.EFFICIENCY, key) in found else _pipeline_efficiency(cfgs, row)
+        if (c := found.get((pairs.EFFICIENCY, key)) or piped) is not None:
             one = by_key[c.b]
+            # a pipeline's one-worker run may train on another batch than its global one: the row names it
+            eff_batch = int(one["global_batch"]) if piped and int(one["global_batch"]) != int(row["global_batch"]) \
+                else None
             eff, eff_v = _judged(spreads, c, row, one, margin)
             eff_flags = [f for f in (baseline_flag("the 1-worker baseline", one["sound"], one["flag_reasons"]),
                                      efficiency_flag(eff["ratio"], row["scaling"])) if f]
@@ -208,8 +221,9 @@ def scaling_table(cfgs: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> pd.Data
                     "efficiency": None if eff_flags else eff["ratio"],
                     "eff_ci_low": None if eff_flags else eff["ci_low"],
                     "eff_ci_high": None if eff_flags else top, "eff_ci_high_raw": eff["ci_high"],
-                    "eff_clipped": clipped and not eff_flags, "eff_verdict": eff_v, "overlap_diff": overlap,
-                    "margin": margin})
+                    "eff_clipped": clipped and not eff_flags, "eff_verdict": eff_v, "eff_baseline_batch": eff_batch,
+                    "eff_why": None if _compared(eff, eff_flags) or row["workers"] < 2 else NO_ONE_WORKER,
+                    "overlap_diff": overlap, "margin": margin})
     table = pd.DataFrame(out)
     # the no-communication ceiling: the independent run's efficiency at the same N (workers share the cores);
     # a guarded ceiling is None (its flags go with the row's efficiency flags when displayed)
@@ -224,13 +238,44 @@ def scaling_table(cfgs: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> pd.Data
     return table
 
 
+# Why a row of N > 1 workers has no efficiency: no one-worker run to divide by.
+NO_ONE_WORKER = "n/a: no 1-worker independent run of this model, image size and batch to compare with"
+
+
+def _compared(eff: dict, flags: list) -> bool:
+    """Whether a row's efficiency comparison was made (a number, or a guard that blanked it)."""
+    return eff["ratio"] is not None or bool(flags)
+
+
+def _pipeline_efficiency(cfgs: pd.DataFrame, row) -> pairs.Comparison | None:
+    """A pipeline config's efficiency comparison: its stages train on one batch together, so no one-worker run shares
+    its batch per worker; it is compared with the one-worker independent run of the same model, image size and
+    device, at its global batch where one ran, else at the largest batch one ran (the parallelism section's
+    definition: throughput / (workers x one worker's throughput at its own batch))."""
+    if row["strategy"] not in PIPELINE_STRATEGIES or row["workers"] < 2:
+        return None
+    same = ["platform", "framework", "model", "image_size", "device"]
+    one = cfgs[(cfgs["strategy"] == "independent") & (cfgs["workers"] == 1) & (cfgs["nodes"] == 1)
+               & np.logical_and.reduce([cfgs[k] == row[k] for k in same])]
+    if one.empty:
+        return None
+    at = one[one["global_batch"] == row["global_batch"]]
+    base = (at if len(at) else one.sort_values("global_batch")).iloc[-1]
+    return pairs.Comparison(pairs.EFFICIENCY, row["config_key"], base["config_key"], int(row["workers"]))
+
+
 def efficiency_text(r) -> str:
     """A row's efficiency as printed everywhere: the number with its CI (its top bounded at what weak scaling can
-    reach, marked 'clipped': bench/runs/distributed/comparisons.py), or n/a with the guard that fired."""
+    reach, marked 'clipped': bench/runs/distributed/comparisons.py), or n/a with the guard that fired or why there is
+    none; a pipeline compared with one worker at another batch names that batch."""
     if r["efficiency_flags"]:
         return not_available(r["efficiency_flags"])
+    if r.get("eff_why") and (r["efficiency"] is None or pd.isna(r["efficiency"])):
+        return r["eff_why"]
     text = _ci(r["efficiency"], r["eff_ci_low"], r["eff_ci_high"], ".0%")
-    return text[:-1] + ", clipped]" if r.get("eff_clipped") and text.endswith("]") else text
+    text = text[:-1] + ", clipped]" if r.get("eff_clipped") and text.endswith("]") else text
+    batch = r.get("eff_baseline_batch")
+    return text + (f" (vs 1 worker at batch {int(batch)})" if text and batch is not None and batch == batch else "")
 
 
 def comm_text(r) -> str:

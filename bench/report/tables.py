@@ -27,6 +27,28 @@ def ci_range(lo, hi, digits: int = 2) -> str:
     return "" if lo is None or lo != lo else f"{lo:.{digits}f}-{hi:.{digits}f}"
 
 
+def throughput_table(configs: pd.DataFrame) -> pd.DataFrame:
+    """The measured images/s of every framework (series), model, mode and precision per batch size: the config's
+    number with its 95% interval over processes and how many processes it rests on; '!' marks a number that is not
+    sound (shown, never a finding). A column per batch size keeps it to a row per series."""
+    if configs.empty:
+        return pd.DataFrame()
+    c = configs.sort_values(["platform", "model", "mode", "precision", "series", "batch_size"])
+    cells = {}
+    for _, r in c.iterrows():
+        lo, hi = r["images_per_sec_ci_low"], r["images_per_sec_ci_high"]
+        interval = f" [{lo:.1f}-{hi:.1f}]" if pd.notna(lo) and pd.notna(hi) else " [no interval]"
+        cells.setdefault((r["platform"], r["model"], r["mode"], r["precision"], r["series"]), {})[
+            int(r["batch_size"])] = (f"{r['images_per_sec_median']:.1f}{interval} ({len(r['process_ips'])})"
+                                    + ("" if r["sound"] else " !"))
+    batches = sorted({int(b) for b in c["batch_size"]})
+    rows = [{"platform": k[0], "model": k[1], "mode": k[2], "precision": k[3], "framework": k[4],
+             **{f"batch {b}": by.get(b, "") for b in batches}} for k, by in cells.items()]
+    table = pd.DataFrame(rows)
+    # a column that never changes is said once (the machine line names the platform)
+    return table.drop(columns=[col for col in ("platform", "precision") if table[col].nunique() == 1])
+
+
 def startup_for_display(configs: pd.DataFrame) -> pd.DataFrame:
     """Start-up cost per series, apart from steady-state throughput: building the model (for ONNX Runtime
     and OpenVINO: the ONNX export and session compile) and the first iteration (tracing, jit compile)."""

@@ -18,6 +18,34 @@ def _where(r) -> str:
     return f"{r['model']} {r['mode']}, batch {r['batch_size']} ({r['precision']}, {r['platform']})"
 
 
+def compared_findings(rows: pd.DataFrame) -> list[str]:
+    """Which frameworks each of page 1's comparisons compared, per model and mode, where they differ between its
+    rows (e.g. batches 1, 4 and 32 only TensorFlow and PyTorch, batch 16 every framework): a winner at a batch is the
+    fastest of those frameworks only."""
+    out = []
+    compared = rows[rows["verdict"] != estimates.NOT_COMPARED]
+    for (platform, model, mode, precision), g in compared.groupby(estimates.GROUP, sort=True):
+        sets = {}
+        for _, r in g.sort_values("_order").iterrows():
+            sets.setdefault(r["compared"], []).append("best" if r["batch_size"] == "best" else str(r["batch_size"]))
+        if len(sets) < 2:
+            continue
+        parts = []
+        for frameworks, batches in sets.items():
+            sized = [b for b in batches if b != "best"]
+            what = (f"batch{'es' if len(sized) > 1 else ''} {_listed(sized)}" if sized else "")
+            what += (" and " if sized and "best" in batches else "") + (
+                "each framework at its best batch" if "best" in batches else "")
+            parts.append(f"{what}: {frameworks}")
+        out.append(f"{model} {mode} ({precision}, {platform}) compared different frameworks at different batches, "
+                   f"so each row's fastest is the fastest of its own frameworks only: {'; '.join(parts)}.")
+    return out
+
+
+def _listed(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
 def best_engine_findings(configs: pd.DataFrame) -> list[str]:
     """Per configuration and framework measured with several engines: its fastest engine against its
     runner-up, with the process-level interval (only sound numbers name a winner)."""
@@ -53,10 +81,11 @@ def findings(configs: pd.DataFrame, summary: pd.DataFrame, best: pd.DataFrame | 
     out = []
     if not summary.empty:
         rows = page_rows(summary, best)
+        out += compared_findings(rows)
         for _, r in rows.sort_values(["platform", "model", "mode", "_order"]).iterrows():
-            where = _where(r) if r["batch_size"] != "best" else (
-                f"{r['model']} {r['mode']}, each framework at its best batch ({r['precision']}, {r['platform']}; "
-                f"over {r['compared']})")
+            where = (f"{_where(r)[:-1]}; {r['compared']} compared)" if r["batch_size"] != "best" else
+                     f"{r['model']} {r['mode']}, each framework at its best batch ({r['precision']}, {r['platform']}; "
+                     f"over {r['compared']})")
             ci = ci_range(r["ci_low"], r["ci_high"])
             if r["verdict"] == WINNER:
                 out.append(f"{where}: **{r['fastest']} is {factor(r['speedup'])} faster** than {r['runner_up']} "
@@ -65,11 +94,15 @@ def findings(configs: pd.DataFrame, summary: pd.DataFrame, best: pd.DataFrame | 
                 out.append(f"{where}: {r['fastest']} and {r['runner_up']} are **equivalent** within "
                            f"+-{margin:.0%} ({factor(r['speedup'])} [95% CI {ci}]).")
         # the undecided rows are on page 1 with what would decide them: one line here, not one per row
-        undecided = int((rows["verdict"] == UNDECIDED).sum())
+        open_rows = rows[rows["verdict"] == UNDECIDED].sort_values(["platform", "model", "mode", "_order"])
         compared = int((rows["verdict"] != estimates.NOT_COMPARED).sum())
-        if undecided:
-            out.append(f"Undecided in {undecided} of {compared} compared rows (the data show neither a difference "
-                       f"nor equality within +-{margin:.0%}): the answer table says what would decide each.")
+        if len(open_rows):
+            which = "; ".join(f"{r['model']} {r['mode']} "
+                              + ("at each framework's best batch" if r["batch_size"] == "best" else
+                                 f"batch {r['batch_size']}") + f" ({r['compared']})" for _, r in open_rows.iterrows())
+            out.append(f"Undecided in {len(open_rows)} of {compared} compared rows (the data show neither a difference "
+                       f"nor equality within +-{margin:.0%}): {which}; the answer table says what would decide "
+                       "each.")
     engines = best_engine_findings(configs)
     out += [e for e in engines if ", undecided (" not in e]
     if open_engines := [e for e in engines if ", undecided (" in e]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pandas as pd
+from scipy.stats import t as t_dist
 
 from ...adapters import measures_a_framework
 from ...adapters.base import OPTIMIZER
@@ -46,6 +47,21 @@ def pooling_text(configs: pd.DataFrame) -> str:
     return (f"Here {int(pooled.sum())} of {len(configs)} configs borrowed from their platform's prior (degrees of "
             f"freedom {dfs.min():.0f}-{dfs.max():.0f} instead of their own {min(own_dfs)}-{max(own_dfs)}); "
             f"{int(own.sum())} kept their own spread (a spread unlike the others', or nothing to borrow from).")
+
+
+def own_spread_text(configs: pd.DataFrame) -> str:
+    """How little a config's own processes say about its spread, from this report's configs: 'With 2-6 processes a
+    config's own between-process variance has 1-5 degrees of freedom (t up to 12.7)'."""
+    counts = sorted(len(v) for v in configs.get("process_ips", pd.Series(dtype=object)) if len(v) >= 2)
+    if not counts:
+        return "No config has two processes, so none has a between-process variance of its own"
+    lo, hi = counts[0], counts[-1]
+    t_max = float(t_dist.ppf(0.975, lo - 1))
+    if lo == hi:
+        return (f"With {lo} processes a config's own between-process variance has {counted(lo - 1, 'degree')} of "
+                f"freedom (t = {t_max:.1f})")
+    return (f"With {lo}-{hi} processes a config's own between-process variance has {lo - 1}-{hi - 1} degrees of "
+            f"freedom (t up to {t_max:.1f})")
 
 
 def thread_pools(settings) -> str:
@@ -93,7 +109,8 @@ def methodology(d) -> str:
             + ("; ".join(peaks) or "not measured") + ".")
     procs = d.processes
     n_disturbed = int((~procs["clean"]).sum()) if not procs.empty else 0
-    return prose("methodology", runs=len(ok), protocols=protocols, warmup=_spread(warm),
+    return prose("methodology", runs=coverage.successful_runs_text(all_records(d)), synthetic=len(ok),
+                 protocols=protocols, warmup=_spread(warm),
                  warmup_stops=_counts(r.samples.warmup_stop for r in ok), timed=_spread(timed),
                  timed_stops=_counts(r.samples.timed_stop for r in ok),
                  budgets=", ".join(f"{b:g} s" for b in budgets) or "none", threads=threads, optimizer=OPTIMIZER,
@@ -103,8 +120,9 @@ def methodology(d) -> str:
                  disturbed=n_disturbed, processes=len(procs),
                  peak_trials=PEAK_TRIALS, peak_n_cpu=PEAK_N["cpu"], peak_n_gpu=PEAK_N["gpu"],
                  impossible_guards="\n".join(r.methodology_line() for r in checks.RULES if r.impossible),
-                 pooling=pooling_text(d.configs), verdicts=definition(d.margin)) \
-        + "".join(f"\n\n{part}" for part in (overhead.sweep_cost_text(d.records, sweeps),
+                 pooling=pooling_text(d.configs), own_spread=own_spread_text(d.configs),
+                 verdicts=definition(d.margin)) \
+        + "".join(f"\n\n{part}" for part in (overhead.sweep_cost_text(all_records(d), sweeps),
                                               calibration.methodology_text(calibration.aa_check(d.records, d.sweeps)),
                                               calibration.resampling_text(
                                                   calibration.resampling_check(d.configs, d.margin)),

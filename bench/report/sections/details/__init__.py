@@ -13,6 +13,7 @@ from . import (
     energy,
     flagged,
     latency,
+    measured,
     memory,
     overhead,
     pairs,
@@ -23,8 +24,8 @@ from . import (
     variance,
 )
 
-DETAILS = [header, pairs, flagged, variance, latency, energy, memory, utilisation, phases, overhead, startup, fairness,
-           dist_phases, dist_network, dist_extrapolation, dist_accuracy, dist_failures, dist_methodology,
+DETAILS = [header, measured, pairs, flagged, variance, latency, energy, memory, utilisation, phases, overhead, startup,
+           fairness, dist_phases, dist_network, dist_extrapolation, dist_accuracy, dist_failures, dist_methodology,
            profiles_not_run, appendix]
 
 __all__ = ["DETAILS"]
