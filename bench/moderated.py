@@ -71,36 +71,73 @@ def _trigamma_inverse(y: float) -> float:
     return x
 
 
-def fit_prior(variances, dfs, keys=None) -> Prior | None:
-    """The prior from configs' own variances (each with its degrees of freedom); configs whose spread is in the
-    prior's upper tail are left out and the prior refitted. None with fewer than MIN_CONFIGS usable configs."""
-    from scipy.special import digamma, polygamma
+def _likelihood_fit(variances: np.ndarray, dfs: np.ndarray) -> tuple[float, float]:
+    """(s0^2, d0) of the scaled inverse chi-square prior by maximum likelihood: under it each config's variance
+    over s0^2 follows F(d, d0) (Smyth 2004, section 6.2). limma fits by the moments of the log variances, but with
+    one or two degrees of freedom a config whose processes agreed by chance has a log variance far in the lower
+    tail, and that one value makes the moments say "very different spreads" (d0 near 1) for a sweep whose spreads
+    are alike; the likelihood takes such a value for what it is, a likely draw. d0 lies in [0.5, the configs'
+    summed degrees of freedom] (limma's infinity, capped: no more than the data hold)."""
+    from scipy.optimize import minimize
+    from scipy.special import betaln
+
+    cap = max(float(dfs.sum()), 1.0)
+    pooled = float((dfs * variances).sum() / dfs.sum())
+    log_v, half = np.log(variances), dfs / 2
+
+    def nll(p: np.ndarray) -> float:
+        """Minus the log likelihood of log s0^2 = p[0], log d0 = p[1]: the F(d, d0) log density of s^2 / s0^2, less
+        log s0^2 (its Jacobian), written out (scipy.stats' per-call overhead would dominate)."""
+        d0 = math.exp(p[1])
+        log_x = log_v - p[0]
+        ll = (half * np.log(dfs) + d0 / 2 * p[1] + (half - 1) * log_x
+              - (half + d0 / 2) * np.logaddexp(p[1], np.log(dfs) + log_x) - betaln(half, d0 / 2) - p[0])
+        return -float(ll.sum())
+
+    start = np.array([math.log(pooled), math.log(min(10.0, cap))])
+    # Nelder-Mead: two parameters, no gradient needed (L-BFGS-B's Fortran setup costs more than the fit here)
+    fit = minimize(nll, start, method="Nelder-Mead", bounds=[(None, None), (math.log(0.5), math.log(cap))],
+                   options={"xatol": 1e-3, "fatol": 1e-6})
+    p = fit.x if fit.success or nll(fit.x) <= nll(start) else start
+    return math.exp(p[0]), math.exp(p[1])
+
+
+def outliers(variances, dfs, keys=None, alpha: float = HETEROGENEITY_ALPHA) -> list:
+    """Keys of configs whose spread is larger than the rest's, by a generalised extreme-studentised-deviate search
+    (Rosner 1983) with F tests: step by step the config with the largest ratio of its own variance to the pooled
+    variance of the others still in is set aside (up to half of the configs), each step's upper-tail probability
+    under F(its df, the others' summed df) noted; the outliers are the configs set aside up to the last step whose
+    probability is below alpha / (configs still in at that step). Testing against the others' pooled variance,
+    with their summed degrees of freedom, makes one noisy config among many quiet ones plain even from two
+    processes; going on past a step that is not significant finds several noisy configs that, together in the
+    others' pool, would hide each other (masking); the alpha / m threshold keeps a sweep whose spreads are alike
+    losing a config with probability about alpha in all, so the prior is not fitted to a truncated sample."""
+    from scipy.special import fdtrc
 
     keys = list(range(len(variances))) if keys is None else list(keys)
+    left = [(k, float(v), float(d)) for k, v, d in zip(keys, variances, dfs) if d >= 1 and v > 0]
+    steps: list[tuple] = []
+    for _ in range(min(len(left) // 2, len(left) - MIN_CONFIGS)):
+        v, d = np.array([x[1] for x in left]), np.array([x[2] for x in left])
+        others_df = d.sum() - d
+        p = fdtrc(d, others_df, v / (((d * v).sum() - d * v) / others_df))
+        worst = int(np.argmin(p))
+        steps.append((left.pop(worst)[0], bool(p[worst] < alpha / (len(left) + 1))))
+    last = max((i for i, (_, significant) in enumerate(steps) if significant), default=-1)
+    return [k for k, _ in steps[: last + 1]]
+
+
+def fit_prior(variances, dfs, keys=None) -> Prior | None:
+    """The prior from configs' own variances (each with its degrees of freedom), fitted to the configs that remain
+    once `outliers` left (they are the prior's `excluded`). None with fewer than MIN_CONFIGS usable configs."""
+    keys = list(range(len(variances))) if keys is None else list(keys)
     data = [(k, float(v), float(d)) for k, v, d in zip(keys, variances, dfs) if d >= 1 and v > 0]
-    excluded: list = []
-    prior = None
-    for _ in range(5):
-        use = [x for x in data if x[0] not in excluded]
-        if len(use) < MIN_CONFIGS:
-            return None
-        s2 = np.array([x[1] for x in use])
-        d = np.array([x[2] for x in use])
-        e = np.log(s2) - digamma(d / 2) + np.log(d / 2)
-        emean = float(e.mean())
-        evar = float(((e - emean) ** 2).sum() / (e.size - 1) - polygamma(1, d / 2).mean())
-        total_df = float(d.sum())
-        if evar > 0:
-            d0 = min(2 * _trigamma_inverse(evar), total_df)
-            s0_sq = math.exp(emean + float(digamma(d0 / 2)) - math.log(d0 / 2))
-        else:
-            d0, s0_sq = total_df, math.exp(emean)
-        prior = Prior(s0_sq, d0, len(use), tuple(excluded))
-        tail = [k for k, v, dd in data if differs_from(prior, v, dd)]
-        if sorted(map(str, tail)) == sorted(map(str, excluded)):
-            break
-        excluded = tail
-    return prior
+    if len(data) < MIN_CONFIGS:
+        return None
+    excluded = outliers([v for _, v, _ in data], [d for _, _, d in data], [k for k, _, _ in data])
+    use = [x for x in data if x[0] not in excluded]
+    s0_sq, d0 = _likelihood_fit(np.array([v for _, v, _ in use]), np.array([d for _, _, d in use]))
+    return Prior(s0_sq, d0, len(use), tuple(excluded))
 
 
 def differs_from(prior: Prior, var: float, df: float) -> bool:
