@@ -4,12 +4,27 @@ A config measured in 2-4 processes has 1-3 degrees of freedom for its own betwee
 t-interval is wide (t up to 12.7) or, by luck, far too narrow. Across a sweep the spread of log throughput is
 usually small and similar, so each config's variance is shrunk toward a prior fitted to every config's
 variance: the empirical-Bayes estimate of limma (Smyth 2004). The prior is a scaled inverse chi-square with
-`d0` degrees of freedom and scale `s0^2`, fitted by the method of moments on log variances; a config's
-moderated variance is (d0 s0^2 + d s^2) / (d0 + d) with d0 + d degrees of freedom.
+`d0` degrees of freedom and scale `s0^2`; a config's moderated variance is (d0 s0^2 + d s^2) / (d0 + d) with
+d0 + d degrees of freedom.
 
-A config whose spread really differs (a jittery, busy or distributed one) must not borrow a small variance
-it does not have: its own variance is tested against the prior (s^2 / s0^2 ~ F(d, d0)), and a config in the
-upper 5% tail keeps its own variance and degrees of freedom. The prior is refitted without such configs.
+What is pooled and what is not, in three steps:
+
+1. **Configs whose spread is larger than the rest's are set aside** (`outliers`): each config's variance is tested
+   against the pooled variance of the *other* configs, F(d, their summed df), so one noisy config (jittery,
+   busy, distributed in a shared pool) among many quiet ones is plain even from two processes; the search goes on
+   past a step that is not significant (Rosner's generalised ESD), so several noisy configs do not hide each other
+   in the others' pool, at a threshold alpha / m that sets aside a config of a sweep whose spreads are alike with
+   probability about alpha in all. They keep their own (Welch) variance and are named in the prior's `excluded`.
+2. **The prior is fitted to the rest by maximum likelihood** (s^2 / s0^2 ~ F(d, d0), Smyth 2004 section 6.2), not
+   by limma's moments of log variances: with one degree of freedom a pair of processes that agree by chance has a
+   log variance far in the lower tail, and that one value made the moments read a homogeneous sweep as very
+   heterogeneous (d0 1.8 instead of 19 on a real 19-config sweep of this VM), so every quiet config borrowed
+   almost nothing. d0 is at most the configs' summed degrees of freedom (no more than the data hold).
+3. **Each config is checked against the fitted prior** (`differs_from`: s^2 / s0^2 in the upper 5% of F(d, d0));
+   one in that tail keeps its own variance too. The prior is not refitted without these: dropping the upper 5%
+   of alike spreads would bias s0^2 low (by about a quarter at one degree of freedom).
+
+A config's own Welch interval stays available (Spread.own_var, own_df) beside the moderated one.
 """
 
 from __future__ import annotations
@@ -22,9 +37,10 @@ import numpy as np
 
 from .stats import t_quantile, welch_satterthwaite
 
-# A config's own variance beyond this upper-tail probability under the prior is not pooled.
+# A config's own variance beyond this upper-tail probability under the prior is not pooled; the search for configs
+# noisier than the rest uses it for the whole sweep (alpha / m a step).
 HETEROGENEITY_ALPHA = 0.05
-# The prior's degrees of freedom never exceed those of the configs it was fitted to (limma's cap).
+# Fewer configs than this fit no prior; the search for noisier configs always leaves at least this many.
 MIN_CONFIGS = 3
 
 
@@ -33,7 +49,7 @@ class Prior:
     """The sweep's prior for a config's between-process variance of log throughput."""
 
     s0_sq: float
-    d0: float  # may be math.inf: every config's spread is the same up to sampling noise
+    d0: float  # at most the summed degrees of freedom of the configs it was fitted to
     configs: int  # how many configs it was fitted to
     excluded: tuple = field(default_factory=tuple)  # keys of configs whose spread differs (not pooled)
 
@@ -51,24 +67,6 @@ class Spread:
     pooled: bool  # True: moderated by the sweep's prior; False: the config's own (Welch) estimate
     own_var: float
     own_df: float
-
-
-def _trigamma_inverse(y: float) -> float:
-    """x with trigamma(x) = y (Newton's method, as limma's trigammaInverse)."""
-    from scipy.special import polygamma
-
-    if y > 1e7:
-        return 1 / math.sqrt(y)
-    if y < 1e-6:
-        return 1 / y
-    x = 0.5 + 1 / y
-    for _ in range(50):
-        tri = float(polygamma(1, x))
-        step = tri * (1 - tri / y) / float(polygamma(2, x))
-        x += step
-        if -step / x < 1e-8:
-            break
-    return x
 
 
 def _likelihood_fit(variances: np.ndarray, dfs: np.ndarray) -> tuple[float, float]:
