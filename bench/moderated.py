@@ -18,8 +18,8 @@ What is pooled and what is not, in three steps:
 2. **The prior is fitted to the rest by maximum likelihood** (s^2 / s0^2 ~ F(d, d0), Smyth 2004 section 6.2), not
    by limma's moments of log variances: with one degree of freedom a pair of processes that agree by chance has a
    log variance far in the lower tail, and that one value made the moments read a homogeneous sweep as very
-   heterogeneous (d0 1.8 instead of 19 on a real 19-config sweep of this VM), so every quiet config borrowed
-   almost nothing. d0 is at most the configs' summed degrees of freedom (no more than the data hold).
+   heterogeneous (d0 1.8 instead of 18 on a real 19-config sweep of this VM), so every quiet config borrowed
+   almost nothing. d0 + d is at most the configs' summed degrees of freedom (no more than the data hold).
 3. **Each config is checked against the fitted prior** (`differs_from`: s^2 / s0^2 in the upper 5% of F(d, d0));
    one in that tail keeps its own variance too. The prior is not refitted without these: dropping the upper 5%
    of alike spreads would bias s0^2 low (by about a quarter at one degree of freedom).
@@ -75,11 +75,12 @@ def _likelihood_fit(variances: np.ndarray, dfs: np.ndarray) -> tuple[float, floa
     one or two degrees of freedom a config whose processes agreed by chance has a log variance far in the lower
     tail, and that one value makes the moments say "very different spreads" (d0 near 1) for a sweep whose spreads
     are alike; the likelihood takes such a value for what it is, a likely draw. d0 lies in [0.5, the configs'
-    summed degrees of freedom] (limma's infinity, capped: no more than the data hold)."""
+    summed degrees of freedom less the largest one's] (limma allows infinity; here a config's d0 + d never exceeds
+    what the sweep holds, which matters with few configs)."""
     from scipy.optimize import minimize
     from scipy.special import betaln
 
-    cap = max(float(dfs.sum()), 1.0)
+    cap = max(float(dfs.sum() - dfs.max()), 0.5)  # d0 + d never exceeds the degrees of freedom the sweep holds
     pooled = float((dfs * variances).sum() / dfs.sum())
     log_v, half = np.log(variances), dfs / 2
 
