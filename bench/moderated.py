@@ -4,12 +4,27 @@ A config measured in 2-4 processes has 1-3 degrees of freedom for its own betwee
 t-interval is wide (t up to 12.7) or, by luck, far too narrow. Across a sweep the spread of log throughput is
 usually small and similar, so each config's variance is shrunk toward a prior fitted to every config's
 variance: the empirical-Bayes estimate of limma (Smyth 2004). The prior is a scaled inverse chi-square with
-`d0` degrees of freedom and scale `s0^2`, fitted by the method of moments on log variances; a config's
-moderated variance is (d0 s0^2 + d s^2) / (d0 + d) with d0 + d degrees of freedom.
+`d0` degrees of freedom and scale `s0^2`; a config's moderated variance is (d0 s0^2 + d s^2) / (d0 + d) with
+d0 + d degrees of freedom.
 
-A config whose spread really differs (a jittery, busy or distributed one) must not borrow a small variance
-it does not have: its own variance is tested against the prior (s^2 / s0^2 ~ F(d, d0)), and a config in the
-upper 5% tail keeps its own variance and degrees of freedom. The prior is refitted without such configs.
+What is pooled and what is not, in three steps:
+
+1. **Configs whose spread is larger than the rest's are set aside** (`outliers`): each config's variance is tested
+   against the pooled variance of the *other* configs, F(d, their summed df), so one noisy config (jittery,
+   busy, distributed in a shared pool) among many quiet ones is plain even from two processes; the search goes on
+   past a step that is not significant (Rosner's generalised ESD), so several noisy configs do not hide each other
+   in the others' pool, at a threshold alpha / m that sets aside a config of a sweep whose spreads are alike with
+   probability about alpha in all. They keep their own (Welch) variance and are named in the prior's `excluded`.
+2. **The prior is fitted to the rest by maximum likelihood** (s^2 / s0^2 ~ F(d, d0), Smyth 2004 section 6.2), not
+   by limma's moments of log variances: with one degree of freedom a pair of processes that agree by chance has a
+   log variance far in the lower tail, and that one value made the moments read a homogeneous sweep as very
+   heterogeneous (d0 1.8 instead of 18 on a real 19-config sweep of this VM), so every quiet config borrowed
+   almost nothing. d0 + d is at most the configs' summed degrees of freedom (no more than the data hold).
+3. **Each config is checked against the fitted prior** (`differs_from`: s^2 / s0^2 in the upper 5% of F(d, d0));
+   one in that tail keeps its own variance too. The prior is not refitted without these: dropping the upper 5%
+   of alike spreads would bias s0^2 low (by about a quarter at one degree of freedom).
+
+A config's own Welch interval stays available (Spread.own_var, own_df) beside the moderated one.
 """
 
 from __future__ import annotations
@@ -22,9 +37,10 @@ import numpy as np
 
 from .stats import t_quantile, welch_satterthwaite
 
-# A config's own variance beyond this upper-tail probability under the prior is not pooled.
+# A config's own variance beyond this upper-tail probability under the prior is not pooled; the search for configs
+# noisier than the rest uses it for the whole sweep (alpha / m a step).
 HETEROGENEITY_ALPHA = 0.05
-# The prior's degrees of freedom never exceed those of the configs it was fitted to (limma's cap).
+# Fewer configs than this fit no prior; the search for noisier configs always leaves at least this many.
 MIN_CONFIGS = 3
 
 
@@ -33,7 +49,7 @@ class Prior:
     """The sweep's prior for a config's between-process variance of log throughput."""
 
     s0_sq: float
-    d0: float  # may be math.inf: every config's spread is the same up to sampling noise
+    d0: float  # at most the summed degrees of freedom of the configs it was fitted to
     configs: int  # how many configs it was fitted to
     excluded: tuple = field(default_factory=tuple)  # keys of configs whose spread differs (not pooled)
 
@@ -53,54 +69,74 @@ class Spread:
     own_df: float
 
 
-def _trigamma_inverse(y: float) -> float:
-    """x with trigamma(x) = y (Newton's method, as limma's trigammaInverse)."""
-    from scipy.special import polygamma
+def _likelihood_fit(variances: np.ndarray, dfs: np.ndarray) -> tuple[float, float]:
+    """(s0^2, d0) of the scaled inverse chi-square prior by maximum likelihood: under it each config's variance
+    over s0^2 follows F(d, d0) (Smyth 2004, section 6.2). limma fits by the moments of the log variances, but with
+    one or two degrees of freedom a config whose processes agreed by chance has a log variance far in the lower
+    tail, and that one value makes the moments say "very different spreads" (d0 near 1) for a sweep whose spreads
+    are alike; the likelihood takes such a value for what it is, a likely draw. d0 lies in [0.5, the configs'
+    summed degrees of freedom less the largest one's] (limma allows infinity; here a config's d0 + d never exceeds
+    what the sweep holds, which matters with few configs)."""
+    from scipy.optimize import minimize
+    from scipy.special import betaln
 
-    if y > 1e7:
-        return 1 / math.sqrt(y)
-    if y < 1e-6:
-        return 1 / y
-    x = 0.5 + 1 / y
-    for _ in range(50):
-        tri = float(polygamma(1, x))
-        step = tri * (1 - tri / y) / float(polygamma(2, x))
-        x += step
-        if -step / x < 1e-8:
-            break
-    return x
+    cap = max(float(dfs.sum() - dfs.max()), 0.5)  # d0 + d never exceeds the degrees of freedom the sweep holds
+    pooled = float((dfs * variances).sum() / dfs.sum())
+    log_v, half = np.log(variances), dfs / 2
+
+    def nll(p: np.ndarray) -> float:
+        """Minus the log likelihood of log s0^2 = p[0], log d0 = p[1]: the F(d, d0) log density of s^2 / s0^2, less
+        log s0^2 (its Jacobian), written out (scipy.stats' per-call overhead would dominate)."""
+        d0 = math.exp(p[1])
+        log_x = log_v - p[0]
+        ll = (half * np.log(dfs) + d0 / 2 * p[1] + (half - 1) * log_x
+              - (half + d0 / 2) * np.logaddexp(p[1], np.log(dfs) + log_x) - betaln(half, d0 / 2) - p[0])
+        return -float(ll.sum())
+
+    start = np.array([math.log(pooled), math.log(min(10.0, cap))])
+    # Nelder-Mead: two parameters, no gradient needed (L-BFGS-B's Fortran setup costs more than the fit here)
+    fit = minimize(nll, start, method="Nelder-Mead", bounds=[(None, None), (math.log(0.5), math.log(cap))],
+                   options={"xatol": 1e-3, "fatol": 1e-6})
+    p = fit.x if fit.success or nll(fit.x) <= nll(start) else start
+    return math.exp(p[0]), math.exp(p[1])
+
+
+def outliers(variances, dfs, keys=None, alpha: float = HETEROGENEITY_ALPHA) -> list:
+    """Keys of configs whose spread is larger than the rest's, by a generalised extreme-studentised-deviate search
+    (Rosner 1983) with F tests: step by step the config with the largest ratio of its own variance to the pooled
+    variance of the others still in is set aside (up to half of the configs), each step's upper-tail probability
+    under F(its df, the others' summed df) noted; the outliers are the configs set aside up to the last step whose
+    probability is below alpha / (configs still in at that step). Testing against the others' pooled variance,
+    with their summed degrees of freedom, makes one noisy config among many quiet ones plain even from two
+    processes; going on past a step that is not significant finds several noisy configs that, together in the
+    others' pool, would hide each other (masking); the alpha / m threshold keeps a sweep whose spreads are alike
+    losing a config with probability about alpha in all, so the prior is not fitted to a truncated sample."""
+    from scipy.special import fdtrc
+
+    keys = list(range(len(variances))) if keys is None else list(keys)
+    left = [(k, float(v), float(d)) for k, v, d in zip(keys, variances, dfs) if d >= 1 and v > 0]
+    steps: list[tuple] = []
+    for _ in range(min(len(left) // 2, len(left) - MIN_CONFIGS)):
+        v, d = np.array([x[1] for x in left]), np.array([x[2] for x in left])
+        others_df = d.sum() - d
+        p = fdtrc(d, others_df, v / (((d * v).sum() - d * v) / others_df))
+        worst = int(np.argmin(p))
+        steps.append((left.pop(worst)[0], bool(p[worst] < alpha / (len(left) + 1))))
+    last = max((i for i, (_, significant) in enumerate(steps) if significant), default=-1)
+    return [k for k, _ in steps[: last + 1]]
 
 
 def fit_prior(variances, dfs, keys=None) -> Prior | None:
-    """The prior from configs' own variances (each with its degrees of freedom); configs whose spread is in the
-    prior's upper tail are left out and the prior refitted. None with fewer than MIN_CONFIGS usable configs."""
-    from scipy.special import digamma, polygamma
-
+    """The prior from configs' own variances (each with its degrees of freedom), fitted to the configs that remain
+    once `outliers` left (they are the prior's `excluded`). None with fewer than MIN_CONFIGS usable configs."""
     keys = list(range(len(variances))) if keys is None else list(keys)
     data = [(k, float(v), float(d)) for k, v, d in zip(keys, variances, dfs) if d >= 1 and v > 0]
-    excluded: list = []
-    prior = None
-    for _ in range(5):
-        use = [x for x in data if x[0] not in excluded]
-        if len(use) < MIN_CONFIGS:
-            return None
-        s2 = np.array([x[1] for x in use])
-        d = np.array([x[2] for x in use])
-        e = np.log(s2) - digamma(d / 2) + np.log(d / 2)
-        emean = float(e.mean())
-        evar = float(((e - emean) ** 2).sum() / (e.size - 1) - polygamma(1, d / 2).mean())
-        total_df = float(d.sum())
-        if evar > 0:
-            d0 = min(2 * _trigamma_inverse(evar), total_df)
-            s0_sq = math.exp(emean + float(digamma(d0 / 2)) - math.log(d0 / 2))
-        else:
-            d0, s0_sq = total_df, math.exp(emean)
-        prior = Prior(s0_sq, d0, len(use), tuple(excluded))
-        tail = [k for k, v, dd in data if differs_from(prior, v, dd)]
-        if sorted(map(str, tail)) == sorted(map(str, excluded)):
-            break
-        excluded = tail
-    return prior
+    if len(data) < MIN_CONFIGS:
+        return None
+    excluded = outliers([v for _, v, _ in data], [d for _, _, d in data], [k for k, _, _ in data])
+    use = [x for x in data if x[0] not in excluded]
+    s0_sq, d0 = _likelihood_fit(np.array([v for _, v, _ in use]), np.array([d for _, _, d in use]))
+    return Prior(s0_sq, d0, len(use), tuple(excluded))
 
 
 def differs_from(prior: Prior, var: float, df: float) -> bool:

@@ -20,11 +20,14 @@ from .moderated import SweepSpreads
 from .verdicts import DEFAULT_MARGIN, EQUIVALENT, WINNER, Verdict, judge
 
 
-def judge_all(sides_a: Sequence, sides_b: Sequence, margin: float = DEFAULT_MARGIN) -> list[Verdict]:
+def judge_all(sides_a: Sequence, sides_b: Sequence, margin: float = DEFAULT_MARGIN,
+              context: Sequence = ()) -> list[Verdict]:
     """The verdict of B/A for each config (aligned lists of per-process values), with one prior fitted to every
-    side of every config, as the report does within a sweep."""
+    side of every config and to the `context` configs (judged by nobody, but part of the sweep), as the report
+    does within a sweep."""
     spreads = SweepSpreads({**{("a", i): v for i, v in enumerate(sides_a)},
-                            **{("b", i): v for i, v in enumerate(sides_b)}})
+                            **{("b", i): v for i, v in enumerate(sides_b)},
+                            **{("c", i): v for i, v in enumerate(context)}})
     out = []
     for i, (a, b) in enumerate(zip(sides_a, sides_b)):
         r = spreads.ratio(("b", i), ("a", i))
@@ -50,13 +53,18 @@ class Rate:
 def split_half_aa(configs: Mapping[str, Sequence[float]], trials: int = 20, seed: int = 0,
                   margin: float = DEFAULT_MARGIN) -> Rate:
     """False winners among configs with four or more processes, each split at random into two halves, `trials`
-    times (each trial judges every such config once)."""
+    times (each trial judges every such config once). The prior is fitted, as in the report, to the whole sweep:
+    the halves and, whole, the configs with too few processes to split (a sweep of only the configs that the
+    adaptive plan gave extra processes - the undecided, often the noisiest - would be judged by a different prior
+    than the report's)."""
     rng = np.random.default_rng(seed)
     usable = [np.asarray(v, dtype=float) for v in configs.values() if len(v) >= 4]
+    context = [np.asarray(v, dtype=float) for v in configs.values() if 2 <= len(v) < 4]
     called = judged = 0
     for _ in range(trials if usable else 0):
         halves = [rng.permutation(v) for v in usable]
-        verdicts = judge_all([h[: len(h) // 2] for h in halves], [h[len(h) // 2:] for h in halves], margin)
+        verdicts = judge_all([h[: len(h) // 2] for h in halves], [h[len(h) // 2:] for h in halves], margin,
+                             context)
         called += sum(v.word == WINNER for v in verdicts)
         judged += len(verdicts)
     return Rate(called, judged)

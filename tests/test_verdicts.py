@@ -154,3 +154,40 @@ def test_few_degrees_of_freedom_need_fewer_extra_processes_than_the_width_alone_
     without = extra_processes(1.29, 0.50, 3.31, 0.05, 2, 2)
     with_df = extra_processes(1.29, 0.50, 3.31, 0.05, 2, 2, df=1.0)
     assert without >= 20 and with_df is not None and with_df <= 3
+
+
+def _alike(configs: int, df: int, s0_sq: float) -> list[float]:
+    """Variances of `configs` configs with one spread s0_sq, at evenly spaced quantiles of s0_sq chi2(df) / df: a
+    deterministic sample of what alike configs show."""
+    from scipy.stats import chi2
+
+    return [s0_sq * float(chi2.ppf((i + 0.5) / configs, df)) / df for i in range(configs)]
+
+
+def test_a_pair_of_processes_that_agreed_by_chance_does_not_weaken_the_prior():
+    # 19 alike configs of two processes each, one of whose pairs agreed to five digits: limma's moments of the log
+    # variances read that one value as very different spreads (d0 about 1: nothing to borrow); the likelihood does not
+    variances = _alike(18, 1, 0.05**2) + [0.05**2 * 1e-8]
+    prior = fit_prior(variances, [1.0] * 19, keys=range(19))
+    assert prior.d0 >= 10 and 0.035 < prior.sd < 0.07 and not prior.excluded
+
+
+def test_noisy_configs_keep_their_own_variance_and_the_quiet_majority_gets_a_strong_prior():
+    # 24 quiet configs of three processes (one pair agreed by chance) and 4 whose spread is 5x theirs (jittery,
+    # busy): the noisy ones keep their own variance, the quiet ones borrow a prior fitted to them with many degrees
+    # of freedom. The former moment fit gave d0 below 1: the noisy ones "borrowed" and the quiet ones had nothing.
+    quiet = _alike(23, 2, 0.03**2) + [0.03**2 * 1e-6]
+    noisy = [v * 25 for v in _alike(4, 2, 0.03**2)]
+    prior = fit_prior(quiet + noisy, [2.0] * 28, keys=range(28))
+    assert set(prior.excluded) <= set(range(24, 28)) and prior.configs >= 24
+    assert prior.d0 >= 24 and math.isclose(prior.sd, 0.03, rel_tol=0.15)
+    # the per-config check against the fitted prior costs the largest quiet config (its 5% tail) its borrowing
+    assert sum(moderate(v, 2.0, prior, key=i).pooled for i, v in enumerate(quiet)) >= 23
+    assert not any(moderate(v, 2.0, prior, key=24 + i).pooled for i, v in enumerate(noisy))
+
+
+def test_alike_spreads_lose_no_config_to_the_search_for_noisier_ones():
+    from bench.moderated import outliers
+
+    assert outliers(_alike(40, 1, 0.01), [1.0] * 40) == []
+    assert outliers(_alike(40, 1, 0.01) + [0.01 * 60], [1.0] * 41) == [40]
