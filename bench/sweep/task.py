@@ -21,7 +21,7 @@ NOTEBOOKS = "notebooks"
 
 def notebook_parameters(config: RunConfig, results_dir: Path, task: Task, sweep: dict) -> dict:
     """The benchmark notebook's parameters: the config's fields as `settings` (the notebook repeats no default), and
-    no latency plot (a sweep's process spends its time measuring; its record holds every iteration for a later trace)."""
+    no latency plot (a sweep's process spends its time measuring; the record keeps every iteration for a trace)."""
     settings = {k: v for k, v in config.to_dict().items() if k != "extra"}
     params = {"settings": settings, "results_dir": str(results_dir), "repeat": task.repeat, "attempt": task.attempt,
               "sweep": sweep}
