@@ -160,4 +160,61 @@ def test_the_adaptive_estimate_counts_the_first_iteration_and_the_steady_window_
                     phase_iterations=0)
     flops, peak = 4e9, 100e9
     iteration = flops * 8 / (peak * 0.55)
-    assert estimate_run_s(c, 1, [], flops, peak, overhead_s=0.0, startup_s=0.0) == pytest.approx(4 * iteration)
+    # the first iteration, then MIN_TIMED (6) timed ones: the steady window of 3 counts among them
+    assert estimate_run_s(c, 1, [], flops, peak, overhead_s=0.0, startup_s=0.0) == pytest.approx(7 * iteration)
+
+
+def _run_notebook_calls(monkeypatch, tmp_path, config) -> dict:
+    from bench.sweep import task
+    from bench.sweep.plan import Task
+
+    calls = {}
+    monkeypatch.setattr(task, "execute_masked", lambda notebook, out, **kw: calls.update(notebook=notebook, **kw))
+    task.run_notebook(config, tmp_path, Task(config, 0, 0), {"id": "s"})
+    return calls
+
+
+def test_a_sweep_process_draws_no_plot_and_its_kernel_is_stopped_once_its_cells_ran(monkeypatch, tmp_path):
+    single = _run_notebook_calls(monkeypatch, tmp_path, make_config(framework="torch", model="tiny_cnn"))
+    assert single["parameters"]["plots"] is False  # the record keeps every iteration: the trace can be drawn later
+    assert single["shutdown_kernel"] == "immediate"  # no graceful exit to wait for: the record is written by then
+    ranks = _run_notebook_calls(monkeypatch, tmp_path, make_config(
+        framework="torch", model="tiny_cnn", mode="training", strategy="allreduce", workers=2))
+    assert "plots" not in ranks["parameters"] and ranks["notebook"].name == "distributed.ipynb"
+
+
+def test_the_run_notebook_imports_no_plotting_before_its_run():
+    # a sweep process's start-up is counted against its measurement: matplotlib and the report's views come after
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from bench.paths import PROJECT_ROOT
+
+    notebook = json.loads((PROJECT_ROOT / "notebooks" / "benchmark.ipynb").read_text())
+    before = []
+    for cell in notebook["cells"]:
+        if cell["cell_type"] == "code":
+            source = "".join(cell["source"])
+            before += [line for line in source.splitlines() if line.lstrip().startswith(("from ", "import ", "%"))]
+            if "run(config" in source:
+                break
+    assert before and not any(line.startswith("%") for line in before), before
+    check = "\n".join(before) + "\nimport sys\nassert 'matplotlib' not in sys.modules, 'matplotlib before the run'\n"
+    done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, cwd=PROJECT_ROOT,
+                          env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)})
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+@pytest.mark.parametrize("timed, label", [(3, "75% CI"), (6, "95% CI")])
+def test_the_run_summary_names_the_coverage_its_interval_reached(timed, label):
+    from bench.report.views import run_summary
+    from bench.stats import summarize_latencies
+
+    r = Record.from_json(record(repeat=0, seed=0))
+    r.samples.timed_s = [0.1, 0.11, 0.105, 0.1, 0.102, 0.104][:timed]
+    summary = summarize_latencies(r.samples.timed_s, r.config.batch_size)
+    for key, value in summary.items():
+        setattr(r.summary, key, value)
+    assert f">{label}<" in run_summary(r).data

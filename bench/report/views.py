@@ -1,10 +1,10 @@
-"""What the benchmark notebook shows for one run: a summary table and the per-iteration latency trace."""
+"""What the benchmark notebook shows for one run: a summary table and the per-iteration latency trace (matplotlib is
+imported by the plots only: a sweep's run process shows the summary and draws nothing)."""
 
 from __future__ import annotations
 
 import html
-
-import matplotlib.pyplot as plt
+import math
 
 from ..measurement.flags import FLAG_SCOPE
 from ..results.record import Record
@@ -21,7 +21,8 @@ def run_summary(record: Record):
     if s:
         rows.update({
             "images/s (median)": f"{s.images_per_sec_median:.3f}",
-            "95% CI": f"{s.images_per_sec_ci_low:.3f} - {s.images_per_sec_ci_high:.3f}",
+            # the coverage the median's interval reached: below 95% with fewer than 6 timed iterations
+            f"{_coverage(s.ci_coverage)} CI": f"{s.images_per_sec_ci_low:.3f} - {s.images_per_sec_ci_high:.3f}",
             "latency p50/p90/p99 (ms)": f"{s.latency_ms_p50:.2f} / {s.latency_ms_p90:.2f} / {s.latency_ms_p99:.2f}",
             "timed iterations": f"{s.n} ({samples.timed_stop or ''})",
             "warm-up iterations": f"{len(samples.warmup_s)} ({samples.warmup_stop or ''})",
@@ -34,6 +35,11 @@ def run_summary(record: Record):
     return HTML(f"<table>{body}</table>")
 
 
+def _coverage(coverage: float | None) -> str:
+    """The interval's label: 95% where it reached that, else the coverage it has (75% for three iterations)."""
+    return "95%" if coverage is None or coverage >= 0.95 else f"{math.floor(coverage * 1000) / 10:g}%"
+
+
 def _flagged(record: Record) -> bool:
     """The run's own throughput is flagged (disturbed, a failed certificate, ...): its figure says so."""
     return any(FLAG_SCOPE.get(f.name, "throughput") == "throughput" for f in record.flags)
@@ -41,6 +47,8 @@ def _flagged(record: Record) -> bool:
 
 def plot_latency_trace(record: Record):
     """Latency of every iteration in order; the warm-up is shaded so its effect is visible."""
+    import matplotlib.pyplot as plt  # lazily: the run notebook imports this module after its run, for the summary
+
     warm, timed = record.samples.warmup_s, record.samples.timed_s
     fig, ax = plt.subplots(figsize=(8, 3.2))
     if not warm and not timed:
@@ -100,6 +108,8 @@ def rank_table(record: Record):
 
 def plot_rank_phases(record: Record):
     """Stacked median phase times per rank: where each rank's step went."""
+    import matplotlib.pyplot as plt
+
     ranks = [r for r in (record.distributed.ranks if record.distributed else []) if r.phases_median_ms]
     fig, ax = plt.subplots(figsize=(8, 1.2 + 0.5 * max(1, len(ranks))))
     if not ranks:

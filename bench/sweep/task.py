@@ -20,10 +20,12 @@ NOTEBOOKS = "notebooks"
 
 
 def notebook_parameters(config: RunConfig, results_dir: Path, task: Task, sweep: dict) -> dict:
-    """The benchmark notebook's parameters: the config's fields as `settings` (the notebook repeats no default)."""
+    """The benchmark notebook's parameters: the config's fields as `settings` (the notebook repeats no default), and
+    no latency plot (a sweep's process spends its time measuring; the record keeps every iteration for a trace)."""
     settings = {k: v for k, v in config.to_dict().items() if k != "extra"}
-    return {"settings": settings, "results_dir": str(results_dir), "repeat": task.repeat, "attempt": task.attempt,
-            "sweep": sweep}
+    params = {"settings": settings, "results_dir": str(results_dir), "repeat": task.repeat, "attempt": task.attempt,
+              "sweep": sweep}
+    return params if config.distributed else {**params, "plots": False}  # the distributed notebook has no such cell
 
 
 def executed_notebook_path(config: RunConfig, results_dir: Path, repeat: int = 0, attempt: int = 0) -> Path:
@@ -42,7 +44,10 @@ def run_notebook(config: RunConfig, results_dir: Path, task: Task, sweep: dict) 
     notebook = DISTRIBUTED_NOTEBOOK if config.distributed else BENCHMARK_NOTEBOOK
     execute_masked(notebook, out, parameters=notebook_parameters(config, results_dir, task, sweep),
                    kernel_name=ADAPTERS.get(config.framework).kernel_for(config.device), cwd=str(PROJECT_ROOT),
-                   progress_bar=False, request_save_on_cell_execute=True)  # an interrupted run keeps its notebook
+                   progress_bar=False, request_save_on_cell_execute=True,  # an interrupted run keeps its notebook
+                   # its record is written and the notebook saved by then: the kernel is stopped at once instead of
+                   # being asked to exit (a framework's exit handlers and threads can take seconds)
+                   shutdown_kernel="immediate")
 
 
 def _failure_reason(exc: BaseException) -> str:
