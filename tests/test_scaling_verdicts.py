@@ -48,7 +48,7 @@ def test_a_clear_efficiency_is_decided_and_stated(tmp_path):
 
 
 def test_an_efficiency_the_data_cannot_tell_is_undecided_clipped_and_says_what_would_decide_it(tmp_path):
-    data, t = _scaling(tmp_path, 0.35, repeats=2)
+    data, t = _scaling(tmp_path, 0.5, repeats=2)  # pooled over the 3 configs, 0.35 already decides
     ar = t.loc[("allreduce", 2)]
     assert ar["eff_verdict"].word == UNDECIDED
     # the interval as computed passes what weak scaling can reach; the one shown stops there, marked
