@@ -292,3 +292,16 @@ def test_the_record_section_comes_from_the_stages_timelines():
     assert section["predicted"]["step_s"] is None  # no link measured
     assert section["measured_step_s"] == 1.0 and section["schedule"] == "Schedule1F1B"
     assert len(section["expected_timeline"]) == 2 and section["timeline"][0] == [["forward", 0, 0.0, 0.1]]
+
+
+def test_the_timing_pass_runs_through_units_that_start_in_place():
+    # ResNet's ReLU(inplace=True) is a unit of its own: timed on an input that needs grad, it must not write into a leaf
+    import torch
+
+    from bench.adapters.torch.pipeline import build_torch_model, model_units, unit_times
+
+    units = model_units(build_torch_model("resnet18"))
+    before = [p.detach().clone() for u in units for p in u.parameters()]
+    times = unit_times(torch, units, torch.randn(2, 3, 32, 32))
+    assert len(times) == len(units) and all(t > 0 for t in times)
+    assert all(torch.equal(a, p) for a, p in zip(before, (p for u in units for p in u.parameters())))

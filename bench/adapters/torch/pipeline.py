@@ -108,7 +108,8 @@ def unit_times(torch, units: list, x) -> list[float]:
             # a later stage's backward also computes its input's gradient (sent back): the first stage's does not
             leaf = inp.detach().requires_grad_(index > 0 and inp.is_floating_point())
             t0 = time.perf_counter()
-            y = unit(leaf)
+            # through a copy: a unit that starts in place (ResNet's ReLU) may not write into a leaf needing grad
+            y = unit(leaf.clone() if leaf.requires_grad else leaf)
             if y.requires_grad:
                 y.float().sum().backward()
             if k:
