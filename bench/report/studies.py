@@ -218,7 +218,7 @@ CLAIMS = [
     Claim("thesis", "Layer pipelining: the split model fed micro-batches so the stages work at once",
           lambda d, claim: _strategies(d, ("gpipe", "1f1b")), "Parallelism strategies", "",
           "`make report` (GPipe and 1F1B at m = 4); `make sweep PROFILE=parallelism` (model parallel as m = 1, "
-          "m = 4 and 8, a time-balanced cut)"),
+          "m = 2, 4 and 8, a time-balanced cut)"),
     Claim("thesis", "Downpour SGD (DistBelief): asynchronous SGD through a parameter server",
           lambda d, claim: _strategies(d, ("ps_async",)), "Distributed: accuracy over time (details)", "",
           "`make report PROFILE=distributed` (TensorFlow's asynchronous parameter server, digits MLP)"),

@@ -35,7 +35,7 @@ def render(d) -> Section:
     here = (f"Measured here: {', '.join(names)}" + (f" at m = {', '.join(map(str, ms))}" if ms else "")
             + (f", over {links[0]}" if len(links) == 1 else "")
             + (f"; not measured here: {', '.join(missing)}" if missing else "")
-            + "; model parallel (m = 1), m = 4 and 8 and a cut balanced by measured time: "
+            + "; model parallel (m = 1), m = 2, 4 and 8 and a cut balanced by measured time: "
               "`make sweep PROFILE=parallelism && make render`.")
     return Section([heading("Parallelism strategies", INTRO), Text(here), bullets(parallelism.findings(t)),
                     Table(parallelism.for_display(t)),
