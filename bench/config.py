@@ -136,8 +136,7 @@ class RunConfig:
     """One run. Fields left as None are resolved from the defaults when the object is built.
 
     warmup/iterations mean: `seed` protocol - exact counts; `adaptive` - the warm-up cap and the
-    minimum number of timed iterations, never fewer than 6 (measurement/loop.py MIN_TIMED: the fewest whose
-    median has a 95% interval); timing continues until the CI target or the budget.
+    minimum number of timed iterations (timing continues until the CI target or the budget).
     """
 
     framework: str

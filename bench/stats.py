@@ -31,15 +31,6 @@ def _binom_half_pmf(n: int, k: int) -> float:
     return math.exp(math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1) - n * math.log(2.0))
 
 
-def interval_min_n(confidence: float = 0.95) -> int:
-    """The fewest samples whose median's distribution-free interval reaches `confidence` (6 at 95%: the range of n
-    samples covers the median with probability 1 - 2 / 2^n)."""
-    n = 1
-    while 1.0 - 2.0 * 0.5 ** n < confidence:
-        n += 1
-    return n
-
-
 def ci_relative_halfwidth(samples, confidence: float = 0.95) -> float:
     """Half the width of the median's interval relative to the median; infinite while too few samples exist for
     the interval to reach `confidence` (fewer than 6 at 95%): a target is never "met" by an interval that is only

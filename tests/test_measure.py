@@ -3,8 +3,7 @@
 import itertools
 
 from bench import make_config
-from bench.measurement.loop import MIN_TIMED, measure
-from bench.stats import summarize_latencies
+from bench.measurement.loop import measure
 
 
 def _cfg(**kw):
@@ -41,7 +40,7 @@ def test_adaptive_warmup_cap():
 def test_adaptive_first_iteration_is_warm_up_even_past_the_budget():
     clock = itertools.count(0.0, 100.0)  # every clock read is 100 s later: the budget is gone at once
     s = measure(lambda: 1.0, _cfg(time_budget_s=10.0, iterations=3), clock=lambda: next(clock))
-    assert s.warmup_s == [1.0] and s.warmup_stop == "steady" and len(s.timed_s) == 6  # MIN_TIMED, not 3
+    assert s.warmup_s == [1.0] and s.warmup_stop == "steady" and len(s.timed_s) == 3
 
 
 def _slow_step(times):
@@ -91,12 +90,5 @@ def test_ci_target_is_never_met_by_fewer_iterations_than_a_95_percent_interval_n
     clock = itertools.count(0.0, 1.0)
     s = measure(lambda: 1.0, _cfg(iterations=3, time_budget_s=1000.0), clock=lambda: next(clock))
     assert s.timed_stop == "CI target met" and len(s.timed_s) == 6
-
-def test_a_spent_budget_still_times_enough_iterations_for_a_95_percent_interval():
-    # a budget spent by the steady window alone: timing goes on to 6 iterations (the fewest whose median has a 95%
-    # interval), then stops on the budget; before, 3 iterations' range (75% coverage) was each process's interval
-    noisy = itertools.chain([5.0], itertools.cycle([1.0, 1.05, 1.0, 1.08, 0.95]))
-    clock = itertools.count(0.0, 1.0)
-    s = measure(lambda: next(noisy), _cfg(iterations=3, time_budget_s=2.0, ci_target=0.001), clock=lambda: next(clock))
-    assert s.timed_stop == "time budget" and len(s.timed_s) == MIN_TIMED == 6
-    assert summarize_latencies(s.timed_s, 1)["ci_coverage"] >= 0.95
+    short = measure(lambda: 1.0, _cfg(iterations=3, time_budget_s=2.0), clock=lambda: next(clock))
+    assert short.timed_stop == "time budget" and len(short.timed_s) < 6

@@ -160,8 +160,7 @@ def test_the_adaptive_estimate_counts_the_first_iteration_and_the_steady_window_
                     phase_iterations=0)
     flops, peak = 4e9, 100e9
     iteration = flops * 8 / (peak * 0.55)
-    # the first iteration, then MIN_TIMED (6) timed ones: the steady window of 3 counts among them
-    assert estimate_run_s(c, 1, [], flops, peak, overhead_s=0.0, startup_s=0.0) == pytest.approx(7 * iteration)
+    assert estimate_run_s(c, 1, [], flops, peak, overhead_s=0.0, startup_s=0.0) == pytest.approx(4 * iteration)
 
 
 def _run_notebook_calls(monkeypatch, tmp_path, config) -> dict:

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..config import RunConfig
-from ..stats import ci_relative_halfwidth, interval_min_n
+from ..stats import ci_relative_halfwidth
 
 WARMUP_TOLERANCE = 0.10
 # The first iteration is never steady state (allocation, tracing, compilation): it is always warm-up.
@@ -15,10 +15,6 @@ MIN_WARMUP = 1
 # Steady: this many consecutive iterations after the warm-up, their range within WARMUP_TOLERANCE of their median.
 # Three, not two: a pair agrees by chance as often as it is steady, and a trend shows in three.
 STEADY_WINDOW = 3
-# The adaptive protocol times at least this many iterations whatever its time budget: the fewest whose median's interval
-# reaches 95% (6), so every process's own interval means what its label says and a CI target can be met. The steady
-# window counts among them; a sweep process spends about as long as with 3 (the start-up it no longer waits for).
-MIN_TIMED = interval_min_n(0.95)
 
 
 def steady_start(times: list[float], cap: int, tolerance: float = WARMUP_TOLERANCE,
@@ -80,11 +76,10 @@ def measure(timed_iteration: Callable[[], float], config: RunConfig,
             warm, s.warmup_stop = min(n, cap), "half the time budget"
             break
     s.warmup_s, s.timed_s = times[:warm], times[warm:]
-    # Timed: at least `iterations` (and MIN_TIMED), then until the CI target is met or the budget ends.
-    floor = max(config.iterations, MIN_TIMED)
+    # Timed: at least `iterations`, then until the CI target is met or the budget ends.
     while True:
         n = len(s.timed_s)
-        if n >= floor:
+        if n >= config.iterations:
             if ci_relative_halfwidth(s.timed_s) <= config.ci_target:
                 s.timed_stop = "CI target met"
                 break

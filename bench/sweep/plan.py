@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from ..config import RunConfig
 from ..measurement.flags import FLAG_SCOPE
-from ..measurement.loop import MIN_TIMED, MIN_WARMUP, STEADY_WINDOW
+from ..measurement.loop import MIN_WARMUP, STEADY_WINDOW
 from ..moderated import SweepSpreads
 from ..results.record import Record
 from ..results.store import counted_attempts
@@ -100,7 +100,7 @@ def estimate_run_s(config: RunConfig, repeat: int, history_s: list[float], flops
         loop = iteration * (config.warmup + config.iterations)
     else:  # a steady run: the first iteration, then the minimum timed ones (the steadiness window counts among them);
         # the budget when the CI target is not met
-        steady = MIN_WARMUP + max(STEADY_WINDOW, config.iterations, MIN_TIMED)
+        steady = MIN_WARMUP + max(STEADY_WINDOW, config.iterations)
         loop = max(iteration * steady, config.time_budget_s)
     phases = iteration * config.phase_iterations * PHASE_STEP_COST[config.mode] if repeat == 0 else 0.0
     ceiling = FILES_CEILING_S if config.data == "files" and repeat == 0 else 0.0
