@@ -201,8 +201,8 @@ def test_sandblasters_per_step_batch_count_is_never_printed_as_its_throughput(tm
     # one L-BFGS iteration works through the whole training set: batch x workers per step is not its rate
     recs = []
     for rep in range(2):
-        recs += [dist_record("allreduce", 2, 100.0, rep, comm_ms=5.0), dist_record("sandblaster", 2, 400.0, rep, model="digits_mlp",
-                                                                               image_size=8)]
+        recs += [dist_record("allreduce", 2, 100.0, rep, comm_ms=5.0),
+                 dist_record("sandblaster", 2, 400.0, rep, model="digits_mlp", image_size=8)]
     write(recs, tmp_path)
     shown = S.scaling_for_display(load(tmp_path).scaling.table)
     cells = dict(zip(shown["run"], shown["images/s [95% CI]"]))
