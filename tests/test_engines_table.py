@@ -32,3 +32,9 @@ def test_each_framework_gets_its_best_engine_with_its_gemm_peak_share_and_int8_i
     assert list(shown["GEMM-peak share (int8: speed-up)"]) == ["12%", "int8 2.00x over fp32"]
     assert shown.iloc[0]["vs runner-up"].startswith("winner: 1.15x")
     assert engines_table(configs[configs["framework"] == "onnxruntime"].iloc[:1]).empty
+
+
+def test_an_int8_row_with_one_engine_says_nothing_of_a_runner_up():
+    configs = pd.DataFrame([_row("onnxruntime", "all", "fp32", 26.0, 0.21), _row("onnxruntime", "all", "int8", 52.0)])
+    shown = engines.render(type("D", (), {"configs": configs, "margin": 0.05})()).blocks[1].frame
+    assert list(shown["vs runner-up"]) == [""] and "nan" not in shown.to_string()

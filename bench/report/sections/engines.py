@@ -18,7 +18,7 @@ INTRO = ("Per framework measured with several engines (eager, compiled, graph, e
 
 def _display(r) -> dict:
     vs = ""
-    if r["runner-up"]:
+    if isinstance(r["runner-up"], str) and r["runner-up"]:  # a frame's missing cell is NaN, which is truthy
         ci = ci_range(r["ci_low"], r["ci_high"])
         vs = f"{r['verdict']}: {factor(r['speed-up'])}" + (f" [{ci}]" if ci else "") + f" vs {r['runner-up']}"
     share = number(r["utilisation"], ".0%")
