@@ -25,7 +25,11 @@ from bench.report.style import ALL_FLAGGED
 from .synthetic import default_profile_records, record, write
 
 BUSY = {"name": "disturbed", "reason": "other processes used 45% of the CPUs during the timed loop (limit 10%)"}
-MAX_PAGES = 15
+# The default report's page budget. 15 until 2026-11-27, when the input-pipeline section's per-framework loader
+# table, the compared-frameworks finding and the CPU features line joined the default (this fixture report: 18
+# pages; the real 2-core VM's, with its int8, parallelism and input sections: 22): a reader's budget, not a layout
+# accident, so a section that adds pages must take some elsewhere.
+MAX_PAGES = 18
 
 
 @pytest.fixture(scope="module")
@@ -120,7 +124,7 @@ def _pdf_text(pdf, first=None, last=None) -> str:
                           check=True).stdout
 
 
-def test_the_default_profile_s_report_fits_in_about_fifteen_pages(default_report):
+def test_the_default_profile_s_report_fits_in_its_page_budget(default_report):
     info = subprocess.run(["pdfinfo", str(default_report / "report.pdf")], capture_output=True, text=True).stdout
     pages = int(re.search(r"Pages:\s+(\d+)", info).group(1))
     assert pages <= MAX_PAGES, f"{pages} pages"

@@ -68,7 +68,10 @@ def table(records: list[Record], scaling_table: pd.DataFrame, margin: float = DE
         same = scaling_table[(scaling_table["model"] == model) & (scaling_table["image_size"] == size)
                              & (scaling_table["host"] == host) & (scaling_table["link"] == "loopback")]
         one = same[(same["strategy"] == "independent") & (same["workers"] == 1)]
-        dp = same[(same["strategy"] == DATA_PARALLEL) & (same["global_batch"] == batch)]
+        # several data-parallel configs (e.g. the default profile's and PROFILE=parallelism's): the one measured in
+        # the most processes is the baseline, never one whose single process gives no interval
+        dp = same[(same["strategy"] == DATA_PARALLEL) & (same["global_batch"] == batch)].sort_values(
+            "processes", ascending=False, kind="stable")
         for _, row in pd.concat([one, dp, g]).iterrows():
             rows.append(_row(row, facts.get(row["config_key"], {}), dp, margin, spreads))
     return pd.DataFrame(rows)
