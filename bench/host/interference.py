@@ -85,6 +85,16 @@ def busiest_others(before: dict, after: dict, top: int | None = None) -> str | N
     return ", ".join(named) or None
 
 
+def _cpu_s(pids) -> float:
+    """User + system CPU seconds of the processes `pids` (one that exited between listing and reading counts 0)."""
+    total = 0.0
+    for pid in pids:
+        with contextlib.suppress(psutil.Error):
+            t = psutil.Process(pid).cpu_times()
+            total += t.user + t.system
+    return total
+
+
 def _own_cpu_s() -> float:
     """CPU seconds of this process, its children that ended, and its live descendants (a `files` run's loader
     workers decode for the step: their CPU is the run's own, never another process's)."""
@@ -92,12 +102,7 @@ def _own_cpu_s() -> float:
     for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
         r = resource.getrusage(who)
         total += r.ru_utime + r.ru_stime
-    with contextlib.suppress(psutil.Error):
-        for child in psutil.Process().children(recursive=True):
-            with contextlib.suppress(psutil.Error):
-                t = child.cpu_times()
-                total += t.user + t.system
-    return total
+    return total + _cpu_s(_own_pids() - {os.getpid()})
 
 
 class InterferenceMonitor:
@@ -225,15 +230,7 @@ class TreeSampler:
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _tree_cpu_s(self) -> float:
-        me = psutil.Process()
-        total = 0.0
-        for p in [me, *me.children(recursive=True)]:
-            try:
-                t = p.cpu_times()
-                total += t.user + t.system
-            except psutil.Error:  # exited between listing and reading
-                pass
-        return total
+        return _cpu_s(_own_pids())
 
     def _run(self) -> None:
         while not self._stop.is_set():
