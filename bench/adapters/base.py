@@ -22,6 +22,7 @@ from .workload import (  # noqa: F401 - the adapter interface's names, where ada
     CertificateFacts,
     InferenceRuntimeWorkload,
     Workload,
+    step_is_forward,
     subtractive_phases,
     timed_phases,
 )

@@ -4,9 +4,10 @@ it syncs before a clock read, what it reads back for the fairness certificate; p
 from __future__ import annotations
 
 import resource
+import statistics
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -35,6 +36,12 @@ class CertificateFacts:
     def of(cls, settings: Mapping[str, Any]) -> CertificateFacts:
         """The facts a workload's `settings` state under these names (any other setting is the record's only)."""
         return cls(**{f.name: settings.get(f.name) for f in fields(cls)})
+
+
+def step_is_forward(mode: str, data: str) -> bool:
+    """Whether one step is the forward alone (inference on device-resident data): its only phase is the step the
+    timed loop already timed, so the phase pass costs nothing (the sweep's estimate counts none)."""
+    return mode == "inference" and data == "device"
 
 
 class Workload(ABC):
@@ -126,9 +133,27 @@ class Workload(ABC):
         self.sync()
         return time.perf_counter() - t0
 
-    def phases(self, iterations: int) -> dict[str, list[float]]:
-        """Per-phase seconds from a separate instrumented pass ({} when not applicable)."""
+    def phases(self, iterations: int, step_s: Sequence[float] = ()) -> dict[str, list[float]]:
+        """Per-phase seconds from a separate instrumented pass ({} when not applicable). `step_s`: the timed loop's
+        own seconds of the whole step, given where `loop_phase` is "step" (subtractive_phases then times no step)."""
         return {}
+
+    # Whether the phase pass of a training step times the whole compiled step beside forward and forward+backward
+    # (subtractive_phases: TensorFlow, JAX, MXNet), rather than forward, backward and update apart (PyTorch).
+    subtractive = False
+
+    def loop_phase(self) -> str | None:
+        """The phase that is the whole step exactly as the timed loop ran it, or None. On device-resident data an
+        inference step is its forward alone ("forward") and a compiled training step is subtractive_phases's "step":
+        the phase pass takes that phase from the timed loop's own samples instead of running the step again (a
+        ResNet-50 step at batch 32 repeated after the loop cost as much as a timed one). Host-fed and file-fed steps
+        hold their batch's copy or read, which the pass times apart: None."""
+        config = getattr(self, "config", None)
+        if config is None or config.data != "device" or type(self).phases is Workload.phases:
+            return None  # a workload without a phase pass (TFLite, null) gets none from the loop either
+        if step_is_forward(config.mode, config.data):
+            return "forward"
+        return "step" if self.subtractive else None
 
     def weights_checksum(self) -> float | None:
         """A sum over the trainable weights (None: this workload does not train), read before and
@@ -175,7 +200,7 @@ class InferenceRuntimeWorkload(Workload):
 
             self.feed = decode_pool_feed(self.config)
 
-    def phases(self, iterations: int) -> dict[str, list[float]]:
+    def phases(self, iterations: int, step_s: Sequence[float] = ()) -> dict[str, list[float]]:
         return timed_phases(["forward"], self.sync, [self.step], iterations)  # files: the step includes its batch
 
 
@@ -193,20 +218,27 @@ def timed_phases(names: list[str], sync, fns, iterations: int) -> dict[str, list
 
 
 def subtractive_phases(sync, iterations: int, forward, forward_backward=None, step=None,
-                       prefix: tuple = ()) -> dict[str, list[float]]:
+                       prefix: tuple = (), step_s: Sequence[float] = ()) -> dict[str, list[float]]:
     """Phases of a compiled step that cannot be cut apart: time forward (+loss), forward+backward
     (gradients) and the whole fused step, each as its own compiled function; backward = (forward+backward)
     - forward, update = step - (forward+backward). `prefix`: (name, fn) pairs timed first (e.g. h2d).
-    Inference: forward only."""
+    `step_s`: the timed loop's own seconds of this very step (Workload.loop_phase "step"): the whole step is their
+    median, and the pass neither warms nor times the step again. Inference: forward only."""
     names, fns = [n for n, _ in prefix], [f for _, f in prefix]
     if forward_backward is None:
         return timed_phases(names + ["forward"], sync, fns + [forward], iterations)
-    # Run each function once first: a function the timed loop never called would be timed tracing.
-    for fn in (forward, forward_backward, step):
+    # Run each function once first: a function the timed loop never called would be timed tracing (the step
+    # itself the timed loop called).
+    for fn in (forward, forward_backward) + (() if step_s else (step,)):
         fn()
     sync()
-    raw = timed_phases(names + ["forward", "forward+backward", "step"], sync,
-                       fns + [forward, forward_backward, step], iterations)
+    if step_s:
+        raw = timed_phases(names + ["forward", "forward+backward"], sync, fns + [forward, forward_backward],
+                           iterations)
+        raw["step"] = [statistics.median(step_s)] * iterations  # the headline's own median step
+    else:
+        raw = timed_phases(names + ["forward", "forward+backward", "step"], sync,
+                           fns + [forward, forward_backward, step], iterations)
     fb, whole = raw.pop("forward+backward"), raw.pop("step")
     raw["backward"] = [max(0.0, t - f) for t, f in zip(fb, raw["forward"])]
     raw["update"] = [max(0.0, s - t) for s, t in zip(whole, fb)]

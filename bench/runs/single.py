@@ -130,18 +130,31 @@ def _measure_into(record: Record, adapter, config: RunConfig, results_dir: Path)
     fill(record, config, measured, utilise, before_checks=lambda r: _phases(r, workload, config))
 
 
+PASS_METHOD = "separate instrumented pass after the timed loop, device synced around each phase"
+# Where the step is one of its phases (Workload.loop_phase), that phase's samples are the timed loop's own.
+LOOP_METHOD = {
+    "forward": "the timed loop's own steps (an inference step on device-resident data is its forward alone: no "
+               "separate pass)",
+    "step": PASS_METHOD + "; the whole step is the timed loop's median (the same compiled step, not run again)",
+}
+
+
 def _phases(record: Record, workload, config: RunConfig) -> None:
     """Phases once per config (the first repetition): the pass costs several steps and the headline number never
-    depends on it."""
+    depends on it. A phase that is the whole step is taken from the timed loop rather than run again."""
     if not config.phase_iterations or record.repeat != 0:
         return
     t0 = time.perf_counter()
-    raw = workload.phases(config.phase_iterations)
+    loop_phase, timed = workload.loop_phase(), list(record.samples.timed_s)
+    if loop_phase == "forward":
+        raw = {"forward": timed}
+    else:
+        raw = workload.phases(config.phase_iterations, step_s=timed if loop_phase == "step" else ())
     record.startup.phases_s = time.perf_counter() - t0
     if raw:
         record.phases = Phases(
-            iterations=config.phase_iterations,
-            method="separate instrumented pass after the timed loop, device synced around each phase",
+            iterations=max(len(v) for v in raw.values()),
+            method=LOOP_METHOD.get(loop_phase, PASS_METHOD),
             median_ms={k: float(np.median(v)) * 1e3 for k, v in raw.items()},
             samples_s=raw,
         )

@@ -123,7 +123,9 @@ class JaxWorkload(Workload):
         if self.out is not None:
             self.jax.block_until_ready(self.out)
 
-    def phases(self, iterations: int) -> dict[str, list[float]]:
+    subtractive = True
+
+    def phases(self, iterations: int, step_s=()) -> dict[str, list[float]]:
         t, nt = self.trainable, self.non_trainable
         if not self.training:
             return subtractive_phases(self.sync, iterations, forward=lambda: self._keep(self._infer(t, nt, self.x)))
@@ -131,7 +133,7 @@ class JaxWorkload(Workload):
             self.sync, iterations,
             forward=lambda: self._keep(self._loss(self.trainable, self.non_trainable, self.x, self.y)),
             forward_backward=lambda: self._keep(self._grad(self.trainable, self.non_trainable, self.x, self.y)),
-            step=self.step)
+            step=self.step, step_s=step_s)
 
     def _keep(self, out) -> None:
         self.out = out

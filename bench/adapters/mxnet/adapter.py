@@ -126,7 +126,9 @@ class MXNetWorkload(Workload):
     def sync(self) -> None:
         self.mx.nd.waitall()
 
-    def phases(self, iterations: int) -> dict[str, list[float]]:
+    subtractive = True
+
+    def phases(self, iterations: int, step_s=()) -> dict[str, list[float]]:
         if not self.training:
             return subtractive_phases(self.sync, iterations, forward=lambda: self.net(self.x))
 
@@ -134,7 +136,7 @@ class MXNetWorkload(Workload):
             self._forward_loss(self.x).backward()
 
         return subtractive_phases(self.sync, iterations, forward=lambda: self._forward_loss(self.x),
-                                  forward_backward=forward_backward, step=self.step)
+                                  forward_backward=forward_backward, step=self.step, step_s=step_s)
 
     def weights_checksum(self) -> float | None:
         if not self.training:

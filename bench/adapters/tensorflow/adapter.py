@@ -139,7 +139,9 @@ class TFWorkload(Workload):
         if self.needs_sync:
             self.tf.test.experimental.sync_devices()
 
-    def phases(self, iterations: int) -> dict[str, list[float]]:
+    subtractive = True
+
+    def phases(self, iterations: int, step_s=()) -> dict[str, list[float]]:
         """Subtractive split, each part timed as the compiled function the timed loop runs (timing the
         update as its own function ran it outside the fused step and cost 60x more than torch's)."""
         name = {"host": "h2d", "files": "data"}.get(self.config.data)
@@ -147,7 +149,7 @@ class TFWorkload(Workload):
         if not self.training:
             return subtractive_phases(self.sync, iterations, lambda: self._infer(self.x), prefix=prefix)
         return subtractive_phases(self.sync, iterations, lambda: self._fwd_loss(self.x), lambda: self._grads(self.x),
-                                  lambda: self._train(self.x), prefix=prefix)
+                                  lambda: self._train(self.x), prefix=prefix, step_s=step_s)
 
     def weights_checksum(self) -> float | None:
         if not self.training:
