@@ -97,6 +97,6 @@ def test_ci_target_is_never_met_by_fewer_iterations_than_a_95_percent_interval_n
 def test_the_time_budget_counts_from_the_end_of_the_first_iteration():
     # a 5 s trace (the first iteration, start-up kept apart as first_iteration_s) then 0.5 s steps, a 4 s budget:
     # the budget counted from the start was spent by the trace alone, leaving the 3 steps of the steadiness window
-    step, clock = _slow_step(itertools.chain([5.0], itertools.repeat(0.5)))
-    s = measure(step, _cfg(warmup=3, iterations=3, time_budget_s=4.0, ci_target=0.0), clock=clock)
-    assert s.warmup_s == [5.0] and s.timed_stop == "time budget" and len(s.timed_s) == 9  # 4 s of steps, then one
+    step, clock = _slow_step(itertools.chain([5.0], itertools.cycle([0.5, 0.52, 0.48])))
+    s = measure(step, _cfg(warmup=3, iterations=3, time_budget_s=4.0, ci_target=0.001), clock=clock)
+    assert s.warmup_s == [5.0] and s.timed_stop == "time budget" and len(s.timed_s) == 8  # just over 4 s of steps
