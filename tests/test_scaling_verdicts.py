@@ -40,7 +40,7 @@ def test_a_clear_efficiency_is_decided_and_stated(tmp_path):
     assert ar["comm_cost_ms"] == pytest.approx(50.0, rel=0.05)
     text = " ".join(S.findings(data))
     assert "allreduce x2 (loopback; 25 MB buckets): scaling efficiency 50% [" in text
-    # the one verdict form (bench/verdicts.py: phrase): the word first, then its direction; never 'below linear (winner)'
+    # the one verdict form (bench/verdicts.py: phrase): the word, then its direction; never 'below linear (winner)'
     assert "scaling efficiency 50% [49%-51%]: winner: below linear" in text
     assert "communication cost 50 ms per step [" in text and "]: winner: costs time" in text
     assert "(winner)" not in text

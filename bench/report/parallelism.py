@@ -14,6 +14,7 @@ from ..config import PIPELINE_STRATEGIES
 from ..moderated import SweepSpreads
 from ..results.record import Record, as_records
 from ..stats import process_ratio
+from ..values import listed
 from ..verdicts import DEFAULT_MARGIN, judge, said
 from .scaling import efficiency_text, spreads_of
 
@@ -253,14 +254,14 @@ def coverage_text(t: pd.DataFrame) -> str:
     measured = []
     for name, g in t.groupby("name", sort=False):
         ms = sorted({int(m) for m in g["micro_batches"].dropna()})
-        measured.append(name + (f" at m = {_listed(ms)}" if ms else ""))
+        measured.append(name + (f" at m = {listed(ms)}" if ms else ""))
     links = sorted(set(t["link"].dropna()))
-    text = "Measured here" + (f" over {links[0]}" if len(links) == 1 else "") + f": {_listed(measured)}."
+    text = "Measured here" + (f" over {links[0]}" if len(links) == 1 else "") + f": {listed(measured)}."
     missing = [] if (t["strategy"] == "model_parallel").any() else ["model parallel (m = 1)"]
     for strategy in ("gpipe", "1f1b"):
         ran = {int(m) for m in t.loc[t["strategy"] == strategy, "micro_batches"].dropna()}
         if rest := [m for m in PROFILE_MS if m not in ran]:
-            missing.append(f"{STRATEGY_NAMES[strategy]} at m = {_listed(rest)}")
+            missing.append(f"{STRATEGY_NAMES[strategy]} at m = {listed(rest)}")
     if not t["name"].str.contains("time-balanced", regex=False).any():
         missing.append("a cut balanced by measured time")
     if missing:
@@ -268,10 +269,6 @@ def coverage_text(t: pd.DataFrame) -> str:
                  "measures them.")
     return text
 
-
-def _listed(items) -> str:
-    items = [str(i) for i in items]
-    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
 def timelines(t: pd.DataFrame) -> list[dict]:

@@ -7,6 +7,7 @@ import pandas as pd
 from ...adapters import ADAPTERS
 from ...measurement import flags as checks
 from ...measurement.certificate import parity_table
+from ...values import listed
 from ...verdicts import DEFAULT_MARGIN, EQUIVALENT, UNDECIDED, WINNER
 from .. import estimates
 from ..answer import page_rows
@@ -33,7 +34,7 @@ def compared_findings(rows: pd.DataFrame) -> list[str]:
         parts = []
         for frameworks, batches in sets.items():
             sized = [b for b in batches if b != "best"]
-            what = (f"batch{'es' if len(sized) > 1 else ''} {_listed(sized)}" if sized else "")
+            what = (f"batch{'es' if len(sized) > 1 else ''} {listed(sized)}" if sized else "")
             what += (" and " if sized and "best" in batches else "") + (
                 "each framework at its best batch" if "best" in batches else "")
             parts.append(f"{what}: {frameworks}")
@@ -41,9 +42,6 @@ def compared_findings(rows: pd.DataFrame) -> list[str]:
                    f"so each row's fastest is the fastest of its own frameworks only: {'; '.join(parts)}.")
     return out
 
-
-def _listed(items: list[str]) -> str:
-    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
 def best_engine_findings(configs: pd.DataFrame) -> list[str]:
