@@ -68,3 +68,23 @@ def test_the_best_batch_row_names_which_frameworks_it_compared_at_which_batches(
     shown = table.set_index("batch")
     assert shown.loc["best (openvino 16, onnxruntime 16)", "compared"] == best.iloc[0]["compared"]
     assert shown.loc["16", "compared"] == "onnxruntime, openvino, tensorflow, torch"  # one batch: the names say it
+
+
+def test_the_environment_table_counts_runs_as_the_report_does():
+    """Last session's environment table said 59 runs where the report's counts said 79 (59 single-process on
+    synthetic data, 6 on real files, 14 distributed): it counted one kind, and said not which."""
+    from bench.report.coverage import successful_runs_text
+    from bench.report.sections.environment import environment_table
+    from bench.results.record import Record
+    from tests.synthetic import dist_record, record
+
+    runs = [record(repeat=i, seed=i) for i in range(3)] + [dist_record("allreduce", 2, 100.0, repeat=i)
+                                                           for i in range(2)]
+    files = record(repeat=0, seed=9, mode="training")
+    files["config"]["data"] = "files"
+    failed = {**record(repeat=5, seed=5), "status": "error", "reason": "crashed"}
+    records = [Record.from_json(r) for r in [*runs, files, failed]]
+    env = environment_table(records)
+    assert env.iloc[:, 0]["runs"] == successful_runs_text(records) == (
+        "6 successful runs (3 single-process on synthetic data, 1 on real files, 2 distributed)")
+    assert env.iloc[:, 0]["frameworks (runs)"] == "torch (6)"
