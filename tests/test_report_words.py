@@ -88,3 +88,30 @@ def test_the_environment_table_counts_runs_as_the_report_does():
     assert env.iloc[:, 0]["runs"] == successful_runs_text(records) == (
         "6 successful runs (3 single-process on synthetic data, 1 on real files, 2 distributed)")
     assert env.iloc[:, 0]["frameworks (runs)"] == "torch (6)"
+
+
+def test_every_verdict_is_printed_in_the_one_form():
+    """A verdict is one of the three words, first, then its side or detail (bench/verdicts.py: phrase); last
+    session's report printed 'below linear (winner)', 'slower 0.67x' and 'no winner'. The report's code and texts
+    hold none of those forms."""
+    import re
+    from pathlib import Path
+
+    import pytest
+
+    from bench.verdicts import Verdict, phrase, said
+
+    assert phrase("winner", "below linear") == "winner: below linear"
+    assert said(Verdict("winner", 0.67, 0.63, 0.71, 0.05), "GPipe faster", "data parallel faster", "as fast",
+                "0.67x [0.63-0.71]") == "winner: data parallel faster (0.67x [0.63-0.71])"
+    assert said(Verdict("equivalent", 1.0, 0.98, 1.02, 0.05), "above", "below", "linear") == \
+        "equivalent: linear (within +-5%)"
+    with pytest.raises(ValueError):
+        phrase("slower")
+    root = Path(__file__).parents[1] / "bench" / "report"
+    # a verdict after its reading, a bare direction for a verdict ('"faster" if ... else "slower"'), the old words
+    forms = re.compile(r"\((?:winner|equivalent|undecided)\)|[\"'](?:faster|slower)[\"'] if|else [\"'](?:faster|slower)"
+                       r"[\"']|no winner|within noise|\btie\b")
+    found = [f"{p.relative_to(root)}: {m.group(0)}" for p in [*root.rglob("*.py"), *root.rglob("*.md")]
+             for m in forms.finditer(p.read_text())]
+    assert not found, found

@@ -187,7 +187,7 @@ def status_line(d, records: list[Record]) -> str:
                  "of their config's number where a clean one remains)" if bad else f"none of the {n} successful "
                  "single-process runs on synthetic data disturbed")
     sound = (f"{unsound} of {len(configs)} configs not sound (fewer than {estimates.MIN_PROCESSES} clean processes "
-             "or a flag on the throughput), so no winner is stated from them" if unsound else
+             "or a flag on the throughput), so their rows are undecided" if unsound else
              f"all {counted(len(configs), 'config')} sound")
     return f"**Status:** {state}; {disturbed}; {sound}."
 

@@ -60,8 +60,8 @@ def best_engine_findings(configs: pd.DataFrame) -> list[str]:
         caveat = "".join(f" Note on {e}: {notes[e]}." for e in (first["engine"], second["engine"]) if e in notes)
         ci = ci_range(pair["speedup_ci_low"], pair["speedup_ci_high"])
         if pair["winner"]:
-            out.append(f"{where}: its best engine is **{first['engine']}**, {factor(pair['speedup'])} its runner-up "
-                       f"{second['engine']} [95% CI {ci}].{caveat}")
+            out.append(f"{where}: {WINNER}: its best engine is **{first['engine']}**, {factor(pair['speedup'])} its "
+                       f"runner-up {second['engine']} [95% CI {ci}].{caveat}")
         elif pair["equivalent"]:
             out.append(f"{where}: engines {first['engine']} and {second['engine']} are **equivalent** "
                        f"({factor(pair['speedup'])} [95% CI {ci}], {pair['reason']}).{caveat}")
@@ -86,8 +86,8 @@ def findings(configs: pd.DataFrame, summary: pd.DataFrame, best: pd.DataFrame | 
                      f"over {r['compared']})")
             ci = ci_range(r["ci_low"], r["ci_high"])
             if r["verdict"] == WINNER:
-                out.append(f"{where}: **{r['fastest']} is {factor(r['speedup'])} faster** than {r['runner_up']} "
-                           f"[95% CI {ci}].")
+                out.append(f"{where}: {WINNER}: **{r['fastest']} is {factor(r['speedup'])} faster** than "
+                           f"{r['runner_up']} [95% CI {ci}].")
             elif r["verdict"] == EQUIVALENT:
                 out.append(f"{where}: {r['fastest']} and {r['runner_up']} are **equivalent** within "
                            f"+-{margin:.0%} ({factor(r['speedup'])} [95% CI {ci}]).")
