@@ -224,12 +224,13 @@ def bubble_findings(pipes: pd.DataFrame) -> list[str]:
     stage's compute and idle time in ms of the table's measured step (the idle shares are of the step less the
     update, as the table's 'bubble measured' is their mean), and which configs' stages are unequal in time."""
     lines, unequal = [], {}
+    several_links = pipes["link"].nunique() > 1
     for _, r in pipes.iterrows():
         stages = stage_times(r)
         if r["bubble_formula"] is None or r["bubble_measured"] is None or stages is None:
             continue
         gap = r["bubble_measured"] - r["bubble_formula"]
-        label = f"{r['name']} at m = {int(r['micro_batches'])}"
+        label = f"{r['name']} at m = {int(r['micro_batches'])}" + (f" ({r['link']})" if several_links else "")
         if abs(gap) > BUBBLE_GAP:
             cut = "balanced by measured time" if "time-balanced" in r["name"] else "balanced by counted FLOPs"
             unequal.setdefault(cut, []).append(label)
@@ -243,8 +244,8 @@ def bubble_findings(pipes: pd.DataFrame) -> list[str]:
                  "time is the part of its step, less the update, in which it computed nothing, and the table's "
                  "'bubble measured' is the stages' mean idle share; the rest of the table's step is the update and "
                  "waits outside the schedule.")
-    why = "; ".join(f"the cut {cut} is not balanced in time here ({', '.join(labels)}: the faster stage idles "
-                    "beyond the formula)" for cut, labels in unequal.items())
+    why = "; ".join(f"the cut {cut} is not balanced in time here ({', '.join(dict.fromkeys(labels))}: the faster "
+                    "stage idles beyond the formula)" for cut, labels in unequal.items())
     return [said_once + (f" Unequal stages: {why}." if why else ""), *(f"{line}." for line in lines)]
 
 
