@@ -21,7 +21,7 @@ def _config(framework: str, batch: int, values: list[float], var: float, df: flo
             "batch_size": batch, "framework": framework, "engine": "eager", "series": framework,
             "images_per_sec_median": gm, "process_ips": values, "process_sweeps": ["s1"] * len(values),
             "spread_var": var, "spread_df": df, "spread_pooled": pooled, "sound": True, "flag_list": [],
-            "certificate": "ok"}
+            "certificate": "ok", "status": "ok", "params": 25_557_032, "utilisation": float("nan")}
 
 
 # Last session's batch-16 training row: 1.05x [1.01-1.09] with the sweep's prior, [0.93-1.20] from its own processes.
@@ -43,6 +43,10 @@ def test_a_winner_resting_on_the_pooled_variance_says_so_on_page_one_and_in_the_
     assert f"its own processes alone: [{row['welch_ci_low']:.2f}-{row['welch_ci_high']:.2f}], undecided" in cell
     assert table.iloc[0]["verdict"].startswith("winner [")
     assert any("winner with the sweep's pooled variance" in n for n in notes)
+    from bench.report.sections.findings import findings
+
+    stated = [f for f in findings(_pooled_winner(), summary) if f.startswith("resnet50 training, batch 16")]
+    assert len(stated) == 1 and "with the sweep's pooled variance (its own processes alone: [" in stated[0]
     said = A.pooled_winners_text(summary, None)
     assert said.startswith("1 of page 1's 1 winners rest on the pooling") and "batch 16" in said
     # a winner its own processes decide too carries no mark, and the methodology says none rests on the pooling

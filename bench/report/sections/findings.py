@@ -10,7 +10,7 @@ from ...measurement.certificate import parity_table
 from ...values import listed
 from ...verdicts import DEFAULT_MARGIN, EQUIVALENT, UNDECIDED, WINNER
 from .. import estimates
-from ..answer import page_rows
+from ..answer import own_text, page_rows, rests_on_pooling
 from ..tables import ci_range, factor
 from .base import Section, bullets, heading
 
@@ -86,8 +86,10 @@ def findings(configs: pd.DataFrame, summary: pd.DataFrame, best: pd.DataFrame | 
                      f"over {r['compared']})")
             ci = ci_range(r["ci_low"], r["ci_high"])
             if r["verdict"] == WINNER:
+                pooled = (f", with the sweep's pooled variance ({own_text(r, margin)})"
+                          if rests_on_pooling(r, margin) else "")
                 out.append(f"{where}: {WINNER}: **{r['fastest']} is {factor(r['speedup'])} faster** than "
-                           f"{r['runner_up']} [95% CI {ci}].")
+                           f"{r['runner_up']} [95% CI {ci}]{pooled}.")
             elif r["verdict"] == EQUIVALENT:
                 out.append(f"{where}: {r['fastest']} and {r['runner_up']} are **equivalent** within "
                            f"+-{margin:.0%} ({factor(r['speedup'])} [95% CI {ci}]).")
