@@ -33,3 +33,9 @@ def env_integer(env: Mapping[str, str], name: str, low: int, high: int | None = 
 def counted(n: int, noun: str, plural: str | None = None) -> str:
     """'1 config', '2 configs' (or the given plural: '2 retries'): a count with its noun."""
     return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
+def listed(items) -> str:
+    """'1', '1 and 2', '1, 2 and 4': items in one phrase."""
+    items = [str(i) for i in items]
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"

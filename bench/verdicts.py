@@ -57,6 +57,26 @@ class Verdict:
                f"would likely decide it"
 
 
+def phrase(word: str, direction: str = "", detail: str = "") -> str:
+    """A verdict as every table cell and sentence prints it: the word first, then which side where it has one, then
+    any detail in parentheses ('winner: B faster (1.20x)', 'winner: below linear', 'equivalent: linear (within
+    +-5%)', 'undecided (about 3 more processes a side would likely decide it)'). No surface prints a verdict any
+    other way ('below linear (winner)', 'slower 0.67x')."""
+    if word not in VERDICTS:
+        raise ValueError(f"{word!r} is not a verdict: one of {', '.join(VERDICTS)}")
+    return word + (f": {direction}" if direction else "") + (f" ({detail})" if detail else "")
+
+
+def said(v: Verdict, above: str, below: str, same: str, detail: str = "") -> str:
+    """A verdict said with its direction: a winner `above` or `below` 1x by which side its interval lies, equivalent
+    as `same` within the margin, undecided with what would decide it (`detail` first where given)."""
+    if v.word == WINNER:
+        return phrase(WINNER, above if v.ci_low > 1 else below, detail)
+    if v.word == EQUIVALENT:
+        return phrase(EQUIVALENT, same, "; ".join(filter(None, [detail, f"within +-{v.margin:.0%}"])))
+    return phrase(UNDECIDED, detail="; ".join(filter(None, [detail, v.to_decide()])))
+
+
 def equivalence_bounds(margin: float) -> tuple[float, float]:
     """The ratio interval that counts as equal within `margin` (symmetric on the log scale)."""
     if not 0 < margin < 1:

@@ -263,7 +263,52 @@ def test_the_parallelism_table_compares_strategies_at_the_same_global_batch(tmp_
     assert len(report.timelines(t)) == 1 and report.findings(t)
     # the measured bubble beside the formula's, and the stages' imbalance in time that explains the gap
     said = " ".join(report.findings(t))
-    assert "measured bubble 30% against the formula's 20%" in said and "70, 250 ms" in said and "70%, 10%" in said
+    assert "GPipe at m = 4: measured 30% against 20% (+10 percentage points)" in said
+    assert "stage 0 computed 70 ms and idled 163 ms (70%)" in said and "stage 1 computed 250 ms" in said
+
+
+def _said_ms(text: str) -> list[tuple[float, ...]]:
+    """Per stage of a bubble finding: (compute, idle, rest, step) in ms as printed."""
+    import re
+
+    step = float(re.search(r"of its (\d+) ms step", text).group(1))
+    return [(float(c), float(i), float(r), step) for c, i, r in
+            re.findall(r"computed (\d+) ms and idled (\d+) ms \(\d+%\), rest (\d+) ms", text)]
+
+
+def test_the_bubble_finding_adds_up_to_the_tables_step_and_is_said_once(tmp_path):
+    """The bubble sentence's numbers are the table's: per stage compute + idle + rest = the step the table shows
+    (last session's said 'computed 60, 199 ms per step and stood idle 73%, 7% of it' beside a 223 ms step: 199 ms is
+    11% idle of that), the explanation is said once for every pipeline config, the percentage points are points,
+    the 'vs data parallel' cell is one of the three verdicts with its side, and the 'not measured here' line lists
+    only what was not measured."""
+    from bench.report import parallelism as report
+    from bench.report.context import load_scaling
+    from bench.results.record import Record
+    from tests.synthetic import dist_record
+
+    records = [dist_record("independent", 1, 100.0, repeat=r) for r in range(3)]
+    records += [dist_record("allreduce", 2, 120.0, repeat=r) for r in range(3)]
+    records += [_pipeline_record(s, 4, step, r) for s, step in (("gpipe", 300.0), ("1f1b", 280.0)) for r in range(3)]
+    t = load_scaling([Record.from_json(r) for r in records], tmp_path).parallelism
+    shown = report.for_display(t).set_index("strategy")
+    found = report.findings(t)
+    bubbles = [f for f in found if "percentage points" in f]
+    assert len(bubbles) == 2 and all("% points" not in f for f in found)
+    for line in bubbles:
+        name = line.split(" at m = ")[0]
+        table_step = float(shown.loc[name, "step ms measured / predicted"].split(" / ")[0])
+        stages = _said_ms(line)
+        assert len(stages) == 2 and stages[0][3] == table_step
+        assert all(abs(c + i + r - step) <= 1.5 for c, i, r, step in stages)  # rounding to whole ms
+    explained = [f for f in found if "assumes equal stages" in f]
+    assert len(explained) == 1 and "GPipe at m = 4, 1F1B at m = 4" in explained[0]
+    cell = shown.loc["GPipe", "vs data parallel (strategy / data parallel)"]
+    assert cell.split(":")[0].split(" (")[0] in ("winner", "equivalent", "undecided") and "slower" not in cell
+    assert cell.startswith("winner: data parallel faster (0.")  # 300 ms against 120 ms for the same 32 images
+    here = report.coverage_text(t)
+    assert "GPipe at m = 4 and 1F1B at m = 4" in here and "model parallel (m = 1)" in here
+    assert "GPipe at m = 2 and 8" in here and "at m = 4;" not in here.split("Not measured here")[1]
 
 
 def test_the_record_section_comes_from_the_stages_timelines():

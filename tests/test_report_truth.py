@@ -121,9 +121,10 @@ def test_each_environment_is_listed_with_its_own_runs_and_values(tmp_path):
     assert sorted(env.columns) == sorted([f"{HOST}: main", f"{HOST}: {own}"])
     a, b = env[f"{HOST}: main"], env[f"{HOST}: {own}"]
     assert (a["environment (interpreter)"], a["runs"], a["frameworks (runs)"], a["numpy"], a["recorded env vars"]) \
-        == (".venv", "3", "torch (3)", "2.1.3", "none")
+        == (".venv", "3 successful runs (3 single-process on synthetic data)", "torch (3)", "2.1.3", "none")
     assert (b["environment (interpreter)"], b["runs"], b["frameworks (runs)"], b["numpy"], b["recorded env vars"]) \
-        == (own, "2", "tensorflow (2)", "1.23.5", "OMP_NUM_THREADS=2")
+        == (own, "2 successful runs (2 single-process on synthetic data)", "tensorflow (2)", "1.23.5",
+            "OMP_NUM_THREADS=2")
 
 
 def test_two_unnamed_environments_on_one_host_stay_apart(tmp_path):

@@ -40,8 +40,10 @@ def test_a_clear_efficiency_is_decided_and_stated(tmp_path):
     assert ar["comm_cost_ms"] == pytest.approx(50.0, rel=0.05)
     text = " ".join(S.findings(data))
     assert "allreduce x2 (loopback; 25 MB buckets): scaling efficiency 50% [" in text
-    assert "scaling efficiency 50% [49%-51%]: below linear (winner)" in text
-    assert "communication costs 50 ms per step [" in text and "] (winner)." in text
+    # the one verdict form (bench/verdicts.py: phrase): the word, then its direction; never 'below linear (winner)'
+    assert "scaling efficiency 50% [49%-51%]: winner: below linear" in text
+    assert "communication cost 50 ms per step [" in text and "]: winner: costs time" in text
+    assert "(winner)" not in text
     assert UNDECIDED not in text
     shown = S.scaling_for_display(data.table).set_index("run")
     assert shown.loc["torch resnet18 32px, allreduce x2", "efficiency [CI]"] == "50% [49%-51%]"

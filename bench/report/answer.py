@@ -9,7 +9,7 @@ import pandas as pd
 from ..measurement.flags import RULES
 from ..results.record import Record
 from ..values import counted
-from ..verdicts import EQUIVALENT, UNDECIDED, WINNER
+from ..verdicts import DEFAULT_MARGIN, EQUIVALENT, UNDECIDED, WINNER, Verdict, judge
 from . import coverage, estimates
 from .hosts import gpus_of, newest_runs
 
@@ -20,6 +20,54 @@ REASONS = {
     **{r.name: r.why_no_winner for r in RULES if r.why_no_winner},
     "fewer than two processes": "no interval: fewer than two processes on a side",
 }
+POOLED = "pooled"
+POOLED_NOTE = ("winner with the sweep's pooled variance (each side's spread moderated by the whole sweep: *Statistics* "
+               "in the methodology); its own processes alone (Welch) do not exclude 1x: their interval and verdict "
+               "follow the speed-up")
+
+
+def _number(v) -> float | None:
+    return None if v is None or v != v else float(v)
+
+
+def own_verdict(r, margin: float = DEFAULT_MARGIN) -> Verdict:
+    """A page-1 row's verdict from its two configs' own processes alone (Welch), beside the moderated one."""
+    return judge(r["speedup"], _number(r.get("welch_ci_low")), _number(r.get("welch_ci_high")), margin)
+
+
+def rests_on_pooling(r, margin: float = DEFAULT_MARGIN) -> bool:
+    """A winner that its own processes alone would not call: the sweep's pooled variance decided it."""
+    return r["verdict"] == WINNER and own_verdict(r, margin).word != WINNER
+
+
+def own_text(r, margin: float = DEFAULT_MARGIN) -> str:
+    """'its own processes alone: [0.93-1.20], undecided'."""
+    v = own_verdict(r, margin)
+    interval = "no interval" if v.ci_low is None else f"[{v.ci_low:.2f}-{v.ci_high:.2f}]"
+    return f"its own processes alone: {interval}, {v.word}"
+
+
+def pooled_winners_text(summary: pd.DataFrame, best: pd.DataFrame | None, margin: float = DEFAULT_MARGIN) -> str:
+    """How many of page 1's winners rest on the sweep's pooled variance (their own processes' Welch interval does
+    not exclude 1x), and which; '' without a winner."""
+    rows = page_rows(summary, best)
+    if rows.empty:
+        return ""
+    winners = rows[rows["verdict"] == WINNER]
+    if winners.empty:
+        return ""
+    pooled = [r for _, r in winners.iterrows() if rests_on_pooling(r, margin)]
+    if not pooled:
+        return (f"None of page 1's {len(winners)} winners rests on the pooling: each one's own processes' Welch "
+                "interval excludes 1x too.")
+    which = "; ".join(f"{r['model']} {r['mode']} {_where(r)}: {r['speedup']:.2f}x [{r['ci_low']:.2f}-"
+                      f"{r['ci_high']:.2f}] pooled, {own_text(r, margin)}" for r in pooled)
+    return (f"{len(pooled)} of page 1's {len(winners)} winners rest on the pooling (their own processes' Welch "
+            f"interval does not exclude 1x; page 1 marks them): {which}.")
+
+
+def _where(r) -> str:
+    return "at each framework's best batch" if r["batch_size"] == "best" else f"batch {r['batch_size']}"
 
 
 def page_rows(summary: pd.DataFrame, best: pd.DataFrame | None) -> pd.DataFrame:
@@ -32,6 +80,8 @@ def page_rows(summary: pd.DataFrame, best: pd.DataFrame | None) -> pd.DataFrame:
 
 
 def _reason_text(key: str) -> str:
+    if key == POOLED:
+        return POOLED_NOTE
     return REASONS.get(key, f"{key} (see the flagged numbers in details)")
 
 
@@ -45,7 +95,8 @@ def _batch(r) -> str:
     return str(r["batch_size"])
 
 
-def answer_table(summary: pd.DataFrame, best: pd.DataFrame | None = None) -> tuple[pd.DataFrame, list[str]]:
+def answer_table(summary: pd.DataFrame, best: pd.DataFrame | None = None, margin: float = DEFAULT_MARGIN
+                 ) -> tuple[pd.DataFrame, list[str]]:
     """Model, mode, batch -> the frameworks compared, the verdict (winner, equivalent, undecided: bench/verdicts.py),
     the fastest and its speed-up over the runner-up with the 95% interval, and for an undecided row what would decide
     it; per model and mode one more row, every framework at its own best batch. Footnotes, one per distinct reason a
@@ -67,7 +118,8 @@ def answer_table(summary: pd.DataFrame, best: pd.DataFrame | None = None) -> tup
             reasons = ["one framework"] + reasons
         elif r["verdict"] == UNDECIDED and not reasons and r["ci_low"] != r["ci_low"]:
             reasons = ["fewer than two processes"]
-        marks = [keys.setdefault(k, len(keys) + 1) for k in reasons]
+        pooled = compared and not reasons and rests_on_pooling(r, margin)
+        marks = [keys.setdefault(k, len(keys) + 1) for k in reasons + ([POOLED] if pooled else [])]
         # a speed-up with a side not sound is not stated (the methodology's rule): blank, its footnote says why
         known = compared and not reasons and r["ci_low"] is not None and r["ci_low"] == r["ci_low"]
         interval = f"{_x(r['speedup'])} [{r['ci_low']:.2f}-{r['ci_high']:.2f}]" if known else ""
@@ -82,6 +134,8 @@ def answer_table(summary: pd.DataFrame, best: pd.DataFrame | None = None) -> tup
                          " " + "".join(f"[{m}]" for m in marks) if marks else ""),
                      "fastest": r["fastest"] if r["verdict"] == WINNER else "",
                      "speed-up [95% CI]": ("" if not interval else f"{interval} vs {r['runner_up']}"
+                                           # said next to the row: the sweep's prior decided it, not its own
+                                           + (f" (pooled); {own_text(r, margin)}" if pooled else "")
                                            if r["verdict"] == WINNER else
                                            f"{r['fastest']} / {r['runner_up']}: {interval}"),
                      "to decide": decide})
@@ -133,7 +187,7 @@ def status_line(d, records: list[Record]) -> str:
                  "of their config's number where a clean one remains)" if bad else f"none of the {n} successful "
                  "single-process runs on synthetic data disturbed")
     sound = (f"{unsound} of {len(configs)} configs not sound (fewer than {estimates.MIN_PROCESSES} clean processes "
-             "or a flag on the throughput), so no winner is stated from them" if unsound else
+             "or a flag on the throughput), so their rows are undecided" if unsound else
              f"all {counted(len(configs), 'config')} sound")
     return f"**Status:** {state}; {disturbed}; {sound}."
 

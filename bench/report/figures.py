@@ -162,6 +162,10 @@ def per_framework(runs: pd.DataFrame, common_batch: int = 32) -> list:
     if ok["platform"].nunique() > 1:
         return [fig for p in sorted(ok["platform"].unique())
                 for fig in per_framework(ok[ok["platform"] == p], common_batch)]
+    # a chart compares one precision: int8 bars beside fp32 ones compare quantisation, not frameworks (fp32 first)
+    if ok["precision"].nunique() > 1:
+        order = sorted(ok["precision"].unique(), key=lambda p: (p != "fp32", p))
+        return [fig for p in order for fig in per_framework(ok[ok["precision"] == p], common_batch)]
     best = _best_batch(ok)
     styles = series_styles(ok)
     drawn: list[bool] = []
@@ -203,7 +207,8 @@ def per_framework(runs: pd.DataFrame, common_batch: int = 32) -> list:
     # a slot an inch wide holds its two-line label level; many slots: one panel per row
     slots = ok.groupby(["model", "mode"])["series"].nunique().max()
     width = max(4.2, 1.05 * slots)
-    title = f"Each framework and engine on {ok['platform'].iloc[0]}: batch {common_batch} and best batch"
+    title = (f"Each framework and engine on {ok['platform'].iloc[0]}, {ok['precision'].iloc[0]}: batch {common_batch} "
+             "and best batch")
     one_column = width > 5
     return [mark_flags(model_mode_grid(ok, draw, title, n_cols=1 if one_column else 2, w=min(width, 11.0),
                                        h=2.7 if one_column else 3.2), drawn)]

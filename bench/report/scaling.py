@@ -24,7 +24,7 @@ from ..runs.distributed import model as netmodel
 from ..runs.distributed.network import SIZES, link_key
 from ..stats import process_interval, process_ratio
 from ..values import counted
-from ..verdicts import DEFAULT_MARGIN, UNDECIDED, WINNER, Verdict
+from ..verdicts import DEFAULT_MARGIN, UNDECIDED, Verdict, phrase, said
 from .energy import energy_text, hardware_label, mean_energy
 from .text import prose
 
@@ -288,23 +288,22 @@ def comm_text(r) -> str:
 # What each scaling comparison's verdict says (bench/runs/distributed/comparisons.py): a winner below 1x, a winner
 # above 1x, equivalent.
 READINGS = {pairs.EFFICIENCY: ("below linear", "above linear", "linear"),
-            pairs.COMMUNICATION: ("a cost", "faster than the independent run", "no cost"),
+            pairs.COMMUNICATION: ("costs time", "faster than the independent run", "no cost"),
             pairs.OVERLAP: ("overlap made the step longer", "overlap shortened the step", "no difference")}
 
 
 def reading(v: Verdict, kind: str) -> str:
-    """A decided scaling verdict in words: 'below linear (winner)', 'linear within +-5% (equivalent)'."""
+    """A decided scaling verdict in the one form (bench/verdicts.py): 'winner: below linear', 'equivalent: linear
+    (within +-5%)'."""
     below, above, same = READINGS[kind]
-    if v.word == WINNER:
-        return f"{below if v.ci_high < 1 else above} ({v.word})"
-    return f"{same} within +-{v.margin:.0%} ({v.word})"
+    return said(v, above, below, same)
 
 
 def _undecided_why(v: Verdict, clipped: bool = False) -> str:
     """What an undecided scaling verdict says beyond the word: why the data cannot tell, and what would decide it."""
     bound = f"clipped at {pairs.EFFICIENCY_BOUND:.0%}, the most N workers sharing one machine reach; " \
         if clipped else ""
-    return f"undecided ({bound}{v.to_decide()})"
+    return phrase(UNDECIDED, detail=f"{bound}{v.to_decide()}")
 
 
 def _cluster(row) -> str:
@@ -634,8 +633,6 @@ def _comm_clause(r) -> str:
     lo, hi, v = r["comm_ci_low"], r["comm_ci_high"], r["comm_verdict"]
     if lo is None or pd.isna(lo):
         return f"{ceiling}; communication costs {r['comm_cost_ms']:.0f} ms per step (no CI)"
-    if v.word == WINNER and v.ci_high < 1:
-        return f"{ceiling}; communication costs {r['comm_cost_ms']:.0f} ms per step [{lo:.0f}-{hi:.0f}] ({v.word})"
     cost = f"{ceiling}; communication cost {r['comm_cost_ms']:.0f} ms per step [{lo:.0f} to {hi:.0f}]"
     return f"{cost}: {reading(v, pairs.COMMUNICATION) if v.decided else _undecided_why(v)}"
 

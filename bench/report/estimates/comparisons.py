@@ -8,6 +8,7 @@ import itertools
 
 import pandas as pd
 
+from ...values import listed
 from ...verdicts import DEFAULT_MARGIN
 from .intervals import compare_pair
 from .judgement import unsound_flags
@@ -52,7 +53,7 @@ def summary_table(configs: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> pd.D
                      "runner_up": c["slower"], "speedup": c["speedup"], "ci_low": c["speedup_ci_low"],
                      "ci_high": c["speedup_ci_high"], "verdict": c["verdict"], "reason": c["reason"],
                      "winner": c["winner"], "equivalent": c["equivalent"], "extra_processes": c["extra_processes"],
-                     "compared": compared(g),
+                     **own_interval(c), "compared": compared(g),
                      "certificates": f"{g.iloc[0].get('certificate')} / {g.iloc[1].get('certificate')}",
                      "unsound_flags": list(dict.fromkeys(unsound_flags(g.iloc[0]["flag_list"])
                                                          + unsound_flags(g.iloc[1]["flag_list"])))})
@@ -85,14 +86,32 @@ def best_batch_table(configs: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> p
                      "images_per_sec": faster["images_per_sec_median"], "speedup": c["speedup"],
                      "ci_low": c["speedup_ci_low"], "ci_high": c["speedup_ci_high"], "verdict": c["verdict"],
                      "reason": c["reason"], "winner": c["winner"], "equivalent": c["equivalent"],
-                     "extra_processes": c["extra_processes"], "compared": compared(g),
+                     "extra_processes": c["extra_processes"], **own_interval(c), "compared": compared(g, batches=True),
                      "unsound_flags": list(dict.fromkeys(unsound_flags(best[0]["flag_list"])
                                                          + unsound_flags(best[1]["flag_list"])))})
     return pd.DataFrame(rows)
 
 
-def compared(g: pd.DataFrame) -> str:
-    """The frameworks a row compared, with how many engines where some ran in several."""
+def own_interval(c: dict) -> dict:
+    """A page-1 row's speed-up interval from its two configs' own processes alone (Welch, no pooled prior), beside
+    the moderated one its verdict rests on, and whether the sweep's prior moderated both sides."""
+    return {"welch_ci_low": c["welch_ci_low"], "welch_ci_high": c["welch_ci_high"], "pooled": c["pooled"]}
+
+
+def compared(g: pd.DataFrame, batches: bool = False) -> str:
+    """The frameworks a row compared, with how many engines where some ran in several; with `batches` (a best-batch
+    row) and frameworks run at different batch sizes, which batches each ran: 'tensorflow, torch at batches 1, 4,
+    16 and 32; onnxruntime, openvino at batch 16 only' (a best batch is picked among those only)."""
     frameworks = sorted(g["framework"].unique())
     engines = g["series"].nunique()
-    return ", ".join(frameworks) + (f" ({engines} engines)" if engines > len(frameworks) else "")
+    suffix = f" ({engines} engines)" if engines > len(frameworks) else ""
+    ran = {fw: tuple(sorted({int(b) for b in s["batch_size"]})) for fw, s in g.groupby("framework")}
+    if not batches or len(set(ran.values())) < 2:
+        return ", ".join(frameworks) + suffix
+    groups: dict[tuple, list[str]] = {}
+    for fw in frameworks:
+        groups.setdefault(ran[fw], []).append(fw)
+    parts = [f"{', '.join(fws)} at batch{'es' if len(b) > 1 else ''} {listed(b)}" + ("" if len(b) > 1 else " only")
+             for b, fws in sorted(groups.items(), key=lambda kv: (-len(kv[0]), kv[0]))]
+    return "; ".join(parts) + suffix
+

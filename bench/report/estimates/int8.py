@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ...verdicts import DEFAULT_MARGIN
+from ...verdicts import DEFAULT_MARGIN, UNDECIDED, phrase
 from .intervals import compare_pair
 
 INT8 = "int8"
@@ -37,7 +37,8 @@ def int8_table(configs: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> pd.Data
                "batch": int(q["batch_size"]), "int8 engine": q["engine"], "int8 img/s": q["images_per_sec_median"],
                "fp32 engine (fastest)": None if base is None else base["engine"],
                "fp32 img/s": None if base is None else base["images_per_sec_median"],
-               "speed-up": None, "95% CI": "", "verdict": "no fp32 run of this framework to compare with"}
+               "speed-up": None, "95% CI": "",
+               "verdict": phrase(UNDECIDED, detail="no fp32 run of this framework to compare with")}
         if base is not None:
             c = compare_pair(q, base, margin)
             ratio, lo, hi = c["ratio_a_over_b"], c["ci_low"], c["ci_high"]

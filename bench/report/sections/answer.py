@@ -12,7 +12,7 @@ INTRO = ("The fastest against the runner-up per model, mode and batch (*best*: e
 
 
 def render(d) -> Section:
-    answer, notes = answer_table(d.summary, d.best)
+    answer, notes = answer_table(d.summary, d.best, d.margin)
     return Section([heading("Answer", INTRO + short_definition(d.margin)),
                     Text(decided_line(d.summary, d.best, d.margin)), Table(answer, "no successful runs yet"),
                     Text(answer_notes(notes)), *filter(None, [precision_features(d.configs)])])

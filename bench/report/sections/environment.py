@@ -8,13 +8,16 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from ...adapters import ADAPTERS, measures_a_framework
+from ...adapters import ADAPTERS
 from ...host.manifest import mask_text
+from ..coverage import successful_runs_text
 from ..hosts import doctor_said
-from .base import Section, Table, Text, heading
+from .base import Section, Table, Text, all_records, heading
 
-INTRO = ("Each environment (interpreter) that produced runs, per host: the runs and frameworks it covers, and the "
-         "machine and software its newest run recorded.")
+INTRO = ("Each environment (interpreter) that produced runs, per host: its successful runs of every kind "
+         "(single-process on synthetic data, on real files, distributed), counted as the methodology counts them, so "
+         "the columns add up to its total; the frameworks they ran; and the machine and software its newest run "
+         "recorded.")
 
 if TYPE_CHECKING:
     from ...results.record import Record
@@ -49,21 +52,22 @@ def environment_table(records: list[Record]) -> pd.DataFrame:
     library versions, other variables) is never described by another environment's values."""
     groups: dict[tuple[str, str | None], list[Record]] = {}
     for r in sorted(records, key=lambda r: r.created):
-        if measures_a_framework(r.config.framework) and r.manifest is not None:
+        if r.manifest is not None:
             groups.setdefault((r.host, r.manifest.interpreter), []).append(r)
     cols = {}
     folders = {host: environment_folders([i for h, i in groups if h == host]) for host, _ in groups}
     for (host, interpreter), rs in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
         m = rs[-1].manifest
         cpu = m.cpu
-        frameworks = Counter(r.config.framework for r in rs)
+        # the report's one count of runs (bench/report/coverage.py): successful ones, split by kind
+        frameworks = Counter(r.config.framework for r in rs if r.status == "ok")
         name = f"{host}: {environment_name(interpreter)}"
         shown = folders[host][interpreter]
         if name in cols:  # two main environments on one host (two checkouts): the interpreter tells them apart
             name += f" ({shown})"
         cols[name] = {
             "environment (interpreter)": shown,
-            "runs": str(len(rs)),
+            "runs": successful_runs_text(rs),
             "frameworks (runs)": ", ".join(f"{f} ({n})" for f, n in sorted(frameworks.items())),
             "CPU": cpu.model,
             "physical cores / logical CPUs": f"{cpu.physical_cores} / {cpu.logical_cpus}",
@@ -91,5 +95,6 @@ def doctor_blocks(results_dir) -> list[Text]:
 
 def render(d) -> Section:
     return Section([heading("Environment", INTRO),
-                    Table(environment_table(d.records).reset_index(names="") if d.records else None, "no results"),
+                    Table(environment_table(all_records(d)).reset_index(names="") if d.records else None,
+                          "no results"),
                     *doctor_blocks(d.results_dir)])

@@ -7,9 +7,10 @@ import pandas as pd
 from ...adapters import ADAPTERS
 from ...measurement import flags as checks
 from ...measurement.certificate import parity_table
+from ...values import listed
 from ...verdicts import DEFAULT_MARGIN, EQUIVALENT, UNDECIDED, WINNER
 from .. import estimates
-from ..answer import page_rows
+from ..answer import own_text, page_rows, rests_on_pooling
 from ..tables import ci_range, factor
 from .base import Section, bullets, heading
 
@@ -33,7 +34,7 @@ def compared_findings(rows: pd.DataFrame) -> list[str]:
         parts = []
         for frameworks, batches in sets.items():
             sized = [b for b in batches if b != "best"]
-            what = (f"batch{'es' if len(sized) > 1 else ''} {_listed(sized)}" if sized else "")
+            what = (f"batch{'es' if len(sized) > 1 else ''} {listed(sized)}" if sized else "")
             what += (" and " if sized and "best" in batches else "") + (
                 "each framework at its best batch" if "best" in batches else "")
             parts.append(f"{what}: {frameworks}")
@@ -41,9 +42,6 @@ def compared_findings(rows: pd.DataFrame) -> list[str]:
                    f"so each row's fastest is the fastest of its own frameworks only: {'; '.join(parts)}.")
     return out
 
-
-def _listed(items: list[str]) -> str:
-    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
 def best_engine_findings(configs: pd.DataFrame) -> list[str]:
@@ -62,8 +60,8 @@ def best_engine_findings(configs: pd.DataFrame) -> list[str]:
         caveat = "".join(f" Note on {e}: {notes[e]}." for e in (first["engine"], second["engine"]) if e in notes)
         ci = ci_range(pair["speedup_ci_low"], pair["speedup_ci_high"])
         if pair["winner"]:
-            out.append(f"{where}: its best engine is **{first['engine']}**, {factor(pair['speedup'])} its runner-up "
-                       f"{second['engine']} [95% CI {ci}].{caveat}")
+            out.append(f"{where}: {WINNER}: its best engine is **{first['engine']}**, {factor(pair['speedup'])} its "
+                       f"runner-up {second['engine']} [95% CI {ci}].{caveat}")
         elif pair["equivalent"]:
             out.append(f"{where}: engines {first['engine']} and {second['engine']} are **equivalent** "
                        f"({factor(pair['speedup'])} [95% CI {ci}], {pair['reason']}).{caveat}")
@@ -88,8 +86,10 @@ def findings(configs: pd.DataFrame, summary: pd.DataFrame, best: pd.DataFrame | 
                      f"over {r['compared']})")
             ci = ci_range(r["ci_low"], r["ci_high"])
             if r["verdict"] == WINNER:
-                out.append(f"{where}: **{r['fastest']} is {factor(r['speedup'])} faster** than {r['runner_up']} "
-                           f"[95% CI {ci}].")
+                pooled = (f", with the sweep's pooled variance ({own_text(r, margin)})"
+                          if rests_on_pooling(r, margin) else "")
+                out.append(f"{where}: {WINNER}: **{r['fastest']} is {factor(r['speedup'])} faster** than "
+                           f"{r['runner_up']} [95% CI {ci}]{pooled}.")
             elif r["verdict"] == EQUIVALENT:
                 out.append(f"{where}: {r['fastest']} and {r['runner_up']} are **equivalent** within "
                            f"+-{margin:.0%} ({factor(r['speedup'])} [95% CI {ci}]).")

@@ -13,6 +13,7 @@ from ...measurement.peak import PEAK_N, PEAK_TRIALS
 from ...values import counted
 from ...verdicts import definition
 from .. import calibration, coverage, not_run, overhead
+from ..answer import pooled_winners_text
 from ..text import prose
 from .base import Section, Text, all_records, heading
 
@@ -73,6 +74,11 @@ def thread_pools(settings) -> str:
     return " / ".join(pools) or "not reported"
 
 
+def _after(sentence: str) -> str:
+    """A sentence that follows another in a template's paragraph: a space before it, nothing when it is empty."""
+    return f" {sentence}" if sentence else ""
+
+
 def methodology(d) -> str:
     """Markdown describing what was measured and how, generated from the records and sweep manifests."""
     ok = [r for r in d.records if r.status == "ok" and measures_a_framework(r.config.framework)]
@@ -121,6 +127,7 @@ def methodology(d) -> str:
                  peak_trials=PEAK_TRIALS, peak_n_cpu=PEAK_N["cpu"], peak_n_gpu=PEAK_N["gpu"],
                  impossible_guards="\n".join(r.methodology_line() for r in checks.RULES if r.impossible),
                  pooling=pooling_text(d.configs), own_spread=own_spread_text(d.configs),
+                 pooled_winners=_after(pooled_winners_text(d.summary, d.best, d.margin)),
                  verdicts=definition(d.margin)) \
         + "".join(f"\n\n{part}" for part in (overhead.sweep_cost_text(all_records(d), sweeps),
                                               calibration.methodology_text(calibration.aa_check(d.records, d.sweeps)),

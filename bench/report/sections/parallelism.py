@@ -28,15 +28,7 @@ def render(d) -> Section:
     t = d.scaling.parallelism if d.scaling is not None else None
     if t is None or t.empty:  # left out: the study-coverage table says how to measure it
         return Section()
-    names = list(dict.fromkeys(t["name"]))
-    missing = [n for n in ("model parallel", "GPipe", "1F1B") if not any(n.lower() in x.lower() for x in names)]
-    ms = sorted({int(m) for m in t["micro_batches"].dropna()})
-    links = sorted(set(t["link"].dropna()))
-    here = (f"Measured here: {', '.join(names)}" + (f" at m = {', '.join(map(str, ms))}" if ms else "")
-            + (f", over {links[0]}" if len(links) == 1 else "")
-            + (f"; not measured here: {', '.join(missing)}" if missing else "")
-            + "; model parallel (m = 1), m = 2, 4 and 8 and a cut balanced by measured time: "
-              "`make sweep PROFILE=parallelism && make render`.")
+    here = parallelism.coverage_text(t)
     return Section([heading("Parallelism strategies", INTRO), Text(here), bullets(parallelism.findings(t)),
                     Table(parallelism.for_display(t)),
                     Figures(timelines(parallelism.timelines(t)), "parallelism_timeline")])
