@@ -3,6 +3,9 @@ agreement with fp32 computed and recorded, a broken calibration caught, and int8
 
 from __future__ import annotations
 
+import json
+import subprocess
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -15,7 +18,10 @@ from bench.errors import ConfigError
 from bench.host.manifest import reduced_precision_features
 from bench.measurement.agreement import SQNR_MIN_DB, agreement, attach, judged
 from bench.measurement.flags import RULE, run_flags
+from bench.measurement.fresh_process import bench_environ
 from bench.report.estimates import int8_table
+
+from .conftest import TINY_RUN, bench_cli
 
 SIZE = 32
 
@@ -76,6 +82,10 @@ def test_int8_refused_without_a_path_before_any_work(capsys):
     # the default engine at int8 is the framework's int8 engine
     assert make_config(framework="torch", model="tiny_cnn", precision="int8").engine == "compile"
     assert make_config(framework="tensorflow", model="tiny_cnn", precision="int8").engine == "tflite"
+    # MXNet's int8 (contrib.quantization) is its quantised symbolic graph: hybrid only
+    assert make_config(framework="mxnet", model="tiny_cnn", precision="int8").engine == "hybrid"
+    with pytest.raises(ConfigError, match="valid choices: hybrid"):
+        make_config(framework="mxnet", model="tiny_cnn", precision="int8", engine="imperative")
     assert "int8" in ADAPTERS.get("jax").not_applicable("inference", "int8", "cpu")
 
 
@@ -111,6 +121,61 @@ def test_onnxruntime_int8_agrees_and_a_constant_calibration_is_caught(sets):
     bad = {"int8": broken.describe()}
     attach(bad, broken.fp32_logits, broken.int8_logits)
     assert not bad["int8"]["agreement"]["agrees"] and judged(bad["int8"])
+
+
+MXNET_QUANTISE = """
+import json, os, sys
+os.environ["OMP_NUM_THREADS"] = "2"
+import mxnet as mx
+import numpy as np
+from bench.adapters.mxnet.models import build_gluon_model
+from bench.adapters.mxnet.quantize import quantise
+from bench.adapters.int8 import ImageSets
+sets = ImageSets.for_size({size}, 8, 8)
+out = {{}}
+for name, calibration in (("good", sets.calibration), ("constant", np.full_like(sets.calibration, 128))):
+    mx.random.seed(0)
+    net = build_gluon_model("tiny_cnn")
+    net.initialize(mx.init.Xavier())
+    net.hybridize(static_alloc=True, static_shape=True)
+    _, q = quantise(mx, net, 4, {size}, mx.cpu(), ImageSets(calibration, sets.held_out))
+    np.savez(sys.argv[1] + name, fp32=q.fp32_logits, int8=q.int8_logits)
+    out[name] = q.describe()
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.skipif(ADAPTERS.get("mxnet").interpreter() is None, reason="MXNet's environment is not built")
+def test_mxnet_int8_agrees_and_a_constant_calibration_is_caught(sets, tmp_path):
+    """In MXNet's own environment (its numpy pin): quantize_net_v2 of the tiny model, then a grey calibration."""
+    proc = subprocess.run([str(ADAPTERS.get("mxnet").interpreter()), "-c", MXNET_QUANTISE.format(size=SIZE),
+                           str(tmp_path / "logits-")], capture_output=True, text=True, env=bench_environ())
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    described = json.loads(proc.stdout.strip().splitlines()[-1])
+    verdicts = {}
+    for name, found in described.items():
+        logits = np.load(tmp_path / f"logits-{name}.npz")
+        settings = {"int8": found}
+        attach(settings, logits["fp32"], logits["int8"])
+        verdicts[name] = settings["int8"]
+    good, bad = verdicts["good"], verdicts["constant"]
+    assert good["agreement"]["agrees"] and good["agreement"]["images"] == 8 and not judged(good)
+    assert good["sets"]["calibration"] == {"seed": 3301, "images": 8} and good["settings"]["calib_mode"] == "naive"
+    assert good["graph"]["int8_subgraphs"] == good["graph"]["subgraphs"] == 3  # both convolutions and the dense
+    assert not bad["agreement"]["agrees"] and judged(bad)
+
+
+@pytest.mark.full
+@pytest.mark.skipif(ADAPTERS.get("mxnet").interpreter() is None, reason="MXNet's environment is not built")
+def test_tiny_mxnet_int8_run_records_its_agreement(shared_results):
+    """Through the CLI, which runs MXNet in its own environment: the record carries the agreement."""
+    proc = bench_cli("run", "--framework", "mxnet", "--precision", "int8", *TINY_RUN, results=shared_results)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    r = json.loads(open(proc.stdout.strip().splitlines()[-1].removeprefix("record: ")).read())
+    assert r["status"] == "ok", r["reason"]
+    found = r["settings"]["int8"]
+    assert found["agreement"]["images"] > 0 and found["quantise_s"] > 0 and found["sets"]["calibration"]["images"]
+    assert r["config"]["engine"] == "hybrid" and r["utilisation"] is None and r["peak"] is None
 
 
 def _record(precision: str, agreement_json: dict | None):

@@ -36,7 +36,7 @@ STARTUP_S = 5.0
 # An int8 config's first process on a host also draws the calibration and held-out images, calibrates and converts
 # the model and computes its agreement with fp32 (measured here, ResNet-50 on the 2-core VM: NNCF 33 s, ONNX
 # Runtime 39-52 s, the 64 images 9 s); a later process finds ONNX Runtime's or OpenVINO's quantised model cached
-# and only computes the agreement. PyTorch (compile) and TFLite quantise in every process: their records say so.
+# and only computes the agreement. PyTorch (compile), TFLite and MXNet quantise in every process: their records say so.
 QUANTISE_S, AGREEMENT_S = 45.0, 4.0
 # Without earlier records an iteration is estimated from FLOPs at this share of the measured peak
 # (measured here: inference 60-75%, training 40-55%); a little cautious, so the estimate errs long.

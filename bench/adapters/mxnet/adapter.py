@@ -12,6 +12,7 @@ from ...errors import UnsupportedError
 from ...host.devices import is_gpu
 from ...models import get_model
 from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, register, subtractive_phases
+from ..precision import INT8
 
 if TYPE_CHECKING:
     from ...config import RunConfig
@@ -58,6 +59,10 @@ class MXNetWorkload(Workload):
         if config.engine == "hybrid":
             self.net.hybridize(static_alloc=True, static_shape=True)
         self.params = int(sum(p.data().size for p in _trainable(self.net)))
+        if config.precision == INT8:  # the oneDNN int8 SymbolBlock of the same network (bench/adapters/int8.py)
+            from .quantize import quantise
+
+            self.net, self.quantised = quantise(mx, self.net, config.batch_size, config.image_size, self.ctx)
         n, s = config.batch_size, config.image_size
         rng = np.random.default_rng(config.seed)
         self.host_x = rng.standard_normal((n, 3, s, s), dtype=np.float32)
@@ -78,7 +83,8 @@ class MXNetWorkload(Workload):
             "threads_how": "OMP_NUM_THREADS set before mxnet loads (MXNet has no read-back)",
             "layout": "NCHW (MXNet default)",
             "engine": ("hybridize(static_alloc, static_shape): cached symbolic graph" if config.engine == "hybrid"
-                       else "imperative NDArray (no hybridize)"),
+                       else "imperative NDArray (no hybridize)")
+            + (", int8 SymbolBlock of contrib.quantization" if config.precision == INT8 else ""),
             "onednn": features.is_enabled("MKLDNN"),
             "device": str(self.ctx),
             "data_placement": config.data,
@@ -90,6 +96,8 @@ class MXNetWorkload(Workload):
             "timer": "time.perf_counter after mx.nd.waitall",
             "autograd_in_inference": False if not self.training else None,  # no autograd.record() in inference
         }
+        if self.quantised is not None:
+            self.settings["int8"] = self.quantised.describe()
 
     def _inside_timer(self) -> str:
         h2d = {"host": "mx.nd.array of the batch + ",
@@ -154,11 +162,14 @@ class MXNetAdapter(Adapter):
     engines = ("hybrid", "imperative")
     module = "mxnet"
     distribution = "mxnet"
-    precisions = ("fp32",)  # bf16 in 1.9 is an experimental AMP pass for oneDNN CPUs only
-    no_int8_because = ("mxnet.contrib.quantization (oneDNN int8) exists in 1.9.1 but is not wired into this benchmark "
-                       "yet")
+    # bf16 in 1.9 is an experimental AMP pass for oneDNN CPUs only; int8: contrib.quantization (quantize.py)
+    precisions = ("fp32", INT8)
     kernel = "bench-mxnet"
     environment = ".venv-mxnet"
+
+    def engines_for(self, mode: str, precision: str) -> tuple[str, ...]:
+        # int8 is a quantised symbolic graph: hybridized (imperative would be no quantised network at all)
+        return ("hybrid",) if precision == INT8 else self.engines
 
     def not_applicable(self, mode: str, precision: str, device: str) -> str | None:
         if is_gpu(device):

@@ -58,7 +58,10 @@ class _Residual(HybridBlock):
 
     def hybrid_forward(self, F, x):
         y = self.body(x) + (self.shortcut(x) if self.shortcut is not None else x)
-        return F.relu(y) if self.relu else y
+        # Activation(relu), as Gluon's model zoo writes it (not F.relu, the same function): oneDNN's subgraph pass
+        # fuses only the Activation op into the convolution's sum, in fp32 and int8 (with F.relu a ResNet's int8
+        # graph dequantised and requantised around every residual ReLU)
+        return F.Activation(y, act_type="relu") if self.relu else y
 
 
 class _Concat(HybridBlock):
