@@ -42,7 +42,7 @@ class Verdict:
     def interval(self) -> str:
         if self.ci_low is None:
             return f"{self.ratio:.2f}x [no interval]"
-        return f"{self.ratio:.2f}x [{self.ci_low:.2f}-{self.ci_high:.2f}]"
+        return ratio_interval(self.ratio, self.ci_low, self.ci_high)
 
     def to_decide(self) -> str:
         """What would decide an undecided row, in words ('' when decided)."""
@@ -55,6 +55,26 @@ class Verdict:
                     f"more than {MAX_EXTRA_PROCESSES} more processes a side would be needed")
         return f"about {self.extra_processes} more process{'es' if self.extra_processes != 1 else ''} a side " \
                f"would likely decide it"
+
+
+def _digits(low: float, high: float) -> int:
+    """Two decimals, or more (up to four) where two would print a bound that is not 1x as 1.00: a winner's
+    interval must be seen to exclude 1x ([1.004-1.012], not [1.00-1.01])."""
+    digits = 2
+    while digits < 4 and any(b != 1 and float(f"{b:.{digits}f}") == 1 for b in (low, high)):
+        digits += 1
+    return digits
+
+
+def bounds(low: float, high: float) -> str:
+    """'[1.10-1.31]', with the decimals `_digits` gives."""
+    d = _digits(low, high)
+    return f"[{low:.{d}f}-{high:.{d}f}]"
+
+
+def ratio_interval(ratio: float, low: float, high: float) -> str:
+    """'1.20x [1.10-1.31]', the ratio at its interval's decimals."""
+    return f"{ratio:.{_digits(low, high)}f}x {bounds(low, high)}"
 
 
 def phrase(word: str, direction: str = "", detail: str = "") -> str:

@@ -191,3 +191,10 @@ def test_alike_spreads_lose_no_config_to_the_search_for_noisier_ones():
 
     assert outliers(_alike(40, 1, 0.01), [1.0] * 40) == []
     assert outliers(_alike(40, 1, 0.01) + [0.01 * 60], [1.0] * 41) == [40]
+
+
+def test_a_winners_interval_is_printed_so_it_is_seen_to_exclude_one():
+    # 1.004-1.012 printed with two decimals reads [1.00-1.01]: a winner whose interval seems to touch 1x.
+    assert judge(1.008, 1.004, 1.012).interval() == "1.008x [1.004-1.012]"
+    assert judge(1.2, 1.1, 1.31).interval() == "1.20x [1.10-1.31]"
+    assert judge(0.996, 0.992, 0.9996).interval() == "0.9960x [0.9920-0.9996]"

@@ -9,7 +9,7 @@ import pandas as pd
 from ..measurement.flags import RULES
 from ..results.record import Record
 from ..values import counted
-from ..verdicts import DEFAULT_MARGIN, EQUIVALENT, UNDECIDED, WINNER, Verdict, judge
+from ..verdicts import DEFAULT_MARGIN, EQUIVALENT, UNDECIDED, WINNER, Verdict, bounds, judge, ratio_interval
 from . import coverage, estimates
 from .hosts import gpus_of, newest_runs
 
@@ -43,7 +43,7 @@ def rests_on_pooling(r, margin: float = DEFAULT_MARGIN) -> bool:
 def own_text(r, margin: float = DEFAULT_MARGIN) -> str:
     """'its own processes alone: [0.93-1.20], undecided'."""
     v = own_verdict(r, margin)
-    interval = "no interval" if v.ci_low is None else f"[{v.ci_low:.2f}-{v.ci_high:.2f}]"
+    interval = "no interval" if v.ci_low is None else bounds(v.ci_low, v.ci_high)
     return f"its own processes alone: {interval}, {v.word}"
 
 
@@ -85,10 +85,6 @@ def _reason_text(key: str) -> str:
     return REASONS.get(key, f"{key} (see the flagged numbers in details)")
 
 
-def _x(v) -> str:
-    return f"{v:.2f}x"
-
-
 def _batch(r) -> str:
     if r["batch_size"] == "best":
         return f"best ({r['fastest']} {int(r['fastest_batch'])}, {r['runner_up']} {int(r['runner_up_batch'])})"
@@ -122,7 +118,7 @@ def answer_table(summary: pd.DataFrame, best: pd.DataFrame | None = None, margin
         marks = [keys.setdefault(k, len(keys) + 1) for k in reasons + ([POOLED] if pooled else [])]
         # a speed-up with a side not sound is not stated (the methodology's rule): blank, its footnote says why
         known = compared and not reasons and r["ci_low"] is not None and r["ci_low"] == r["ci_low"]
-        interval = f"{_x(r['speedup'])} [{r['ci_low']:.2f}-{r['ci_high']:.2f}]" if known else ""
+        interval = ratio_interval(r["speedup"], r["ci_low"], r["ci_high"]) if known else ""
         decide = ""
         if r["verdict"] == UNDECIDED and not reasons:
             extra = r.get("extra_processes")
