@@ -305,3 +305,25 @@ def test_the_timing_pass_runs_through_units_that_start_in_place():
     times = unit_times(torch, units, torch.randn(2, 3, 32, 32))
     assert len(times) == len(units) and all(t > 0 for t in times)
     assert all(torch.equal(a, p) for a, p in zip(before, (p for u in units for p in u.parameters())))
+
+
+@pytest.mark.parametrize("single_iterations", [20, 30])
+def test_the_data_parallel_baseline_is_the_config_measured_in_the_most_processes(tmp_path, single_iterations):
+    """Two data-parallel configs at the pipeline's global batch (the default profile's and PROFILE=parallelism's):
+    the one measured in three processes is the baseline, not the one with a single process (which gave every
+    pipeline row no interval, commit 44e7447), whichever of the two the scaling table lists first."""
+    from bench.report.context import load_scaling
+    from bench.results.record import Record
+    from tests.synthetic import config_key_of, dist_record
+
+    lone = dist_record("allreduce", 2, 125.0, repeat=0)
+    lone["config"]["iterations"] = single_iterations
+    lone["config_key"] = config_key_of(lone["config"])
+    records = [lone] + [dist_record("allreduce", 2, 120.0, repeat=r) for r in range(3)]
+    records += [_pipeline_record("gpipe", 4, 300.0, r) for r in range(3)]
+    t = load_scaling([Record.from_json(r) for r in records], tmp_path).parallelism
+    dp = t[t["strategy"] == "allreduce"]
+    assert sorted(dp["processes"]) == [1, 3] and dp.iloc[0]["processes"] == 3
+    gpipe = t[t["strategy"] == "gpipe"].iloc[0]
+    assert gpipe["verdict_vs_dp"] == "slower" and "no interval" not in str(gpipe["ratio_vs_dp"])
+    assert gpipe["ratio_vs_dp"].startswith("0.4")  # 32 images in 300 ms against 32 in 120 ms
