@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 from .timeline import union_length
 
-COMPUTE = ("forward", "backward", "loss")  # the timeline's kinds that are the stage's own arithmetic
+BACKWARD_WEIGHT = "backward_weight"  # a zero-bubble schedule's weight-gradient half of a backward
+COMPUTE = ("forward", "backward", BACKWARD_WEIGHT, "loss")  # the timeline's kinds that are the stage's own arithmetic
 WAIT = "wait"  # a wait on a send or receive (the transfer, and the peer not being ready: where the bubble shows)
 UPDATE = "update"
 
@@ -28,6 +29,10 @@ class Cut:
         ends = (*self.starts[1:], self.units)
         return list(zip(self.starts, ends))
 
+
+# The schedules that put v model chunks (stages) on each worker: p workers run p x v stages (interleaved 1F1B and
+# interleaved zero-bubble round-robin, ZB-V in a V); every other pipeline strategy holds one stage per worker.
+PIPELINE_CHUNKS = {"interleaved_1f1b": 2, "interleaved_zb": 2, "zbv": 2}
 
 TIMED = "time"  # the config's pipeline_cut that asks for the cut balanced by measured time
 
