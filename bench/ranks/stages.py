@@ -88,5 +88,7 @@ def stage_summary(actions: list[tuple[str, float, float]], start: float, end: fl
 
 
 def bubble_formula(stages: int, micro_batches: int, chunks: int = 1) -> float:
-    """GPipe's and 1F1B's idle share (p-1)/(m+p-1), divided by v for v interleaved chunks per stage."""
-    return (stages - 1) / (micro_batches + stages - 1) / chunks
+    """GPipe's and 1F1B's idle share (p-1)/(m+p-1); with v interleaved chunks per stage (p-1)/(vm+p-1): the fill and
+    drain shrink to (p-1)/v micro-batch times beside m of work (the idle share of torch's interleaved 1F1B order
+    with equal stages; (p-1)/(m+p-1)/v, the usual shorthand, is below it: 10% against 11.1% at p = 2, m = 4)."""
+    return (stages - 1) / (chunks * micro_batches + stages - 1)

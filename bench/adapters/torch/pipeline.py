@@ -46,6 +46,8 @@ if TYPE_CHECKING:
 SCHEDULES = {"model_parallel": "ScheduleGPipe", "gpipe": "ScheduleGPipe", "1f1b": "Schedule1F1B",
              "interleaved_1f1b": "ScheduleInterleaved1F1B", "interleaved_zb": "ScheduleInterleavedZeroBubble",
              "zbv": "ScheduleZBVZeroBubble"}
+# the zero-bubble schedules, which split each backward into its input half and its weight half
+SPLIT_BACKWARD = ("ScheduleInterleavedZeroBubble", "ScheduleZBVZeroBubble")
 KINDS = {"F": "forward", "B": "backward", "I": "backward", "W": "backward_weight"}  # the visualiser's actions
 BATCHNORM = ("each micro-batch normalised by its own statistics; running statistics updated once per micro-batch "
              "(no synchronisation across micro-batches)")
@@ -103,6 +105,18 @@ def choose_cut(config: RunConfig, flops: list[float], unit_s: list[float] | None
     if config.pipeline_cut:
         return stages.given_cut(config.pipeline_cut, len(flops), n)
     return stages.balanced_cut(flops, n)
+
+
+def split_backward_refusal(config: RunConfig, cut: stages.Cut, stage_params: list[int], version: str) -> str | None:
+    """Why a zero-bubble schedule cannot train this cut: a first stage without parameters leaves the next stage's
+    input needing no gradient, and the split backward then never computes that stage's weight gradients (torch
+    2.14.1: its weights stayed as they were while the single process's moved)."""
+    if SCHEDULES[config.strategy] not in SPLIT_BACKWARD or stage_params[0]:
+        return None
+    return (f"{config.strategy}: the first stage of the cut ({cut.rule}) has no parameters, so the next stage's "
+            f"input needs no gradient, and torch {version}'s split backward then leaves that stage's weight "
+            "gradients at zero (its weights never change); cut so that stage 0 holds parameters (pipeline_cut), or "
+            "use interleaved_1f1b")
 
 
 def unit_times(torch, units: list, x) -> list[float]:
@@ -253,6 +267,9 @@ class PipelineRanks(ProcessGroupRanks):
         self.cut = cut = choose_cut(config, flops, unit_s)
         stage_params = [sum(p.numel() for u in units[i:j] for p in u.parameters()) for i, j in cut.bounds()]
         n = stage_count(config)
+        refusal = split_backward_refusal(config, cut, stage_params, torch.__version__)
+        if refusal:
+            raise UnsupportedError(refusal)
         self.mine = mine = [s for s, r in stage_ranks(SCHEDULES[config.strategy], world, n).items() if r == rank]
         modules = []
         for s in mine:
@@ -266,7 +283,10 @@ class PipelineRanks(ProcessGroupRanks):
         self.params = list(self.module.parameters())
         # the workload trains this rank's stages only, with the same recipe (its own update): the others' weights go
         workload.module = workload.model = self.module
-        workload.opt = torch.optim.SGD(self.params, lr=LEARNING_RATE, momentum=MOMENTUM)
+        # a rank whose stages are parameter-free (a small model's Flatten and ReLU cut into 2 x 2 stages) has nothing
+        # to update: an SGD over one unused tensor, whose gradient stays None, so the step does nothing
+        workload.opt = torch.optim.SGD(self.params or [torch.zeros(1, requires_grad=True)], lr=LEARNING_RATE,
+                                       momentum=MOMENTUM)
         del units
         self.stages = [PipelineStage(m_, s, n, torch.device(device)) for m_, s in zip(modules, mine)]
         self.stage = self.stages[0]
@@ -338,6 +358,8 @@ class PipelineRanks(ProcessGroupRanks):
                 **({"loss": loss} if losses else {})}
 
     def checksums(self) -> list[float | None]:
+        if not self.params:  # parameter-free stages: no weights to check
+            return [None]
         with self.torch.no_grad():  # this stage's own weights: each stage's change is checked on its own
             return [float(sum(p.double().abs().sum() for p in self.params))]
 
@@ -352,15 +374,17 @@ def schedule_ops(schedule: str, ranks: int, micro_batches: int, per_rank: int) -
     """Each rank's compute actions in the order `schedule` runs them, [kind, micro-batch, stage], from torch's
     `_schedule_visualizer.get_schedule_ops` (None where this torch lacks it: the expected timeline then follows
     the schedule's definition, bench/runs/distributed/pipeline.py)."""
+    from torch.distributed.pipelining import schedules
+
     try:
         from torch.distributed.pipelining._schedule_visualizer import get_schedule_ops
     except ImportError:
         return None
-    ops = get_schedule_ops(schedule, ranks, micro_batches, per_rank if per_rank > 1 else None)
+    ops = get_schedule_ops(getattr(schedules, schedule), ranks, micro_batches, per_rank if per_rank > 1 else None)
     out = []
     for line in ops:
-        out.append([[KINDS[str(a.computation_type)], a.microbatch_index, a.stage_index] for a in line
-                    if a is not None and str(a.computation_type) in KINDS])
+        out.append([[KINDS[a.computation_type.value], a.microbatch_index, a.stage_index] for a in line
+                    if a is not None and a.computation_type.value in KINDS])
     return out
 
 

@@ -111,19 +111,26 @@ def _median(ranks: list[RankResult], key: str) -> list[float]:
 
 
 def predict(config: RunConfig, stage_mb_s: list[float], update_s: float, sent_bytes: list[int],
-            link: model.Link | None) -> dict:
-    """The model's step time and bubble for `config` from the stages' measured micro-batch times."""
+            link: model.Link | None, bubble: float | None = None) -> dict:
+    """The model's step time and bubble for `config` from the stages' measured micro-batch times. `bubble`: the
+    idle share where no closed form holds (the zero-bubble schedules: their expected timeline's), else the formula's.
+    The step: m micro-batches of the slowest rank's work over the share of the span it works, (m+p-1) x its
+    micro-batch time for GPipe and 1F1B, (m+(p-1)/v) x for v interleaved chunks."""
     p, m, v = config.workers, config.micro_batches, PIPELINE_CHUNKS.get(config.strategy, 1)
-    # v stages per rank: the fill and drain take (p-1) of a rank's chunk times, 1/v of its micro-batch time each
-    compute = (m + (p - 1) / v) * max(stage_mb_s) + update_s
+    formula = bubble is None
+    bubble = bubble_formula(p, m, v) if formula else bubble
+    compute = m * max(stage_mb_s) / (1 - bubble) + update_s
     transfer = 2 * sum(link.p2p_s(b) for b in sent_bytes[:-1]) if link else None
-    return {"bubble": bubble_formula(p, m, v), "chunks_per_rank": v, "compute_step_s": compute,
+    return {"bubble": bubble, "bubble_source": "formula" if formula else "the expected timeline's idle share "
+            "(torch's order; a backward's input and weight halves equal)", "chunks_per_rank": v,
+            "compute_step_s": compute,
             "transfer_s": transfer, "step_s": compute + transfer if transfer is not None else None,
             "link": link.source if link else None,
             "form": "(m+p-1) x slowest stage's forward+backward per micro-batch + 2 x sum over boundaries of "
                     "(alpha + M/B) + slowest update; bubble (p-1)/(m+p-1)" if v == 1 else
-                    f"(m+(p-1)/v) x slowest rank's forward+backward per micro-batch (its v = {v} stages) + 2 x sum "
-                    "over rank boundaries of (alpha + M/B) + slowest update; bubble (p-1)/(m+p-1)/v"}
+                    f"m / (1 - bubble) x slowest rank's forward+backward per micro-batch (its v = {v} stages) + 2 x "
+                    "sum over rank boundaries of (alpha + M/B) + slowest update; bubble (p-1)/(vm+p-1) or, zero-bubble "
+                    "schedules, the expected timeline's"}
 
 
 def section(config: RunConfig, ranks: list[RankResult], results_dir: Path | str | None) -> dict:
@@ -138,7 +145,10 @@ def section(config: RunConfig, ranks: list[RankResult], results_dir: Path | str 
     sent = [int(_median([r], "sent_bytes")[0]) for r in stages]
     link = p2p_link(results_dir, link_key(config.workers, config.nodes, config.link_gbit, config.link_delay_ms,
                                           config.cluster)) if results_dir else None
-    prediction = predict(config, mb_s, max(update), sent, link)
+    expected = expected_timeline(config.strategy, [x / m for x in forward], [x / m for x in backward], m,
+                                 setup.get("schedule_ops"))
+    zero_bubble = any(k == BACKWARD_WEIGHT for line in expected for k, *_ in line)
+    prediction = predict(config, mb_s, max(update), sent, link, idle_share(expected) if zero_bubble else None)
     steps = [max(r.steps[i]["step_s"] for r in stages) for i in range(min(len(r.steps) for r in stages))]
     # the share of the stages' time the schedule leaves idle (at m = 1: (p-1)/p whatever the balance)
     measured_bubble = statistics.mean(_median(stages, "stage_bubble_share"))
@@ -156,8 +166,6 @@ def section(config: RunConfig, ranks: list[RankResult], results_dir: Path | str 
                                                * _median([r], "activation_bytes")[0]) if r.steps else None,
             "sent_bytes_per_micro_batch": s, "peak_rss_bytes": r.section.peak_rss_bytes,
             "peak_memory_bytes": r.section.memory.peak_bytes if r.section.memory else None})
-    expected = expected_timeline(config.strategy, [x / m for x in forward], [x / m for x in backward], m,
-                                 setup.get("schedule_ops"))
     middle = len(steps) // 2
     order = sorted(range(len(steps)), key=steps.__getitem__)
     median_step = order[middle] if steps else 0
