@@ -18,6 +18,7 @@ from .host.links import MAX_EMULATED_NODES, netem_unavailable
 from .host.machines import RENDEZVOUS, SLURM, check_cluster, parse_hosts
 from .images.files import check_data_dir
 from .models import get_model
+from .ranks.stages import PIPELINE_CHUNKS
 
 MODES = ("inference", "training")
 # fp32 is strict: TF32 tensor cores only as "tf32"; int8 is static post-training quantisation (CPU inference)
@@ -28,10 +29,11 @@ DATA_PLACEMENTS = ("device", "host", "files")
 # Distributed data-parallel training (bench/distributed/): "none" is a single process. Which
 # strategies a framework implements is declared by its adapter (`distributed_strategies`).
 STRATEGIES = ("none", "independent", "allreduce", "allreduce_nosync", "ps_sync", "ps_async", "model_parallel", "gpipe",
-              "1f1b", "sandblaster")
+              "1f1b", "interleaved_1f1b", "interleaved_zb", "zbv", "sandblaster")
 # The model's layers cut into one stage per worker (bench/runs/distributed/pipeline.py): every stage sees the whole
 # batch (split into `micro_batches` by a pipeline schedule), so the global batch is batch_size.
-PIPELINE_STRATEGIES = ("model_parallel", "gpipe", "1f1b")
+PIPELINE_STRATEGIES = ("model_parallel", "gpipe", "1f1b", "interleaved_1f1b", "interleaved_zb", "zbv")
+# The schedules that put v model chunks (stages) on each worker (bench/ranks/stages.py PIPELINE_CHUNKS)
 SCALINGS = ("weak", "strong")  # weak: batch_size per worker (as SINGA); strong: batch_size is global
 
 # Per-protocol defaults. seed = the 2019 study exactly; adaptive = steady-state + CI target.
@@ -260,6 +262,10 @@ class RunConfig:
             raise ConfigError(f"strategy {self.strategy!r} cuts the model into one stage per worker: workers >= 2")
         if self.strategy == "model_parallel" and self.micro_batches != 1:
             raise ConfigError("model_parallel feeds one whole batch at a time: micro_batches must be 1")
+        if self.strategy in PIPELINE_CHUNKS and self.micro_batches % self.workers:
+            # the interleaved schedules run their micro-batches in rounds of p (ZB-V needs at least p of them)
+            raise ConfigError(f"{self.strategy} runs micro-batches in rounds of one per worker: micro_batches="
+                              f"{self.micro_batches} must be a multiple of workers={self.workers}")
         if self.batch_size % self.micro_batches:
             raise ConfigError(f"micro_batches={self.micro_batches} must divide batch_size={self.batch_size}")
         cut = self.pipeline_cut.replace(",", "").replace(" ", "")

@@ -157,6 +157,38 @@ def test_torchrun_joins_by_static_or_c10d_rendezvous():
     assert not [a for a in task.argv if a.startswith(("--node-rank", "--master-addr"))]
 
 
+@pytest.mark.parametrize("strategy", ["gpipe", "1f1b", "interleaved_1f1b"])
+def test_a_pipeline_joins_machines_and_emulated_nodes_as_data_parallel_does(strategy):
+    """A pipeline config is accepted with a host list, with Slurm and on emulated nodes, and each machine (node)
+    gets the same torchrun command as a data-parallel run of the same layout: the stages are its ranks."""
+    pipe = dict(strategy=strategy, micro_batches=2)
+    for cluster, machines in (("h0,h1", Machines(("h0", "h1"), 1, 29600)),
+                              ("slurm", Machines(("vm0", "vm1"), 1, 29600, source="slurm"))):
+        (dp,) = torchrun_tasks(_config(cluster=cluster), "m", {}, None, machines)
+        (pp,) = torchrun_tasks(_config(cluster=cluster, **pipe), "m", {}, None, machines)
+        assert pp.argv == dp.argv and pp.env == dp.env
+        assert {"--nnodes=2", "--nproc-per-node=1", "--node-rank=1", "--master-addr=" + machines.hosts[0]} \
+            <= set(pp.argv)
+    nodes = [_Node(0), _Node(1)]
+    dp = torchrun_tasks(_config(), "m", {}, nodes)
+    pp = torchrun_tasks(_config(**pipe, link_gbit=1), "m", {}, nodes)
+    assert [t.argv[:5] for t in pp] == [["ip", "netns", "exec", f"dlbdlbv{k}", sys.executable] for k in range(2)]
+    assert [_unported(t.argv) for t in pp] == [_unported(t.argv) for t in dp]
+    assert [t.env["GLOO_SOCKET_IFNAME"] for t in pp] == ["dlbv0", "dlbv1"]
+
+
+class _Node:
+    def __init__(self, k: int) -> None:
+        self.address, self.ifname = f"10.213.0.{k + 1}", f"dlbv{k}"
+
+    def command(self, argv: list[str]) -> list[str]:
+        return ["ip", "netns", "exec", f"dlb{self.ifname}", *argv]
+
+
+def _unported(argv: list[str]) -> list[str]:
+    return [a for a in argv if not a.startswith("--master-port=")]  # a free port each time
+
+
 def test_each_machine_starts_only_its_tf_tasks_and_a_lone_server_watches_the_chief():
     config = _config(framework="tensorflow", strategy="ps_async", cluster="h0,h1")
     node1 = tf_tasks(config, "m", {}, None, Machines(("h0", "h1"), 1, 7000))
@@ -223,6 +255,15 @@ def test_two_machines_torch_through_the_host_list(tmp_path, rendezvous):
 
 @pytest.mark.full
 @ROOT_ONLY
+def test_a_pipeline_over_two_machines_through_the_host_list(tmp_path):
+    record = _machines_run(tmp_path, "torch", "1f1b", "--micro-batches", "2")
+    assert sorted(r["node"] for r in record["distributed"]["ranks"]) == [0, 1]
+    section = record["distributed"]["pipeline"]
+    assert section["schedule"] == "Schedule1F1B" and len(section["stages"]) == 2
+
+
+@pytest.mark.full
+@ROOT_ONLY
 def test_two_machines_tensorflow_mirrored_through_the_host_list_with_the_link_fitted(tmp_path):
     record = _machines_run(tmp_path, "tensorflow", "allreduce", "--measure-link")
     d = record["distributed"]
@@ -247,11 +288,12 @@ SLURM_UP = local_slurm.unavailable_reason()
 
 @pytest.mark.full
 @pytest.mark.skipif(SLURM_UP is not None, reason=f"local Slurm: {SLURM_UP}")
-@pytest.mark.parametrize("framework", ["torch", "tensorflow"])
-def test_two_slurm_tasks_each_run_the_per_task_command(tmp_path, framework, slurm_cluster):
+@pytest.mark.parametrize("framework,strategy", [("torch", "allreduce"), ("tensorflow", "allreduce"),
+                                                ("torch", "gpipe --micro-batches 2")])
+def test_two_slurm_tasks_each_run_the_per_task_command(tmp_path, framework, strategy, slurm_cluster):
     """`srun -n2` on the local one-node Slurm: two tasks, each `bench run --cluster slurm` (torchrun's master from
-    the node list; TensorFlow's cluster from SlurmClusterResolver), one ok record."""
-    script = (f"exec {sys.executable} -m bench run --framework {framework} --strategy allreduce {' '.join(RUN)} "
+    the node list; TensorFlow's cluster from SlurmClusterResolver), one ok record; a pipeline's stages the same way."""
+    script = (f"exec {sys.executable} -m bench run --framework {framework} --strategy {strategy} {' '.join(RUN)} "
               f"--cluster slurm --results-dir {tmp_path}/task$SLURM_PROCID")
     env = {**_env(), "SLURM_CONF": str(local_slurm.CONF)}
     env.pop("GLOO_SOCKET_IFNAME")

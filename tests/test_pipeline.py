@@ -5,6 +5,7 @@ m grows, a killed stage ends the run with an error and no orphan, a hung stage i
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -118,7 +119,8 @@ def _free_port() -> int:
 
 
 def _stage_steps(rank: int, port: int, runs, out) -> None:
-    """One pipeline step of stage `rank` for each (strategy, m): its loss (last stage) and its weights after it."""
+    """One pipeline step of rank `rank` for each (strategy, m): its loss (the last stage's rank) and its stages'
+    weights after it, {stage: weights}."""
     os.environ.update(RANK=str(rank), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", LOCAL_RANK=str(rank))
     from bench.adapters import ADAPTERS
     from bench.adapters.torch.pipeline import PipelineRanks
@@ -128,14 +130,14 @@ def _stage_steps(rank: int, port: int, runs, out) -> None:
         config = make_config(**MLP, strategy=strategy, micro_batches=m, threads=1)
         group = PipelineRanks(ADAPTERS.get("torch"), config, {"timeout_s": 60})
         result = group.step()
-        out.put((strategy, rank, result.get("loss"), [p.detach().numpy().copy() for p in group.params]))
+        out.put((strategy, rank, result.get("loss"),
+                 {s: [p.detach().numpy().copy() for p in st.submod.parameters()] for s, st in zip(group.mine,
+                                                                                                   group.stages)}))
         group.dist.destroy_process_group()
 
 
-@pytest.mark.full
-def test_gpipe_and_1f1b_match_the_single_process_step():
-    """A 2-stage pipeline of an MLP (no BatchNorm, whose statistics micro-batches change): the same loss and updated
-    weights as one process training the whole model on the same batch."""
+def _match_the_single_process_step(runs) -> None:
+    """Each (strategy, m) of `runs` over 2 ranks gives the single process's loss and updated weights."""
     import numpy as np
     import torch.multiprocessing as mp
 
@@ -146,21 +148,59 @@ def test_gpipe_and_1f1b_match_the_single_process_step():
     loss = float(single._forward(single._input()).detach())
     single.step()
     reference = [p.detach().numpy() for u in model_units(single.module) for p in u.parameters()]
-    runs = [("gpipe", 4), ("1f1b", 4), ("model_parallel", 1)]
     ctx, port = mp.get_context("spawn"), _free_port()
     queue = ctx.Queue()
     procs = [ctx.Process(target=_stage_steps, args=(r, port, runs, queue)) for r in range(2)]
     for p in procs:
         p.start()
-    got = {(s, r): (loss_r, w) for s, r, loss_r, w in (queue.get(timeout=180) for _ in range(2 * len(runs)))}
-    for p in procs:
-        p.join(30)
+    try:
+        got = {(s, r): (loss_r, w) for s, r, loss_r, w in (queue.get(timeout=180) for _ in range(2 * len(runs)))}
+    finally:
+        for p in procs:
+            p.join(30)
+            if p.is_alive():
+                p.kill()
     for strategy, _ in runs:
-        assert got[strategy, 1][0] == pytest.approx(loss, rel=1e-5)
-        weights = got[strategy, 0][1] + got[strategy, 1][1]
+        assert [v[0] for k, v in got.items() if k[0] == strategy and v[0] is not None] == [
+            pytest.approx(loss, rel=1e-5)]
+        stages = {**got[strategy, 0][1], **got[strategy, 1][1]}
+        weights = [w for s in sorted(stages) for w in stages[s]]
         assert len(weights) == len(reference)
         for a, b in zip(weights, reference):
             np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.full
+def test_gpipe_and_1f1b_match_the_single_process_step():
+    """A 2-stage pipeline of an MLP (no BatchNorm, whose statistics micro-batches change): the same loss and updated
+    weights as one process training the whole model on the same batch."""
+    _match_the_single_process_step([("gpipe", 4), ("1f1b", 4), ("model_parallel", 1)])
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("strategy", ["interleaved_1f1b", "interleaved_zb", "zbv"])
+def test_the_interleaved_and_zero_bubble_schedules_match_the_single_process_step(strategy):
+    """The same with 2 stages per rank, for a schedule whose smoke test passes here (one that hangs over gloo is
+    skipped with the smoke test's reason, never waited on); the smoke test is itself this comparison on an MLP with
+    weights in each of its 4 stages. The digits MLP's 4 units make 4 stages whose first (Flatten) has no weights:
+    interleaved 1F1B matches the single process; the zero-bubble schedules' split backward left the next stage's
+    weights unchanged there (torch 2.14.1), so such a cut is refused with that reason."""
+    from bench.adapters.torch import pipeline_smoke
+    from bench.adapters.torch.pipeline import SCHEDULES, SPLIT_BACKWARD
+
+    smoke = pipeline_smoke.run(SCHEDULES[strategy])
+    if not smoke["passed"]:
+        pytest.skip(f"{SCHEDULES[strategy]}: {smoke['reason']}")
+    if SCHEDULES[strategy] in SPLIT_BACKWARD:
+        from bench.adapters.torch.pipeline import choose_cut, split_backward_refusal, unit_flops
+
+        config = make_config(**MLP, strategy=strategy, micro_batches=4)
+        cut = choose_cut(config, unit_flops(config.model, config.image_size))
+        assert cut.starts == (0, 1, 2, 3)
+        assert "has no parameters" in split_backward_refusal(config, cut, [0, 12352, 0, 650], "2.14.1")
+        assert split_backward_refusal(config, cut, [1, 12352, 0, 650], "2.14.1") is None
+        return
+    _match_the_single_process_step([(strategy, 4)])
 
 
 # ---- real runs through the launcher (full tier) ----
@@ -350,3 +390,100 @@ def test_the_timing_pass_runs_through_units_that_start_in_place():
     times = unit_times(torch, units, torch.randn(2, 3, 32, 32))
     assert len(times) == len(units) and all(t > 0 for t in times)
     assert all(torch.equal(a, p) for a, p in zip(before, (p for u in units for p in u.parameters())))
+
+
+@pytest.mark.parametrize("single_iterations", [20, 30])
+def test_the_data_parallel_baseline_is_the_config_measured_in_the_most_processes(tmp_path, single_iterations):
+    """Two data-parallel configs at the pipeline's global batch (the default profile's and PROFILE=parallelism's):
+    the one measured in three processes is the baseline, not the one with a single process (which gave every
+    pipeline row no interval, commit 44e7447), whichever of the two the scaling table lists first."""
+    from bench.report.context import load_scaling
+    from bench.results.record import Record
+    from tests.synthetic import config_key_of, dist_record
+
+    lone = dist_record("allreduce", 2, 125.0, repeat=0)
+    lone["config"]["iterations"] = single_iterations
+    lone["config_key"] = config_key_of(lone["config"])
+    records = [lone] + [dist_record("allreduce", 2, 120.0, repeat=r) for r in range(3)]
+    records += [_pipeline_record("gpipe", 4, 300.0, r) for r in range(3)]
+    t = load_scaling([Record.from_json(r) for r in records], tmp_path).parallelism
+    dp = t[t["strategy"] == "allreduce"]
+    assert sorted(dp["processes"]) == [1, 3] and dp.iloc[0]["processes"] == 3
+    gpipe = t[t["strategy"] == "gpipe"].iloc[0]
+    assert gpipe["verdict_vs_dp"] == "slower" and "no interval" not in str(gpipe["ratio_vs_dp"])
+    assert gpipe["ratio_vs_dp"].startswith("0.4")  # 32 images in 300 ms against 32 in 120 ms
+
+
+def test_the_interleaved_schedules_need_micro_batches_in_rounds_of_the_workers():
+    assert make_config(**MLP, strategy="zbv", micro_batches=4).global_batch == 16
+    with pytest.raises(ConfigError, match="multiple of workers"):
+        make_config(**MLP, strategy="interleaved_1f1b", micro_batches=1)
+
+
+@pytest.mark.parametrize("p,m", [(2, 4), (2, 8), (4, 8)])
+def test_the_expected_timeline_follows_torchs_own_order_for_two_stages_per_rank(p, m):
+    """From get_schedule_ops: every rank runs its 2 stages' m forwards each; equal stages leave interleaved 1F1B
+    idle (p-1)/(2m+p-1) of the span, below 1F1B's (p-1)/(m+p-1); the zero-bubble schedules, which fill the drain
+    with weight gradients, less again."""
+    from bench.adapters.torch.pipeline import SCHEDULES, schedule_ops
+
+    shares = {}
+    for strategy in ("interleaved_1f1b", "interleaved_zb", "zbv"):
+        ops = schedule_ops(SCHEDULES[strategy], p, m, 2)
+        lines = pipeline.expected_timeline(strategy, [1.0] * p, [2.0] * p, m, ops)
+        assert all(sum(k == "forward" for k, *_ in line) == 2 * m for line in lines)
+        shares[strategy] = pipeline.idle_share(lines)
+    assert shares["interleaved_1f1b"] == pytest.approx(bubble_formula(p, m, 2)) and bubble_formula(p, m, 2) < \
+        bubble_formula(p, m)
+    assert shares["interleaved_zb"] < shares["interleaved_1f1b"] and shares["zbv"] < shares["interleaved_1f1b"]
+    assert pipeline.idle_share(pipeline.expected_timeline("1f1b", [1.0] * p, [2.0] * p, m)) == pytest.approx(
+        bubble_formula(p, m))
+
+
+def test_a_schedule_that_failed_its_smoke_test_is_refused_before_any_process_starts(tmp_path, monkeypatch):
+    from bench.adapters import ADAPTERS
+
+    hung = {"passed": False, "reason": "hung: the step unfinished 30 s after both ranks began it", "torch": "torch x",
+            "when": "then", "conclusive": True}
+    monkeypatch.setattr(type(ADAPTERS.get("torch")), "pipeline_smoke", lambda self, config, cache: hung)
+    monkeypatch.setattr(pipeline, "section", lambda *a: pytest.fail("a run started"))
+    record = execute(make_config(**MLP, strategy="zbv", micro_batches=4), tmp_path)
+    assert record["status"] == "skipped"
+    assert "zbv refused on this cpu: its smoke test failed with torch x" in record["reason"]
+    assert "hung: the step unfinished" in record["reason"]
+
+
+def test_the_smoke_test_is_cached_per_torch_version_unless_inconclusive(tmp_path, monkeypatch):
+    from bench.adapters.torch import pipeline_smoke
+
+    calls = []
+
+    def fake(schedule):
+        calls.append(schedule)
+        return {"passed": schedule == "A", "reason": "" if schedule == "A" else "hung", "seconds": 1.0,
+                "conclusive": schedule != "C", "check": "", "when": "now"}
+
+    monkeypatch.setattr(pipeline_smoke, "run", fake)
+    for _ in range(2):
+        assert pipeline_smoke.cached("A", "torch 1", tmp_path)["passed"]
+        assert not pipeline_smoke.cached("B", "torch 1", tmp_path)["passed"]
+        assert not pipeline_smoke.cached("C", "torch 1", tmp_path)["passed"]  # a start-up too slow: asked again
+    assert calls == ["A", "B", "C", "C"]
+    pipeline_smoke.cached("A", "torch 2", tmp_path)  # another torch: its own test
+    assert calls[-1] == "A" and sorted(json.loads((tmp_path / pipeline_smoke.SMOKE_FILE).read_text())) == [
+        "torch 1", "torch 2"]
+
+
+@pytest.mark.full
+def test_a_schedule_that_hangs_its_smoke_test_is_ended_with_the_reason(monkeypatch):
+    """A rank that never finishes its step (the smoke test's ranks replaced by one that sleeps in it) is killed at
+    the step timeout; the result says where each rank was."""
+    from bench.adapters.torch import pipeline_smoke
+
+    monkeypatch.setattr(pipeline_smoke, "MODULE", "tests.hanging_smoke_rank")
+    t0 = time.perf_counter()
+    result = pipeline_smoke.run("ScheduleInterleaved1F1B", timeout_s=120, step_timeout_s=3)
+    assert time.perf_counter() - t0 < 60
+    assert not result["passed"] and result["conclusive"]
+    assert result["reason"].startswith("hung: the step unfinished 3 s after both ranks began it")
+    assert "rank 0 in the schedule's step" in result["reason"] and "rank 1 in the schedule's step" in result["reason"]

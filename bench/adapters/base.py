@@ -143,6 +143,12 @@ class Adapter(ABC):
         (bench.runs.distributed.cluster.Machines). Raises LaunchError for a layout it cannot start."""
         raise UnsupportedError(f"{self.name} has no distributed runs")
 
+    def pipeline_smoke(self, config: RunConfig, cache_dir: Path) -> dict | None:
+        """The smoke test a pipeline schedule passed or failed before it is offered on this device (cached per
+        framework version in `cache_dir`, the host's results folder; run now if not cached): {"passed", "reason",
+        ...}; None where the schedule needs none."""
+        return None
+
     def gpu_layout_refusal(self, strategy: str, ranks_here: int, nodes: int, gpu_count: int) -> str | None:
         """Why `ranks_here` GPU workers of `strategy` on a machine with `gpu_count` GPUs cannot run (None: they can).
         torchrun ranks are judged by bench.host.devices.rank_placement; a framework with other GPU layouts says."""

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 from .timeline import union_length
 
-COMPUTE = ("forward", "backward", "loss")  # the timeline's kinds that are the stage's own arithmetic
+BACKWARD_WEIGHT = "backward_weight"  # a zero-bubble schedule's weight-gradient half of a backward
+COMPUTE = ("forward", "backward", BACKWARD_WEIGHT, "loss")  # the timeline's kinds that are the stage's own arithmetic
 WAIT = "wait"  # a wait on a send or receive (the transfer, and the peer not being ready: where the bubble shows)
 UPDATE = "update"
 
@@ -28,6 +29,10 @@ class Cut:
         ends = (*self.starts[1:], self.units)
         return list(zip(self.starts, ends))
 
+
+# The schedules that put v model chunks (stages) on each worker: p workers run p x v stages (interleaved 1F1B and
+# interleaved zero-bubble round-robin, ZB-V in a V); every other pipeline strategy holds one stage per worker.
+PIPELINE_CHUNKS = {"interleaved_1f1b": 2, "interleaved_zb": 2, "zbv": 2}
 
 TIMED = "time"  # the config's pipeline_cut that asks for the cut balanced by measured time
 
@@ -83,5 +88,7 @@ def stage_summary(actions: list[tuple[str, float, float]], start: float, end: fl
 
 
 def bubble_formula(stages: int, micro_batches: int, chunks: int = 1) -> float:
-    """GPipe's and 1F1B's idle share (p-1)/(m+p-1), divided by v for v interleaved chunks per stage."""
-    return (stages - 1) / (micro_batches + stages - 1) / chunks
+    """GPipe's and 1F1B's idle share (p-1)/(m+p-1); with v interleaved chunks per stage (p-1)/(vm+p-1): the fill and
+    drain shrink to (p-1)/v micro-batch times beside m of work (the idle share of torch's interleaved 1F1B order
+    with equal stages; (p-1)/(m+p-1)/v, the usual shorthand, is below it: 10% against 11.1% at p = 2, m = 4)."""
+    return (stages - 1) / (chunks * micro_batches + stages - 1)

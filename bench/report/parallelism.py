@@ -21,7 +21,10 @@ from .scaling import efficiency_text, spreads_of
 DATA_PARALLEL = "allreduce"
 PROFILE_MS = (2, 4, 8)  # the micro-batch counts PROFILE=parallelism runs for GPipe and 1F1B
 STRATEGY_NAMES = {"independent": "one worker (no parallelism)", "allreduce": "data parallel (DDP all-reduce)",
-                  "model_parallel": "model parallel (naive split)", "gpipe": "GPipe", "1f1b": "1F1B"}
+                  "model_parallel": "model parallel (naive split)", "gpipe": "GPipe", "1f1b": "1F1B",
+                  "interleaved_1f1b": "interleaved 1F1B (2 stages per worker)",
+                  "interleaved_zb": "interleaved zero bubble (2 stages per worker)",
+                  "zbv": "zero bubble V (2 stages per worker)"}
 
 
 def _pipeline_facts(records: list[Record]) -> dict[str, dict]:

@@ -8,7 +8,8 @@ import matplotlib.pyplot as plt
 from .style import PHASE_COLOURS, mark_flags
 
 KIND_COLOURS = {"forward": PHASE_COLOURS["forward"], "backward": PHASE_COLOURS["backward"], "loss": "#d2a35c",
-                "wait": "#bbbbbb", "update": PHASE_COLOURS["update"]}
+                "wait": "#bbbbbb", "update": PHASE_COLOURS["update"],
+                "backward_weight": "#dcb47a"}  # a zero-bubble schedule's weight half of a backward
 NOTE = ("measured: clock reads around each action of the step of median duration; expected: the schedule's order\n"
         "with each stage's median forward and backward per micro-batch, no transfer, no waiting")
 

@@ -9,12 +9,13 @@ from typing import TYPE_CHECKING
 from ...errors import UnsupportedError
 from ...host.devices import is_gpu
 from ...models import get_model
+from ...ranks.stages import PIPELINE_CHUNKS
 from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, dist_version, register, timed_phases
 from ..compile_cache import configure_inductor
 from ..launch import LaunchPlan
 from ..precision import INT8, tf32_unavailable
 from ..ranks import RankGroup
-from . import doctor, launch, pipeline, quantize, sandblaster, worker
+from . import doctor, launch, pipeline, pipeline_smoke, quantize, sandblaster, worker
 from .models import build_torch_model
 
 if TYPE_CHECKING:
@@ -331,6 +332,12 @@ class TorchAdapter(Adapter):
 
     def launch_plan(self, config: RunConfig, module: str, env: dict, nodes, cluster) -> LaunchPlan:
         return launch.launch_plan(config, module, env, nodes, cluster)
+
+    def pipeline_smoke(self, config: RunConfig, cache_dir) -> dict | None:
+        # over NCCL the schedules run as upstream tests them; over gloo only once their smoke test passed here
+        if config.strategy not in PIPELINE_CHUNKS or is_gpu(config.device):
+            return None
+        return pipeline_smoke.cached(pipeline.SCHEDULES[config.strategy], f"torch {self.version()}", cache_dir)
 
     def gemm_label(self, device: str, precision: str) -> str | None:
         return "torch.mm"

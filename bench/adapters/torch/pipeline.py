@@ -5,6 +5,11 @@ Strategies (bench/config.py PIPELINE_STRATEGIES)
   activations go forward stage by stage, its gradients come back; one stage works at a time).
 - gpipe: ScheduleGPipe over `micro_batches` (every forward, then every backward).
 - 1f1b: Schedule1F1B over `micro_batches` (a stage holds at most p micro-batches' activations).
+- interleaved_1f1b, interleaved_zb, zbv: ScheduleInterleaved1F1B, ScheduleInterleavedZeroBubble,
+  ScheduleZBVZeroBubble with v = 2 stages per rank (bench/config.py PIPELINE_CHUNKS): the model cut into p x v
+  stages, rank r holding stages r and r + p (round-robin) or r and 2p - 1 - r (ZB-V's V). On a CPU they are offered
+  only after their smoke test passed on this torch (bench/adapters/torch/pipeline_smoke.py: gloo's batched sends
+  have hung for them upstream); the zero-bubble ones split each backward into its input and weight halves.
 
 Every rank builds the whole model from the same seed and keeps its stage; stage 0 feeds the batch, the last stage
 computes the cross-entropy against the labels (the same data on every rank). The timed step is the schedule's step
@@ -27,16 +32,23 @@ from ...errors import UnsupportedError
 from ...host.devices import is_gpu
 from ...host.energy import energy_meter
 from ...ranks import stages
+from ...ranks.stages import PIPELINE_CHUNKS
 from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER
 from ..ranks import GroupFacts, Replica
 from .models import build_torch_model
+from .pipeline_smoke import stage_ranks
 from .worker import ProcessGroupRanks, TorchReadings, rank_device
 
 if TYPE_CHECKING:
     from ...config import RunConfig
     from .adapter import TorchAdapter
 
-SCHEDULES = {"model_parallel": "ScheduleGPipe", "gpipe": "ScheduleGPipe", "1f1b": "Schedule1F1B"}
+SCHEDULES = {"model_parallel": "ScheduleGPipe", "gpipe": "ScheduleGPipe", "1f1b": "Schedule1F1B",
+             "interleaved_1f1b": "ScheduleInterleaved1F1B", "interleaved_zb": "ScheduleInterleavedZeroBubble",
+             "zbv": "ScheduleZBVZeroBubble"}
+# the zero-bubble schedules, which split each backward into its input half and its weight half
+SPLIT_BACKWARD = ("ScheduleInterleavedZeroBubble", "ScheduleZBVZeroBubble")
+KINDS = {"F": "forward", "B": "backward", "I": "backward", "W": "backward_weight"}  # the visualiser's actions
 BATCHNORM = ("each micro-batch normalised by its own statistics; running statistics updated once per micro-batch "
              "(no synchronisation across micro-batches)")
 
@@ -75,18 +87,36 @@ def unit_flops(model_name: str, image_size: int) -> list[float]:
 TIMING_REPEATS = 3  # timed passes per unit after one warm-up; the median is the unit's time
 
 
+def stage_count(config: RunConfig) -> int:
+    """The model's stages: one per worker, or v per worker for the interleaved and zero-bubble schedules."""
+    return config.workers * PIPELINE_CHUNKS.get(config.strategy, 1)
+
+
 def choose_cut(config: RunConfig, flops: list[float], unit_s: list[float] | None = None) -> stages.Cut:
     """The config's cut: given, balanced by measured time (`unit_s`, each unit's forward+backward seconds), or by
     counted FLOPs."""
+    n = stage_count(config)
     if config.pipeline_cut == stages.TIMED:
-        return stages.balanced_cut(unit_s, config.workers,
+        return stages.balanced_cut(unit_s, n,
                                    f"balanced by measured time per stage (least largest stage): each unit's forward "
                                    f"+ backward on one micro-batch of {config.batch_size // config.micro_batches} "
                                    f"images, median of {TIMING_REPEATS} after a warm-up, timed on rank 0 before the "
                                    "run and sent to every rank")
     if config.pipeline_cut:
-        return stages.given_cut(config.pipeline_cut, len(flops), config.workers)
-    return stages.balanced_cut(flops, config.workers)
+        return stages.given_cut(config.pipeline_cut, len(flops), n)
+    return stages.balanced_cut(flops, n)
+
+
+def split_backward_refusal(config: RunConfig, cut: stages.Cut, stage_params: list[int], version: str) -> str | None:
+    """Why a zero-bubble schedule cannot train this cut: a first stage without parameters leaves the next stage's
+    input needing no gradient, and the split backward then never computes that stage's weight gradients (torch
+    2.14.1: its weights stayed as they were while the single process's moved)."""
+    if SCHEDULES[config.strategy] not in SPLIT_BACKWARD or stage_params[0]:
+        return None
+    return (f"{config.strategy}: the first stage of the cut ({cut.rule}) has no parameters, so the next stage's "
+            f"input needs no gradient, and torch {version}'s split backward then leaves that stage's weight "
+            "gradients at zero (its weights never change); cut so that stage 0 holds parameters (pipeline_cut), or "
+            "use interleaved_1f1b")
 
 
 def unit_times(torch, units: list, x) -> list[float]:
@@ -188,12 +218,16 @@ def _counting_forward(torch, forward, clock: StageClock):
     return run
 
 
-def _instrument(torch, schedule_module, stage, schedule, clock: StageClock) -> None:
-    """Clock reads around the stage's forward and backward of each micro-batch, the loss, and every wait on the
-    schedule's sends and receives (the module's `_wait_batch_p2p`: this process runs one schedule)."""
+def _instrument(torch, schedule_module, stage_list, schedule, clock: StageClock) -> None:
+    """Clock reads around each stage's forward and backward of each micro-batch (a zero-bubble schedule's weight
+    half of it too), the loss, and every wait on the schedule's sends and receives (the module's `_wait_batch_p2p`:
+    this process runs one schedule)."""
     first = lambda args, kwargs: args[0] if args else kwargs.get("fwd_chunk_id", kwargs.get("bwd_chunk_id"))  # noqa: E731
-    stage.forward_one_chunk = clock.timed("forward", _counting_forward(torch, stage.forward_one_chunk, clock), first)
-    stage.backward_one_chunk = clock.timed("backward", stage.backward_one_chunk, first)
+    for stage in stage_list:
+        stage.forward_one_chunk = clock.timed("forward", _counting_forward(torch, stage.forward_one_chunk, clock),
+                                              first)
+        stage.backward_one_chunk = clock.timed("backward", stage.backward_one_chunk, first)
+        stage.backward_weight_one_chunk = clock.timed(stages.BACKWARD_WEIGHT, stage.backward_weight_one_chunk, first)
     schedule._compute_loss = clock.timed("loss", schedule._compute_loss)
     if not getattr(schedule_module._wait_batch_p2p, "timed", False):
         wait = clock.timed(stages.WAIT, schedule_module._wait_batch_p2p)
@@ -232,23 +266,38 @@ class PipelineRanks(ProcessGroupRanks):
             unit_s = timed[0]
         self.cut = cut = choose_cut(config, flops, unit_s)
         stage_params = [sum(p.numel() for u in units[i:j] for p in u.parameters()) for i, j in cut.bounds()]
-        a, b = cut.bounds()[rank]
-        # gloo sends contiguous tensors only: a stage hands on NCHW and takes its input back to the workload's layout
-        layout = [_layout(torch, workload.fmt)] if rank > 0 else []
-        handoff = [_layout(torch, torch.contiguous_format)] if rank < world - 1 else []
-        self.module = torch.nn.Sequential(*layout, *units[a:b], *handoff)
+        n = stage_count(config)
+        refusal = split_backward_refusal(config, cut, stage_params, torch.__version__)
+        if refusal:
+            raise UnsupportedError(refusal)
+        self.mine = mine = [s for s, r in stage_ranks(SCHEDULES[config.strategy], world, n).items() if r == rank]
+        modules = []
+        for s in mine:
+            a, b = cut.bounds()[s]
+            # gloo sends contiguous tensors only: a stage hands on NCHW and takes its input back to the workload's
+            # layout
+            layout = [_layout(torch, workload.fmt)] if s > 0 else []
+            handoff = [_layout(torch, torch.contiguous_format)] if s < n - 1 else []
+            modules.append(torch.nn.Sequential(*layout, *units[a:b], *handoff))
+        self.module = modules[0] if len(modules) == 1 else torch.nn.ModuleList(modules)
         self.params = list(self.module.parameters())
-        # the workload trains this stage only, with the same recipe (its own update): the other stages' weights go
+        # the workload trains this rank's stages only, with the same recipe (its own update): the others' weights go
         workload.module = workload.model = self.module
-        workload.opt = torch.optim.SGD(self.params, lr=LEARNING_RATE, momentum=MOMENTUM)
+        # a rank whose stages are parameter-free (a small model's Flatten and ReLU cut into 2 x 2 stages) has nothing
+        # to update: an SGD over one unused tensor, whose gradient stays None, so the step does nothing
+        workload.opt = torch.optim.SGD(self.params or [torch.zeros(1, requires_grad=True)], lr=LEARNING_RATE,
+                                       momentum=MOMENTUM)
         del units
-        self.stage = PipelineStage(self.module, rank, world, torch.device(device))
+        self.stages = [PipelineStage(m_, s, n, torch.device(device)) for m_, s in zip(modules, mine)]
+        self.stage = self.stages[0]
         loss_fn = torch.nn.CrossEntropyLoss()  # mean over each micro-batch; the schedule divides gradients by m
         self.schedule = getattr(schedules, SCHEDULES[config.strategy])(
-            self.stage, n_microbatches=config.micro_batches, loss_fn=loss_fn)
+            self.stages if config.strategy in PIPELINE_CHUNKS else self.stage, n_microbatches=config.micro_batches,
+            loss_fn=loss_fn)
         self.clock = StageClock(torch, device)
-        _instrument(torch, schedules, self.stage, self.schedule, self.clock)
-        self.replicas = [Replica(rank, device, f"stage {rank}", int(os.environ.get("GROUP_RANK", 0)))]
+        _instrument(torch, schedules, self.stages, self.schedule, self.clock)
+        self.replicas = [Replica(rank, device, "stage" + ("s " if len(mine) > 1 else " ") + ", ".join(map(str, mine)),
+                                 int(os.environ.get("GROUP_RANK", 0)))]
         stage_flops = [sum(flops[i:j]) for i, j in cut.bounds()]
         settings = {**workload.settings,
                     "inside_timer": f"the {SCHEDULES[config.strategy]} step over {config.micro_batches} "
@@ -256,7 +305,16 @@ class PipelineRanks(ProcessGroupRanks):
                                     "(forward, cross-entropy on the last stage, backward, activations and gradients "
                                     "between stages) + the stage's SGD-momentum step",
                     "optimizer": OPTIMIZER, "loss": "CrossEntropyLoss", "init": "same seed on every rank",
-                    "pipeline": {"schedule": SCHEDULES[config.strategy], "stages": world,
+                    "pipeline": {"schedule": SCHEDULES[config.strategy], "stages": n,
+                                 "chunks_per_rank": PIPELINE_CHUNKS.get(config.strategy, 1),
+                                 "rank_stages": [[s for s, r in stage_ranks(SCHEDULES[config.strategy], world,
+                                                                            n).items() if r == k]
+                                                 for k in range(world)],
+                                 # torch's own order for the multi-stage schedules (its 1F1B listing is off by one
+                                 # on the last stage: the single-stage orders are written from their definitions)
+                                 "schedule_ops": schedule_ops(SCHEDULES[config.strategy], world,
+                                                              config.micro_batches, n // world)
+                                 if config.strategy in PIPELINE_CHUNKS else None,
                                  "micro_batches": config.micro_batches, "cut_rule": cut.rule,
                                  "cut_starts": list(cut.starts), "units": cut.units, "batchnorm": BATCHNORM,
                                  "stage_params": stage_params, "stage_flops_per_image": stage_flops,
@@ -271,24 +329,23 @@ class PipelineRanks(ProcessGroupRanks):
             input_placement=workload.input_placement())
 
     def step(self) -> dict:
-        clock, rank, workload = self.clock, self.rank, self.workload
+        clock, workload = self.clock, self.workload
         clock.actions = []
         t0 = clock.now()
         workload.zero_grad()
         losses: list = []
-        if rank == 0:
-            self.schedule.step(workload._input())
-        elif rank == self.world - 1:
-            self.schedule.step(target=workload.y, losses=losses)
-        else:
-            self.schedule.step()
+        last = stage_count(self.config) - 1
+        # the rank holding stage 0 feeds the batch, the one holding the last stage reads the labels (ZB-V: rank 0)
+        self.schedule.step(*((workload._input(),) if 0 in self.mine else ()),
+                           **({"target": workload.y, "losses": losses} if last in self.mine else {}))
         u0 = clock.now()
         workload.update()
         t1 = clock.now()
         clock.actions.append((stages.UPDATE, None, u0, t1))
         summary = stages.stage_summary([(k, a, b) for k, _, a, b in clock.actions], t0, t1)
         loss = float(self.torch.stack([x.detach() for x in losses]).mean()) if losses else None
-        forward, backward = _sum(clock.actions, "forward"), _sum(clock.actions, "backward")
+        forward = _sum(clock.actions, "forward")
+        backward = _sum(clock.actions, "backward") + _sum(clock.actions, stages.BACKWARD_WEIGHT)
         # the phases add up to the step: the waits on sends and receives are its exposed communication (and the
         # bubble: a stage waits for its peer), the rest (the loss, the schedule's own work) is `other`
         return {"start": t0, "end": t1, "step_s": t1 - t0, "forward_s": forward, "backward_s": backward,
@@ -301,6 +358,8 @@ class PipelineRanks(ProcessGroupRanks):
                 **({"loss": loss} if losses else {})}
 
     def checksums(self) -> list[float | None]:
+        if not self.params:  # parameter-free stages: no weights to check
+            return [None]
         with self.torch.no_grad():  # this stage's own weights: each stage's change is checked on its own
             return [float(sum(p.double().abs().sum() for p in self.params))]
 
@@ -309,6 +368,24 @@ class PipelineRanks(ProcessGroupRanks):
         return TorchReadings(self.workload, self.device,
                              energy_meter(self.device) if self.measures_energy and self.rank == 0 else None, images)
 
+
+
+def schedule_ops(schedule: str, ranks: int, micro_batches: int, per_rank: int) -> list[list[list]] | None:
+    """Each rank's compute actions in the order `schedule` runs them, [kind, micro-batch, stage], from torch's
+    `_schedule_visualizer.get_schedule_ops` (None where this torch lacks it: the expected timeline then follows
+    the schedule's definition, bench/runs/distributed/pipeline.py)."""
+    from torch.distributed.pipelining import schedules
+
+    try:
+        from torch.distributed.pipelining._schedule_visualizer import get_schedule_ops
+    except ImportError:
+        return None
+    ops = get_schedule_ops(getattr(schedules, schedule), ranks, micro_batches, per_rank if per_rank > 1 else None)
+    out = []
+    for line in ops:
+        out.append([[KINDS[a.computation_type.value], a.microbatch_index, a.stage_index] for a in line
+                    if a is not None and a.computation_type.value in KINDS])
+    return out
 
 
 def in_flight_max(actions) -> int:

@@ -1,4 +1,5 @@
-"""Pipeline runs (model parallel, GPipe, 1F1B): the record's `pipeline` section from the stages' timelines, the
+"""Pipeline runs (model parallel, GPipe, 1F1B, and the interleaved and zero-bubble schedules with v stages per
+rank): the record's `pipeline` section from the stages' timelines, the
 model's prediction, the schedule's expected timeline, and the hard timeout that ends a run that hangs.
 
 The model (GPipe's paper, and 1F1B's, which keeps the same bubble): with p stages and m micro-batches a stage is
@@ -14,7 +15,7 @@ import statistics
 from pathlib import Path
 
 from ...config import PIPELINE_STRATEGIES, RunConfig
-from ...ranks.stages import bubble_formula
+from ...ranks.stages import BACKWARD_WEIGHT, PIPELINE_CHUNKS, bubble_formula
 from . import model
 from .link_cache import link_key, p2p_link
 from .rank_loop import RankResult
@@ -58,35 +59,51 @@ def schedule_order(strategy: str, stages: int, micro_batches: int) -> list[list[
     return out
 
 
-def expected_timeline(strategy: str, forward_s: list[float], backward_s: list[float],
-                      micro_batches: int) -> list[list[tuple[str, int, float, float]]]:
-    """Each stage's (kind, micro-batch, start, end) if the schedule ran with these per-stage micro-batch times and
+def expected_timeline(strategy: str, forward_s: list[float], backward_s: list[float], micro_batches: int,
+                      ops: list[list] | None = None) -> list[list[tuple[str, int, float, float]]]:
+    """Each stage's (kind, micro-batch, start, end) if the schedule ran with these per-rank micro-batch times and
     nothing else (no transfer, no jitter): a forward waits for the previous stage's forward of its micro-batch, a
-    backward for the next stage's backward of it."""
+    backward for the next stage's backward of it. `ops`: each rank's actions [kind, micro-batch, stage] in the order
+    the schedule runs them (torch's visualiser, for the schedules with v stages per rank: a rank's time is shared by
+    its v stages, and a zero-bubble schedule's backward by its input and weight halves); without them the GPipe or
+    1F1B order of one stage per rank."""
     p = len(forward_s)
-    orders = schedule_order(strategy, p, micro_batches)
+    if ops is None:
+        ops = [[["forward" if k == "F" else "backward", i, s] for k, i in order]
+               for s, order in enumerate(schedule_order(strategy, p, micro_batches))]
+    n = 1 + max(stage for line in ops for *_, stage in line)
+    v = n // p
+    split = any(k == BACKWARD_WEIGHT for line in ops for k, *_ in line)
+    cost = {"forward": [f / v for f in forward_s], "backward": [b / v / (2 if split else 1) for b in backward_s],
+            BACKWARD_WEIGHT: [b / v / 2 for b in backward_s]}
     done: dict[tuple[str, int, int], float] = {}
     clocks, pos = [0.0] * p, [0] * p
     out: list[list] = [[] for _ in range(p)]
-    while any(pos[s] < len(orders[s]) for s in range(p)):
+    while any(pos[r] < len(ops[r]) for r in range(p)):
         progressed = False
-        for s in range(p):
-            if pos[s] >= len(orders[s]):
+        for r in range(p):
+            if pos[r] >= len(ops[r]):
                 continue
-            kind, i = orders[s][pos[s]]
-            dep = (kind, s - 1, i) if kind == "F" else (kind, s + 1, i)
-            if kind == "B" and s == p - 1:
-                dep = ("F", s, i)
-            if (kind == "F" and s == 0) or dep in done:
-                start = max(clocks[s], done.get(dep, 0.0))
-                end = start + (forward_s[s] if kind == "F" else backward_s[s])
-                done[(kind, s, i)], clocks[s] = end, end
-                out[s].append(("forward" if kind == "F" else "backward", i, start, end))
-                pos[s] += 1
+            kind, i, s = ops[r][pos[r]]
+            dep = {"forward": ("forward", i, s - 1) if s > 0 else None,
+                   "backward": ("backward", i, s + 1) if s < n - 1 else ("forward", i, s),
+                   BACKWARD_WEIGHT: ("backward", i, s)}[kind]
+            if dep is None or dep in done:
+                start = max(clocks[r], done.get(dep, 0.0))
+                end = start + cost[kind][r]
+                done[(kind, i, s)], clocks[r] = end, end
+                out[r].append((kind, i, start, end))
+                pos[r] += 1
                 progressed = True
         if not progressed:
-            raise ValueError(f"the {strategy} order deadlocks for {p} stages and {micro_batches} micro-batches")
+            raise ValueError(f"the {strategy} order deadlocks for {p} ranks and {micro_batches} micro-batches")
     return out
+
+
+def idle_share(timeline: list[list[tuple[str, int, float, float]]]) -> float:
+    """The ranks' mean share of the timeline's span in which they computed nothing."""
+    span = max(end for line in timeline for *_, end in line)
+    return statistics.mean(1 - sum(b - a for *_, a, b in line) / span for line in timeline)
 
 
 def _median(ranks: list[RankResult], key: str) -> list[float]:
@@ -94,16 +111,26 @@ def _median(ranks: list[RankResult], key: str) -> list[float]:
 
 
 def predict(config: RunConfig, stage_mb_s: list[float], update_s: float, sent_bytes: list[int],
-            link: model.Link | None) -> dict:
-    """The model's step time and bubble for `config` from the stages' measured micro-batch times."""
-    p, m = config.workers, config.micro_batches
-    compute = (m + p - 1) * max(stage_mb_s) + update_s
+            link: model.Link | None, bubble: float | None = None) -> dict:
+    """The model's step time and bubble for `config` from the stages' measured micro-batch times. `bubble`: the
+    idle share where no closed form holds (the zero-bubble schedules: their expected timeline's), else the formula's.
+    The step: m micro-batches of the slowest rank's work over the share of the span it works, (m+p-1) x its
+    micro-batch time for GPipe and 1F1B, (m+(p-1)/v) x for v interleaved chunks."""
+    p, m, v = config.workers, config.micro_batches, PIPELINE_CHUNKS.get(config.strategy, 1)
+    formula = bubble is None
+    bubble = bubble_formula(p, m, v) if formula else bubble
+    compute = m * max(stage_mb_s) / (1 - bubble) + update_s
     transfer = 2 * sum(link.p2p_s(b) for b in sent_bytes[:-1]) if link else None
-    return {"bubble": bubble_formula(p, m), "compute_step_s": compute,
+    return {"bubble": bubble, "bubble_source": "formula" if formula else "the expected timeline's idle share "
+            "(torch's order; a backward's input and weight halves equal)", "chunks_per_rank": v,
+            "compute_step_s": compute,
             "transfer_s": transfer, "step_s": compute + transfer if transfer is not None else None,
             "link": link.source if link else None,
             "form": "(m+p-1) x slowest stage's forward+backward per micro-batch + 2 x sum over boundaries of "
-                    "(alpha + M/B) + slowest update; bubble (p-1)/(m+p-1)"}
+                    "(alpha + M/B) + slowest update; bubble (p-1)/(m+p-1)" if v == 1 else
+                    f"m / (1 - bubble) x slowest rank's forward+backward per micro-batch (its v = {v} stages) + 2 x "
+                    "sum over rank boundaries of (alpha + M/B) + slowest update; bubble (p-1)/(vm+p-1) or, zero-bubble "
+                    "schedules, the expected timeline's"}
 
 
 def section(config: RunConfig, ranks: list[RankResult], results_dir: Path | str | None) -> dict:
@@ -118,7 +145,10 @@ def section(config: RunConfig, ranks: list[RankResult], results_dir: Path | str 
     sent = [int(_median([r], "sent_bytes")[0]) for r in stages]
     link = p2p_link(results_dir, link_key(config.workers, config.nodes, config.link_gbit, config.link_delay_ms,
                                           config.cluster)) if results_dir else None
-    prediction = predict(config, mb_s, max(update), sent, link)
+    expected = expected_timeline(config.strategy, [x / m for x in forward], [x / m for x in backward], m,
+                                 setup.get("schedule_ops"))
+    zero_bubble = any(k == BACKWARD_WEIGHT for line in expected for k, *_ in line)
+    prediction = predict(config, mb_s, max(update), sent, link, idle_share(expected) if zero_bubble else None)
     steps = [max(r.steps[i]["step_s"] for r in stages) for i in range(min(len(r.steps) for r in stages))]
     # the share of the stages' time the schedule leaves idle (at m = 1: (p-1)/p whatever the balance)
     measured_bubble = statistics.mean(_median(stages, "stage_bubble_share"))
@@ -144,7 +174,7 @@ def section(config: RunConfig, ranks: list[RankResult], results_dir: Path | str 
             "measured_bubble": measured_bubble, "predicted": prediction,
             "timeline": [r.steps[median_step].get("timeline") if r.steps else None for r in stages],
             "timeline_step": "the step of median duration",
-            "expected_timeline": expected_timeline(config.strategy, [x / m for x in forward],
-                                                   [x / m for x in backward], m),
+            "expected_timeline": expected,
+            "expected_bubble": idle_share(expected) if expected else None,
             "bubble_method": "per stage 1 - compute / (step - update), median over steps; mean over stages (every "
                              "stage's own in `stages`)"}

@@ -23,6 +23,7 @@ from ...measurement.utilisation import apply_utilisation, utilisation
 from ...paths import default_results_dir
 from ...ranks.rankio import SPEC_ENV
 from ...results.record import Manifest, ModelInfo, Record, SweepPlacement
+from ...results.store import host_dir
 from ..failures import describe_failure
 from ..fill import fill
 from . import pipeline, rank_main, sandblaster
@@ -148,6 +149,11 @@ def execute(config: RunConfig, results_dir: Path | str | None = None, repeat: in
     record = Record.new(config, repeat, attempt, sweep)
     adapter = ADAPTERS.get(config.framework)
     reason = adapter.cannot_run(config.mode, config.precision, config.device)
+    smoke = adapter.pipeline_smoke(config, host_dir(results_dir)) if not reason and pipeline.is_pipeline(config) \
+        else None
+    if smoke and not smoke["passed"]:  # a schedule that hung or failed its smoke test here is never run into a hang
+        reason = (f"{config.strategy} refused on this {config.device}: its smoke test failed with {smoke['torch']} "
+                  f"({smoke['when']}): {smoke['reason']}")
     if reason:  # what no rank could run (a CPU-only build asked for GPUs): said before any process starts
         record.status, record.reason, record.duration_s = "skipped", reason, time.perf_counter() - started
         record.manifest = Manifest.collect({"version": adapter.version()})
@@ -161,7 +167,8 @@ def execute(config: RunConfig, results_dir: Path | str | None = None, repeat: in
             ranks = [RankResult.from_json(r) for r in results]
             record.distributed = records.distributed_section(config, ranks, servers, link, kind)
             if pipeline.is_pipeline(config):
-                record.distributed.pipeline = pipeline.section(config, ranks, results_dir)
+                record.distributed.pipeline = {**pipeline.section(config, ranks, results_dir),
+                                               **({"smoke_test": smoke} if smoke else {})}
             if config.strategy == sandblaster.STRATEGY:
                 record.distributed.sandblaster = sandblaster.section(ranks)
             fill(record, config, records.measured(config, ranks, servers, interference),
