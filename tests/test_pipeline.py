@@ -444,7 +444,7 @@ def test_the_expected_timeline_follows_torchs_own_order_for_two_stages_per_rank(
 def test_a_schedule_that_failed_its_smoke_test_is_refused_before_any_process_starts(tmp_path, monkeypatch):
     from bench.adapters import ADAPTERS
 
-    hung = {"passed": False, "reason": "hung: the step unfinished 30 s after both ranks began it", "torch": "torch x",
+    hung = {"passed": False, "reason": "hung: the step unfinished 30 s after both ranks began it", "version": "torch x",
             "when": "then", "conclusive": True}
     monkeypatch.setattr(type(ADAPTERS.get("torch")), "pipeline_smoke", lambda self, config, cache: hung)
     monkeypatch.setattr(pipeline, "section", lambda *a: pytest.fail("a run started"))

@@ -162,10 +162,12 @@ def per_framework(runs: pd.DataFrame, common_batch: int = 32) -> list:
     if ok["platform"].nunique() > 1:
         return [fig for p in sorted(ok["platform"].unique())
                 for fig in per_framework(ok[ok["platform"] == p], common_batch)]
-    # a chart compares one precision: int8 bars beside fp32 ones compare quantisation, not frameworks (fp32 first)
+    # a chart compares one precision: int8 bars beside fp32 ones compare quantisation, not frameworks (fp32 first);
+    # a precision only one framework ran compares nothing here (its own section shows it: int8, engines)
     if ok["precision"].nunique() > 1:
         order = sorted(ok["precision"].unique(), key=lambda p: (p != "fp32", p))
-        return [fig for p in order for fig in per_framework(ok[ok["precision"] == p], common_batch)]
+        return [fig for p in order if ok[ok["precision"] == p]["framework"].nunique() > 1 or p == order[0]
+                for fig in per_framework(ok[ok["precision"] == p], common_batch)]
     best = _best_batch(ok)
     styles = series_styles(ok)
     drawn: list[bool] = []

@@ -205,7 +205,7 @@ def cached(schedule: str, torch_version: str, cache_dir: Path | str) -> dict:
         cache = {}
     entry = cache.get(torch_version, {}).get(schedule)
     if entry is None:
-        entry = {**run(schedule), "torch": torch_version}
+        entry = {**run(schedule), "version": torch_version}
         if not entry["conclusive"]:
             return entry
         cache.setdefault(torch_version, {})[schedule] = entry

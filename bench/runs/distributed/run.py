@@ -152,8 +152,8 @@ def execute(config: RunConfig, results_dir: Path | str | None = None, repeat: in
     smoke = adapter.pipeline_smoke(config, host_dir(results_dir)) if not reason and pipeline.is_pipeline(config) \
         else None
     if smoke and not smoke["passed"]:  # a schedule that hung or failed its smoke test here is never run into a hang
-        reason = (f"{config.strategy} refused on this {config.device}: its smoke test failed with {smoke['torch']} "
-                  f"({smoke['when']}): {smoke['reason']}")
+        reason = (f"{config.strategy} refused on this {config.device}: its smoke test failed with "
+                  f"{smoke.get('version', 'this version')} ({smoke['when']}): {smoke['reason']}")
     if reason:  # what no rank could run (a CPU-only build asked for GPUs): said before any process starts
         record.status, record.reason, record.duration_s = "skipped", reason, time.perf_counter() - started
         record.manifest = Manifest.collect({"version": adapter.version()})
