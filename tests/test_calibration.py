@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from bench import make_config
-from bench.report.calibration import aa_check, aa_false_verdicts, methodology_text, same_code_sweeps
+from bench.report.calibration import aa_check, aa_false_verdicts, chance_of_at_least, methodology_text, same_code_sweeps
 from bench.results.record import GitInfo, Record
 from bench.stats import process_interval, process_ratio, sweep_level_interval, sweep_level_ratio
 
@@ -110,3 +110,16 @@ def test_false_verdicts_count_only_judged_pairs():
                                       "equivalent (within +-5%)"]})
     got = aa_false_verdicts(table)
     assert (got["judged"], got["false"], got["rate"]) == (3, 1, pytest.approx(1 / 3))
+
+
+def test_a_few_false_verdicts_are_judged_against_what_chance_gives_at_five_percent():
+    # 2 of 22 is 9%, but at a true 5% two or more happen about 30% of the time: not "NOT met"
+    assert 0.29 < chance_of_at_least(2, 22) < 0.31
+    text = methodology_text({"sweep_a": "a", "sweep_b": "b", "false": 2, "judged": 22, "rate": 2 / 22,
+                             "between_sweep_share": None, "configs_with_sweep_level": 0})
+    assert "NOT met" not in text and "by chance 30% of the time" in text
+    text = methodology_text({"sweep_a": "a", "sweep_b": "b", "false": 6, "judged": 22, "rate": 6 / 22,
+                             "between_sweep_share": None, "configs_with_sweep_level": 0})
+    assert "NOT met" in text
+    assert " - met" in methodology_text({"sweep_a": "a", "sweep_b": "b", "false": 1, "judged": 22, "rate": 1 / 22,
+                                         "between_sweep_share": None, "configs_with_sweep_level": 0})
