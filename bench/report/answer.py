@@ -60,8 +60,8 @@ def pooled_winners_text(summary: pd.DataFrame, best: pd.DataFrame | None, margin
     if not pooled:
         return (f"None of page 1's {len(winners)} winners rests on the pooling: each one's own processes' Welch "
                 "interval excludes 1x too.")
-    which = "; ".join(f"{r['model']} {r['mode']} {_where(r)}: {r['speedup']:.2f}x [{r['ci_low']:.2f}-"
-                      f"{r['ci_high']:.2f}] pooled, {own_text(r, margin)}" for r in pooled)
+    which = "; ".join(f"{r['model']} {r['mode']} {_where(r)}: {ratio_interval(r['speedup'], r['ci_low'], r['ci_high'])}"
+                      f" pooled, {own_text(r, margin)}" for r in pooled)
     return (f"{len(pooled)} of page 1's {len(winners)} winners rest on the pooling (their own processes' Welch "
             f"interval does not exclude 1x; page 1 marks them): {which}.")
 
