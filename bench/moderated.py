@@ -208,9 +208,12 @@ class SweepSpreads:
     default one pool; e.g. single-process and distributed configs apart), from one value per process per config.
     The one place the report, `bench compare` and the adaptive plan get a config's interval and a ratio from."""
 
-    def __init__(self, values: Mapping[Hashable, Sequence[float]], pools: Mapping[Hashable, Hashable] | None = None):
+    def __init__(self, values: Mapping[Hashable, Sequence[float]], pools: Mapping[Hashable, Hashable] | None = None,
+                 own: Mapping[Hashable, tuple[float, float | None, float]] | None = None):
+        """`own` gives a config's own (mean, variance, df) where it is not its values' plain one (a config over
+        several sweeps: its processes' variance around their own sweep's mean, bench/sweep_level.py)."""
         self.values = {k: [float(x) for x in v] for k, v in values.items() if len(v)}
-        self._own = {k: log_spread(v) for k, v in self.values.items()}
+        self._own = {k: (own or {}).get(k) or log_spread(v) for k, v in self.values.items()}
         pools = pools or {}
         members: dict = {}
         for k in self.values:

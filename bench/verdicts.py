@@ -79,7 +79,7 @@ def ratio_interval(ratio: float, low: float, high: float) -> str:
 
 def phrase(word: str, direction: str = "", detail: str = "") -> str:
     """A verdict as every table cell and sentence prints it: the word first, then which side where it has one, then
-    any detail in parentheses ('winner: B faster (1.20x)', 'winner: below linear', 'equivalent: linear (within
+    any detail in parentheses ('winner: B faster (1.20x)', 'winner: linear scaling faster', 'equivalent: linear (within
     +-5%)', 'undecided (about 3 more processes a side would likely decide it)'). No surface prints a verdict any
     other way ('below linear (winner)', 'slower 0.67x')."""
     if word not in VERDICTS:
@@ -159,10 +159,12 @@ def definition(margin: float = DEFAULT_MARGIN) -> str:
             f"interval excludes 1x), **equivalent** (the whole interval lies within +-{margin:.0%}, i.e. inside "
             f"[{lo:.3f}x, {hi:.3f}x]: equal within that margin, shown by the data) or **undecided** (neither: "
             f"the data do not show a difference, nor equality within the margin; the row says how many more "
-            f"processes would likely decide it).")
+            f"processes would likely decide it, or that only more sweeps would, where a config's sweeps differ "
+            f"beyond the others' or a difference points different ways in different sweeps).")
 
 
 def short_definition(margin: float = DEFAULT_MARGIN) -> str:
     """The verdicts in one sentence, for page 1 (the methodology carries `definition`)."""
     return (f"**winner**: the interval excludes 1x; **equivalent**: it lies within +-{margin:.0%}; **undecided**: "
-            f"neither (*to decide*: the processes a side that would likely decide it).")
+            f"neither; its *to decide* column says how many more processes a side (or, where sweeps differ, more "
+            f"sweeps) would likely decide it.")

@@ -9,7 +9,6 @@ import pytest
 from bench import make_config
 from bench.report.calibration import aa_check, aa_false_verdicts, chance_of_at_least, methodology_text, same_code_sweeps
 from bench.results.record import GitInfo, Record
-from bench.stats import process_interval, process_ratio, sweep_level_interval, sweep_level_ratio
 
 from .synthetic import record
 
@@ -52,26 +51,6 @@ def test_two_sweeps_of_the_same_repetitions_in_one_folder_both_count(tmp_path):
     assert len(loaded) == len(records) and all(r.status == "ok" for r in loaded)
     check = aa_check(load(tmp_path).records, [])
     assert check["judged"] == len(BATCHES) and check["configs_with_sweep_level"] == len(BATCHES)
-
-
-def test_the_sweep_level_applies_only_with_two_sweeps_of_two_processes():
-    assert sweep_level_interval([10, 11, 12], ["s1", "s1", "s2"]) is None
-    assert sweep_level_interval([10, 11, 12, 13], ["s1", "s1", "s1", "s1"]) is None
-    assert sweep_level_ratio([10, 11], ["s1", "s2"], [12, 13], ["s1", "s2"]) == process_ratio([10, 11], [12, 13])
-
-
-def test_a_day_to_day_shift_widens_the_interval_and_shows_as_between_sweep_variance():
-    values = [100, 101, 99, 110, 111, 109]  # two days, 10% apart, each tight
-    sweeps = ["d1"] * 3 + ["d2"] * 3
-    level = sweep_level_interval(values, sweeps)
-    flat = process_interval(values)
-    assert level["sweeps"] == 2 and level["between_sweep_share"] > 0.9
-    assert level["ci_high"] - level["ci_low"] > flat["ci_high"] - flat["ci_low"]
-    assert level["ci_low"] < 100 and level["ci_high"] > 110  # it covers both days
-    # no shift between the days: the level adds nothing and the pooled process interval is kept
-    same = sweep_level_interval([100, 103, 97, 101, 99, 102], sweeps)
-    assert same["between_sweep_share"] == 0.0
-    assert same["ci_high"] - same["ci_low"] < level["ci_high"] - level["ci_low"]
 
 
 def test_two_sweeps_from_one_distribution_rarely_name_a_winner():

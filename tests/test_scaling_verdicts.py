@@ -41,8 +41,8 @@ def test_a_clear_efficiency_is_decided_and_stated(tmp_path):
     text = " ".join(S.findings(data))
     assert "allreduce x2 (loopback; 25 MB buckets): scaling efficiency 50% [" in text
     # the one verdict form (bench/verdicts.py: phrase): the word, then its direction; never 'below linear (winner)'
-    assert "scaling efficiency 50% [49%-51%]: winner: below linear" in text
-    assert "communication cost 50 ms per step [" in text and "]: winner: costs time" in text
+    assert "scaling efficiency 50% [49%-51%]: winner: linear scaling faster (efficiency below linear)" in text
+    assert "communication cost 50 ms per step [" in text and "]: winner: the independent run faster" in text
     assert "(winner)" not in text
     assert UNDECIDED not in text
     shown = S.scaling_for_display(data.table).set_index("run")

@@ -122,8 +122,10 @@ def answer_table(summary: pd.DataFrame, best: pd.DataFrame | None = None, margin
         decide = ""
         if r["verdict"] == UNDECIDED and not reasons:
             extra = r.get("extra_processes")
-            decide = (f"~{int(extra)} more a side" if extra == extra and extra is not None
-                      else "not decidable at this spread")
+            sweeps = r.get("more_sweeps")  # only more sweeps would decide it (NaN in a frame without such rows)
+            decide = sweeps if isinstance(sweeps, str) and sweeps else (
+                f"~{int(extra)} more a side" if extra == extra and extra is not None
+                else "not decidable at this spread")
         rows.append({"platform": r["platform"], "precision": r["precision"], "model": r["model"], "mode": r["mode"],
                      "batch": _batch(r), "compared": r.get("compared") or "",
                      "verdict": (r["verdict"] if compared else "-") + (

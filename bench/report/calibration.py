@@ -116,13 +116,20 @@ POWER_SHIFTS = (0.05, 0.10)
 def resampling_check(configs: pd.DataFrame, margin: float, trials: int = 20) -> dict | None:
     """How the verdicts work on this machine's own processes (bench/power.py): the false-winner rate when each
     config's processes are split in halves (A/A), and the share of planted 5% and 10% shifts called a winner, and
-    of equal sides shown equivalent, per number of processes a side; None with fewer than three usable configs."""
+    of equal sides shown equivalent, per number of processes a side; each config's processes of one sweep are one
+    sample (a config over two sweeps gives two); None with fewer than three usable samples."""
     usable = configs[configs["sound"] & (configs["process_ips"].map(len) >= 2)
-                     & configs["ci_method"].str.startswith("t over processes")] if not configs.empty else configs
-    values = {str(i): list(v) for i, v in zip(usable.index, usable["process_ips"])}
+                     & configs["ci_method"].str.startswith(("t over processes", "t over sweeps"))
+                     ] if not configs.empty else configs
+    # one sample per config and sweep: a shift between sweeps is not process spread, nor a split-half difference
+    values = {f"{i} {sweep}": [v for v, s in zip(ips, sweeps) if s == sweep]
+              for i, ips, sweeps in zip(usable.index, usable["process_ips"], usable["process_sweeps"])
+              for sweep in dict.fromkeys(sweeps)}
+    values = {k: v for k, v in values.items() if len(v) >= 2}
     if len(values) < 3:
         return None
-    return {"configs": len(values), "processes": sum(map(len, values.values())),
+    return {"configs": len({k.split(" ")[0] for k in values}), "samples": len(values),
+            "processes": sum(map(len, values.values())),
             "split_half": power.split_half_aa(values, trials=trials, margin=margin),
             "power": {shift: power.curve(values, shift, processes=POWER_PROCESSES, trials=trials, margin=margin)
                       for shift in POWER_SHIFTS},
@@ -144,8 +151,11 @@ def resampling_text(check: dict | None) -> str:
 
     shifts = "; ".join(f"a {shift:.0%} shift called a winner with n processes a side - {row(curve)}"
                        for shift, curve in check["power"].items())
+    samples = check.get("samples", check["configs"])
+    over = f"{samples} config-sweeps, " if samples != check["configs"] else ""
     return (f"**A/A and power on this machine's own processes** (bench/power.py, {check['configs']} sound configs, "
-            f"{check['processes']} processes): each config's processes split at random into halves and judged "
+            f"{over}{check['processes']} processes): each config's processes of a sweep split at random into halves "
+            f"and judged "
             f"against each other as the report judges: {aa_text}. Synthetic comparisons drawn from the pooled, "
             f"centred log residuals of these processes (this machine's spread, not an assumed one): {shifts}; two "
             f"equal sides shown equivalent within +-{check['margin']:.0%} - {row(check['equivalence'])}.")

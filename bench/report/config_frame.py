@@ -14,9 +14,12 @@ def interval_method(interval: Interval) -> str:
     kind = interval.kind
     if kind == "pooled":
         return f"t over processes, spread moderated by the sweep ({interval.spread_df:.0f} df)"
+    if kind == "sweeps":
+        return (f"t over sweeps ({interval.sweeps}; they differ beyond the others': their own variance)"
+                if interval.sweeps_differ else f"t over processes and sweeps ({interval.sweeps} sweeps; the "
+                f"between-sweep variance pooled over the configs, {interval.sweep_df:.0f} df)")
     return {"within": "within one process only",
             "nodes": f"t over nodes ({interval.nodes}, each the mean of its processes)",
-            "sweeps": f"t over sweeps and processes ({interval.sweeps} sweeps)",
             "processes": "t over processes"}[kind]
 
 
@@ -39,6 +42,7 @@ def config_row(e: ConfigEstimate) -> dict:
         "process_sweeps": e.interval.replicate_sweeps, "sweeps": e.sweeps,
         "between_sweep_share": e.interval.between_sweep_share,
         "spread_var": e.interval.spread_var, "spread_df": e.interval.spread_df, "spread_pooled": e.interval.pooled,
+        "sweep_var": e.interval.sweep_var, "sweep_df": e.interval.sweep_df, "sweeps_differ": e.interval.sweeps_differ,
         "own_ci_low": e.interval.own_ci_low, "own_ci_high": e.interval.own_ci_high,
         **{f"latency_ms_{k}": v for k, v in e.latency_ms.items()},
         "peak_memory_bytes": e.peak_memory_bytes, "utilisation": e.utilisation, "cv_median": e.cv_median,

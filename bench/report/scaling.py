@@ -68,6 +68,8 @@ def processes(records: list[Record]) -> pd.DataFrame:
             "nodes": c.nodes, "link": link_label(c, d.link), "bucket_mb": c.bucket_mb,
             "scaling": c.scaling, "worker_batch": d.worker_batch, "global_batch": d.global_batch,
             "image_size": c.image_size, "threads": c.threads, "repeat": r.repeat,
+            "micro_batches": c.micro_batches if c.strategy in PIPELINE_STRATEGIES else None,
+            "profile": r.sweep.profile if r.sweep else None,
             "device": c.device, "backend": d.backend,
             "images_per_sec": r.summary.images_per_sec_median, "step_ms": r.summary.latency_ms_median,
             **{f"{p}_ms": phases.get(p) for p in PHASES}, "overlap_share": d.overlap_share,
@@ -106,7 +108,7 @@ def configs_and_spreads(procs: pd.DataFrame) -> tuple[pd.DataFrame, SweepSpreads
         first = g.iloc[0]
         row = {k: first[k] for k in ["config_key", "host", *ID, "strategy", "workers", "nodes", "link", "bucket_mb",
                                        "global_batch", "threads", "grad_bytes", "link_gbit", "link_delay_ms", "device",
-                                       "hardware_label", "backend"]}
+                                       "hardware_label", "backend", "micro_batches", "profile"]}
         row["images_per_joule"], row["energy_reason"] = mean_energy(used)
         row["cluster"] = _cluster(first)
         server = used["server_update_ms"].dropna()
@@ -154,7 +156,7 @@ def spreads_of(cfgs: pd.DataFrame) -> SweepSpreads:
 def _sides(cfgs: pd.DataFrame) -> list[pairs.Side]:
     return [pairs.Side(r["config_key"], (r["platform"], r["framework"], r["model"], r["image_size"], r["device"]),
                          r["scaling"], r["strategy"], int(r["workers"]), int(r["nodes"]), int(r["worker_batch"]),
-                         int(r["global_batch"]), r["link"]) for _, r in cfgs.iterrows()]
+                         int(r["global_batch"]), r["link"], r.get("profile")) for _, r in cfgs.iterrows()]
 
 
 def _judged(spreads: SweepSpreads, c: pairs.Comparison, a, b, margin: float) -> tuple[dict, Verdict]:
@@ -259,6 +261,8 @@ def _pipeline_efficiency(cfgs: pd.DataFrame, row) -> pairs.Comparison | None:
                & np.logical_and.reduce([cfgs[k] == row[k] for k in same])]
     if one.empty:
         return None
+    mine = one[one["profile"] == row["profile"]]  # the same profile's one-worker run where it has one
+    one = mine if len(mine) else one
     at = one[one["global_batch"] == row["global_batch"]]
     base = (at if len(at) else one.sort_values("global_batch")).iloc[-1]
     return pairs.Comparison(pairs.EFFICIENCY, row["config_key"], base["config_key"], int(row["workers"]))
@@ -286,15 +290,18 @@ def comm_text(r) -> str:
 
 
 # What each scaling comparison's verdict says (bench/runs/distributed/comparisons.py): a winner below 1x, a winner
-# above 1x, equivalent.
-READINGS = {pairs.EFFICIENCY: ("below linear", "above linear", "linear"),
-            pairs.COMMUNICATION: ("costs time", "faster than the independent run", "no cost"),
-            pairs.OVERLAP: ("overlap made the step longer", "overlap shortened the step", "no difference")}
+# above 1x, equivalent. A winner names the faster side, as a framework comparison's does ('winner: B faster').
+READINGS = {pairs.EFFICIENCY: ("linear scaling faster (efficiency below linear)",
+                               "the workers faster than linear (efficiency above linear)", "linear"),
+            pairs.COMMUNICATION: ("the independent run faster (communication costs time)",
+                                  "faster than the independent run", "no cost"),
+            pairs.OVERLAP: ("no overlap faster (overlap made the step longer)",
+                            "overlap faster (it shortened the step)", "no difference")}
 
 
 def reading(v: Verdict, kind: str) -> str:
-    """A decided scaling verdict in the one form (bench/verdicts.py): 'winner: below linear', 'equivalent: linear
-    (within +-5%)'."""
+    """A decided scaling verdict in the one form (bench/verdicts.py): 'winner: linear scaling faster (efficiency
+    below linear)', 'equivalent: linear (within +-5%)'."""
     below, above, same = READINGS[kind]
     return said(v, above, below, same)
 
@@ -362,7 +369,7 @@ def predictions(table: pd.DataFrame, networks: dict) -> pd.DataFrame:
                                            base["sound"], base["flag_reasons"]), other_link) if f]
         rows.append({"framework": row["framework"], "model": row["model"], "strategy": row["strategy"],
                      "workers": row["workers"], "link": row["link"], "bucket_mb": row["bucket_mb"],
-                     "compute_ms": None if flags else compute,
+                     "profile": row.get("profile"), "compute_ms": None if flags else compute,
                      "comm_model_ms": float("nan") if other_link else pred - compute,
                      "overlap_share": overlap, "predicted_ms": None if flags else pred,
                      "measured_ms": row["step_ms"], "exposed_comm_ms": row["exposed_comm_ms"],
@@ -493,16 +500,24 @@ def _ci(est, lo, hi, fmt: str) -> str:
     return f"{est:{fmt}} [{lo:{fmt}}-{hi:{fmt}}]"
 
 
+def data_parallel(table: pd.DataFrame) -> pd.DataFrame:
+    """The scaling table's data-parallel configs (and their baselines): the model- and pipeline-parallel ones have
+    their own section."""
+    return table if table.empty else table[~table["strategy"].isin(PIPELINE_STRATEGIES)]
+
+
 def scaling_for_display(table: pd.DataFrame) -> pd.DataFrame:
     """The scaling table as printed. Columns that say nothing row by row are left out so it fits a page: the
     hardware when every run shares it (page 1's machine line names it), images per joule when no run measured
     energy (the details' energy table gives the reason), flags when none was raised."""
     if table.empty:
         return table
-    t = table.sort_values(["platform", "framework", "model", "workers", "nodes", "strategy", "bucket_mb"])
+    t = table.sort_values(["platform", "framework", "model", "workers", "nodes", "strategy", "bucket_mb"]
+                          + (["profile"] if "profile" in table else []))
     shown = pd.DataFrame({
         "run": [f"{r.framework} {r.model} {r.image_size}px, {r.strategy} x{r.workers}"
                 + (f" (strong, global bs {r.global_batch})" if r.scaling == "strong" else "") for r in t.itertuples()],
+        "profile": t["profile"] if "profile" in t else "",
         "hardware": t["hardware_label"],
         "link; buckets": [link + (f"; {b:g} MB" if s in ("allreduce", "allreduce_nosync") else "")
                           for link, b, s in zip(t["link"], t["bucket_mb"], t["strategy"])],
@@ -522,6 +537,7 @@ def scaling_for_display(table: pd.DataFrame) -> pd.DataFrame:
                   for n, why, ph in zip(t["flagged"], t["flag_reasons"], t["phase_flags"])],
     })
     silent = [c for c, says_nothing in (("hardware", shown["hardware"].nunique() <= 1),
+                                        ("profile", shown["profile"].nunique() <= 1),
                                         ("images/J", t["images_per_joule"].isna().all()),
                                         ("flags", (shown["flags"] == "").all())) if says_nothing]
     return shown.drop(columns=silent)
@@ -617,6 +633,12 @@ def _buckets(r) -> str:
     return f"; {b:g} MB buckets" if shown else ""
 
 
+def _profile(t: pd.DataFrame, r) -> str:
+    """' [quick profile]' where the table holds several profiles' runs (their settings differ), else ''."""
+    several = "profile" in t and t["profile"].nunique() > 1
+    return f" [{r['profile']} profile]" if several and isinstance(r.get("profile"), str) else ""
+
+
 def _comm_clause(r) -> str:
     """The part of a finding that says what communication cost, against the no-communication ceiling."""
     if r["strategy"] == "independent":
@@ -668,9 +690,10 @@ def findings(data) -> list[str]:
     if t.empty:
         return ["No distributed run is recorded in these results (a profile's distributed configs over its budget "
                 "or not yet run are listed under *Not run*)."]
-    shown = t["efficiency"].notna() | t["efficiency_flags"].map(bool)
+    shown = (t["efficiency"].notna() | t["efficiency_flags"].map(bool)) & ~t["strategy"].isin(PIPELINE_STRATEGIES)
     for _, r in t[(t["workers"] > 1) & shown].sort_values(["framework", "strategy"]).iterrows():
-        what = f"{r['framework']} {r['model']} {r['strategy']} x{r['workers']} ({r['link']}{_buckets(r)})"
+        what = f"{r['framework']} {r['model']} {r['strategy']} x{r['workers']} ({r['link']}{_buckets(r)})" \
+            + _profile(t, r)
         if r["efficiency_flags"]:
             out.append(f"{what}: scaling efficiency {efficiency_text(r)}.")
             continue
@@ -679,13 +702,17 @@ def findings(data) -> list[str]:
             continue
         out.append(f"{what}: {_efficiency_finding(r)}{_comm_clause(r)}.")
     out += _overlap_findings(t)
+    split = int(t["strategy"].isin(PIPELINE_STRATEGIES).sum())
+    if split:
+        out.append(f"{counted(split, 'model- or pipeline-parallel config')} ran too: they are in *Parallelism "
+                   "strategies*, against data parallel and one worker of their own profile.")
     for _, p in data.predictions.iterrows():
         if p["flags"]:
             out.append(f"Model vs measurement, {p['framework']} {p['model']} {p['strategy']} x{p['workers']} "
-                       f"on {p['link']}{_buckets(p)}: {not_available(p['flags'])}.")
+                       f"on {p['link']}{_buckets(p)}{_profile(t, p)}: {not_available(p['flags'])}.")
             continue
         out.append(f"Model vs measurement, {p['framework']} {p['model']} {p['strategy']} x{p['workers']} "
-                   f"on {p['link']}{_buckets(p)}: "
+                   f"on {p['link']}{_buckets(p)}{_profile(t, p)}: "
                    f"predicted {p['predicted_ms']:.0f} ms, measured {p['measured_ms']:.0f} ms ({p['error']:+.0%})"
                    + (f"; the fit is gloo's, and {declared(p['framework'], 'display_name')}'s own collectives "
                       f"({declared(p['framework'], 'own_collectives')}) spent "

@@ -94,8 +94,10 @@ def best_batch_table(configs: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> p
 
 def own_interval(c: dict) -> dict:
     """A page-1 row's speed-up interval from its two configs' own processes alone (Welch, no pooled prior), beside
-    the moderated one its verdict rests on, and whether the sweep's prior moderated both sides."""
-    return {"welch_ci_low": c["welch_ci_low"], "welch_ci_high": c["welch_ci_high"], "pooled": c["pooled"]}
+    the moderated one its verdict rests on, whether the sweep's prior moderated both sides, and, where only more
+    sweeps would decide it, why ('' else)."""
+    return {"welch_ci_low": c["welch_ci_low"], "welch_ci_high": c["welch_ci_high"], "pooled": c["pooled"],
+            "more_sweeps": c["more_sweeps"]}
 
 
 def compared(g: pd.DataFrame, batches: bool = False) -> str:

@@ -6,9 +6,12 @@ The process is the unit of replication. A config's number is the geometric mean 
 between-process spread on the log scale is moderated by the whole sweep (bench/moderated.py: each config's
 variance shrunk toward what the other configs of its pool show, limma's empirical Bayes; a config whose spread
 really differs keeps its own): the pool is one platform's single-process configs, or its distributed ones. Where
-two or more sweeps measured a config the sweep (the day) is a level above the process, and over nodes (each the
-mean of its processes) where a scheduler ran the config's processes on several nodes: those intervals are the
-config's own, as before. A comparison's verdict is one of bench/verdicts.py's three, at the report's margin.
+two or more sweeps measured a config the sweep (the day) is a level above the process, its variance estimated
+jointly over the pool's configs (bench/sweep_level.py; a config whose sweeps differ keeps its own), and the
+process spread is the processes' deviation from their own sweep's mean; over nodes (each the mean of its
+processes) where a scheduler ran the config's processes on several nodes the interval is the config's own. A
+comparison's verdict is one of bench/verdicts.py's three, at the report's margin; a winner over several sweeps
+must point the same way in each.
 """
 
 from __future__ import annotations
@@ -19,7 +22,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...moderated import Spread, SweepSpreads, moderated_interval, moderated_ratio
-from ...stats import outer_level, process_interval, process_ratio, sweep_level_interval, sweep_level_ratio
+from ...stats import outer_level, process_interval, process_ratio, t_quantile, welch_satterthwaite
+from ...sweep_level import (
+    Component,
+    LevelMean,
+    differs,
+    fit_component,
+    level_mean,
+    per_sweep_ratios,
+    sweep_means,
+    sweeps_disagree,
+)
 from ...verdicts import DEFAULT_MARGIN, EQUIVALENT, UNDECIDED, WINNER, Verdict, judge
 from .judgement import unsound_reason
 
@@ -46,6 +59,11 @@ class Interval:
     pooled: bool = False
     own_ci_low: float | None = None  # the config's own t-interval over its processes (Welch), for the details
     own_ci_high: float | None = None
+    # Over several sweeps: the between-sweep variance used and its df (the pool's), or None with sweeps_differ
+    # (its own sweeps' variance: more sweeps, not processes, would narrow it)
+    sweep_var: float | None = None
+    sweep_df: float | None = None
+    sweeps_differ: bool = False
 
     @property
     def kind(self) -> str:
@@ -59,33 +77,54 @@ class Interval:
 def config_intervals(configs: Sequence[tuple[Sequence[float], Sequence, Sequence, Hashable]]) -> list[Interval]:
     """Every config's interval in one call, each config given as its processes' median images/s, each process's
     node (None where unknown), each process's sweep id, and its spread pool (configs that may share a spread)."""
-    levels = [outer_level(values, nodes) for values, nodes, _, _ in configs]
-    own_level = [lv == 1 and len(v) >= 2 and sweep_level_interval(list(v), list(s)) is None
-                 for (v, _, s, _), (_, lv) in zip(configs, levels)]
-    spreads = SweepSpreads({i: list(v) for i, ((v, _, _, _), mine) in enumerate(zip(configs, own_level)) if mine},
-                           {i: pool for i, (_, _, _, pool) in enumerate(configs)})
-    return [config_interval(v, n, s, spreads.spread(i) if own_level[i] else None)
-            for i, (v, n, s, _) in enumerate(configs)]
+    levels = [outer_level(values, nodes)[1] for values, nodes, _, _ in configs]
+    by_sweep = {i: sweep_means(v, s) for i, ((v, _, s, _), lv) in enumerate(zip(configs, levels))
+                if lv == 1 and len(v) >= 2}
+    spreads = SweepSpreads({i: list(configs[i][0]) for i in by_sweep}, {i: c[3] for i, c in enumerate(configs)},
+                           own={i: (0.0, sm.within_var, sm.within_df) for i, sm in by_sweep.items()})
+    pools: dict = {}
+    for i, sm in by_sweep.items():
+        spread = spreads.spread(i)
+        if sm.count >= 2 and spread is not None:
+            pools.setdefault(configs[i][3], {})[i] = (sm, spread.var, spread.df)
+    components = {pool: fit_component(items) for pool, items in pools.items()}
+    out = []
+    for i, (v, n, s, pool) in enumerate(configs):
+        spread = spreads.spread(i) if i in by_sweep else None
+        sm = by_sweep.get(i)
+        level = None
+        if sm is not None and sm.count >= 2:
+            component = components.get(pool)
+            differ = differs(component, i, sm, spread.var if spread else None, spread.df if spread else 0.0)
+            level = level_mean(sm, spread.var if spread else None, spread.df if spread else 0.0, component, differ)
+        out.append(config_interval(v, n, s, spread, level))
+    return out
 
 
-def config_interval(values: Sequence[float], nodes: Sequence, sweeps: Sequence, spread: Spread | None = None
-                    ) -> Interval:
-    """One config's interval: over sweeps or nodes where those are levels, else over its processes with `spread`
-    (the sweep-moderated one) where given, else its own."""
+def config_interval(values: Sequence[float], nodes: Sequence, sweeps: Sequence, spread: Spread | None = None,
+                    level: LevelMean | None = None) -> Interval:
+    """One config's interval: over nodes where its processes ran on several; over sweeps where `level` (its mean
+    over two or more sweeps) is given; else over its processes with `spread` (the sweep-moderated one) where
+    given, else its own."""
     replicates, levels = outer_level(values, nodes)
-    by_sweep = sweep_level_interval(list(values), list(sweeps)) if levels == 1 else None
     own = process_interval(replicates)
-    est = by_sweep or own
-    if by_sweep is None and levels == 1 and spread is not None:
+    est = own
+    if levels == 1 and level is not None:
+        half = t_quantile(0.95, max(level.df, 1.0)) * math.sqrt(level.var)
+        est = {"estimate": math.exp(level.mean), "ci_low": math.exp(level.mean - half),
+               "ci_high": math.exp(level.mean + half)}
+    elif levels == 1 and spread is not None:
         est = moderated_interval(replicates, spread)
+    mine = levels == 1 and spread is not None
     return Interval(est["estimate"], est["ci_low"], est["ci_high"], replicates,
                     list(sweeps) if levels == 1 else [None] * len(replicates), levels,
-                    by_sweep["sweeps"] if by_sweep else None,
-                    by_sweep["between_sweep_share"] if by_sweep else None,
-                    spread.var if spread and by_sweep is None and levels == 1 else None,
-                    spread.df if spread and by_sweep is None and levels == 1 else None,
-                    bool(spread and spread.pooled and by_sweep is None and levels == 1),
-                    own["ci_low"], own["ci_high"])
+                    level.sweeps if level else None,
+                    level.share(spread.var if spread else None) if level else None,
+                    spread.var if mine else None, spread.df if mine else None,
+                    bool(mine and spread.pooled), own["ci_low"], own["ci_high"],
+                    level.tau_sq if level else None,
+                    level.tau_df if level else None,
+                    bool(level and level.differ))
 
 
 def _spread(row: Mapping[str, Any]) -> Spread | None:
@@ -95,15 +134,71 @@ def _spread(row: Mapping[str, Any]) -> Spread | None:
     return Spread(float(var), float(df), bool(row.get("spread_pooled")), float("nan"), 0.0)
 
 
+def _side(row: Mapping[str, Any]) -> tuple[float, float | None, float, bool]:
+    """(mean log images/s, variance of that mean, its df, whether its sweeps differ) of a config row: over its
+    sweeps where it holds several, else over its processes with its (moderated) spread; variance None where
+    neither gives one (one process and no spread)."""
+    values, sweeps = row["process_ips"], row["process_sweeps"]
+    spread = _spread(row)
+    sm = sweep_means(values, sweeps)
+    if sm.count >= 2 and None not in sm.sweeps:
+        tau_sq, tau_df = row.get("sweep_var"), row.get("sweep_df")
+        differ = bool(row.get("sweeps_differ")) or tau_sq is None or tau_sq != tau_sq
+        component = None if differ else Component(float(tau_sq), float(tau_df), 0)
+        level = level_mean(sm, spread.var if spread else None, spread.df if spread else 0.0, component, differ)
+        return level.mean, level.var, level.df, level.differ
+    x = [math.log(v) for v in values]
+    mean = sum(x) / len(x)
+    if spread is None:
+        if len(x) < 2:
+            return mean, None, 0.0, False
+        return mean, sum((v - mean) ** 2 for v in x) / (len(x) - 1) / len(x), len(x) - 1.0, False
+    return mean, spread.var / len(x), spread.df, False
+
+
+def _every_sweep(a: Mapping[str, Any], b: Mapping[str, Any], sa: Spread | None, sb: Spread | None) -> dict:
+    """Where a side's sweeps differ beyond the others' (its between-sweep variance is its own, one degree of freedom
+    from two sweeps), the ratio's interval in each sweep both sides measured, from that sweep's processes and each
+    side's spread, and their union: a union that excludes 1x (or lies within the margin) says so of every sweep
+    (an intersection-union test at the same level), whatever moved between the sweeps. No interval with fewer
+    than two shared sweeps or no spread."""
+    shared = [x for x in dict.fromkeys(a["process_sweeps"]) if x is not None and x in set(b["process_sweeps"])]
+    if len(shared) < 2 or sa is None or sb is None:
+        return {}
+    each = [moderated_ratio([v for v, x in zip(a["process_ips"], a["process_sweeps"]) if x == sweep],
+                            [v for v, x in zip(b["process_ips"], b["process_sweeps"]) if x == sweep], sa, sb)
+            for sweep in shared]
+    lo, hi = min(r["ci_low"] for r in each), max(r["ci_high"] for r in each)
+    return {"ci_low": lo, "ci_high": hi, "within_noise": bool(lo <= 1.0 <= hi), "df": None, "every_sweep": True}
+
+
 def pair_ratio(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict:
     """a's images/s over b's (config rows holding `process_ips`, `process_sweeps` and their spread): ratio,
-    ci_low, ci_high, within_noise; the sweep a level where a side holds several sweeps, else each side's
-    (moderated) spread."""
+    ci_low, ci_high, within_noise, df; where a side holds several sweeps, each side's mean over its sweeps (the
+    pool's between-sweep variance, or its own where its sweeps differ: `sweeps_differ`) and the ratio in each sweep
+    both measured (`sweep_ratios`), the interval the union of the per-sweep ones where a side's sweeps differ
+    (`every_sweep`); else each side's (moderated) spread."""
     several = any(len({s for s in row["process_sweeps"] if s is not None}) > 1 for row in (a, b))
     sa, sb = _spread(a), _spread(b)
-    if several or sa is None or sb is None:
-        return sweep_level_ratio(a["process_ips"], a["process_sweeps"], b["process_ips"], b["process_sweeps"])
-    return moderated_ratio(a["process_ips"], b["process_ips"], sa, sb)
+    if not several:
+        if sa is None or sb is None:
+            return process_ratio(a["process_ips"], b["process_ips"])
+        return moderated_ratio(a["process_ips"], b["process_ips"], sa, sb)
+    (ma, va, da, xa), (mb, vb, db, xb) = _side(a), _side(b)
+    out = {"ratio": math.exp(ma - mb), "ci_low": None, "ci_high": None, "within_noise": None, "df": None,
+           "pooled": bool(sa and sa.pooled and sb and sb.pooled), "sweeps_differ": xa or xb,
+           "sweep_ratios": per_sweep_ratios(a["process_ips"], a["process_sweeps"], b["process_ips"],
+                                            b["process_sweeps"])}
+    if out["sweeps_differ"]:
+        return {**out, **_every_sweep(a, b, sa, sb)}
+    if va is None or vb is None:
+        return out
+    se = math.sqrt(va + vb)
+    df = welch_satterthwaite([(va, da), (vb, db)]) if se > 0 else math.inf
+    half = t_quantile(0.95, max(df, 1.0)) * se
+    lo, hi = math.exp(ma - mb - half), math.exp(ma - mb + half)
+    out.update(ci_low=lo, ci_high=hi, within_noise=bool(lo <= 1.0 <= hi), df=df)
+    return out
 
 
 def welch_ratio(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict:
@@ -119,19 +214,42 @@ def unsound_sides(a: Mapping[str, Any], b: Mapping[str, Any], names: tuple[str, 
     return f"{UNRELIABLE} (" + sep.join(bad) + ")" if bad else None
 
 
+SWEEPS_DISAGREE = "the sweeps point different ways"
+SWEEPS_DIFFER = "a side's sweeps differ beyond the others'"
+
+
 def pair_verdict(a: Mapping[str, Any], b: Mapping[str, Any], ratio: dict, margin: float = DEFAULT_MARGIN,
                  names: tuple[str, str] | None = None, sep: str = "; ") -> tuple[Verdict, str]:
-    """The verdict of a/b and the reason it reads with: a side not sound is undecided whatever its interval."""
+    """The verdict of a/b and the reason it reads with: a side not sound is undecided whatever its interval; over
+    several sweeps a winner must be faster in each sweep both measured, and where a side's sweeps differ more
+    sweeps, not more processes, would decide it."""
     unsound = unsound_sides(a, b, names, sep)
     if unsound:
         return Verdict(UNDECIDED, ratio["ratio"], ratio["ci_low"], ratio["ci_high"], margin), unsound
     v = judge(ratio["ratio"], ratio["ci_low"], ratio["ci_high"], margin, len(a["process_ips"]),
               len(b["process_ips"]), ratio.get("df"))
+    per_sweep = ratio.get("sweep_ratios") or []
+    if v.word == WINNER and sweeps_disagree(per_sweep):
+        each = ", ".join(f"{r:.3f}x" for r in per_sweep)
+        return (Verdict(UNDECIDED, v.ratio, v.ci_low, v.ci_high, margin),
+                f"{SWEEPS_DISAGREE} ({each} in its {len(per_sweep)} sweeps): more sweeps would decide it")
     if v.word == WINNER:
         return v, ""
     if v.word == EQUIVALENT:
         return v, f"equal within +-{margin:.0%}"
+    if ratio.get("sweeps_differ"):
+        return (Verdict(UNDECIDED, v.ratio, v.ci_low, v.ci_high, margin),
+                f"{SWEEPS_DIFFER}: its interval holds in every sweep (the union of theirs); more sweeps, not more "
+                "processes, would decide it")
     return v, v.to_decide()
+
+
+def more_sweeps(reason: str) -> str:
+    """'' or what page 1's *to decide* says where only more sweeps would decide a row."""
+    for cause in (SWEEPS_DISAGREE, SWEEPS_DIFFER):
+        if reason.startswith(cause):
+            return f"more sweeps ({cause})"
+    return ""
 
 
 def compare_pair(a: Mapping[str, Any], b: Mapping[str, Any], margin: float = DEFAULT_MARGIN) -> dict:
@@ -152,7 +270,7 @@ def compare_pair(a: Mapping[str, Any], b: Mapping[str, Any], margin: float = DEF
                speedup_ci_high=hi, welch_ci_low=own_lo, welch_ci_high=own_hi, verdict=v.word,
                reason=reason or f"{faster['series']} faster", winner=v.word == WINNER,
                equivalent=v.word == EQUIVALENT, extra_processes=v.extra_processes, margin=margin,
-               pooled=bool(r.get("pooled")))
+               pooled=bool(r.get("pooled")), more_sweeps=more_sweeps(reason))
     return out
 
 

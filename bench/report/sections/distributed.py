@@ -16,7 +16,8 @@ INTRO = ("Training across worker processes on this machine (and across emulated 
 
 
 def render(d) -> Section:
+    table = scaling.data_parallel(d.scaling.table)
     return Section([heading("Distributed data-parallel training", INTRO), bullets(scaling.findings(d.scaling)),
-                    Table(scaling.scaling_for_display(d.scaling.table), "no distributed runs yet"),
-                    Figures(throughput_and_comm(d.scaling.table), "scaling_throughput"),
-                    Figures(efficiency(d.scaling.table), "scaling_efficiency")])
+                    Table(scaling.scaling_for_display(table), "no distributed runs yet"),
+                    Figures(throughput_and_comm(table), "scaling_throughput"),
+                    Figures(efficiency(table), "scaling_efficiency")])

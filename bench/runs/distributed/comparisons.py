@@ -51,6 +51,7 @@ class Side:
     worker_batch: int
     global_batch: int
     link: Hashable  # the link as the caller names it: overlap compares runs on the same link only
+    profile: Hashable = None  # the sweep profile that measured it: a baseline of the same profile is preferred
 
 
 @dataclass(frozen=True)
@@ -73,14 +74,14 @@ def side_of(config: RunConfig, platform: Hashable = None) -> Side:
 
 def independent_baseline(side: Side, sides: Iterable[Side], workers: int) -> Side | None:
     """The independent (no communication) config on one machine with `workers` workers that `side` is measured
-    against, or None."""
-    for s in sides:
-        if (s.strategy == "independent" and s.workers == workers and s.nodes == 1 and s.same == side.same
-                and s.scaling == side.scaling
-                and (s.worker_batch == side.worker_batch if side.scaling == "weak" else
-                     s.global_batch == side.global_batch)):
-            return s
-    return None
+    against, or None: one measured by the same sweep profile where there is one (two profiles' runs of one
+    baseline differ in their measurement settings, and a report holding both must not mix them), else the first."""
+    found = [s for s in sides
+             if (s.strategy == "independent" and s.workers == workers and s.nodes == 1 and s.same == side.same
+                 and s.scaling == side.scaling
+                 and (s.worker_batch == side.worker_batch if side.scaling == "weak" else
+                      s.global_batch == side.global_batch))]
+    return next((s for s in found if s.profile == side.profile), found[0] if found else None)
 
 
 def comparisons(sides: Iterable[Side]) -> list[Comparison]:
