@@ -53,7 +53,7 @@ def test_the_report_states_the_timed_share_and_leaves_the_table_to_the_details()
     share = overhead_table(records, walls).set_index("component").loc["all", "share"]
     assert f"{share:.0%} of the wall time of its 2 single-process runs that recorded their start-up" in text
     assert "details" in text
-    assert "| timed |" not in text and "1 processes beyond the minimum" in text
+    assert "| timed |" not in text and "1 of its processes beyond the minimum" in text
 
 
 def test_records_without_timestamps_are_left_out_and_no_wall_time_means_no_outside_row():

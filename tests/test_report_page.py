@@ -30,8 +30,9 @@ BUSY = {"name": "disturbed", "reason": "other processes used 45% of the CPUs dur
 # pages; the real 2-core VM's, with its int8, parallelism and input sections: 22): a reader's budget, not a layout
 # accident, so a section that adds pages must take some elsewhere. 20 since 2026-11-27 10:35: page 1's answer
 # table now names each best row's frameworks and batches and marks winners that rest on the pooled variance with
-# their own interval; the table's footnotes spill onto page 2 and the findings start on page 3. That spill is the
-# next layout fix (back to 18), not a new allowance.
+# their own interval; the table's footnotes spilled onto page 2. Since 11:40 that day page 1 holds them again
+# (shorter cells: a pooled winner's own interval without its verdict word, a shorter intro); the two pages over 18
+# are continuations (the distributed table, the methodology), the next layout fix, not a new allowance.
 MAX_PAGES = 20
 
 

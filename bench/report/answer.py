@@ -22,8 +22,8 @@ REASONS = {
 }
 POOLED = "pooled"
 POOLED_NOTE = ("winner with the sweep's pooled variance (each side's spread moderated by the whole sweep: *Statistics* "
-               "in the methodology); its own processes alone (Welch) do not exclude 1x: their interval and verdict "
-               "follow the speed-up")
+               "in the methodology); its own processes alone (Welch) give the interval after the speed-up, which "
+               "does not exclude 1x")
 
 
 def _number(v) -> float | None:
@@ -38,6 +38,12 @@ def own_verdict(r, margin: float = DEFAULT_MARGIN) -> Verdict:
 def rests_on_pooling(r, margin: float = DEFAULT_MARGIN) -> bool:
     """A winner that its own processes alone would not call: the sweep's pooled variance decided it."""
     return r["verdict"] == WINNER and own_verdict(r, margin).word != WINNER
+
+
+def own_bounds(r, margin: float = DEFAULT_MARGIN) -> str:
+    """'[0.93-1.20]': a page-1 row's interval from its own processes alone (its footnote says what it means)."""
+    v = own_verdict(r, margin)
+    return "no interval" if v.ci_low is None else bounds(v.ci_low, v.ci_high)
 
 
 def own_text(r, margin: float = DEFAULT_MARGIN) -> str:
@@ -133,7 +139,7 @@ def answer_table(summary: pd.DataFrame, best: pd.DataFrame | None = None, margin
                      "fastest": r["fastest"] if r["verdict"] == WINNER else "",
                      "speed-up [95% CI]": ("" if not interval else f"{interval} vs {r['runner_up']}"
                                            # said next to the row: the sweep's prior decided it, not its own
-                                           + (f" (pooled); {own_text(r, margin)}" if pooled else "")
+                                           + (f"; own processes: {own_bounds(r, margin)}" if pooled else "")
                                            if r["verdict"] == WINNER else
                                            f"{r['fastest']} / {r['runner_up']}: {interval}"),
                      "to decide": decide})
@@ -175,6 +181,14 @@ def status_line(d, records: list[Record]) -> str:
         state = "complete (" + "; ".join(c.runs_text() for c in covs) + ")"
     else:
         state = "**incomplete** (" + "; ".join(c.runs_text() for c in covs) + ")"
+    # earlier sweeps whose records the numbers below also count (the sweep is a level of the statistics)
+    newest = {c.sweep_id for c in covs}
+    counted_ids = {r.sweep.id for r in records if r.sweep and r.status == "ok"}
+    earlier = [coverage.sweep_coverage(m, records) for m in d.sweeps
+               if m.sweep_id not in newest and m.sweep_id in counted_ids]
+    if earlier:
+        state += "; counted too, from earlier sweeps: " + "; ".join(
+            f"`{c.sweep_id}` ({c.profile}: {c.runs_text()})" for c in earlier)
     procs = d.processes
     n, bad = len(procs), int((~procs["clean"]).sum()) if not procs.empty else 0
     configs = d.configs

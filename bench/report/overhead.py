@@ -160,8 +160,8 @@ def sweep_cost_text(records: list[Record], sweeps: list[SweepManifest]) -> str:
     ran = [r for r in as_records(records) if r.sweep and r.sweep.id == latest.sweep_id]
     caches = build_cache_text(ran)
     text += f" {caches}" if caches else ""
-    extra = sum(len(m.extra_processes or []) for m in sweeps if m.adaptive)
+    extra = len(latest.extra_processes or []) if latest.adaptive else 0  # this sweep's, as the counts above
     if extra:
-        text += (f" {extra} processes beyond the minimum went to the configs whose comparison was least decided "
-                 "(each with its reason in the details).")
+        text += (f" {extra} of its processes beyond the minimum went to the configs whose comparison was least "
+                 "decided (each with its reason in the details).")
     return text

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ...verdicts import DEFAULT_MARGIN, UNDECIDED, phrase
+from ...verdicts import DEFAULT_MARGIN, UNDECIDED, bounds, phrase
 from .intervals import compare_pair
 
 INT8 = "int8"
@@ -42,7 +42,7 @@ def int8_table(configs: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> pd.Data
         if base is not None:
             c = compare_pair(q, base, margin)
             ratio, lo, hi = c["ratio_a_over_b"], c["ci_low"], c["ci_high"]
-            row.update({"speed-up": ratio, "95% CI": "" if lo is None else f"{lo:.2f}-{hi:.2f}x",
+            row.update({"speed-up": ratio, "95% CI": "" if lo is None else bounds(lo, hi),
                         "verdict": c["verdict"] + (f": {c['reason']}" if c["reason"] else "")})
         row.update({"SQNR dB": q.get("int8_sqnr_db"), "cosine (mean)": q.get("int8_cosine_mean"),
                     "top-1 agreement": q.get("int8_top1_agreement"),

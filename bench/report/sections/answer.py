@@ -7,8 +7,8 @@ from ...verdicts import short_definition
 from ..answer import answer_notes, answer_table, decided_line
 from .base import Section, Table, Text, heading, precision_features
 
-INTRO = ("The fastest against the runner-up per model, mode and batch (*best*: each framework at its own best batch), "
-         "with a 95% interval over fresh processes. ")
+INTRO = ("Fastest against runner-up per model, mode and batch (*best*: each framework at its own best batch), 95% "
+         "intervals over fresh processes. ")
 
 
 def render(d) -> Section:
