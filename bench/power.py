@@ -17,21 +17,26 @@ from dataclasses import dataclass
 import numpy as np
 
 from .moderated import SweepSpreads
-from .verdicts import DEFAULT_MARGIN, EQUIVALENT, WINNER, Verdict, judge
+from .verdicts import DEFAULT_MARGIN, EQUIVALENT, INTERIM_CONFIDENCE, WINNER, Verdict, judge, stopping_verdict
 
 
 def judge_all(sides_a: Sequence, sides_b: Sequence, margin: float = DEFAULT_MARGIN,
-              context: Sequence = ()) -> list[Verdict]:
+              context: Sequence = (), interim: float | None = None) -> list[Verdict]:
     """The verdict of B/A for each config (aligned lists of per-process values), with one prior fitted to every
     side of every config and to the `context` configs (judged by nobody, but part of the sweep), as the report
-    does within a sweep."""
+    does within a sweep. With `interim` (a confidence), as the adaptive plan judges before its last look
+    (bench/verdicts.py: stopping_verdict): a winner only at that confidence."""
     spreads = SweepSpreads({**{("a", i): v for i, v in enumerate(sides_a)},
                             **{("b", i): v for i, v in enumerate(sides_b)},
                             **{("c", i): v for i, v in enumerate(context)}})
     out = []
     for i, (a, b) in enumerate(zip(sides_a, sides_b)):
         r = spreads.ratio(("b", i), ("a", i))
-        out.append(judge(r["ratio"], r["ci_low"], r["ci_high"], margin, len(a), len(b)))
+        v = judge(r["ratio"], r["ci_low"], r["ci_high"], margin, len(a), len(b))
+        if interim is not None:
+            strict = spreads.ratio(("b", i), ("a", i), interim)
+            v = stopping_verdict(v, strict["ci_low"], strict["ci_high"])
+        out.append(v)
     return out
 
 
@@ -104,3 +109,47 @@ def curve(configs: Mapping[str, Sequence[float]], shift: float, word: str = WINN
             judged += len(verdicts)
         out[n] = Rate(called, judged)
     return out
+
+
+@dataclass(frozen=True)
+class PlanRate:
+    """What the adaptive plan's verdicts do: how often a comparison ended `word`, and the processes it used."""
+
+    rate: Rate
+    mean_processes: float  # per side, at the end
+
+
+def adaptive_plan(configs: Mapping[str, Sequence[float]], shift: float, min_n: int = 2, max_n: int = 6,
+                  sweep_configs: int = 20, trials: int = 10, seed: int = 0,
+                  margin: float = DEFAULT_MARGIN, interim: float | None = INTERIM_CONFIDENCE) -> PlanRate:
+    """The verdicts as the adaptive plan reaches them (bench/sweep/plan.py): synthetic sweeps of `sweep_configs`
+    comparisons drawn from this machine's pooled residuals with a planted `shift`, each side starting at `min_n`
+    processes; round after round every undecided comparison gets one more process on its side with fewer, and is
+    judged again with the prior refitted to the whole sweep, until it is decided (a winner only at the `interim`
+    confidence, as the plan stops) or both sides hold `max_n`; the verdict is then the report's, at 95%. A
+    comparison that stops once decided is looked at several times (optional stopping): with shift 0 the share of
+    winners is the plan's own false-winner rate, which a fixed-n A/A does not see; with a shift, its power."""
+    rng = np.random.default_rng(seed)
+    pool = pooled_residuals(configs)
+    called = judged = 0
+    used: list[int] = []
+    for _ in range(trials if pool.size >= 4 else 0):
+        a = [list(np.exp(rng.choice(pool, min_n))) for _ in range(sweep_configs)]
+        b = [list(np.exp(rng.choice(pool, min_n) + np.log1p(shift))) for _ in range(sweep_configs)]
+        done: dict[int, Verdict] = {}
+        while True:
+            verdicts = judge_all(a, b, margin)
+            stops = judge_all(a, b, margin, interim=interim) if interim is not None else verdicts
+            open_ = [i for i, v in enumerate(stops) if i not in done and (v.decided or
+                                                                       min(len(a[i]), len(b[i])) >= max_n)]
+            for i in open_:
+                done[i] = verdicts[i]
+            if len(done) == sweep_configs:
+                break
+            for i in (i for i in range(sweep_configs) if i not in done):
+                side = a if len(a[i]) <= len(b[i]) else b
+                side[i].append(float(np.exp(rng.choice(pool) + (np.log1p(shift) if side is b else 0.0))))
+        called += sum(v.word == WINNER and (shift == 0 or (v.ratio > 1) == (shift > 0)) for v in done.values())
+        judged += sweep_configs
+        used += [(len(x) + len(y)) / 2 for x, y in zip(a, b)]
+    return PlanRate(Rate(called, judged), float(np.mean(used)) if used else 0.0)

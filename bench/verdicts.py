@@ -97,6 +97,22 @@ def said(v: Verdict, above: str, below: str, same: str, detail: str = "") -> str
     return phrase(UNDECIDED, detail="; ".join(filter(None, [detail, v.to_decide()])))
 
 
+# The adaptive plan's interim looks: a comparison stops getting processes as a winner only when its interval at this
+# confidence excludes 1x (a Haybittle-Peto boundary). Stopping at the first 95% interval that excludes 1x looks
+# several times at the same comparison (optional stopping): on this VM's own residuals, 2 processes a side growing to
+# 6 called 14% of equal pairs a winner (bench/power.py: adaptive_plan). The report's verdict stays the 95% one.
+INTERIM_CONFIDENCE = 0.999
+
+
+def stopping_verdict(v: Verdict, strict_low: float | None, strict_high: float | None) -> Verdict:
+    """The adaptive plan's verdict at an interim look: `v` (the report's, at 95%) unless it is a winner whose
+    interval at INTERIM_CONFIDENCE (strict_low, strict_high) still holds 1x: then undecided, so the comparison
+    gets more processes. Equivalence stops at once (it makes no winner)."""
+    if v.word != WINNER or strict_low is None or strict_low > 1 or strict_high < 1:
+        return v
+    return Verdict(UNDECIDED, v.ratio, v.ci_low, v.ci_high, v.margin, v.extra_processes)
+
+
 def equivalence_bounds(margin: float) -> tuple[float, float]:
     """The ratio interval that counts as equal within `margin` (symmetric on the log scale)."""
     if not 0 < margin < 1:

@@ -13,7 +13,7 @@ from .. import power
 from ..results.record import Record, as_records
 from ..results.sweep_manifest import SweepManifest, as_manifests
 from ..values import counted
-from ..verdicts import WINNER
+from ..verdicts import INTERIM_CONFIDENCE, WINNER
 from .compare import compare_tables
 from .data import config_tables
 from .estimates import UNRELIABLE
@@ -129,12 +129,16 @@ def resampling_check(configs: pd.DataFrame, margin: float, trials: int = 20) -> 
     if len(values) < 3:
         return None
     return {"configs": len({k.split(" ")[0] for k in values}), "samples": len(values),
+            "split_configs": sum(len(v) >= 4 for v in values.values()),
             "processes": sum(map(len, values.values())),
             "split_half": power.split_half_aa(values, trials=trials, margin=margin),
             "power": {shift: power.curve(values, shift, processes=POWER_PROCESSES, trials=trials, margin=margin)
                       for shift in POWER_SHIFTS},
             "equivalence": power.curve(values, 0.0, word="equivalent", processes=POWER_PROCESSES, trials=trials,
                                        margin=margin),
+            # the default plan as it runs: 2 processes a side, one more at a time while undecided, up to 6
+            "plan": {shift: power.adaptive_plan(values, shift, trials=trials // 2, margin=margin)
+                     for shift in (0.0, 0.10)},
             "margin": margin}
 
 
@@ -143,8 +147,12 @@ def resampling_text(check: dict | None) -> str:
     if not check:
         return ""
     aa = check["split_half"]
+    split = check.get("split_configs")
     aa_text = ("no config had four or more processes to split" if not aa.judged else
-               f"{aa.text()} split-half comparisons called a winner (target at most {TARGET_RATE:.0%})")
+               f"{aa.text()} split-half comparisons called a winner (target at most {TARGET_RATE:.0%}"
+               + (f"; {split} config-sweeps split {aa.judged // split} times each, so the trials share their "
+                  f"processes: about {split} independent comparisons, not {aa.judged}"
+                  if split else "") + ")")
 
     def row(curve: dict) -> str:
         return ", ".join(f"{n}: {r.rate:.0%}" for n, r in curve.items() if r.judged)
@@ -158,4 +166,21 @@ def resampling_text(check: dict | None) -> str:
             f"and judged "
             f"against each other as the report judges: {aa_text}. Synthetic comparisons drawn from the pooled, "
             f"centred log residuals of these processes (this machine's spread, not an assumed one): {shifts}; two "
-            f"equal sides shown equivalent within +-{check['margin']:.0%} - {row(check['equivalence'])}.")
+            f"equal sides shown equivalent within +-{check['margin']:.0%} - {row(check['equivalence'])}."
+            + plan_text(check.get("plan")))
+
+
+def plan_text(plan: dict | None) -> str:
+    """The adaptive plan's own rates (bench/power.py: adaptive_plan): false winners of equal pairs and the power for
+    a 10% difference when a comparison starts at 2 processes a side and grows to 6 while undecided, stopping once
+    decided (a winner only at the plan's interim confidence)."""
+    if not plan:
+        return ""
+    aa, found = plan.get(0.0), plan.get(0.10)
+    if aa is None or found is None or not aa.rate.judged:
+        return ""
+    return (f" As the adaptive plan runs (2 processes a side, one more at a time while undecided, up to 6; it stops "
+            f"a comparison as a winner only once its {INTERIM_CONFIDENCE:.1%} interval excludes 1x): equal pairs "
+            f"called a winner in {aa.rate.text()} (the optional-stopping false-winner rate; target at most "
+            f"{TARGET_RATE:.0%}), a 10% difference in {found.rate.text()}, with {found.mean_processes:.1f} "
+            f"processes a side on average.")

@@ -23,7 +23,7 @@ from ..results.record import Record
 from ..results.store import counted_attempts
 from ..results.sweep_manifest import SweepManifest, as_manifests, wall_key
 from ..runs.distributed import comparisons as scaling
-from ..verdicts import DEFAULT_MARGIN, Verdict, judge
+from ..verdicts import DEFAULT_MARGIN, INTERIM_CONFIDENCE, Verdict, judge, stopping_verdict
 
 # Seconds a process spends outside the harness's own run (kernel start, interpreter and package imports, the
 # notebook's cells after the run, record write, kernel shutdown) when this host has no sweep manifest that timed
@@ -230,10 +230,11 @@ def next_process(configs: Iterable[RunConfig], values: dict[str, list[float]], p
     `values`: clean per-process values per config key (`clean_process_values`); `processes`: processes already
     run per config key (clean or not, retries excluded); `cost_s`: estimated seconds of one more process of a
     config. Every comparison is judged as the report judges it (bench/moderated.py's sweep-moderated spreads,
-    bench/verdicts.py's three verdicts at `margin`); a decided one asks for nothing. Among the undecided, page 1's
-    rows come first (each comparison group's fastest against its runner-up), then those that more processes would
-    decide soonest; the process goes to the side with fewer processes. A config compared with nothing asks for
-    more while its own interval is wider than SOLO_TARGET. Only configs under `max_repeats` whose next process fits
+    bench/verdicts.py's three verdicts at `margin`), except that a winner stops only once its interval at
+    INTERIM_CONFIDENCE excludes 1x (stopping once decided must not inflate false winners); a decided one asks for
+    nothing. Among the undecided, page 1's rows come first (each comparison group's fastest against its
+    runner-up), then those that more processes would decide soonest; the process goes to the side with fewer
+    processes. A config compared with nothing asks for more while its own interval is wider than SOLO_TARGET. Only configs under `max_repeats` whose next process fits
     the budget are candidates. Distributed configs are judged by their scaling comparisons instead
     (bench/runs/distributed/comparisons.py: efficiency, communication, overlap), after page 1's rows, and a decided
     one asks for nothing.
@@ -277,7 +278,9 @@ def next_process(configs: Iterable[RunConfig], values: dict[str, list[float]], p
             a = ranked[0]
             r = spreads.ratio(a.key, b.key)
             n_a, n_b = len(values[a.key]), len(values[b.key])
-            v = judge(r["ratio"], r["ci_low"], r["ci_high"], margin, n_a, n_b, r.get("df"))
+            strict = spreads.ratio(a.key, b.key, INTERIM_CONFIDENCE)
+            v = stopping_verdict(judge(r["ratio"], r["ci_low"], r["ci_high"], margin, n_a, n_b, r.get("df")),
+                                 strict["ci_low"], strict["ci_high"])
             if v.decided:
                 continue
             side = fewer(a, b)
@@ -293,7 +296,7 @@ def next_process(configs: Iterable[RunConfig], values: dict[str, list[float]], p
         a, b = by_key[comp.a], by_key[comp.b]
         if min(len(values.get(a.key, [])), len(values.get(b.key, []))) < 2:
             continue
-        v = scaling.verdict(spreads, comp, margin)
+        v = scaling.verdict(spreads, comp, margin, interim=INTERIM_CONFIDENCE)
         if v.decided:
             continue
         side = fewer(a, b)

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from ...config import RunConfig
 from ...measurement.flags import EFFICIENCY_TOLERANCE
 from ...moderated import SweepSpreads
-from ...verdicts import DEFAULT_MARGIN, UNDECIDED, Verdict, judge
+from ...verdicts import DEFAULT_MARGIN, UNDECIDED, Verdict, judge, stopping_verdict
 
 EFFICIENCY, COMMUNICATION, OVERLAP = "efficiency", "communication", "overlap"
 # The most a weak-scaling efficiency can be on workers that share one machine: 100%, plus the tolerance for timing
@@ -104,24 +104,30 @@ def comparisons(sides: Iterable[Side]) -> list[Comparison]:
     return out
 
 
-def ratio(spreads: SweepSpreads, c: Comparison) -> dict:
+def ratio(spreads: SweepSpreads, c: Comparison, confidence: float = 0.95) -> dict:
     """The comparison's ratio with its moderated interval (keys of SweepSpreads.ratio; None where a side has no
     value), divided by its divisor."""
-    r = dict(spreads.ratio(c.a, c.b))
+    r = dict(spreads.ratio(c.a, c.b, confidence))
     for k in ("ratio", "ci_low", "ci_high"):
         if r[k] is not None:
             r[k] = r[k] / c.divisor
     return r
 
 
-def verdict(spreads: SweepSpreads, c: Comparison, margin: float = DEFAULT_MARGIN) -> Verdict:
+def verdict(spreads: SweepSpreads, c: Comparison, margin: float = DEFAULT_MARGIN,
+            interim: float | None = None) -> Verdict:
     """The comparison's verdict at `margin`, as every other comparison's (bench/verdicts.py: judge), from its
-    interval as computed (never a bounded one)."""
+    interval as computed (never a bounded one); with `interim`, as the adaptive plan stops (a winner only at that
+    confidence: bench/verdicts.py, stopping_verdict)."""
     r = ratio(spreads, c)
     if r["ratio"] is None:
         return Verdict(UNDECIDED, math.nan, None, None, margin)
-    return judge(r["ratio"], r["ci_low"], r["ci_high"], margin, len(spreads.values[c.a]), len(spreads.values[c.b]),
-                 r.get("df"))
+    v = judge(r["ratio"], r["ci_low"], r["ci_high"], margin, len(spreads.values[c.a]), len(spreads.values[c.b]),
+              r.get("df"))
+    if interim is None:
+        return v
+    strict = ratio(spreads, c, interim)
+    return stopping_verdict(v, strict["ci_low"], strict["ci_high"])
 
 
 def bounded_top(ci_high: float | None, scaling: str) -> tuple[float | None, bool]:
