@@ -227,17 +227,17 @@ def next_process(configs: Iterable[RunConfig], values: dict[str, list[float]], p
                  margin: float = DEFAULT_MARGIN) -> Extra | None:
     """The config that gets the next process, or None when none should (budget spent, all decided, or capped).
 
-    `values`: clean per-process values per config key (`clean_process_values`); `processes`: processes already
-    run per config key (clean or not, retries excluded); `cost_s`: estimated seconds of one more process of a
-    config. Every comparison is judged as the report judges it (bench/moderated.py's sweep-moderated spreads,
+    `values`: clean per-process values per config key (`clean_process_values`); `processes`: processes already run
+    per config key (clean or not, retries excluded); `cost_s`: estimated seconds of one more process of a config.
+    Every comparison is judged as the report judges it (bench/moderated.py's sweep-moderated spreads,
     bench/verdicts.py's three verdicts at `margin`), except that a winner stops only once its interval at
     INTERIM_CONFIDENCE excludes 1x (stopping once decided must not inflate false winners); a decided one asks for
-    nothing. Among the undecided, page 1's rows come first (each comparison group's fastest against its
-    runner-up), then those that more processes would decide soonest; the process goes to the side with fewer
-    processes. A config compared with nothing asks for more while its own interval is wider than SOLO_TARGET. Only configs under `max_repeats` whose next process fits
-    the budget are candidates. Distributed configs are judged by their scaling comparisons instead
-    (bench/runs/distributed/comparisons.py: efficiency, communication, overlap), after page 1's rows, and a decided
-    one asks for nothing.
+    nothing. Among the undecided, page 1's rows come first (each comparison group's fastest against its runner-up),
+    then those that more processes would decide soonest; the process goes to the side with fewer processes. A config
+    compared with nothing asks for more while its own interval is wider than SOLO_TARGET. Only configs under
+    `max_repeats` whose next process fits the budget are candidates. Distributed configs are judged by their scaling
+    comparisons instead (bench/runs/distributed/comparisons.py: efficiency, communication, overlap), after page 1's
+    rows, and a decided one asks for nothing.
     """
     configs = list(configs)
     spreads = SweepSpreads({c.key: values.get(c.key, []) for c in configs}, {c.key: spread_pool(c) for c in configs})
