@@ -68,7 +68,7 @@ def test_two_sweeps_from_one_distribution_rarely_name_a_winner():
         false, judged = false + check["false"], judged + check["judged"]
     assert false / judged <= 0.08  # a 95% interval: about 5% expected
     text = methodology_text(check)
-    assert "A/A calibration" in text and f"of {len(BATCHES)} configs" in text
+    assert "A/A calibration" in text and f"of {len(BATCHES)} single-process configs" in text
 
 
 def test_a_real_change_between_sweeps_is_called_and_different_code_is_no_a_a_pair():

@@ -48,7 +48,7 @@ def test_a_winner_resting_on_the_pooled_variance_says_so_on_page_one_and_in_the_
     stated = [f for f in findings(_pooled_winner(), summary) if f.startswith("resnet50 training, batch 16")]
     assert len(stated) == 1 and "with the sweep's pooled variance (its own processes alone: [" in stated[0]
     said = A.pooled_winners_text(summary, None)
-    assert said.startswith("1 of page 1's 1 winners rest on the pooling") and "batch 16" in said
+    assert said.startswith("1 of page 1's 1 winners rests on the pooling") and "batch 16" in said
     # a winner its own processes decide too carries no mark, and the methodology says none rests on the pooling
     clear = pd.DataFrame([_config("torch", 16, [4.0, 4.1, 4.05], 0.0004, 40.0, True),
                           _config("tensorflow", 16, TF, 0.0004, 40.0, True)])

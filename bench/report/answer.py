@@ -68,7 +68,8 @@ def pooled_winners_text(summary: pd.DataFrame, best: pd.DataFrame | None, margin
                 "interval excludes 1x too.")
     which = "; ".join(f"{r['model']} {r['mode']} {_where(r)}: {ratio_interval(r['speedup'], r['ci_low'], r['ci_high'])}"
                       f" pooled, {own_text(r, margin)}" for r in pooled)
-    return (f"{len(pooled)} of page 1's {len(winners)} winners rest on the pooling (their own processes' Welch "
+    verb = "rests" if len(pooled) == 1 else "rest"
+    return (f"{len(pooled)} of page 1's {len(winners)} winners {verb} on the pooling (their own processes' Welch "
             f"interval does not exclude 1x; page 1 marks them): {which}.")
 
 

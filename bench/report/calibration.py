@@ -67,9 +67,15 @@ def aa_check(records: list[Record], sweeps: list[SweepManifest]) -> dict | None:
     both = [r for r in records if r.sweep and r.sweep.id in (a_id, b_id)]
     configs = config_tables(both, [m for m in sweeps if m.sweep_id in (a_id, b_id)])[2]
     shares = configs["between_sweep_share"].dropna() if "between_sweep_share" in configs else pd.Series([])
+    pooled = configs[configs["sweep_var"].notna()] if "sweep_var" in configs else configs.iloc[:0]
+    differ = configs[configs["sweeps_differ"].fillna(False).astype(bool)] if "sweeps_differ" in configs \
+        else configs.iloc[:0]
     return {"sweep_a": a_id, "sweep_b": b_id, **verdicts,
             "between_sweep_share": float(np.median(shares)) if len(shares) else None,
-            "configs_with_sweep_level": int(len(shares))}
+            "configs_with_sweep_level": int(len(shares)),
+            "tau": math.sqrt(float(pooled["sweep_var"].iloc[0])) if len(pooled) else None,
+            "tau_df": float(pooled["sweep_df"].iloc[0]) if len(pooled) else None,
+            "differ": [f"{r['series']} {r['mode']} bs={r['batch_size']}" for _, r in differ.iterrows()]}
 
 
 def chance_of_at_least(k: int, n: int, rate: float = TARGET_RATE) -> float:
@@ -91,19 +97,36 @@ def _against_target(k: int, n: int) -> str:
             "the intervals are narrower than what a second sweep sees")
 
 
+def _level_text(check: dict) -> str:
+    """What the sweep level holds: the between-sweep SD pooled over the configs and its degrees of freedom, and the
+    configs whose sweeps differ beyond it (their own sweep-level variance)."""
+    out = ""
+    if check.get("tau") is not None:
+        out += (": the between-sweep SD pooled over them is 0 (the sweeps differ no more than their processes "
+                "explain, so the level adds nothing to these intervals)" if check["tau"] == 0 else
+                f": the between-sweep SD pooled over them is {check['tau']:.1%} of throughput "
+                f"({check['tau_df']:.0f} df)")
+    if check.get("differ"):
+        n = len(check["differ"])
+        out += (f"; {counted(n, 'config')} whose sweeps differ beyond it {'keeps its' if n == 1 else 'keep their'} "
+                f"own (one degree of freedom per extra sweep): {', '.join(check['differ'])}")
+    return out
+
+
 def methodology_text(check: dict | None) -> str:
     """The methodology's calibration paragraph (empty when there are no two sweeps of the same code)."""
     if not check:
         return ""
     rate = "no config had intervals on both sides" if check["rate"] is None else (
-        f"{check['false']} of {counted(check['judged'], 'config')} ({check['rate']:.0%}) were called faster or slower; "
+        f"{check['false']} of {counted(check['judged'], 'single-process config')} on synthetic data "
+        f"({check['rate']:.0%}) were called faster or slower (distributed and real-file configs: `bench compare`); "
         f"target at most {TARGET_RATE:.0%}" + _against_target(check["false"], check["judged"]))
     share = ("" if check["between_sweep_share"] is None else
              f" Over the {counted(check['configs_with_sweep_level'], 'config')} each sweep measured in two or more "
              "processes, "
              f"the median between-sweep share of the variance of log throughput is "
              f"{check['between_sweep_share']:.0%}; their intervals carry the sweep (the day) as a level above the "
-             f"process.")
+             f"process" + _level_text(check) + ".")
     return (f"**A/A calibration.** Sweeps `{check['sweep_a']}` and `{check['sweep_b']}` ran the same code on this "
             f"machine; comparing them as `bench compare` does, {rate}.{share}")
 

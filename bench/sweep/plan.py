@@ -23,7 +23,7 @@ from ..results.record import Record
 from ..results.store import counted_attempts
 from ..results.sweep_manifest import SweepManifest, as_manifests, wall_key
 from ..runs.distributed import comparisons as scaling
-from ..verdicts import DEFAULT_MARGIN, INTERIM_CONFIDENCE, Verdict, judge, stopping_verdict
+from ..verdicts import DEFAULT_MARGIN, INTERIM_CONFIDENCE, WINNER, Verdict, bounds, judge, stopping_verdict
 
 # Seconds a process spends outside the harness's own run (kernel start, interpreter and package imports, the
 # notebook's cells after the run, record write, kernel shutdown) when this host has no sweep manifest that timed
@@ -218,6 +218,15 @@ def _urgency(v: Verdict) -> float:
     return 1 / (1 + v.extra_processes) if v.extra_processes is not None else 0.0
 
 
+def why_more(what: str, report: Verdict, strict: dict) -> str:
+    """Why a comparison (`what`: 'a / b') gets another process, in words: undecided and what would decide it, or a
+    winner at 95% that its interval at the plan's stopping confidence does not yet show."""
+    if report.word == WINNER and strict.get("ci_low") is not None:
+        return (f"winner at 95%, not yet at the plan's stopping confidence: {what} = {report.interval()}, at "
+                f"{INTERIM_CONFIDENCE:.1%} {bounds(strict['ci_low'], strict['ci_high'])}")
+    return f"undecided: {what} = {report.interval()}; {report.to_decide()}"
+
+
 def _scaling_name(c: RunConfig) -> str:
     return f"{c.framework} {c.strategy} x{c.workers}"
 
@@ -279,15 +288,15 @@ def next_process(configs: Iterable[RunConfig], values: dict[str, list[float]], p
             r = spreads.ratio(a.key, b.key)
             n_a, n_b = len(values[a.key]), len(values[b.key])
             strict = spreads.ratio(a.key, b.key, INTERIM_CONFIDENCE)
-            v = stopping_verdict(judge(r["ratio"], r["ci_low"], r["ci_high"], margin, n_a, n_b, r.get("df")),
-                                 strict["ci_low"], strict["ci_high"])
+            report = judge(r["ratio"], r["ci_low"], r["ci_high"], margin, n_a, n_b, r.get("df"))
+            v = stopping_verdict(report, strict["ci_low"], strict["ci_high"])
             if v.decided:
                 continue
             side = fewer(a, b)
             if side is None:
                 continue
             offer(side, PAGE_ONE if i == 0 else OTHER, _urgency(v),
-                  f"undecided: {_name(a)} / {_name(b)} = {v.interval()}; {v.to_decide()}")
+                  why_more(f"{_name(a)} / {_name(b)}", report, strict))
     by_key = {c.key: c for c in distributed}
     for c in (by_key[k] for k in scaled):
         if len(values.get(c.key, [])) < 2:
@@ -301,9 +310,11 @@ def next_process(configs: Iterable[RunConfig], values: dict[str, list[float]], p
             continue
         side = fewer(a, b)
         if side is not None:
-            offer(side, OTHER, _urgency(v), f"undecided {comp.kind}: {_scaling_name(a)} / {_scaling_name(b)}"
-                                        f"{f' / {comp.divisor}' if comp.divisor > 1 else ''} = {v.interval()}; "
-                                        f"{v.to_decide()}")
+            report = scaling.verdict(spreads, comp, margin)
+            strict = scaling.ratio(spreads, comp, INTERIM_CONFIDENCE)
+            what = f"{comp.kind} {_scaling_name(a)} / {_scaling_name(b)}" + (
+                f" / {comp.divisor}" if comp.divisor > 1 else "")
+            offer(side, OTHER, _urgency(v), why_more(what, report, strict))
     if not candidates:
         return None
     return max(candidates, key=lambda x: x[0])[1]

@@ -36,7 +36,8 @@ def _display(r) -> dict:
         "int8 img/s (engine)": f"{number(r['int8 img/s'], '.1f')} ({r['int8 engine']})",
         "fastest fp32 img/s (engine)": (f"{number(r['fp32 img/s'], '.1f')} ({r['fp32 engine (fastest)']})"
                                         if r["fp32 engine (fastest)"] else ""),
-        "speed-up [95% CI]": (f"{r['speed-up']:.2f}x [{r['95% CI']}]" if r["speed-up"] == r["speed-up"]
+        # '4.11x [3.80-4.08]': the interval (verdicts.bounds) carries its brackets and the decimals it needs
+        "speed-up [95% CI]": (f"{r['speed-up']:.2f}x {r['95% CI']}".strip() if r["speed-up"] == r["speed-up"]
                               and r["speed-up"] is not None else ""),
         "verdict": r["verdict"],
         "agreement with fp32": (f"SQNR {number(r['SQNR dB'], '.1f')} dB, cosine {number(r['cosine (mean)'], '.4f')}, "

@@ -38,31 +38,41 @@ def pooling_text(configs: pd.DataFrame) -> str:
     freedom, and how many kept their own spread."""
     if configs.empty or "spread_pooled" not in configs:
         return ""
-    own = configs["ci_method"] == "t over processes"
     pooled = configs["spread_pooled"].fillna(False).astype(bool)
+    own = configs["spread_var"].notna() & ~pooled  # a spread of its own (over processes, or over sweeps)
     if not pooled.any():
         return ("No config's spread was moderated (fewer than three configs with two or more processes on a "
                 "platform, or none shares a spread): every interval is the config's own.")
     dfs = configs.loc[pooled, "spread_df"]
-    own_dfs = [len(v) - 1 for v in configs.loc[pooled, "process_ips"]]
+    own_dfs = [_own_df(v, s) for v, s in zip(configs.loc[pooled, "process_ips"], configs.loc[pooled, "process_sweeps"])]
     return (f"Here {int(pooled.sum())} of {len(configs)} configs borrowed from their platform's prior (degrees of "
             f"freedom {dfs.min():.0f}-{dfs.max():.0f} instead of their own {min(own_dfs)}-{max(own_dfs)}); "
             f"{int(own.sum())} kept their own spread (a spread unlike the others', or nothing to borrow from).")
 
 
+def _own_df(values, sweeps) -> int:
+    """A config's own degrees of freedom for its between-process variance: processes less one per sweep (its
+    processes' spread is taken around their own sweep's mean: bench/sweep_level.py)."""
+    return len(values) - len(set(sweeps))
+
+
 def own_spread_text(configs: pd.DataFrame) -> str:
     """How little a config's own processes say about its spread, from this report's configs: 'With 2-6 processes a
     config's own between-process variance has 1-5 degrees of freedom (t up to 12.7)'."""
-    counts = sorted(len(v) for v in configs.get("process_ips", pd.Series(dtype=object)) if len(v) >= 2)
-    if not counts:
+    ips = configs.get("process_ips", pd.Series(dtype=object))
+    sweeps = configs.get("process_sweeps", pd.Series([[None] * len(v) for v in ips], index=ips.index))
+    pairs = sorted((len(v), _own_df(v, s)) for v, s in zip(ips, sweeps) if _own_df(v, s) >= 1)
+    if not pairs:
         return "No config has two processes, so none has a between-process variance of its own"
-    lo, hi = counts[0], counts[-1]
-    t_max = float(t_dist.ppf(0.975, lo - 1))
-    if lo == hi:
-        return (f"With {lo} processes a config's own between-process variance has {counted(lo - 1, 'degree')} of "
-                f"freedom (t = {t_max:.1f})")
-    return (f"With {lo}-{hi} processes a config's own between-process variance has {lo - 1}-{hi - 1} degrees of "
-            f"freedom (t up to {t_max:.1f})")
+    lo, hi = pairs[0][0], pairs[-1][0]
+    df_lo, df_hi = min(d for _, d in pairs), max(d for _, d in pairs)
+    t_max = float(t_dist.ppf(0.975, df_lo))
+    per_sweep = " (less one per sweep where two sweeps measured it)" if any(n - d > 1 for n, d in pairs) else ""
+    if lo == hi and df_lo == df_hi:
+        return (f"With {lo} processes a config's own between-process variance has {counted(df_lo, 'degree')} of "
+                f"freedom{per_sweep} (t = {t_max:.1f})")
+    return (f"With {lo}-{hi} processes a config's own between-process variance has {df_lo}-{df_hi} degrees of "
+            f"freedom{per_sweep} (t up to {t_max:.1f})")
 
 
 def thread_pools(settings) -> str:
