@@ -73,7 +73,7 @@ def test_an_unfinished_sweep_says_so_first_with_true_counts(unfinished):
     assert (c.attempts, c.single, c.distributed, c.extra) == (6, 5, 0, 0)
     for true in ("has not finished (status running)", "5 of 6 planned runs recorded in 6 attempts (1 retry); "
                  "1 not yet run",
-                 "1 failed or skipped", "2 retries of disturbed runs queued, 1 run, 1 pending",
+                 "1 failed or skipped", "2 retries of disturbed or jittery runs queued, 1 run, 1 pending",
                  "41 min so far, up to the end of its newest run",
                  f"`make sweep PROFILE={PROFILE}`", f"`python -m bench sweep --profile {PROFILE}`",
                  "1 failed and 0 were skipped"):
@@ -105,7 +105,7 @@ def test_a_complete_sweep_has_no_banner_and_states_its_duration(tmp_path):
     assert c.runs_text() == "3 of 3 planned runs recorded in 3 attempts"
     assert head.startswith(f"**Status:** complete ({c.runs_text()})")  # page 1, the header and the methodology
     assert "`quick` on test-host: complete" in head and c.runs_text() in methodology(d)  # agree word for word
-    assert "took 7 min" in methodology(d) and "no disturbed run retried" in methodology(d)
+    assert "took 7 min" in methodology(d) and "no disturbed or jittery run retried" in methodology(d)
 
 
 def test_each_environment_is_listed_with_its_own_runs_and_values(tmp_path):

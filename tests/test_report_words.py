@@ -42,7 +42,7 @@ def test_a_winner_resting_on_the_pooled_variance_says_so_on_page_one_and_in_the_
     cell = table.iloc[0]["speed-up [95% CI]"]
     assert f"; own processes: [{row['welch_ci_low']:.2f}-{row['welch_ci_high']:.2f}]" in cell
     assert table.iloc[0]["verdict"].startswith("winner [")
-    assert any("winner with the sweep's pooled variance" in n for n in notes)
+    assert any("decided with the sweep's pooled variance" in n for n in notes)
     from bench.report.sections.findings import findings
 
     stated = [f for f in findings(_pooled_winner(), summary) if f.startswith("resnet50 training, batch 16")]

@@ -21,9 +21,10 @@ REASONS = {
     "fewer than two processes": "no interval: fewer than two processes on a side",
 }
 POOLED = "pooled"
-POOLED_NOTE = ("winner with the sweep's pooled variance (each side's spread moderated by the whole sweep: *Statistics* "
-               "in the methodology); its own processes alone (Welch) give the interval after the speed-up, which "
-               "does not exclude 1x")
+POOLED_NOTE = ("decided with the sweep's pooled variance (each side's spread moderated by the whole sweep: "
+               "*Statistics* in the methodology); its own processes alone (Welch) give the interval after the "
+               "speed-up, which would not decide it (a winner's does not exclude 1x, an equivalence's leaves the "
+               "margin)")
 
 
 def _number(v) -> float | None:
@@ -36,8 +37,9 @@ def own_verdict(r, margin: float = DEFAULT_MARGIN) -> Verdict:
 
 
 def rests_on_pooling(r, margin: float = DEFAULT_MARGIN) -> bool:
-    """A winner that its own processes alone would not call: the sweep's pooled variance decided it."""
-    return r["verdict"] == WINNER and own_verdict(r, margin).word != WINNER
+    """A winner, or an equivalence, that its own processes alone would not show: the sweep's pooled variance
+    decided it."""
+    return r["verdict"] in (WINNER, EQUIVALENT) and own_verdict(r, margin).word != r["verdict"]
 
 
 def own_bounds(r, margin: float = DEFAULT_MARGIN) -> str:
@@ -62,7 +64,7 @@ def pooled_winners_text(summary: pd.DataFrame, best: pd.DataFrame | None, margin
     winners = rows[rows["verdict"] == WINNER]
     if winners.empty:
         return ""
-    pooled = [r for _, r in winners.iterrows() if rests_on_pooling(r, margin)]
+    pooled = [r for _, r in winners.iterrows() if rests_on_pooling(r, margin)]  # winners here; page 1 marks both
     if not pooled:
         return (f"None of page 1's {len(winners)} winners rests on the pooling: each one's own processes' Welch "
                 "interval excludes 1x too.")
@@ -142,7 +144,8 @@ def answer_table(summary: pd.DataFrame, best: pd.DataFrame | None = None, margin
                                            # said next to the row: the sweep's prior decided it, not its own
                                            + (f"; own processes: {own_bounds(r, margin)}" if pooled else "")
                                            if r["verdict"] == WINNER else
-                                           f"{r['fastest']} / {r['runner_up']}: {interval}"),
+                                           f"{r['fastest']} / {r['runner_up']}: {interval}"
+                                           + (f"; own processes: {own_bounds(r, margin)}" if pooled else "")),
                      "to decide": decide})
     table = pd.DataFrame(rows)
     if table.empty:

@@ -72,8 +72,8 @@ class SweepCoverage:
 
     def retries(self) -> str:
         if not self.retries_queued:
-            return "no disturbed run retried"
-        return (f"{counted(self.retries_queued, 'retry', 'retries')} of disturbed runs queued, "
+            return "no disturbed or jittery run retried"
+        return (f"{counted(self.retries_queued, 'retry', 'retries')} of disturbed or jittery runs queued, "
                 f"{self.retries_done} run, {self.retries_pending} pending")
 
 

@@ -91,8 +91,10 @@ def findings(configs: pd.DataFrame, summary: pd.DataFrame, best: pd.DataFrame | 
                 out.append(f"{where}: {WINNER}: **{r['fastest']} is {factor(r['speedup'])} faster** than "
                            f"{r['runner_up']} [95% CI {ci}]{pooled}.")
             elif r["verdict"] == EQUIVALENT:
+                pooled = (f", with the sweep's pooled variance ({own_text(r, margin)})"
+                          if rests_on_pooling(r, margin) else "")
                 out.append(f"{where}: {r['fastest']} and {r['runner_up']} are **equivalent** within "
-                           f"+-{margin:.0%} ({factor(r['speedup'])} [95% CI {ci}]).")
+                           f"+-{margin:.0%} ({factor(r['speedup'])} [95% CI {ci}]){pooled}.")
         # the undecided rows are on page 1 with what would decide them: one line here, not one per row
         open_rows = rows[rows["verdict"] == UNDECIDED].sort_values(["platform", "model", "mode", "_order"])
         compared = int((rows["verdict"] != estimates.NOT_COMPARED).sum())

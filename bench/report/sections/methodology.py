@@ -119,7 +119,7 @@ def methodology(d) -> str:
         sweep_lines.append(
             f"- sweep `{m['sweep_id']}` on {m['host']}: profile `{m['profile']}`, {m['repeats']} repetitions "
             f"per config, order seed {m['order_seed']}, up to {counted(m['retries'] or 0, 'retry', 'retries')} "
-            "of a disturbed run "
+            "of a disturbed or jittery run "
             f"({c.retries()}); {c.runs_text()}, {c.failed} failed or skipped; "
             f"{coverage.budget_text(m, c)}; status {m['status']}. Device peak: "
             + ("; ".join(peaks) or "not measured") + ".")
