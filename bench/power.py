@@ -20,12 +20,12 @@ from .moderated import SweepSpreads
 from .verdicts import DEFAULT_MARGIN, EQUIVALENT, INTERIM_CONFIDENCE, WINNER, Verdict, judge, stopping_verdict
 
 
-def judge_all(sides_a: Sequence, sides_b: Sequence, margin: float = DEFAULT_MARGIN,
-              context: Sequence = (), interim: float | None = None) -> list[Verdict]:
-    """The verdict of B/A for each config (aligned lists of per-process values), with one prior fitted to every
-    side of every config and to the `context` configs (judged by nobody, but part of the sweep), as the report
-    does within a sweep. With `interim` (a confidence), as the adaptive plan judges before its last look
-    (bench/verdicts.py: stopping_verdict): a winner only at that confidence."""
+def judge_pairs(sides_a: Sequence, sides_b: Sequence, margin: float = DEFAULT_MARGIN, context: Sequence = (),
+                interim: float | None = None) -> list[tuple[Verdict, Verdict]]:
+    """Per config (aligned lists of per-process values): the verdict of B/A, with one prior fitted to every side of
+    every config and to the `context` configs (judged by nobody, but part of the sweep), as the report does within a
+    sweep; and, from the same fit, the adaptive plan's stopping verdict at the `interim` confidence
+    (bench/verdicts.py: stopping_verdict; the same verdict where `interim` is None)."""
     spreads = SweepSpreads({**{("a", i): v for i, v in enumerate(sides_a)},
                             **{("b", i): v for i, v in enumerate(sides_b)},
                             **{("c", i): v for i, v in enumerate(context)}})
@@ -33,11 +33,18 @@ def judge_all(sides_a: Sequence, sides_b: Sequence, margin: float = DEFAULT_MARG
     for i, (a, b) in enumerate(zip(sides_a, sides_b)):
         r = spreads.ratio(("b", i), ("a", i))
         v = judge(r["ratio"], r["ci_low"], r["ci_high"], margin, len(a), len(b))
-        if interim is not None:
-            strict = spreads.ratio(("b", i), ("a", i), interim)
-            v = stopping_verdict(v, strict["ci_low"], strict["ci_high"])
-        out.append(v)
+        if interim is None:
+            out.append((v, v))
+            continue
+        strict = spreads.ratio(("b", i), ("a", i), interim)
+        out.append((v, stopping_verdict(v, strict["ci_low"], strict["ci_high"])))
     return out
+
+
+def judge_all(sides_a: Sequence, sides_b: Sequence, margin: float = DEFAULT_MARGIN,
+              context: Sequence = ()) -> list[Verdict]:
+    """The verdict of B/A for each config, as the report judges within a sweep (`judge_pairs`' first)."""
+    return [v for v, _ in judge_pairs(sides_a, sides_b, margin, context)]
 
 
 @dataclass(frozen=True)
@@ -138,12 +145,9 @@ def adaptive_plan(configs: Mapping[str, Sequence[float]], shift: float, min_n: i
         b = [list(np.exp(rng.choice(pool, min_n) + np.log1p(shift))) for _ in range(sweep_configs)]
         done: dict[int, Verdict] = {}
         while True:
-            verdicts = judge_all(a, b, margin)
-            stops = judge_all(a, b, margin, interim=interim) if interim is not None else verdicts
-            open_ = [i for i, v in enumerate(stops) if i not in done and (v.decided or
-                                                                       min(len(a[i]), len(b[i])) >= max_n)]
-            for i in open_:
-                done[i] = verdicts[i]
+            for i, (v, stop) in enumerate(judge_pairs(a, b, margin, interim=interim)):
+                if i not in done and (stop.decided or min(len(a[i]), len(b[i])) >= max_n):
+                    done[i] = v
             if len(done) == sweep_configs:
                 break
             for i in (i for i in range(sweep_configs) if i not in done):

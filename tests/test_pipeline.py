@@ -488,3 +488,40 @@ def test_a_schedule_that_hangs_its_smoke_test_is_ended_with_the_reason(monkeypat
     assert not result["passed"] and result["conclusive"]
     assert result["reason"].startswith("hung: the step unfinished 3 s after both ranks began it")
     assert "rank 0 in the schedule's step" in result["reason"] and "rank 1 in the schedule's step" in result["reason"]
+
+
+def _of_profile(rec: dict, profile: str, iterations: int) -> dict:
+    """`rec` as the sweep profile `profile` measures it (its own measurement settings, so its own config)."""
+    from tests.synthetic import config_key_of
+
+    rec["config"]["iterations"] = iterations
+    rec["config_key"] = config_key_of(rec["config"])
+    rec["sweep"] = {"id": f"20260101T000000-{profile[:6]:0<6}", "profile": profile}
+    return rec
+
+
+def test_each_profile_is_judged_against_its_own_one_worker_run(tmp_path):
+    """The default and the parallelism profile both run a one-worker baseline, with different measurement settings
+    (last session's: 248.7 and 275.9 img/s): every efficiency and every pipeline row is set against its own
+    profile's, and each row names its profile once a report holds two."""
+    from bench.report import parallelism as report
+    from bench.report.context import load_scaling
+    from bench.results.record import Record
+    from tests.synthetic import dist_record
+
+    records = []
+    for profile, iterations, one_ms in (("quick", 12, 100.0), ("parallelism", 20, 80.0)):
+        records += [_of_profile(dist_record("independent", 1, one_ms, repeat=r), profile, iterations)
+                    for r in range(3)]
+        records += [_of_profile(dist_record("allreduce", 2, 120.0, repeat=r), profile, iterations)
+                    for r in range(3)]
+        records += [_of_profile(_pipeline_record("gpipe", 4, 300.0, r), profile, iterations) for r in range(3)]
+    data = load_scaling([Record.from_json(r) for r in records], tmp_path)
+    t = data.parallelism
+    for profile, one_ms in (("quick", 100.0), ("parallelism", 80.0)):
+        mine = t[t["profile"] == profile].set_index("strategy")
+        assert mine.loc["gpipe", "efficiency"] == pytest.approx((32 / 0.3) / (2 * 16 / (one_ms / 1e3)), rel=0.05)
+        assert mine.loc["gpipe", "label"] == f"GPipe [{profile} profile]"
+        dp = data.table[(data.table["strategy"] == "allreduce") & (data.table["profile"] == profile)].iloc[0]
+        assert dp["efficiency"] == pytest.approx((32 / 0.12) / (2 * 16 / (one_ms / 1e3)), rel=0.05)
+    assert "profile" in report.for_display(t).columns

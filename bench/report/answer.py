@@ -50,9 +50,7 @@ def own_bounds(r, margin: float = DEFAULT_MARGIN) -> str:
 
 def own_text(r, margin: float = DEFAULT_MARGIN) -> str:
     """'its own processes alone: [0.93-1.20], undecided'."""
-    v = own_verdict(r, margin)
-    interval = "no interval" if v.ci_low is None else bounds(v.ci_low, v.ci_high)
-    return f"its own processes alone: {interval}, {v.word}"
+    return f"its own processes alone: {own_bounds(r, margin)}, {own_verdict(r, margin).word}"
 
 
 def pooled_winners_text(summary: pd.DataFrame, best: pd.DataFrame | None, margin: float = DEFAULT_MARGIN) -> str:
@@ -128,6 +126,8 @@ def answer_table(summary: pd.DataFrame, best: pd.DataFrame | None = None, margin
         # a speed-up with a side not sound is not stated (the methodology's rule): blank, its footnote says why
         known = compared and not reasons and r["ci_low"] is not None and r["ci_low"] == r["ci_low"]
         interval = ratio_interval(r["speedup"], r["ci_low"], r["ci_high"]) if known else ""
+        # said next to the row: the sweep's prior decided it, not its own processes
+        own = f"; own processes: {own_bounds(r, margin)}" if pooled else ""
         decide = ""
         if r["verdict"] == UNDECIDED and not reasons:
             extra = r.get("extra_processes")
@@ -140,12 +140,9 @@ def answer_table(summary: pd.DataFrame, best: pd.DataFrame | None = None, margin
                      "verdict": (r["verdict"] if compared else "-") + (
                          " " + "".join(f"[{m}]" for m in marks) if marks else ""),
                      "fastest": r["fastest"] if r["verdict"] == WINNER else "",
-                     "speed-up [95% CI]": ("" if not interval else f"{interval} vs {r['runner_up']}"
-                                           # said next to the row: the sweep's prior decided it, not its own
-                                           + (f"; own processes: {own_bounds(r, margin)}" if pooled else "")
-                                           if r["verdict"] == WINNER else
-                                           f"{r['fastest']} / {r['runner_up']}: {interval}"
-                                           + (f"; own processes: {own_bounds(r, margin)}" if pooled else "")),
+                     "speed-up [95% CI]": ("" if not interval else
+                                           f"{interval} vs {r['runner_up']}{own}" if r["verdict"] == WINNER else
+                                           f"{r['fastest']} / {r['runner_up']}: {interval}{own}"),
                      "to decide": decide})
     table = pd.DataFrame(rows)
     if table.empty:

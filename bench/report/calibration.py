@@ -145,13 +145,13 @@ def resampling_check(configs: pd.DataFrame, margin: float, trials: int = 20) -> 
                      & configs["ci_method"].str.startswith(("t over processes", "t over sweeps"))
                      ] if not configs.empty else configs
     # one sample per config and sweep: a shift between sweeps is not process spread, nor a split-half difference
-    values = {f"{i} {sweep}": [v for v, s in zip(ips, sweeps) if s == sweep]
+    values = {(i, sweep): [v for v, s in zip(ips, sweeps) if s == sweep]
               for i, ips, sweeps in zip(usable.index, usable["process_ips"], usable["process_sweeps"])
               for sweep in dict.fromkeys(sweeps)}
     values = {k: v for k, v in values.items() if len(v) >= 2}
     if len(values) < 3:
         return None
-    return {"configs": len({k.split(" ")[0] for k in values}), "samples": len(values),
+    return {"configs": len({i for i, _ in values}), "samples": len(values),
             "split_configs": sum(len(v) >= 4 for v in values.values()),
             "processes": sum(map(len, values.values())),
             "split_half": power.split_half_aa(values, trials=trials, margin=margin),

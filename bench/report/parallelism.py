@@ -16,7 +16,7 @@ from ..results.record import Record, as_records
 from ..stats import process_ratio
 from ..values import listed
 from ..verdicts import DEFAULT_MARGIN, WINNER, judge, said
-from .scaling import efficiency_text, spreads_of
+from .scaling import efficiency_text, of_profile, spreads_of
 
 DATA_PARALLEL = "allreduce"
 PROFILE_MS = (2, 4, 8)  # the micro-batch counts PROFILE=parallelism runs for GPipe and 1F1B
@@ -69,15 +69,13 @@ def table(records: list[Record], scaling_table: pd.DataFrame, margin: float = DE
     # the same moderated spreads as every other distributed comparison
     spreads = spreads if spreads is not None else spreads_of(scaling_table)
     rows = []
-    profiles = scaling_table["profile"] if "profile" in scaling_table else pd.Series(None, index=scaling_table.index)
-    for (model, size, batch, host, profile), g in pipes.assign(profile=profiles).groupby(
+    for (model, size, batch, host, profile), g in pipes.groupby(
             ["model", "image_size", "global_batch", "host", "profile"], dropna=False):
-        same = scaling_table[(scaling_table["model"] == model) & (scaling_table["image_size"] == size)
-                             & (scaling_table["host"] == host) & (scaling_table["link"] == "loopback")]
         # each profile's pipelines beside the same profile's one-worker and data-parallel runs (measured alike),
         # where it ran them
-        mine = same[profiles.reindex(same.index) == profile]
-        same = mine if len(mine) else same
+        same = of_profile(scaling_table[(scaling_table["model"] == model) & (scaling_table["image_size"] == size)
+                                        & (scaling_table["host"] == host) & (scaling_table["link"] == "loopback")],
+                          profile)
         one = same[(same["strategy"] == "independent") & (same["workers"] == 1)]
         # several data-parallel configs (e.g. the default profile's and PROFILE=parallelism's): the one measured in
         # the most processes is the baseline, never one whose single process gives no interval

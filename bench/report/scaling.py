@@ -249,6 +249,14 @@ def _compared(eff: dict, flags: list) -> bool:
     return eff["ratio"] is not None or bool(flags)
 
 
+def of_profile(frame: pd.DataFrame, profile) -> pd.DataFrame:
+    """The rows of `frame` measured by sweep profile `profile` where it has any, else all of them: two profiles'
+    runs of one baseline differ in their measurement settings, so a comparison takes its own profile's
+    (as bench/runs/distributed/comparisons.py's independent_baseline does)."""
+    mine = frame[frame["profile"] == profile]
+    return mine if len(mine) else frame
+
+
 def _pipeline_efficiency(cfgs: pd.DataFrame, row) -> pairs.Comparison | None:
     """A pipeline config's efficiency comparison: its stages train on one batch together, so no one-worker run shares
     its batch per worker; it is compared with the one-worker independent run of the same model, image size and
@@ -261,8 +269,7 @@ def _pipeline_efficiency(cfgs: pd.DataFrame, row) -> pairs.Comparison | None:
                & np.logical_and.reduce([cfgs[k] == row[k] for k in same])]
     if one.empty:
         return None
-    mine = one[one["profile"] == row["profile"]]  # the same profile's one-worker run where it has one
-    one = mine if len(mine) else one
+    one = of_profile(one, row["profile"])
     at = one[one["global_batch"] == row["global_batch"]]
     base = (at if len(at) else one.sort_values("global_batch")).iloc[-1]
     return pairs.Comparison(pairs.EFFICIENCY, row["config_key"], base["config_key"], int(row["workers"]))

@@ -305,13 +305,13 @@ def next_process(configs: Iterable[RunConfig], values: dict[str, list[float]], p
         a, b = by_key[comp.a], by_key[comp.b]
         if min(len(values.get(a.key, [])), len(values.get(b.key, []))) < 2:
             continue
-        v = scaling.verdict(spreads, comp, margin, interim=INTERIM_CONFIDENCE)
+        report = scaling.verdict(spreads, comp, margin)
+        strict = scaling.ratio(spreads, comp, INTERIM_CONFIDENCE)
+        v = stopping_verdict(report, strict["ci_low"], strict["ci_high"])
         if v.decided:
             continue
         side = fewer(a, b)
         if side is not None:
-            report = scaling.verdict(spreads, comp, margin)
-            strict = scaling.ratio(spreads, comp, INTERIM_CONFIDENCE)
             what = f"{comp.kind} {_scaling_name(a)} / {_scaling_name(b)}" + (
                 f" / {comp.divisor}" if comp.divisor > 1 else "")
             offer(side, OTHER, _urgency(v), why_more(what, report, strict))

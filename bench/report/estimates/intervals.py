@@ -21,7 +21,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ...moderated import Spread, SweepSpreads, moderated_interval, moderated_ratio
+from ...moderated import Spread, SweepSpreads, log_spread, moderated_interval, moderated_ratio
 from ...stats import outer_level, process_interval, process_ratio, t_quantile, welch_satterthwaite
 from ...sweep_level import (
     Component,
@@ -147,13 +147,10 @@ def _side(row: Mapping[str, Any]) -> tuple[float, float | None, float, bool]:
         component = None if differ else Component(float(tau_sq), float(tau_df), 0)
         level = level_mean(sm, spread.var if spread else None, spread.df if spread else 0.0, component, differ)
         return level.mean, level.var, level.df, level.differ
-    x = [math.log(v) for v in values]
-    mean = sum(x) / len(x)
-    if spread is None:
-        if len(x) < 2:
-            return mean, None, 0.0, False
-        return mean, sum((v - mean) ** 2 for v in x) / (len(x) - 1) / len(x), len(x) - 1.0, False
-    return mean, spread.var / len(x), spread.df, False
+    mean, var, df = log_spread(values)
+    if spread is not None:
+        var, df = spread.var, spread.df
+    return mean, None if var is None else var / len(values), df, False
 
 
 def _every_sweep(a: Mapping[str, Any], b: Mapping[str, Any], sa: Spread | None, sb: Spread | None) -> dict:

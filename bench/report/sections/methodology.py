@@ -10,6 +10,7 @@ from ...adapters.base import OPTIMIZER
 from ...measurement import flags as checks
 from ...measurement.loop import STEADY_WINDOW, WARMUP_TOLERANCE
 from ...measurement.peak import PEAK_N, PEAK_TRIALS
+from ...sweep_level import sweep_means
 from ...values import counted
 from ...verdicts import definition
 from .. import calibration, coverage, not_run, overhead
@@ -52,8 +53,8 @@ def pooling_text(configs: pd.DataFrame) -> str:
 
 def _own_df(values, sweeps) -> int:
     """A config's own degrees of freedom for its between-process variance: processes less one per sweep (its
-    processes' spread is taken around their own sweep's mean: bench/sweep_level.py)."""
-    return len(values) - len(set(sweeps))
+    processes' spread is taken around their own sweep's mean)."""
+    return int(sweep_means(values, sweeps).within_df)
 
 
 def own_spread_text(configs: pd.DataFrame) -> str:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from ...config import RunConfig
 from ...measurement.flags import EFFICIENCY_TOLERANCE
 from ...moderated import SweepSpreads
-from ...verdicts import DEFAULT_MARGIN, UNDECIDED, Verdict, judge, stopping_verdict
+from ...verdicts import DEFAULT_MARGIN, UNDECIDED, Verdict, judge
 
 EFFICIENCY, COMMUNICATION, OVERLAP = "efficiency", "communication", "overlap"
 # The most a weak-scaling efficiency can be on workers that share one machine: 100%, plus the tolerance for timing
@@ -114,20 +114,14 @@ def ratio(spreads: SweepSpreads, c: Comparison, confidence: float = 0.95) -> dic
     return r
 
 
-def verdict(spreads: SweepSpreads, c: Comparison, margin: float = DEFAULT_MARGIN,
-            interim: float | None = None) -> Verdict:
+def verdict(spreads: SweepSpreads, c: Comparison, margin: float = DEFAULT_MARGIN) -> Verdict:
     """The comparison's verdict at `margin`, as every other comparison's (bench/verdicts.py: judge), from its
-    interval as computed (never a bounded one); with `interim`, as the adaptive plan stops (a winner only at that
-    confidence: bench/verdicts.py, stopping_verdict)."""
+    interval as computed (never a bounded one)."""
     r = ratio(spreads, c)
     if r["ratio"] is None:
         return Verdict(UNDECIDED, math.nan, None, None, margin)
-    v = judge(r["ratio"], r["ci_low"], r["ci_high"], margin, len(spreads.values[c.a]), len(spreads.values[c.b]),
-              r.get("df"))
-    if interim is None:
-        return v
-    strict = ratio(spreads, c, interim)
-    return stopping_verdict(v, strict["ci_low"], strict["ci_high"])
+    return judge(r["ratio"], r["ci_low"], r["ci_high"], margin, len(spreads.values[c.a]), len(spreads.values[c.b]),
+                 r.get("df"))
 
 
 def bounded_top(ci_high: float | None, scaling: str) -> tuple[float | None, bool]:
