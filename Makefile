@@ -56,7 +56,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
 .PHONY: help setup setup-mxnet setup-tensorflow-gpu system-deps test test-full test-gpu-env lint report sweep render lab \
-	clean env doctor gpucheck
+	clean env doctor gpucheck device-wheels
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-20s %s\n", $$1, $$2}'
@@ -174,6 +174,14 @@ env: setup ## print this machine's environment manifest
 
 doctor: setup ## what this machine can run: per framework, its CUDA build, the devices it sees, NCCL, NVML
 	$(PY) -m bench doctor
+
+# The wheels a GPU machine without network needs beside its own torch/JAX for .ci/device-check (CPython 3.12, x86-64
+# manylinux): fastjsonschema, and keras (pinned as in requirements.txt) with the two of its needs such machines lack.
+DEVICE_WHEELS := fastjsonschema==2.22.3 keras==3.15.1 namex==0.1.0 optree==0.20.0
+device-wheels: ## download into .wheels/ what .ci/device-check installs on a GPU machine without network
+	$(PYTHON) -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+	  --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
+	  --platform manylinux2014_x86_64 -d .wheels $(DEVICE_WHEELS)
 
 gpucheck: ## verify a GPU machine in minutes with python3 as it is (no venv, no pip, no Jupyter); records in results/
 	$(PYTHON) -m bench gpucheck

@@ -38,6 +38,17 @@ def _yes_no(text: str) -> bool:
     return text.lower() in ("true", "yes", "1")
 
 
+def positive_minutes(text: str) -> float:
+    """gpucheck's --minutes: a finite number above 0 (nan, inf, 0 and negatives name themselves and are refused)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (0 < value < float("inf")):
+        raise argparse.ArgumentTypeError(f"invalid value {text!r}; valid choices: a finite number of minutes above 0")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -66,14 +77,18 @@ def _parser() -> argparse.ArgumentParser:
     doc.add_argument("--framework", default=None, choices=list(ADAPTERS), help="only this framework's facts, as JSON")
     doc.add_argument("--json", action="store_true")
     doc.add_argument("--results-dir", default=None, help="where results/<host>/doctor.json is kept for the report")
-    chk = sub.add_parser("gpucheck", help="verify a GPU machine in minutes with this interpreter and the frameworks it "
+    chk = sub.add_parser("gpucheck", epilog="exit status: 0 every step ran or was skipped/not applicable with its "
+                                            "reason; 1 a step failed, or no GPU here; 2 bad input (nothing ran)",
+                         help="verify a GPU machine in minutes with this interpreter and the frameworks it "
                                           "has (no venv, no Jupyter): runs of each, DDP, data parallel, NVML, largest "
                                           "batch, ResNet-50 bf16/fp16 training; records in results/<host>/")
     chk.add_argument("--device", default=None, help="default: cuda:0 where there is a GPU")
     chk.add_argument("--tiny", action="store_true", help="a tiny model and few steps: the plumbing, on a CPU too")
     chk.add_argument("--dry-run", action="store_true", help="print the steps (after the doctor's table), run none")
     chk.add_argument("--frameworks", default=None, help="comma-separated (default: every framework present)")
-    chk.add_argument("--minutes", type=float, default=9.0, help="stop starting steps after this long (default 9)")
+    chk.add_argument("--minutes", type=positive_minutes, default=9.0,
+                     help="every step, the largest-batch search too, ends within this many minutes (default 9; a "
+                          "finite number above 0)")
     chk.add_argument("--results-dir", default=None)
     peak = sub.add_parser("peak", help="measure the device's matmul peak (prints JSON)")
     peak.add_argument("--device", default="cpu")

@@ -72,6 +72,12 @@ class Adapter(ABC):
     reference: ClassVar[bool] = False
     module: ClassVar[str | None] = None
     distribution: ClassVar[str | None] = None
+    # The other names its module is installed under (a GPU build: onnxruntime-gpu, tensorflow[and-cuda]'s tensorflow):
+    # its version is read from whichever is installed.
+    other_distributions: ClassVar[tuple[str, ...]] = ()
+    # Modules its runs import besides its own (keras for JAX's models, torchvision for torch's): with one missing,
+    # its runs are `skipped` records naming it, never errors.
+    requires: ClassVar[tuple[str, ...]] = ()
     modes: ClassVar[tuple[str, ...]] = ("inference", "training")
     precisions: ClassVar[tuple[str, ...]] = ("fp32", "tf32", "bf16", "fp16")
     # Why a framework without "int8" in `precisions` has no int8 path (the framework table and the refusal say it).
@@ -174,17 +180,27 @@ class Adapter(ABC):
     def version(self) -> str | None:
         if not self.distribution:
             return None
+        names = (self.distribution, *self.other_distributions)
         if self.environment is None or self.runs_here():
-            return dist_version(self.distribution)
+            return next((v for v in map(dist_version, names) if v), None)
         python = self.interpreter()  # read the other environment's metadata without starting it
         paths = [str(p) for p in python.parent.parent.glob("lib/python*/site-packages")] if python else []
-        found = [d.version for d in importlib.metadata.distributions(name=self.distribution, path=paths)]
+        found = [d.version for n in names for d in importlib.metadata.distributions(name=n, path=paths)]
         return found[0] if found else None
+
+    def missing_requirements(self) -> list[str]:
+        """The modules of `requires` this process cannot import."""
+        return [m for m in self.requires if importlib.util.find_spec(m) is None]
 
     def check_available(self) -> None:
         """Raise FrameworkUnavailableError with the reason when this framework cannot run here. A framework
         with its own environment is available to the main one when that environment is built."""
         if self.runs_here():
+            missing = self.missing_requirements() if self.environment is None else []
+            if missing:
+                raise FrameworkUnavailableError(
+                    f"{self.name} is installed ({self.module} {self.version() or '?'}) but its runs also need "
+                    f"{', '.join(missing)}, which this environment lacks: `pip install {' '.join(missing)}`")
             return
         if self.environment is None:
             raise FrameworkUnavailableError(f"{self.name} is not installed (no module {self.module!r})")

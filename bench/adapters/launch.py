@@ -68,9 +68,12 @@ def thread_env(threads: int) -> dict:
     return {k: str(threads) for k in THREAD_VARIABLES}
 
 
-# On emulated nodes NCCL would reach the other node's GPUs through NVLink/PCIe peer access, shared memory or
-# InfiniBand, none of which crosses the emulated link: with these off its traffic takes sockets on the node's veth.
-EMULATED_NCCL = "peer-to-peer, shared memory and InfiniBand off: NCCL's sockets on each node's veth (the emulated link)"
+# On emulated nodes NCCL would reach the other node's GPUs through NVLink/PCIe peer access, shared memory, NVLink
+# SHARP (NVLS) or InfiniBand, none of which crosses the emulated link: with these off its traffic takes sockets on the
+# node's veth. The nodes share one host name and host id, from which NCCL decides which ranks are on one node: each
+# gets a host id of its own (NCCL_HOSTID), so NCCL sees as many nodes as the run emulates.
+EMULATED_NCCL = ("peer-to-peer, shared memory, NVLS and InfiniBand off, a host id per node: NCCL's sockets on each "
+                 "node's veth (the emulated link)")
 
 
 def emulated_link_env(ifname: str, gpus: bool) -> dict[str, str]:
@@ -78,7 +81,8 @@ def emulated_link_env(ifname: str, gpus: bool) -> dict[str, str]:
     every path that would bypass it turned off."""
     env = {"GLOO_SOCKET_IFNAME": ifname}
     if gpus:
-        env.update(NCCL_SOCKET_IFNAME=ifname, NCCL_P2P_DISABLE="1", NCCL_SHM_DISABLE="1", NCCL_IB_DISABLE="1")
+        env.update(NCCL_SOCKET_IFNAME=ifname, NCCL_P2P_DISABLE="1", NCCL_SHM_DISABLE="1", NCCL_IB_DISABLE="1",
+                   NCCL_NVLS_ENABLE="0", NCCL_HOSTID=f"bench-emulated-{ifname}")
     return env
 
 

@@ -24,6 +24,7 @@ from ..config import make_config
 from ..host.manifest import host_name
 from ..measurement.fresh_process import bench_environ
 from ..paths import PROJECT_ROOT, default_results_dir
+from ..results.schema import VALIDATOR
 from ..results.store import atomic_write_json, host_dir
 from ..runs import maxbatch
 from . import EXIT_OK, EXIT_RUN_ERROR
@@ -61,18 +62,21 @@ def run_argv(framework: str, mode: str, precision: str, device: str, size: dict,
 
 
 def plan(answers: dict[str, dict], device: str, tiny: bool) -> list[Step]:
-    """What to run, most telling first, since --minutes may stop the rest: the reference framework's runs in every
-    precision, its largest-batch search (the best-batch runs follow it), its distributed runs; then every other
-    framework present alike (training where it trains); last, one run of each framework missing here, or whose build
-    cannot reach the device, whose skipped record says why."""
+    """What to run, the claims never yet run on a GPU first, since --minutes may stop the rest: the reference
+    framework's distributed runs (DDP on NCCL, 2 gloo ranks sharing the one GPU) and a training run (its NVML
+    energy), then every other framework's data parallel and runs (JAX on its device), then the reference framework's
+    other precisions and its largest-batch search (the best-batch runs follow it), then the other frameworks' other
+    precisions; last, one run of each framework missing here, or whose build cannot reach the device, whose skipped
+    record says why."""
     size, gpu = SIZES[tiny], device != "cpu"
     ref = reference_adapter().name
     present = sorted((n for n, a in answers.items() if a.get("version") and (a.get("gpus") or not gpu)),
                      key=lambda n: n != ref)
-    steps = []
+    first, then, last = [], [], []
     for name in present:
         adapter = ADAPTERS.get(name)
         mode = "training" if "training" in adapter.modes else adapter.modes[0]
+        runs = []
         for precision in adapter.precisions:
             if precision == INT8 and gpu:  # int8 is a CPU inference path here: nothing of it to check on a GPU
                 continue
@@ -80,30 +84,42 @@ def plan(answers: dict[str, dict], device: str, tiny: bool) -> list[Step]:
             step = Step(f"{name} {mode} {precision} {device}", run_argv(name, mode, precision, device, size))
             if reason:
                 step.outcome = f"not applicable: {reason}"
-            steps.append(step)
+            runs.append(step)
+        first += distributed_steps(adapter, device, size)
+        first.append(runs.pop(0))  # fp32: the framework on the device at all, and its energy
+        (then if name == ref else last).extend(runs)
         if name == ref:
-            steps.append(Step(f"{ref} largest training batch bf16", [
+            then.append(Step(f"{ref} largest training batch bf16", [
                 "maxbatch", "--framework", ref, "--model", size["model"], "--mode", "training", "--precision", "bf16",
                 "--device", device, "--image-size", str(size["image"]), "--max-batch", str(size["max_batch"])]))
-        if "allreduce" not in adapter.distributed_strategies:
-            continue
-        if adapter.chooses_backend:
-            # one rank per process that picks its collectives: one rank over NCCL (the GPU's own collectives), two
-            # ranks sharing the one GPU over gloo
-            steps.append(Step(f"{name} DDP 1 rank {'NCCL' if gpu else 'gloo'}",
-                              run_argv(name, "training", "fp32", device, size, strategy="allreduce", workers=1)))
-            steps.append(Step(f"{name} DDP 2 ranks gloo on one {'GPU' if gpu else 'CPU'}",
-                              run_argv(name, "training", "fp32", device, size, strategy="allreduce", workers=2,
-                                       backend="gloo", oversubscribe="true")))
-        else:  # one process over its local devices (a mesh, a mirrored strategy)
-            steps.append(Step(f"{name} data parallel over 1 device",
-                              run_argv(name, "training", "fp32", device, size, strategy="allreduce", workers=1)))
-    return steps + [Step(f"{name} on {device}: {answers[name].get('gpu') or 'not installed'}",
-                         run_argv(name, ADAPTERS.get(name).modes[0], "fp32", device, size))
-                    for name in answers if name not in present]
+    absent = [Step(f"{name} on {device}: {answers[name].get('gpu') or 'not installed'}",
+                   run_argv(name, ADAPTERS.get(name).modes[0], "fp32", device, size))
+              for name in answers if name not in present]
+    return first + then + last + absent
 
 
-def execute(step: Step, deadline: float, results_dir: Path) -> None:
+def distributed_steps(adapter, device: str, size: dict) -> list[Step]:
+    """A framework's data-parallel runs on the one device: for one whose ranks pick their collectives, one rank over
+    NCCL (the GPU's own collectives) and two ranks sharing the GPU over gloo; else one process over its devices."""
+    name, gpu = adapter.name, device != "cpu"
+    if "allreduce" not in adapter.distributed_strategies:
+        return []
+    if adapter.chooses_backend:
+        return [Step(f"{name} DDP 1 rank {'NCCL' if gpu else 'gloo'}",
+                     run_argv(name, "training", "fp32", device, size, strategy="allreduce", workers=1)),
+                Step(f"{name} DDP 2 ranks gloo on one {'GPU' if gpu else 'CPU'}",
+                     run_argv(name, "training", "fp32", device, size, strategy="allreduce", workers=2,
+                              backend="gloo", oversubscribe="true"))]
+    return [Step(f"{name} data parallel over 1 device",
+                 run_argv(name, "training", "fp32", device, size, strategy="allreduce", workers=1))]
+
+
+# What the runs at the best batch need once the search is done (two ResNet-50 processes on a GPU): the search
+# stops this long before the check's deadline.
+BEST_BATCH_RESERVE_S = {False: 60.0, True: 20.0}
+
+
+def execute(step: Step, deadline: float, results_dir: Path, tiny: bool = False) -> None:
     """Run one step (not past `deadline`) and read its record, or its search's probes."""
     left = deadline - time.monotonic()
     if step.outcome != "not run":
@@ -112,7 +128,7 @@ def execute(step: Step, deadline: float, results_dir: Path) -> None:
         step.outcome = "not run: out of time (--minutes)"
         return
     if step.argv[0] == "maxbatch":
-        search(step, results_dir)
+        search(step, results_dir, deadline - BEST_BATCH_RESERVE_S[tiny], SIZES[tiny]["batch"])
         return
     try:
         proc = subprocess.run([sys.executable, "-m", "bench", *step.argv, "--results-dir", str(results_dir)],
@@ -129,13 +145,14 @@ def execute(step: Step, deadline: float, results_dir: Path) -> None:
         step.outcome = f"failed (exit {proc.returncode}): " + ((text.strip().splitlines() or ["no output"])[-1])
 
 
-def search(step: Step, results_dir: Path) -> None:
-    """A largest-batch search (each probe a fresh process); the fastest batch that fits is the best."""
+def search(step: Step, results_dir: Path, deadline: float, start: int) -> None:
+    """A largest-batch search (each probe a fresh process of this interpreter), doubling from `start` and stopped at
+    `deadline`; the fastest batch that fits is the best."""
     flags = dict(zip(step.argv[1::2], step.argv[2::2]))
     config = make_config(**{k[2:].replace("-", "_"): (int(v) if k == "--image-size" else v) for k, v in flags.items()
                             if k != "--max-batch"}, batch_size=1)
     cap = maxbatch.host_cap(config.device, maxbatch.default_cap_bytes(config.device))
-    found = maxbatch.execute(config, results_dir, cap, int(flags["--max-batch"]))
+    found = maxbatch.execute(config, results_dir, cap, int(flags["--max-batch"]), deadline=deadline, start=start)
     fits = [p for p in found["probes"] if p["fits"] and p["images_per_sec"]]
     best = max(fits, key=lambda p: p["images_per_sec"], default=None)
     step.best_batch = best["batch_size"] if best else None
@@ -146,13 +163,22 @@ def search(step: Step, results_dir: Path) -> None:
 
 
 def summary(record: dict) -> str:
-    """A record as one line: throughput and energy, or its status and reason."""
+    """A record as one line: throughput, utilisation of the device's measured peak and energy, or its status and
+    reason."""
     if record["status"] != "ok":
-        return f"{record['status']}: {(record.get('reason') or '').splitlines()[0][:160]}"
+        return f"{record['status']}: {first_line(record.get('reason'))[:160]}"
     s, energy = record["summary"], record.get("energy") or {}
-    joules = (f", {energy['images_per_joule']:.2f} img/J ({energy.get('meter')})" if energy.get("available")
-              else f", energy: {energy.get('reason', 'not measured')}")
-    return f"{s['images_per_sec_median']:.1f} img/s (median of {s['n']}){joules}"
+    per_joule = energy.get("images_per_joule")
+    joules = (f", {per_joule:.3g} img/J ({energy.get('meter')})" if energy.get("available") and per_joule
+              else f", energy: {energy.get('reason') or 'the counter did not advance'}")
+    util = record.get("utilisation")
+    return (f"{s['images_per_sec_median']:.1f} img/s (median of {s['n']})"
+            + (f", {util:.0%} of the device's measured peak" if util is not None else "") + joules)
+
+
+def first_line(text: str | None) -> str:
+    """The first line of a reason, or a placeholder where there is none."""
+    return next(iter((text or "").strip().splitlines()), "no reason given")
 
 
 def published_reference() -> float | None:
@@ -201,12 +227,14 @@ def gpucheck(args: argparse.Namespace) -> int:
         print("\n" + "\n".join(f"{s.name}: " + (s.outcome if s.outcome != "not run" else
                                                   f"python -m bench {' '.join(s.argv)}") for s in steps))
         return EXIT_OK
+    # every process the check starts, the largest-batch probes too, runs with the interpreter being checked
+    os.environ["BENCH_MAIN_PYTHON"] = sys.executable
     print(f"\nchecking {device} with {sys.executable} (records in {host_dir(results_dir)}), "
           f"at most {args.minutes:g} minutes:", flush=True)
     reference, done = published_reference(), []
     while steps:
         step = steps.pop(0)
-        execute(step, deadline, results_dir)
+        execute(step, deadline, results_dir, args.tiny)
         print(f"  {step.name}: {step.outcome}", flush=True)
         done.append(step)
         if step.argv[0] == "maxbatch":  # at the batch it found, before anything else
@@ -215,13 +243,56 @@ def gpucheck(args: argparse.Namespace) -> int:
             print(f"  published: {reference_adapter().display_name} AMP fp16 ResNet-50 training on one H100 SXM, "
                   f"{reference:.0f} img/s (Lambda; {SIZES[args.tiny]['model']} here)", flush=True)
     steps = done
-    out = host_dir(results_dir) / f"gpucheck-{time.strftime('%Y%m%dT%H%M%S')}.json"
+    stamp = time.strftime('%Y%m%dT%H%M%S')
+    out = host_dir(results_dir) / f"gpucheck-{stamp}.json"
+    lines = claims(steps, reference, device, host)
     atomic_write_json(out, {"host": host_name(), "device": device, "python": sys.executable, "tiny": args.tiny,
                             "seconds": round(time.monotonic() - started, 1), "doctor": {"frameworks": answers,
                                                                                          "host": host},
-                            "published_img_s": reference,
+                            "published_img_s": reference, "validator": VALIDATOR, "claims": lines,
                             "steps": [{"name": s.name, "outcome": s.outcome, "argv": s.argv,
                                        "record_id": s.record.get("record_id")} for s in steps]})
-    print(f"summary: {out} ({time.monotonic() - started:.0f} s)")
+    text = "\n".join([f"gpucheck {stamp} on {host_name()} ({', '.join(host['gpus']) or device}; "
+                       f"{time.monotonic() - started:.0f} s, {sys.executable})", *lines])
+    (out.with_suffix(".txt")).write_text(text + "\n")
+    print(f"\n{text}\nsummary: {out} and {out.with_suffix('.txt').name}")
     failed = [s for s in steps if s.outcome.startswith(("failed", "error"))]
     return EXIT_RUN_ERROR if failed else EXIT_OK
+
+
+def claims(steps: list[Step], published: float | None, device: str, host: dict) -> list[str]:
+    """Per claim the check tests, one pasteable line: ran (with its numbers), skipped or not applicable (with the
+    reason), failed, or not run (out of time)."""
+    def verdict(step: Step | None) -> str:
+        if step is None:
+            return "not planned (no framework here runs it)"
+        o = step.outcome
+        if step.record.get("status") == "ok" or o.startswith(("largest batch",)):
+            return f"ran: {o}"
+        return o if o.startswith(("skipped", "not applicable", "not run", "stopped", "failed", "error")) else \
+            f"ran: {o}"
+
+    named = {s.name: s for s in steps}
+    find = lambda *parts: next((s for s in steps if all(p in s.name for p in parts)), None)
+    ref = reference_adapter().name
+    energy = [s for s in steps if s.record.get("status") == "ok"]
+    read = [s for s in energy if (s.record.get("energy") or {}).get("images_per_joule")]
+    energy_line = (f"ran: {read[0].name}: {read[0].record['energy']['images_per_joule']:.3g} img/J, "
+                   f"{read[0].record['energy']['joules_per_image']:.3g} J/image ({read[0].record['energy']['meter']})"
+                   if read else "not measured: " + (first_line((energy[0].record.get("energy") or {}).get("reason"))
+                                                    if energy else f"no run finished; NVML: {host.get('nvml')}"))
+    ddp = [find(ref, "DDP 1 rank"), find(ref, "DDP 2 ranks")]
+    lines = [f"{s.name}: {verdict(s)}" for s in ddp if s] or [f"{ref} DDP: {verdict(None)}"]
+    lines.append(f"{'NVML' if device != 'cpu' else 'RAPL'} energy: {energy_line}")
+    lines += [f"{s.name}: {verdict(s)}" for s in steps if s.name.startswith("jax ")]
+    lines += [f"{s.name}: {verdict(s)}" for s in steps if s.name.startswith(f"{ref} training ")]
+    lines += [f"{s.name}: {verdict(s)}" for s in steps if "largest" in s.name]
+    fp16 = next((s for s in steps if s.name.startswith(f"{ref} training fp16 at batch")), None)
+    if fp16 is not None and fp16.record.get("status") == "ok" and published:
+        ours = fp16.record["summary"]["images_per_sec_median"]
+        lines.append(f"beside the published {published:.0f} img/s (PyTorch AMP fp16, ResNet-50, one H100 SXM, "
+                     f"Lambda): {ours / published:.2f}x on {', '.join(host['gpus']) or device}")
+    shown = {line.split(":")[0] for line in lines}
+    lines += [f"{name}: {verdict(s)}" for name, s in named.items() if name not in shown
+              and not name.startswith((f"{ref} DDP", "jax ", f"{ref} training ")) and "largest" not in name]
+    return lines

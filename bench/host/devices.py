@@ -48,37 +48,79 @@ def smi_gpus() -> tuple[dict[str, str], ...]:
     try:
         out = subprocess.run([exe, query, "--format=csv,noheader"], capture_output=True,
                              text=True, timeout=20, check=True).stdout
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        migs = subprocess.run([exe, "-L"], capture_output=True, text=True, timeout=20, check=True).stdout \
+            if visible and "MIG-" in visible else ""
     except (OSError, subprocess.SubprocessError):
         return ()
-    return visible_gpus(out, os.environ.get("CUDA_VISIBLE_DEVICES"))
+    return visible_gpus(out, visible, os.environ.get("CUDA_DEVICE_ORDER", "FASTEST_FIRST"), migs)
 
 
-def visible_gpus(listing: str, visible: str | None) -> tuple[dict[str, str], ...]:
+# CUDA numbers GPUs fastest first unless CUDA_DEVICE_ORDER=PCI_BUS_ID, nvidia-smi and NVML always in PCI bus order:
+# the project sets PCI_BUS_ID for its processes (bench/__init__.py), so cuda:N and nvidia-smi's rows agree.
+PCI_ORDER = "PCI_BUS_ID"
+
+
+def visible_gpus(listing: str, visible: str | None, order: str = PCI_ORDER,
+                 mig_listing: str = "") -> tuple[dict[str, str], ...]:
     """nvidia-smi's CSV rows (index, name, driver, memory, uuid) as CUDA numbers them under CUDA_VISIBLE_DEVICES
-    `visible` (None: unset, every GPU): the listed GPUs (by index or UUID prefix) in the listed order, cuda:0 first;
-    as CUDA does, the list ends at the first entry that names no GPU."""
+    `visible` (None: unset, every GPU): the listed GPUs (by index, UUID prefix or a MIG instance's UUID, found in
+    `nvidia-smi -L`'s `mig_listing`) in the listed order, cuda:0 first; as CUDA does, the list ends at the first
+    entry that names no GPU. Under CUDA's default order (`order` not PCI_BUS_ID) GPUs of different models are
+    numbered fastest first, which nvidia-smi cannot tell: their NVML index is then unknown (None), never guessed."""
     rows = [[c.strip() for c in line.split(",")] for line in listing.strip().splitlines() if line]
     found = [dict(index=r[0], name=r[1], driver=r[2], memory=r[3], uuid=r[4]) for r in rows if len(r) == 5]
+    migs = mig_instances(mig_listing, found)
     if visible is not None:
         chosen = []
         for item in (i.strip() for i in visible.split(",")):
-            match = next((g for g in found if item and (item == g["index"] or
-                                                        (item.startswith("GPU-") and g["uuid"].startswith(item)))),
-                         None)
+            match = migs.get(item) if item.startswith("MIG-") else next(
+                (g for g in found if item and (item == g["index"] or
+                                               (item.startswith("GPU-") and g["uuid"].startswith(item)))), None)
             if match is None or match in chosen:
                 break
             chosen.append(match)
         found = chosen
+    known = order == PCI_ORDER or len({g["name"] for g in found}) <= 1
     # the UUID only matched the list: records keep the model, not the serial number of the part
-    return tuple({**{k: v for k, v in g.items() if k != "uuid"}, "index": str(i), "nvml_index": g["index"]}
-                 for i, g in enumerate(found))
+    return tuple({**{k: v for k, v in g.items() if k != "uuid"}, "index": str(i),
+                  "nvml_index": g["index"] if known else None} for i, g in enumerate(found))
 
 
-def nvml_index(device: str) -> int:
+def mig_instances(listing: str, found: list[dict]) -> dict[str, dict]:
+    """MIG UUID -> the instance as a GPU row (its parent's, named with its profile, `mig` set), from `nvidia-smi -L`:
+    'GPU 0: NVIDIA A100 ... (UUID: GPU-...)' then '  MIG 1g.10gb Device 0: (UUID: MIG-...)' lines."""
+    out, parent = {}, None
+    for line in listing.splitlines():
+        gpu = re.match(r"GPU (\d+):", line.strip())
+        if gpu:
+            parent = next((g for g in found if g["index"] == gpu.group(1)), None)
+        mig = re.match(r"MIG (\S+)\s+Device\s+\d+: \(UUID: (MIG-[^)]+)\)", line.strip())
+        if mig and parent:
+            out[mig.group(2)] = {**parent, "name": f"{parent['name']} MIG {mig.group(1)}", "mig": mig.group(1),
+                                 "uuid": mig.group(2)}
+    return out
+
+
+def nvml_index(device: str) -> int | None:
     """NVML's (and nvidia-smi's) number of the GPU a framework calls `device` (cuda:N): under CUDA_VISIBLE_DEVICES
-    the two differ."""
+    the two differ; None where it cannot be known (mixed models in CUDA's fastest-first order)."""
     n = device.split(":")[1]
-    return next((int(g.get("nvml_index", n)) for g in gpus() if g["index"] == n), int(n))
+    g = next((g for g in gpus() if g["index"] == n), {"nvml_index": n})
+    return None if g.get("nvml_index") is None else int(g["nvml_index"])
+
+
+def energy_refusal(device: str) -> str | None:
+    """Why NVML cannot give `device`'s own energy: a MIG instance (the counter is the whole GPU's, every instance
+    on it), or an NVML number that cannot be known; None where it can."""
+    n = device.split(":")[1]
+    g = next((g for g in gpus() if g["index"] == n), {})
+    if g.get("mig"):
+        return f"{device} is a MIG instance ({g['mig']}): NVML's energy counter is the whole GPU's, not the instance's"
+    if "nvml_index" in g and g["nvml_index"] is None:
+        return (f"which NVML GPU is {device} is unknown: CUDA numbers these mixed GPUs fastest first "
+                "(CUDA_DEVICE_ORDER is not PCI_BUS_ID), nvidia-smi in bus order")
+    return None
 
 
 @functools.lru_cache(maxsize=1)

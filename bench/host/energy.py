@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from .devices import is_gpu, nvml_index
+from .devices import energy_refusal, is_gpu, nvml_index
 
 RAPL = Path("/sys/class/powercap")
 
@@ -90,11 +90,16 @@ class NvmlEnergyMeter:
     """Energy of the GPUs `indices` (NVML's numbering, nvidia-smi's) over a block, from NVML's total-energy counters
     (millijoules since the driver loaded; Volta or newer); `result()` says why when they cannot be read."""
 
-    def __init__(self, indices: Sequence[int]) -> None:
+    def __init__(self, indices: Sequence[int | None], refused: str | None = None) -> None:
         self.indices = list(indices)
-        self.nvml, self.handles, self.reason = None, [], None
+        self.nvml, self.handles, self.reason = None, [], refused
         self.start: list[int] = []
         self.end: list[int] = []
+        if refused:
+            return
+        if None in self.indices:
+            self.reason = "the NVML number of a GPU is unknown (bench.host.devices.energy_refusal says why)"
+            return
         if not self.indices:
             self.reason = "no GPU to measure"
             return
@@ -143,4 +148,6 @@ def _shutdown(pynvml) -> None:
 
 def energy_meter(device: str) -> EnergyMeter | NvmlEnergyMeter:
     """The meter of a run on `device`: its GPU's NVML counter, or the CPU packages' RAPL counters."""
-    return NvmlEnergyMeter([nvml_index(device)]) if is_gpu(device) else EnergyMeter()
+    if not is_gpu(device):
+        return EnergyMeter()
+    return NvmlEnergyMeter([nvml_index(device)], refused=energy_refusal(device))

@@ -9,9 +9,16 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import fastjsonschema
-
 from ..errors import SchemaError
+from . import json_check
+
+try:  # compiled to Python, fast; an interpreter without it (a GPU container) checks the same schema in plain Python
+    import fastjsonschema
+except ImportError:
+    fastjsonschema = None
+# Which checks this process's records and manifests (`bench doctor` and gpucheck print it).
+VALIDATOR = f"fastjsonschema {fastjsonschema.VERSION}" if fastjsonschema else \
+    "bench.results.json_check (fastjsonschema is not installed: the same schema, checked in plain Python)"
 
 # Field metadata: OPTIONAL keys may be absent from the JSON; SCHEMA adds keywords (minimum, pattern, ...)
 # to what the annotation gives; JSON=False keeps a field out of the JSON (a section's unknown keys).
@@ -77,12 +84,13 @@ def json_schema(cls: type) -> dict:
 def compile_check(schema: dict, what: str = "record") -> Callable[[Any], None]:
     """A check raising SchemaError naming the first problem. fastjsonschema compiles the schema to Python
     once (jsonschema's import alone costs ~1.4 s per run process)."""
-    check = fastjsonschema.compile(schema)
+    check = fastjsonschema.compile(schema) if fastjsonschema else json_check.compile_schema(schema)
+    failure = fastjsonschema.JsonSchemaException if fastjsonschema else json_check.JsonCheckError
 
     def validate(data: Any) -> None:
         try:
             check(data)
-        except fastjsonschema.JsonSchemaException as exc:
+        except failure as exc:
             raise SchemaError(f"invalid {what}: {exc.message}") from None
 
     return validate

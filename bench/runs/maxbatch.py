@@ -68,13 +68,14 @@ def _tree_rss(proc) -> int:
     return total
 
 
-def _watch(argv: list[str], cap_bytes: int | None) -> tuple[int, int, bool]:
-    """Run `python -m bench *argv`; return (exit code, highest tree RSS seen, killed at the cap)."""
+def _watch(argv: list[str], cap_bytes: int | None, deadline: float | None = None) -> tuple[int, int, bool]:
+    """Run `python -m bench *argv` (stopped at `deadline`, a time.monotonic(), or after PROBE_TIMEOUT_S); return
+    (exit code, highest tree RSS seen, killed at the cap)."""
 
     child = subprocess.Popen([main_python(), "-m", "bench", *argv], env=bench_environ(),
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     proc, high, over = psutil.Process(child.pid), 0, False
-    deadline = time.monotonic() + PROBE_TIMEOUT_S
+    deadline = min(deadline or float("inf"), time.monotonic() + PROBE_TIMEOUT_S)
     try:
         while child.poll() is None:
             high = max(high, _tree_rss(proc))
@@ -102,9 +103,11 @@ def host_facts(config: RunConfig, results_dir: Path | str) -> tuple[Path, tuple[
     return host_dir(results_dir), (PEAK_FILE, FLOPS_FILE)
 
 
-def probe(config: RunConfig, batch_size: int, cap_bytes: int | None, facts: tuple | None = None) -> dict:
+def probe(config: RunConfig, batch_size: int, cap_bytes: int | None, facts: tuple | None = None,
+          deadline: float | None = None) -> dict:
     """One batch size: fits (True/False/None for an error), the run's own peak memory, the reason.
-    `facts` = (host folder, file names) of per-host caches copied into the probe's scratch folder."""
+    `facts` = (host folder, file names) of per-host caches copied into the probe's scratch folder; `deadline` (a
+    time.monotonic()) stops the probe, which then fits neither way."""
     cfg = probe_config(config, batch_size)
     with tempfile.TemporaryDirectory(prefix="bench-probe-") as scratch:
         if facts:
@@ -115,7 +118,7 @@ def probe(config: RunConfig, batch_size: int, cap_bytes: int | None, facts: tupl
                 if (folder / name).exists():
                     shutil.copy(folder / name, mine / name)
         t0 = time.monotonic()
-        code, tree_high, over = _watch(_argv(cfg, Path(scratch)), cap_bytes)
+        code, tree_high, over = _watch(_argv(cfg, Path(scratch)), cap_bytes, deadline)
         elapsed = time.monotonic() - t0
         records = sorted(Path(scratch).glob("*/records/*.json"))
         record = read_record(records[-1]) if records else None
@@ -125,7 +128,9 @@ def probe(config: RunConfig, batch_size: int, cap_bytes: int | None, facts: tupl
         return {**out, "fits": False, "reason": f"resident memory passed the cap ({cap_bytes / 2**30:.1f} GiB): "
                                                 f"stopped at {tree_high / 2**30:.2f} GiB"}
     if record is None:
-        return {**out, "fits": None, "reason": f"the probe wrote no record (exit code {code})"}
+        stopped = deadline is not None and time.monotonic() >= deadline
+        return {**out, "fits": None, "reason": "stopped: the search's time ran out" if stopped else
+                f"the probe wrote no record (exit code {code})"}
     if record.memory:
         out.update(peak_bytes=record.memory.peak_bytes, memory_kind=record.memory.kind)
     out.update(images_per_sec=record.summary.images_per_sec_median if record.summary else None)
@@ -135,14 +140,21 @@ def probe(config: RunConfig, batch_size: int, cap_bytes: int | None, facts: tupl
     return {**out, "fits": False if says_out_of_memory(reason) else None, "reason": reason[:300]}
 
 
-def search(config: RunConfig, cap_bytes: int | None, max_batch: int, probe_fn=probe, facts=None) -> dict:
-    """Doubling from 1, then bisection: the largest batch size that fits (within the cap), every probe kept."""
+def search(config: RunConfig, cap_bytes: int | None, max_batch: int, probe_fn=probe, facts=None,
+           deadline: float | None = None, start: int = 1) -> dict:
+    """Doubling from `start` (a batch known to fit saves the probes below it), then bisection: the largest batch size
+    that fits (within the cap), every probe kept. Past `deadline` (a time.monotonic()) no probe starts and the one
+    running is stopped: the search says it was limited by time."""
     probes: list[dict] = []
     fit, miss, error = 0, None, None
+    out_of_time = lambda: deadline is not None and time.monotonic() >= deadline
 
     def run(b: int) -> bool | None:
         nonlocal fit, miss, error
-        p = probe_fn(config, b, cap_bytes, facts)
+        if out_of_time():
+            error = error or "time"
+            return None
+        p = probe_fn(config, b, cap_bytes, facts, **({"deadline": deadline} if deadline is not None else {}))
         probes.append(p)
         if p["fits"]:
             fit = max(fit, b)
@@ -152,15 +164,16 @@ def search(config: RunConfig, cap_bytes: int | None, max_batch: int, probe_fn=pr
             error = p["reason"]
         return p["fits"]
 
-    b = 1
+    b = max(1, min(start, max_batch))
     while b <= max_batch and run(b):
         b *= 2
     if error is None and fit and miss is None and fit < max_batch:
         run(max_batch)  # doubling overshot max_batch: try the limit itself
     while error is None and miss is not None and fit and miss - fit > max(1, fit // 8):
         run((fit + miss) // 2)
-    limited_by = ("error" if error else "memory" if miss is not None else "max_batch")
-    return {"largest_batch": fit or None, "limited_by": limited_by, "error": error,
+    timed_out = error == "time" or out_of_time() and error is not None
+    limited_by = "time" if timed_out else "error" if error else "memory" if miss is not None else "max_batch"
+    return {"largest_batch": fit or None, "limited_by": limited_by, "error": None if timed_out else error,
             "probes": sorted(probes, key=lambda p: p["batch_size"])}
 
 
@@ -169,14 +182,16 @@ def result_path(results_dir: Path | str, config: RunConfig, cap_bytes: int | Non
     return host_dir(results_dir) / MEMORY_DIR / f"{config.framework}-{config.model}-{config.mode}-{key}.json"
 
 
-def execute(config: RunConfig, results_dir: Path | str, cap_bytes: int | None, max_batch: int) -> dict:
-    """Search and store results/<host>/memory/<...>.json (written once, whole); a stored result is reused."""
+def execute(config: RunConfig, results_dir: Path | str, cap_bytes: int | None, max_batch: int,
+            deadline: float | None = None, start: int = 1) -> dict:
+    """Search and store results/<host>/memory/<...>.json (written once, whole); a stored result is reused. A search
+    cut short by `deadline` is returned, not stored: it is no answer to reuse."""
     cap_bytes = host_cap(config.device, cap_bytes)
     path = result_path(results_dir, config, cap_bytes, max_batch)
     if path.exists():
         return json.loads(path.read_text())
     t0 = time.monotonic()
-    found = search(config, cap_bytes, max_batch, facts=host_facts(config, results_dir))
+    found = search(config, cap_bytes, max_batch, facts=host_facts(config, results_dir), deadline=deadline, start=start)
     result = {"schema": "bench.runs.maxbatch/1", "host": host_name(), "created": time.strftime("%Y-%m-%dT%H:%M:%SZ",
                                                                                         time.gmtime()),
               "config": {"framework": config.framework, "engine": config.engine, "model": config.model,
@@ -184,7 +199,8 @@ def execute(config: RunConfig, results_dir: Path | str, cap_bytes: int | None, m
                          "image_size": config.image_size, "threads": config.threads},
               "cap_bytes": cap_bytes, "max_batch": max_batch, "seconds": round(time.monotonic() - t0, 1),
               **found}
-    atomic_write_json(path, result)
+    if found["limited_by"] != "time":
+        atomic_write_json(path, result)
     return result
 
 

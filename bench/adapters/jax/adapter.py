@@ -178,6 +178,7 @@ class JaxAdapter(Adapter):
     no_int8_because = ("JAX ships no post-training int8 quantisation, and XLA's CPU backend has no int8 convolution "
                        "path to lower one to (int8 libraries for JAX, such as AQT, target matmuls on TPUs and GPUs)")
     libraries = ("jaxlib", "keras")
+    requires = ("keras",)  # the models are Keras 3's, run on its JAX backend
     # data parallel over one process's devices (a 1-D mesh): the workers are its replicas (bench/adapters/jax/worker.py)
     distributed_strategies = ("independent", "allreduce")
     distributed_launch = LOCAL_DEVICES

@@ -24,7 +24,7 @@ import numpy as np
 
 from ...errors import UnsupportedError
 from ...host.devices import is_gpu
-from ...host.energy import EnergyMeter, NvmlEnergyMeter
+from ...host.energy import EnergyMeter, energy_meter
 from ...models import get_model
 from ...ranks import rankio
 from ..base import OPTIMIZER
@@ -149,7 +149,7 @@ class MeshReadings(Readings):
 
     def __init__(self, devices: list, gpu: bool, images: int) -> None:
         self.devices, self.gpu, self.images = devices, gpu, images
-        super().__init__([NvmlEnergyMeter([d.id]) for d in devices] if gpu else [EnergyMeter()])
+        super().__init__([energy_meter(f"cuda:{d.id}") for d in devices] if gpu else [EnergyMeter()])
 
     def replica(self, k: int) -> tuple[dict | None, dict | None]:
         if not self.gpu:

@@ -28,6 +28,20 @@ def session_options(ort, engine: str, threads: int):
     return so
 
 
+def open_session(ort, path, so, provider: str, options: dict):
+    """An InferenceSession on `provider`, or an error saying it did not load. The CUDA provider library
+    (onnxruntime-gpu) has no RUNPATH to the CUDA 13 and cuDNN wheels it needs: it finds them only where another library
+    (torch) loaded them first, else ORT falls back to the CPU without raising. `preload_dlls` loads them from the
+    nvidia-* wheels first, and the session's first provider is checked, so a CPU fallback is never timed as a GPU."""
+    if provider != "CPUExecutionProvider" and hasattr(ort, "preload_dlls"):
+        ort.preload_dlls()
+    session = ort.InferenceSession(str(path), so, providers=[(provider, options)])
+    if session.get_providers()[0] != provider:
+        raise RuntimeError(f"onnxruntime: the session runs on {session.get_providers()[0]}, not {provider} "
+                           f"(the provider did not load: its CUDA/cuDNN libraries were not found)")
+    return session
+
+
 class ORTWorkload(InferenceRuntimeWorkload):
     def __init__(self, config: RunConfig) -> None:
         import onnxruntime as ort
@@ -44,8 +58,8 @@ class ORTWorkload(InferenceRuntimeWorkload):
         if config.precision == INT8:  # the int8 graph of the same export, calibrated here (bench/adapters/int8.py)
             model = {"model": config.model, "seed": config.seed, "image_size": config.image_size}
             path, self.quantised = quantize.quantise(path, model, config.batch_size, lambda p: (
-                ort.InferenceSession(str(p), so, providers=[(provider, options)])))
-        self.session = ort.InferenceSession(str(path), so, providers=[(provider, options)])
+                open_session(ort, p, so, provider, options)))
+        self.session = open_session(ort, path, so, provider, options)
         exported.folder.cleanup()  # the session holds the model; the file is no longer needed
         self.host_x = exported.x
         self._open_feed()
@@ -101,6 +115,7 @@ class ORTAdapter(Adapter):
     engines = tuple(LEVELS)
     module = "onnxruntime"
     distribution = "onnxruntime"
+    other_distributions = ("onnxruntime-gpu",)  # the GPU build: the same `onnxruntime` module
     modes = ("inference",)
     precisions = ("fp32", "int8")
     libraries = ("onnx",)

@@ -189,12 +189,11 @@ class TensorFlowAdapter(Adapter):
     multi_machine = True  # TF_CONFIG from a host list, or SlurmClusterResolver inside Slurm
     module = "tensorflow"
     distribution = "tensorflow-cpu"
+    other_distributions = ("tensorflow",)  # tensorflow[and-cuda]
+    requires = ("keras",)
     gpu_kernel = "bench-tensorflow-gpu"
     gpu_environment = ".venv-tensorflow-gpu"
     libraries = ("tensorflow", "keras")
-
-    def version(self) -> str | None:
-        return dist_version("tensorflow-cpu") or dist_version("tensorflow")
 
     def doctor(self) -> dict:
         return doctor.gpu_facts()

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ...errors import UnsupportedError
-from ...host.energy import EnergyMeter, NvmlEnergyMeter
+from ...host.energy import EnergyMeter, energy_meter
 from ...host.machines import expand_tasks_per_node
 from ...models import get_model
 from ...ranks import digits, rankio
@@ -109,7 +109,7 @@ class ReplicaReadings(Readings):
     def __init__(self, tf, plan: StrategyPlan, first_on_machine: bool, images: int) -> None:
         self.tf, self.plan, self.images = tf, plan, images
         gpus = plan.visible_gpus
-        super().__init__([NvmlEnergyMeter([i]) for i in gpus] if gpus else [EnergyMeter()] if first_on_machine else [])
+        super().__init__([energy_meter(f"cuda:{i}") for i in gpus] if gpus else [EnergyMeter()] if first_on_machine else [])
 
     def reset(self) -> None:
         for k in range(len(self.plan.visible_gpus)):

@@ -263,6 +263,7 @@ class TorchAdapter(Adapter):
     module = "torch"
     distribution = "torch"
     libraries = ("torchvision",)
+    requires = ("torchvision",)  # the catalogue's models
     distributed_strategies = ("independent", "allreduce", "allreduce_nosync", "ps_sync", *pipeline.SCHEDULES,
                               sandblaster.STRATEGY)
     distributed_launch = launch.TORCHRUN
