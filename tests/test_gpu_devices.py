@@ -143,7 +143,7 @@ def test_a_gpu_largest_batch_search_has_no_host_memory_cap(monkeypatch, tmp_path
     assert caps == {"cpu": 3 * 2**30, "cuda:0": None}
     seen = []
     monkeypatch.setattr(maxbatch, "host_facts", lambda config, results_dir: None)
-    monkeypatch.setattr(maxbatch, "search", lambda config, cap, top, facts: seen.append(cap) or {"probes": []})
+    monkeypatch.setattr(maxbatch, "search", lambda config, cap, top, facts, **_: seen.append(cap) or {"probes": []})
     maxbatch.execute(make_config(framework="torch", model="tiny_cnn", mode="training", device="cuda:0"), tmp_path,
                      3 * 2**30, 8)
     assert seen == [None]

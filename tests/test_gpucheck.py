@@ -19,10 +19,14 @@ GPU_HOST = {"torch": {"version": "2.11.0", "gpus": ["cuda:0 NVIDIA H100 80GB HBM
 def test_the_plan_covers_the_checklist_on_a_gpu_host():
     planned = gpucheck.plan(GPU_HOST, "cuda:0", tiny=False)
     steps = {s.name: s for s in planned}
-    # most telling first (--minutes may stop the rest): the reference framework, its search, then the others
-    assert [s.name for s in planned[:5]] == [f"torch training {p} cuda:0" for p in ("fp32", "tf32", "bf16", "fp16")] \
-        + ["torch largest training batch bf16"] and planned[-1].name.startswith("tensorflow")
-    for precision in ("fp32", "tf32", "bf16", "fp16"):
+    # the claims never run on a GPU first (--minutes may stop the rest): DDP on NCCL, 2 gloo ranks on the GPU, a
+    # training run (its NVML energy), JAX on its device; then the reference framework's precisions and its search
+    assert [s.name for s in planned[:6]] == ["torch DDP 1 rank NCCL", "torch DDP 2 ranks gloo on one GPU",
+                                             "torch training fp32 cuda:0", "jax data parallel over 1 device",
+                                             "jax training fp32 cuda:0", "torch largest training batch bf16"]
+    assert [s.name for s in planned[6:9]] == ["torch training tf32 cuda:0", "jax training tf32 cuda:0",
+                                              "jax training bf16 cuda:0"] and planned[-1].name.startswith("tensorflow")
+    for precision in ("fp32", "tf32"):  # bf16 and fp16 run at the batch the search finds (best_batch_steps)
         assert steps[f"torch training {precision} cuda:0"].outcome == "not run"
     assert [p for p in ("fp32", "tf32", "bf16") if f"jax training {p} cuda:0" in steps] == ["fp32", "tf32", "bf16"]
     absent = [s for name, s in steps.items() if name.startswith("tensorflow")]  # one run, a skipped record of why
@@ -47,7 +51,7 @@ def test_without_a_gpu_it_says_so_and_the_dry_run_lists_the_steps():
     assert done.returncode == 1 and "no GPU on this machine" in done.stdout
     done = bench_cli("gpucheck", "--frameworks", "torch", "--device", "cpu", "--tiny", "--dry-run", timeout=300)
     assert done.returncode == 0, done.stderr
-    assert "torch training fp16 cpu: not applicable" in done.stdout and "python -m bench maxbatch" in done.stdout
+    assert "torch training tf32 cpu: not applicable" in done.stdout and "python -m bench maxbatch" in done.stdout
 
 
 @pytest.mark.full

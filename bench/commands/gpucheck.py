@@ -63,11 +63,11 @@ def run_argv(framework: str, mode: str, precision: str, device: str, size: dict,
 
 def plan(answers: dict[str, dict], device: str, tiny: bool) -> list[Step]:
     """What to run, the claims never yet run on a GPU first, since --minutes may stop the rest: the reference
-    framework's distributed runs (DDP on NCCL, 2 gloo ranks sharing the one GPU) and a training run (its NVML
-    energy), then every other framework's data parallel and runs (JAX on its device), then the reference framework's
-    other precisions and its largest-batch search (the best-batch runs follow it), then the other frameworks' other
-    precisions; last, one run of each framework missing here, or whose build cannot reach the device, whose skipped
-    record says why."""
+    framework's distributed runs (DDP on NCCL, 2 gloo ranks sharing the one GPU) and an fp32 training run (its NVML
+    energy), then every other framework's data parallel and fp32 runs (JAX on its device); then the reference
+    framework's largest-batch search, its bf16 and fp16 runs following at the batch it finds; then every framework's
+    other precisions; last, one run of each framework missing here, or whose build cannot reach the device, whose
+    skipped record says why."""
     size, gpu = SIZES[tiny], device != "cpu"
     ref = reference_adapter().name
     present = sorted((n for n, a in answers.items() if a.get("version") and (a.get("gpus") or not gpu)),
@@ -80,6 +80,8 @@ def plan(answers: dict[str, dict], device: str, tiny: bool) -> list[Step]:
         for precision in adapter.precisions:
             if precision == INT8 and gpu:  # int8 is a CPU inference path here: nothing of it to check on a GPU
                 continue
+            if name == ref and precision in BEST_BATCH_PRECISIONS:  # run at the batch the search finds instead
+                continue
             reason = adapter.not_applicable(mode, precision, device)
             step = Step(f"{name} {mode} {precision} {device}", run_argv(name, mode, precision, device, size))
             if reason:
@@ -87,11 +89,11 @@ def plan(answers: dict[str, dict], device: str, tiny: bool) -> list[Step]:
             runs.append(step)
         first += distributed_steps(adapter, device, size)
         first.append(runs.pop(0))  # fp32: the framework on the device at all, and its energy
-        (then if name == ref else last).extend(runs)
         if name == ref:
             then.append(Step(f"{ref} largest training batch bf16", [
                 "maxbatch", "--framework", ref, "--model", size["model"], "--mode", "training", "--precision", "bf16",
                 "--device", device, "--image-size", str(size["image"]), "--max-batch", str(size["max_batch"])]))
+        last.extend(runs)
     absent = [Step(f"{name} on {device}: {answers[name].get('gpu') or 'not installed'}",
                    run_argv(name, ADAPTERS.get(name).modes[0], "fp32", device, size))
               for name in answers if name not in present]
@@ -191,13 +193,16 @@ def published_reference() -> float | None:
     return None
 
 
+BEST_BATCH_PRECISIONS = ("bf16", "fp16")
+
+
 def best_batch_steps(steps: list[Step], device: str, tiny: bool) -> list[Step]:
     """ResNet-50 training at the fastest batch the search found to fit (else the default batch), in bf16 and fp16."""
     size = SIZES[tiny]
     batch = next((s.best_batch for s in steps if s.best_batch), size["batch"])
     ref = reference_adapter()
     out = []
-    for precision in ("bf16", "fp16"):
+    for precision in BEST_BATCH_PRECISIONS:
         step = Step(f"{ref.name} training {precision} at batch {batch}",
                     run_argv(ref.name, "training", precision, device, size, batch=batch))
         reason = ref.not_applicable("training", precision, device)

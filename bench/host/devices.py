@@ -106,8 +106,8 @@ def nvml_index(device: str) -> int | None:
     """NVML's (and nvidia-smi's) number of the GPU a framework calls `device` (cuda:N): under CUDA_VISIBLE_DEVICES
     the two differ; None where it cannot be known (mixed models in CUDA's fastest-first order)."""
     n = device.split(":")[1]
-    g = next((g for g in gpus() if g["index"] == n), {"nvml_index": n})
-    return None if g.get("nvml_index") is None else int(g["nvml_index"])
+    index = next((g.get("nvml_index", n) for g in gpus() if g["index"] == n), n)
+    return None if index is None else int(index)
 
 
 def energy_refusal(device: str) -> str | None:

@@ -62,19 +62,30 @@ class EnergyMeter:
         self.reason = rapl_unreadable_reason(found, self.paths)
         self.start: list[int] = []
         self.end: list[int] = []
+        self.marks: list[list[int]] = []
+
+    def _read(self) -> list[int]:
+        return [int(p.read_text()) for p in self.paths]
 
     def __enter__(self) -> EnergyMeter:
-        self.start = [int(p.read_text()) for p in self.paths]
+        self.start = self._read()
         return self
 
     def __exit__(self, *exc) -> None:
-        self.end = [int(p.read_text()) for p in self.paths]
+        self.end = self._read()
 
-    def result(self, images: int) -> dict:
+    def mark(self) -> None:
+        """Read the counters now (the measurement loop calls it around each iteration)."""
+        if not self.reason:
+            self.marks.append(self._read())
+
+    def result(self, images: int, from_mark: int | None = None) -> dict:
+        """The energy of `images`: over the block, or from mark `from_mark` (the end of the warm-up) to the last."""
         if self.reason:
             return {"available": False, "reason": self.reason}
         ranges = [int((p.parent / "max_energy_range_uj").read_text()) for p in self.paths]
-        joules = sum(((e - s) % r) / 1e6 for s, e, r in zip(self.start, self.end, ranges))
+        start, end = span(self, from_mark)
+        joules = sum(((e - s) % r) / 1e6 for s, e, r in zip(start, end, ranges))
         return measured("RAPL package counters", joules, images)
 
 
@@ -95,6 +106,7 @@ class NvmlEnergyMeter:
         self.nvml, self.handles, self.reason = None, [], refused
         self.start: list[int] = []
         self.end: list[int] = []
+        self.marks: list[list[int]] = []
         if refused:
             return
         if None in self.indices:
@@ -132,11 +144,25 @@ class NvmlEnergyMeter:
             self.end = self._read()
             _shutdown(self.nvml)
 
-    def result(self, images: int) -> dict:
+    def mark(self) -> None:
+        """Read the counters now (the measurement loop calls it around each iteration)."""
+        if self.nvml:
+            self.marks.append(self._read())
+
+    def result(self, images: int, from_mark: int | None = None) -> dict:
+        """The energy of `images`: over the block, or from mark `from_mark` (the end of the warm-up) to the last."""
         if self.reason:
             return {"available": False, "reason": self.reason}
-        joules = sum(e - s for s, e in zip(self.start, self.end)) / 1e3
+        start, end = span(self, from_mark)
+        joules = sum(e - s for s, e in zip(start, end)) / 1e3
         return measured(f"NVML total energy, GPU {', '.join(map(str, self.indices))}", joules, images)
+
+
+def span(meter, from_mark: int | None) -> tuple[list[int], list[int]]:
+    """The counters at the start and end of what a reading covers: the block, or marks `from_mark` to the last."""
+    if from_mark is None or not meter.marks:
+        return meter.start, meter.end
+    return meter.marks[from_mark], meter.marks[-1]
 
 
 def _shutdown(pynvml) -> None:

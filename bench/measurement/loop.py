@@ -41,13 +41,17 @@ class Samples:
 
 
 def measure(timed_iteration: Callable[[], float], config: RunConfig,
-            clock: Callable[[], float] = time.perf_counter) -> Samples:
-    """Run the protocol of `config` over `timed_iteration` (which returns one iteration's seconds)."""
+            clock: Callable[[], float] = time.perf_counter, mark: Callable[[], None] | None = None) -> Samples:
+    """Run the protocol of `config` over `timed_iteration` (which returns one iteration's seconds). `mark` is called
+    before the first iteration and after each one (outside its time): an energy meter reads its counters there, so
+    its reading can start where the warm-up, decided afterwards, ended (mark k is the end of iteration k)."""
     s = Samples()
+    mark = mark or (lambda: None)
+    mark()
     if config.protocol == "seed":
-        s.warmup_s = [timed_iteration() for _ in range(config.warmup)]
+        s.warmup_s = [_then(timed_iteration(), mark) for _ in range(config.warmup)]
         t0 = clock()
-        s.timed_s = [timed_iteration() for _ in range(config.iterations)]
+        s.timed_s = [_then(timed_iteration(), mark) for _ in range(config.iterations)]
         s.timed_wall_s = clock() - t0
         s.warmup_stop = s.timed_stop = "fixed count"
         return s
@@ -67,6 +71,7 @@ def measure(timed_iteration: Callable[[], float], config: RunConfig,
     while True:
         times.append(timed_iteration())
         marks.append(clock())
+        mark()
         n = len(times)
         warm = steady_start(times, cap)
         if warm is not None:
@@ -94,5 +99,11 @@ def measure(timed_iteration: Callable[[], float], config: RunConfig,
                 break
         s.timed_s.append(timed_iteration())
         marks.append(clock())
+        mark()
     s.timed_wall_s = marks[-1] - marks[len(s.warmup_s)]
     return s
+
+
+def _then(seconds: float, mark: Callable[[], None]) -> float:
+    mark()
+    return seconds

@@ -199,7 +199,7 @@ def execute(config: RunConfig, results_dir: Path | str, cap_bytes: int | None, m
                          "image_size": config.image_size, "threads": config.threads},
               "cap_bytes": cap_bytes, "max_batch": max_batch, "seconds": round(time.monotonic() - t0, 1),
               **found}
-    if found["limited_by"] != "time":
+    if found.get("limited_by") != "time":
         atomic_write_json(path, result)
     return result
 

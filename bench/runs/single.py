@@ -103,7 +103,7 @@ def _measure_into(record: Record, adapter, config: RunConfig, results_dir: Path)
     weights_before = workload.weights_checksum()
     t0 = time.perf_counter()
     with energy_meter(config.device) as meter, InterferenceMonitor() as monitor:
-        samples = measure(workload.timed_iteration, config)
+        samples = measure(workload.timed_iteration, config, mark=meter.mark)
     loop_s = time.perf_counter() - t0
     build_cache = outcomes(workload.compile_caches)  # after the loop: lazy compilers build at the first step
     weights_after = workload.weights_checksum()
@@ -118,7 +118,8 @@ def _measure_into(record: Record, adapter, config: RunConfig, results_dir: Path)
     pipeline = workload.input_report(samples.timed_s, measure_ceiling=record.repeat == 0)
     if pipeline is not None:
         record.input = InputPipeline.from_json(pipeline)
-    monitor_result, energy = monitor.result(), meter.result(config.batch_size * len(samples.timed_s))
+    monitor_result, energy = monitor.result(), meter.result(config.batch_size * len(samples.timed_s),
+                                                               from_mark=len(samples.warmup_s))
     params = workload.params or None
     measured = Measured(
         samples=Samples(warmup_s=samples.warmup_s, timed_s=samples.timed_s, warmup_stop=samples.warmup_stop,
