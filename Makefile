@@ -39,6 +39,9 @@ VENV := .venv
 # framework it has is used and recorded with its version; each one it lacks becomes a `skipped` record saying so.
 # Sweeps and the report need papermill and Jupyter there too; `python3 -m bench gpucheck` needs neither.
 PYTHON_ENV ?=
+ifneq ($(filter-out system,$(PYTHON_ENV)),)
+$(error invalid PYTHON_ENV '$(PYTHON_ENV)'; valid choices: system (use $$(PYTHON) as it is), or leave it unset (the project's venv))
+endif
 ifeq ($(PYTHON_ENV),system)
 PY := $(PYTHON)
 TOOL = $(1)

@@ -157,7 +157,11 @@ def _check_inputs(args: argparse.Namespace) -> None:
     if getattr(args, "csv", None) is not None:
         if Path(args.csv).is_dir():
             raise ConfigError(f"--csv {args.csv!r} is a folder; give a file name")
-        checked_dir(Path(args.csv).parent, "folder of --csv")
+        folder = Path(args.csv).parent
+        if not folder.is_dir():
+            raise ConfigError(f"--csv {args.csv!r}: its folder {str(folder)!r} does not exist; valid: a file in an "
+                              "existing folder (create the folder first)")
+        checked_dir(folder, "folder of --csv")
     if getattr(args, "out", None) is not None or args.command == "report":
         args.out = str(checked_dir(args.out, "output folder", PROJECT_ROOT / "report"))
     if args.command in ("peak", "flops"):

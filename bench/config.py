@@ -6,6 +6,7 @@ import dataclasses
 import hashlib
 import json
 import math
+import os
 from dataclasses import dataclass, field
 
 import psutil
@@ -17,6 +18,7 @@ from .host import devices
 from .host.links import MAX_EMULATED_NODES, netem_unavailable
 from .host.machines import RENDEZVOUS, SLURM, check_cluster, parse_hosts
 from .images.files import check_data_dir
+from .masking import brief
 from .models import get_model
 from .ranks.stages import PIPELINE_CHUNKS
 
@@ -101,6 +103,16 @@ _NUMBERS = {"batch_size": (True, False, MAX_VALUE), "seed": (True, True, 2**31 -
             "data_images": (True, False, MAX_VALUE)}
 
 
+def check_path_length(name: str, path: str) -> None:
+    """Refuse a path the file system cannot hold (a name over NAME_MAX, or the whole over PATH_MAX), naming it."""
+    limits = (os.pathconf("/", "PC_NAME_MAX"), os.pathconf("/", "PC_PATH_MAX")) if hasattr(os, "pathconf") \
+        else (255, 4096)
+    longest = max((len(part.encode()) for part in path.split("/")), default=0)
+    if longest > limits[0] or len(path.encode()) >= limits[1]:
+        raise ConfigError(f"invalid {name} {brief(path)!r}: longer than the file system allows (a folder name at "
+                          f"most {limits[0]} bytes, the path under {limits[1]}); valid: an existing folder's path")
+
+
 def check_value(name: str, value: object) -> None:
     """Refuse a value of the setting `name` that no run could have, naming it and the valid choices (ConfigError).
 
@@ -122,6 +134,11 @@ def check_value(name: str, value: object) -> None:
     elif name == "data_dir":
         if not isinstance(value, str):
             raise ConfigError(f"invalid data_dir {value!r}; it must be a folder's path")
+        check_path_length("data_dir", value)
+    elif name == "pipeline_cut":
+        if not isinstance(value, str):
+            raise ConfigError(f"invalid pipeline_cut {value!r} ({type(value).__name__}); valid choices: '' (balanced "
+                              "by counted FLOPs), 'time', or the stages' first units as text, 'a,b' (quote it in YAML)")
     elif name == "oversubscribe":
         _switch(name, value)
     elif name in _CHOICES:
@@ -272,6 +289,10 @@ class RunConfig:
         if self.pipeline_cut and self.pipeline_cut != "time" and not cut.isdigit():
             raise ConfigError(f"pipeline_cut {self.pipeline_cut!r}: '' (balanced by counted FLOPs), 'time' (balanced "
                               "by a timing pass before the run) or the stages' first units, 'a,b'")
+        if self.pipeline_cut and self.pipeline_cut != "time":  # the model's units, counted without running it
+            reason = ADAPTERS.get(self.framework).pipeline_cut_refusal(self)
+            if reason:
+                raise ConfigError(reason)
 
     def _check_sandblaster(self) -> None:
         # its workers evaluate the gradient over the digits training set (bench/adapters/torch/sandblaster.py)

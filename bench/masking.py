@@ -20,8 +20,9 @@ from collections.abc import Mapping
 MASK = "<masked>"
 # What a credential looks like in free text (a child's stderr, an exception, a notebook's output, a bad value).
 _URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/@'\"]+@")
-# user:password@host without a scheme (a MASTER_ADDR, a host list): after a start, a space, a quote or a separator.
-_BARE_USERINFO = re.compile(r"(?<![^\s\"'`=,;(\[{<])[^\s/@'\"`<>,;=:]+:[^\s/'\"`<>,;]*@(?=[\w\[])")
+# user:password@host without a scheme (a MASTER_ADDR, a host list, a mounted share in a path): after a start, a
+# space, a quote, a separator or a path's slash.
+_BARE_USERINFO = re.compile(r"(?<![^\s\"'`=,;(\[{</])[^\s/@'\"`<>,;=:]+:[^\s/'\"`<>,;]*@(?=[\w\[])")
 _SECRET_WORDS = r"password|passwd|passphrase|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credentials?"
 SECRET_NAME = re.compile(rf"(?i)(?:{_SECRET_WORDS}|auth|cookie|session|(?:^|_)pat(?:$|_)|(?:^|_)pwd$|db_?url|dsn)")
 _SECRET_ASSIGNMENT = re.compile(rf"(?i)\b([\w.-]*(?:{_SECRET_WORDS})[\w.-]*[\"']?\s*[=:]\s*)"

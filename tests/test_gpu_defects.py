@@ -90,8 +90,7 @@ def test_the_plain_python_check_agrees_with_fastjsonschema():
 
 
 def test_onnxruntime_gpu_is_onnx_runtime(monkeypatch):
-    from bench.adapters import ADAPTERS
-    from bench.adapters import base
+    from bench.adapters import ADAPTERS, base
 
     monkeypatch.setattr(base, "dist_version", lambda d: "1.31.1" if d == "onnxruntime-gpu" else None)
     assert ADAPTERS.get("onnxruntime").version() == "1.31.1"
@@ -268,3 +267,28 @@ def test_the_largest_batch_search_keeps_its_deadline_and_the_checked_interpreter
     assert 'os.environ["BENCH_MAIN_PYTHON"] = sys.executable' in source
     monkeypatch.setenv("BENCH_MAIN_PYTHON", sys.executable)
     assert fresh_process.main_python() == sys.executable  # what maxbatch's probes start
+
+
+@pytest.mark.full
+def test_gpucheck_and_doctor_in_a_real_bare_virtual_environment(tmp_path):
+    """A virtual environment with only psutil, numpy, py-cpuinfo and one framework (JAX, without keras), as pins in
+    requirements.txt: doctor answers, and gpucheck writes JAX's runs as skipped records naming keras (exit 0)."""
+    import subprocess
+
+    pins = [line.strip() for line in (ROOT / "requirements.txt").read_text().splitlines()
+            if line.split("==")[0].strip() in ("psutil", "numpy", "py-cpuinfo", "jax", "jaxlib", "ml_dtypes",
+                                               "opt_einsum", "scipy")]
+    venv = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    subprocess.run([str(python), "-m", "pip", "install", "-q", *pins], check=True, timeout=900)
+    env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp"), "PYTHONPATH": str(ROOT),
+           "BENCH_HOST": "bare"}
+    for argv in (["doctor", "--results-dir", str(tmp_path / "r")],
+                 ["gpucheck", "--device", "cpu", "--tiny", "--frameworks", "jax", "--minutes", "3", "--results-dir",
+                  str(tmp_path / "r")]):
+        done = subprocess.run([str(python), "-m", "bench", *argv], capture_output=True, text=True, env=env,
+                              cwd=ROOT, timeout=600)
+        assert done.returncode == 0, done.stdout + done.stderr
+    records = [json.loads(p.read_text()) for p in (tmp_path / "r").glob("*/records/*.json")]
+    assert records and all(r["status"] == "skipped" and "keras" in r["reason"] for r in records)

@@ -160,6 +160,11 @@ class Adapter(ABC):
         torchrun ranks are judged by bench.host.devices.rank_placement; a framework with other GPU layouts says."""
         return f"{self.name} has no distributed GPU runs; valid choice: cpu"
 
+    def pipeline_cut_refusal(self, config: RunConfig) -> str | None:
+        """Why `config`'s given pipeline_cut does not cut its model's units into its stages (None: it does, or this
+        framework has no pipelines), checked before any work."""
+        return None
+
     def interpreter(self) -> Path | None:
         """The Python of this framework's own environment (None: the main one, or not built)."""
         return _built(self.environment)

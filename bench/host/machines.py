@@ -48,7 +48,8 @@ def check_rank(value: object, count: int, what: str) -> int:
     try:
         return integer(value, what, 0, count - 1)
     except ConfigError:
-        raise ConfigError(f"invalid {what} {value!r}; valid: {what} in 0..{count - 1} (one of {count})") from None
+        raise ConfigError(f"invalid {what} {value!r}: out of range for {count} machine{'s' if count != 1 else ''} "
+                          f"(numbered 0..{count - 1}); valid: {what} in 0..{count - 1}") from None
 
 
 def check_slurm_id(value: object, what: str) -> int:

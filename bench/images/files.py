@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..masking import brief
 
 JPEG_SUFFIXES = (".jpg", ".jpeg", ".JPG", ".JPEG")
 # torchvision's and Keras' ImageNet constants (RGB, on pixels scaled to [0, 1]); every pipeline normalises with them
@@ -64,21 +65,68 @@ def stream_order(files: int, images: int) -> list[int]:
     return [k % files for k in range(images)]
 
 
+# The most pixels one image may claim: Pillow's decompression-bomb threshold (about 89.5 megapixels, a 9459 x 9459
+# image). A header claiming 65500 x 65500 would make each loader worker allocate 12.9 GB before decoding a byte.
+MAX_PIXELS = 89_478_485
+HEADER_BYTES = 1 << 18  # the headers before the image data (EXIF, ICC profiles, thumbnails) fit in this many
+# Frame headers (SOF0-15): every marker from 0xC0 to 0xCF but DHT (C4), JPG (C8) and DAC (CC)
+_SOF = set(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
+_NO_LENGTH = {0x01, *range(0xD0, 0xD8)}  # TEM and the restart markers stand alone
+
+
 def jpeg_problem(path: Path) -> str | None:
-    """Why `path` is not a readable JPEG (None: it looks like one): a cheap screen of its start and end markers, so a
-    truncated or foreign file is refused by name before any pipeline would crash on it."""
+    """Why `path` is not a readable JPEG (None: it looks like one): a cheap screen of its start and end markers and
+    its headers, so a truncated, foreign, empty or oversized file is refused by name before any pipeline would crash
+    on it or allocate for it."""
     try:
         size = path.stat().st_size
         with path.open("rb") as f:
-            head = f.read(3)
+            head = f.read(HEADER_BYTES)
             f.seek(max(0, size - 1024))
             tail = f.read()
     except OSError as exc:
         return f"unreadable: {exc.strerror or exc}"
-    if head != b"\xff\xd8\xff":
+    if head[:3] != b"\xff\xd8\xff":
         return "not a JPEG (no start-of-image marker)"
     if b"\xff\xd9" not in tail:
         return "truncated JPEG (no end-of-image marker)"
+    return header_problem(head, size)
+
+
+def header_problem(head: bytes, size: int) -> str | None:
+    """Walk the segments from the start-of-image marker to the start of scan: a frame header giving the image's size
+    (refused over MAX_PIXELS) and image data after the scan header are required. Headers longer than `head` are
+    not judged (None)."""
+    at, frame = 2, None
+    while at + 2 <= len(head):
+        if head[at] != 0xFF:
+            return f"corrupt JPEG (no marker at byte {at} of its headers)"
+        marker = head[at + 1]
+        if marker == 0xFF:  # fill byte
+            at += 1
+            continue
+        if marker in _NO_LENGTH:
+            at += 2
+            continue
+        if marker == 0xD9:
+            return "no image data (the file ends before any scan)"
+        if at + 4 > len(head):
+            return None
+        length = int.from_bytes(head[at + 2:at + 4], "big")
+        if marker in _SOF and at + 9 <= len(head):
+            height, width = int.from_bytes(head[at + 5:at + 7], "big"), int.from_bytes(head[at + 7:at + 9], "big")
+            frame = (width, height)
+            if width * height > MAX_PIXELS:
+                return (f"its header claims {width} x {height} px ({width * height / 1e6:.0f} megapixels), over the "
+                        f"decoder limit of {MAX_PIXELS / 1e6:.1f} megapixels")
+            if not width or not height:
+                return f"corrupt JPEG (its header claims {width} x {height} px)"
+        if marker == 0xDA:
+            if frame is None:
+                return "corrupt JPEG (a scan before any frame header)"
+            return "no image data (nothing between the scan header and the end)" if at + 2 + length >= size - 2 \
+                else None
+        at += 2 + length
     return None
 
 
@@ -115,7 +163,11 @@ def check_data_dir(path: str, batch_size: int) -> FileSet:
     """The user's data folder, refused before any work (ConfigError: exit 2, the path named) when it is missing, holds
     no JPEG, or fewer JPEGs than one batch."""
     root = Path(path).expanduser()
-    if not root.is_dir():
+    try:
+        found = root.is_dir()
+    except OSError as exc:  # a name the file system refuses (too long, ...): refused as any bad folder is
+        raise ConfigError(f"data_dir {brief(path)!r}: {exc.strerror}; valid: an existing folder's path") from None
+    if not found:
         raise ConfigError(f"data_dir {path!r}: no such folder")
     files = scan(root)
     if not files.paths:

@@ -70,7 +70,7 @@ def given_cut(text: str, units: int, stages: int) -> Cut:
     starts = (0, *(int(t) for t in text.split(",") if t.strip()))
     if len(starts) != stages or list(starts) != sorted(set(starts)) or starts[-1] >= units:
         raise ValueError(f"pipeline_cut {text!r} does not cut {units} units into {stages} stages "
-                         f"(give {stages - 1} increasing unit indices below {units})")
+                         f"(valid: {stages - 1} increasing unit indices from 1 to {units - 1}, comma-separated)")
     return Cut(starts, units, f"given in the config: stages begin at units {', '.join(map(str, starts))}")
 
 

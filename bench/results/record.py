@@ -593,8 +593,14 @@ class Record(Versioned):
     def __setattr__(self, name: str, value: Any) -> None:
         # A reason or traceback may quote a child process (a rank's stderr, a kernel's error), which may print the
         # environment: masked as the manifest masks a value, whenever it is set or loaded, before anything shows it.
-        if name in ("reason", "traceback") and isinstance(value, str):
+        # A data folder's path may carry a share's user:password@ or a password=... segment: masked in the label,
+        # the config and the input section as in any text the harness keeps.
+        if name in ("reason", "traceback", "label") and isinstance(value, str):
             value = mask_text(value)
+        elif name == "config" and getattr(value, "data_dir", None):
+            value = dataclasses.replace(value, data_dir=mask_text(value.data_dir))
+        elif name == "input" and getattr(value, "root", None):
+            value = dataclasses.replace(value, root=mask_text(value.root))
         super().__setattr__(name, value)
 
     @classmethod

@@ -109,7 +109,8 @@ class ReplicaReadings(Readings):
     def __init__(self, tf, plan: StrategyPlan, first_on_machine: bool, images: int) -> None:
         self.tf, self.plan, self.images = tf, plan, images
         gpus = plan.visible_gpus
-        super().__init__([energy_meter(f"cuda:{i}") for i in gpus] if gpus else [EnergyMeter()] if first_on_machine else [])
+        super().__init__([energy_meter(f"cuda:{i}") for i in gpus] if gpus
+                         else [EnergyMeter()] if first_on_machine else [])
 
     def reset(self) -> None:
         for k in range(len(self.plan.visible_gpus)):

@@ -324,6 +324,17 @@ class TorchAdapter(Adapter):
         self.check_available()
         return TorchWorkload(config)
 
+    def pipeline_cut_refusal(self, config: RunConfig) -> str | None:
+        from ...ranks import stages
+        from .pipeline import stage_count, unit_flops
+
+        try:
+            size = config.image_size or get_model(config.model).default_image_size  # before the config resolves it
+            stages.given_cut(config.pipeline_cut, len(unit_flops(config.model, size)), stage_count(config))
+        except ValueError as exc:
+            return str(exc)
+        return None
+
     def rank_group(self, config: RunConfig, spec: dict) -> RankGroup:
         if config.strategy in pipeline.SCHEDULES:
             return pipeline.PipelineRanks(self, config, spec)
