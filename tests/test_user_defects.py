@@ -139,3 +139,61 @@ def test_a_jpeg_without_image_data_or_with_a_huge_header_is_named_and_left_out(t
     assert done.returncode == 0, done.stderr
     record = json.loads(next((tmp_path / "r").glob("*/records/*.json")).read_text())
     assert record["status"] == "ok" and record["input"]["skipped_count"] == 3
+
+
+def test_a_folder_of_distributed_runs_only_renders_every_section(tmp_path):
+    """Before: the details failed on an empty single-process frame (KeyError 'status' in the parity table) and no PDF
+    was written; page 1 said 'No results yet'. Now every section renders, and page 1 says where the runs are."""
+    import shutil
+
+    from bench.report.context import load
+    from bench.report.sections import REPORT, show_all
+    from bench.report.sections.details import DETAILS
+
+    source = ROOT / "tests" / "fixtures" / "tiny_sweep" / "test-host" / "records"
+    target = tmp_path / "test-host" / "records"
+    target.mkdir(parents=True)
+    for path in source.glob("*.json"):
+        if json.loads(path.read_text()).get("distributed"):
+            shutil.copy(path, target / path.name)
+    d = load(tmp_path)
+    n = len(d.scaling.records)
+    assert n >= 2 and d.runs.empty and f"this folder holds {n} distributed runs only" in d.no_single_runs()
+    show_all(REPORT, d, tmp_path / "figures")
+    show_all(DETAILS, d, tmp_path / "figures")
+
+
+def test_foreign_sweep_manifests_and_records_are_set_aside_and_said(tmp_path, capsys):
+    fixture = next((ROOT / "tests" / "fixtures" / "tiny_sweep").glob("*/sweeps/*.json"))
+    good = json.loads(fixture.read_text())
+    other = tmp_path / "other" / "sweeps"
+    other.mkdir(parents=True)
+    bad = {"list.json": [1, 2], "text.json": "a sweep", "peaks.json": {**good, "peaks": [1, 2]},
+           "started.json": {**good, "started": 12345}}
+    for name, data in bad.items():
+        (other / name).write_text(json.dumps(data))
+    (tmp_path / "other" / "records").mkdir()
+    (tmp_path / "other" / "records" / "20990101T000000_torn_r0a0_0123456789abcdef.json").write_text("{torn")
+    profile = tmp_path / "p.yaml"
+    profile.write_text("frameworks: [null]\nmodels: [tiny_cnn]\nrepeats: 1\nretries: 0\n")
+    from bench.results.sweep_manifest import load_sweeps
+    from bench.sweep.executors import _all_hosts
+
+    assert load_sweeps(tmp_path) == []
+    code = main(["sweep", "--profile", str(profile), "--list", "--results-dir", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 0 and "todo" in out
+    for name in bad:
+        assert f"set aside an unreadable sweep manifest (the plan goes on without it): other/sweeps/{name}" in out
+    assert "a JSON list, not a sweep manifest" in out and "data.peaks must be object" in out
+    with pytest.warns(UserWarning, match="set aside unreadable record other/records/20990101T000000_torn"):
+        assert _all_hosts(tmp_path) == []
+    assert (tmp_path / "other" / "records" / "20990101T000000_torn_r0a0_0123456789abcdef.json").exists()
+
+
+def test_repeats_above_an_adaptive_profiles_max_repeats_says_which_wins(tmp_path, capsys):
+    profile = tmp_path / "p.yaml"
+    profile.write_text("frameworks: [null]\nmodels: [tiny_cnn]\nrepeats: adaptive\nmin_repeats: 2\nmax_repeats: 3\n"
+                       "retries: 0\n")
+    code = main(["sweep", "--profile", str(profile), "--list", "--repeats", "4", "--results-dir", str(tmp_path)])
+    assert code == 0 and "--repeats 4 is above the profile's max_repeats 3: --repeats wins" in capsys.readouterr().out

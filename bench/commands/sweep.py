@@ -8,9 +8,11 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..host import devices
+from ..paths import default_results_dir
 from ..report import coverage
 from ..report import overhead as process_overhead
 from ..results.store import host_records, read_only
+from ..results.sweep_manifest import set_aside_sweeps
 from ..sweep.executors import OPTION_KEYS, make_executor
 from ..sweep.measurements import measure_peaks
 from ..sweep.profiles import load_profile, slurm_block
@@ -39,6 +41,12 @@ def sweep(args: argparse.Namespace) -> int:
         profile = shard_profile(profile, *parse_shard(args.shard))
     executor = make_executor(args.executor, dict(profile.slurm), {k: getattr(args, k) for k in OPTION_KEYS})
     executor.check(profile.configs)  # e.g. a Slurm client, the controller, the partition: before any work
+    for line in set_aside_sweeps(args.results_dir or default_results_dir()):
+        print(f"set aside an unreadable sweep manifest (the plan goes on without it): {line}")
+    limit = profile.max_repeats if profile.adaptive else None
+    if args.repeats is not None and limit and args.repeats > limit:
+        print(f"--repeats {args.repeats} is above the profile's max_repeats {limit}: --repeats wins, "
+              f"{args.repeats} rounds are planned")
     if args.list:
         with read_only():  # a listing changes nothing, not even an unreadable record's place
             p = plan(profile, Path(args.results_dir), args.force, args.repeats,

@@ -81,7 +81,9 @@ def parity_table(runs: pd.DataFrame) -> pd.DataFrame:
     """Per model: parameter count in each framework and whether they agree within the tolerance."""
     import pandas as pd
 
-    ok = runs[(runs["status"] == "ok") & runs["params"].notna() & runs["framework"].map(measures_a_framework)]
+    # a folder of distributed runs only has no single-process configs: an empty frame without columns
+    ok = runs[(runs["status"] == "ok") & runs["params"].notna() & runs["framework"].map(measures_a_framework)] \
+        if "status" in runs else runs
     if ok.empty:
         return pd.DataFrame(columns=["model", "frameworks", "min_params", "max_params", "rel_spread", "parity"])
     g = ok.groupby("model")["params"]

@@ -145,6 +145,9 @@ def host_records(results_dir: Path | str, host: str | None = None, quarantine: b
                 target.parent.mkdir(exist_ok=True)
                 os.replace(path, target)
                 warnings.warn(f"moved unreadable record {path.name} to {target.parent}: {exc}", stacklevel=2)
+            else:  # another host's (or a listing's): named and set aside, never moved
+                warnings.warn(f"set aside unreadable record {folder.parent.name}/{RECORDS}/{path.name} (not counted, "
+                              f"its run planned as not done): {exc}", stacklevel=2)
     return out
 
 

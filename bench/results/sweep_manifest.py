@@ -208,10 +208,30 @@ def write_sweep(results_dir: Path | str, manifest: SweepManifest | Mapping[str, 
 
 
 def _read(path: Path) -> SweepManifest | None:
+    return _read_or_why(path)[0]
+
+
+def _read_or_why(path: Path) -> tuple[SweepManifest | None, str | None]:
+    """The manifest at `path`, or None and why it cannot be read (not JSON, not this format: a list, a string, a
+    field of the wrong type)."""
     try:
-        return SweepManifest.from_json(json.loads(path.read_text()))
-    except (OSError, ValueError, SchemaError):
-        return None
+        data = json.loads(path.read_text())
+        if not isinstance(data, dict):
+            return None, f"a JSON {type(data).__name__}, not a sweep manifest"
+        return SweepManifest.from_json(data), None
+    except (OSError, ValueError, SchemaError, TypeError, AttributeError, KeyError) as exc:
+        return None, str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+
+
+def set_aside_sweeps(results_dir: Path | str) -> list[str]:
+    """The sweep manifests under `results_dir` that cannot be read (another checkout's, a torn file), each as
+    'host/sweeps/file: why': the plan and the report go on without them, and say so."""
+    out = []
+    for path in sorted(Path(results_dir).glob(f"*/{SWEEPS}/[!.]*.json")):
+        manifest, why = _read_or_why(path)
+        if manifest is None:
+            out.append(f"{path.parent.parent.name}/{SWEEPS}/{path.name}: {why}")
+    return out
 
 
 def read_sweep(results_dir: Path | str, sweep_id: str, host: str | None = None) -> SweepManifest | None:
@@ -221,7 +241,7 @@ def read_sweep(results_dir: Path | str, sweep_id: str, host: str | None = None) 
 def load_sweeps(results_dir: Path | str) -> list[SweepManifest]:
     """Every readable sweep manifest under every host folder, oldest first."""
     found = (_read(path) for path in sorted(Path(results_dir).glob(f"*/{SWEEPS}/[!.]*.json")))
-    return sorted((m for m in found if m is not None), key=lambda m: m.started or "")
+    return sorted((m for m in found if m is not None), key=lambda m: str(m.started or ""))
 
 
 def wall_key(config_key: str, repeat: int, attempt: int) -> str:

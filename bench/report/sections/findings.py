@@ -127,4 +127,6 @@ def findings(configs: pd.DataFrame, summary: pd.DataFrame, best: pd.DataFrame | 
 
 
 def render(d) -> Section:
+    if d.configs.empty and d.scaling and d.scaling.records:
+        return Section([heading("Findings"), bullets([d.no_single_runs()[0].upper() + d.no_single_runs()[1:] + "."])])
     return Section([heading("Findings"), bullets(findings(d.configs, d.summary, d.best, d.margin))])

@@ -33,7 +33,9 @@ def header(d) -> str:
     top = coverage.banner(d.sweeps, all_records(d))
     top = top + "\n\n" if top else ""
     if runs.empty:
-        return f"{top}Built {built}. No results yet."
+        empty = d.no_single_runs()
+        return f"{top}Built {built}. " + ("No results yet." if empty.startswith("no successful") else
+                                          empty[0].upper() + empty[1:] + ".")
     hosts = "; ".join(f"**{h}** ({', '.join(sorted(set(g['hardware'])))})" for h, g in runs.groupby("host"))
     # the counts are the status line's (coverage.runs_text); said once on page 1
     sweeps = "; ".join(f"`{c.profile}` on {c.host}: {'complete' if c.complete else c.status}"
