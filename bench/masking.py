@@ -18,6 +18,10 @@ import sys
 from collections.abc import Mapping
 
 MASK = "<masked>"
+# The masker itself starts isolated: no PYTHONPATH, no user or site packages, so nothing (a sitecustomize on the
+# PYTHONPATH, a .pth file) runs before it is masking and writes past it into the log it guards. It needs only the
+# standard library; the command it runs gets the environment as given.
+ISOLATED = ("-I", "-S")
 # What a credential looks like in free text (a child's stderr, an exception, a notebook's output, a bad value).
 _URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/@'\"]+@")
 # user:password@host without a scheme (a MASTER_ADDR, a host list, a mounted share in a path): after a start, a
@@ -121,7 +125,7 @@ def copy_masked(source: int, target: int, environ: Mapping[str, str] | None = No
 
 
 def _copier_argv() -> list[str]:
-    return [sys.executable, os.path.abspath(__file__)]
+    return [sys.executable, *ISOLATED, os.path.abspath(__file__)]
 
 
 def _ignore_terminal_signals() -> None:
@@ -157,7 +161,7 @@ def masked_command(python: str | None = None) -> str:
     """The shell words that start `python` with its output masked by `run_masked` (a Slurm job's interpreter: what
     the job prints reaches its log masked, as it is written)."""
     python = python or sys.executable
-    return " ".join(map(shlex.quote, [python, os.path.abspath(__file__), python]))
+    return " ".join(map(shlex.quote, [python, *ISOLATED, os.path.abspath(__file__), python]))
 
 
 def run_masked(argv: list[str]) -> int:

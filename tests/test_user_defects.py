@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 
 import pytest
 
@@ -197,3 +198,50 @@ def test_repeats_above_an_adaptive_profiles_max_repeats_says_which_wins(tmp_path
                        "retries: 0\n")
     code = main(["sweep", "--profile", str(profile), "--list", "--repeats", "4", "--results-dir", str(tmp_path)])
     assert code == 0 and "--repeats 4 is above the profile's max_repeats 3: --repeats wins" in capsys.readouterr().out
+
+
+LEAKY_SITE = '''import os, sys
+if os.environ.get("LEAK_TEST"):
+    sys.stderr.write(f"pid {os.getpid()} HF={os.environ.get('HF_TOKEN')} MA={os.environ.get('MASTER_ADDR')}\\n")
+'''
+SECRETS = {"HF_TOKEN": "hf_abcdefghijklmnopqrstuvwxyz0123456789", "AWS_SECRET_ACCESS_KEY": "SuperSecretAwsKey123",
+           "MASTER_ADDR": "user:hunter22pw@node1", "LEAK_TEST": "1"}
+
+
+def _leaky_env(tmp_path) -> dict:
+    """Every Python process started with this environment prints the secrets to stderr as it starts (a
+    sitecustomize on PYTHONPATH): the masker itself too, unless it starts isolated."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(LEAKY_SITE)
+    import os
+
+    return {**os.environ, **SECRETS, "PYTHONPATH": f"{site}{os.pathsep}{ROOT}"}
+
+
+def test_the_slurm_jobs_masker_starts_isolated_so_nothing_prints_past_it(tmp_path):
+    """Before: the masker (a Slurm job's interpreter) ran a sitecustomize on the PYTHONPATH before masking, and its
+    stderr went straight to the job's log, secrets verbatim."""
+    from bench.masking import masked_command
+
+    done = subprocess.run(f"{masked_command()} -c 'print(42)'", shell=True, capture_output=True, text=True,
+                          env=_leaky_env(tmp_path), timeout=60)
+    text = done.stdout + done.stderr
+    assert done.returncode == 0 and "42" in text and "<masked>" in text  # the child printed, masked
+    assert not any(v in text for k, v in SECRETS.items() if k != "LEAK_TEST"), text
+
+
+@pytest.mark.full
+def test_slurm_job_logs_keep_no_secret(slurm_cluster, tmp_path):
+    profile = tmp_path / "p.yaml"
+    profile.write_text("frameworks: [null]\nmodels: [tiny_cnn]\nrepeats: 1\nretries: 0\n"
+                       "settings: {image_size: 32, warmup: 1, iterations: 2, protocol: seed}\n")
+    env = {**_leaky_env(tmp_path), **slurm_cluster}
+    done = subprocess.run([sys.executable, "-m", "bench", "sweep", "--profile", str(profile), "--results-dir",
+                           str(tmp_path / "r"), "--executor", "slurm"], capture_output=True, text=True, env=env,
+                          cwd=ROOT, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    logs = list((tmp_path / "r").glob("*/slurm-jobs/*/*_log.*"))
+    text = "".join(p.read_text(errors="replace") for p in logs)
+    assert logs and "<masked>" in text  # the job's processes printed, masked
+    assert not any(v in text for k, v in SECRETS.items() if k != "LEAK_TEST")
