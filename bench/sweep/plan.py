@@ -78,7 +78,11 @@ def interleaved_order(configs: Iterable[RunConfig], repeats: int, seed: int,
     return tasks
 
 
-DISTRIBUTED_START_S = 10.0  # launcher, torchrun / TF servers, every rank importing its framework
+# A distributed run's own start-up: the launcher, torchrun / TF servers, every rank importing its framework, and the
+# records gathered at the end. Measured here (2026-11-27, 2-core VM) as the duration of tiny runs whose steps cost
+# nothing: 4.8-5.0 s for torch over gloo at 1 and 2 workers. (It was 10 s, guessed: the `parallelism` profile's
+# 63 runs were estimated at 15.0 min and took 8.4.)
+DISTRIBUTED_START_S = 5.0
 
 
 def estimate_run_s(config: RunConfig, repeat: int, history_s: list[float], flops_per_image: float | None,
