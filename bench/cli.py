@@ -72,8 +72,10 @@ def _parser() -> argparse.ArgumentParser:
     ls.add_argument("what", choices=["models", "frameworks"])
     ls.add_argument("pattern", nargs="?", default="*")
     sub.add_parser("env", help="print this machine's environment manifest as JSON")
-    doc = sub.add_parser("doctor", help="what this machine can run: per framework its build, CUDA libraries and GPUs; "
-                                        "the driver, NVML, the device peak")
+    doc = sub.add_parser("doctor", epilog="exit status: 0 whatever it finds (what cannot run is in the table, with "
+                                          "the reason); 2 bad input",
+                         help="what this machine can run: per framework its build, CUDA libraries and GPUs; "
+                              "the driver, NVML, the device peak")
     doc.add_argument("--framework", default=None, choices=list(ADAPTERS), help="only this framework's facts, as JSON")
     doc.add_argument("--json", action="store_true")
     doc.add_argument("--results-dir", default=None, help="where results/<host>/doctor.json is kept for the report")

@@ -52,6 +52,8 @@ def test_gpucheck_and_doctor_run_on_a_bare_interpreter(tmp_path):
     assert {r["status"] for r in records} == {"ok", "skipped"}
     for record in records:
         validate_record(record)  # with fastjsonschema, here
+    ok = next(r for r in records if r["status"] == "ok")
+    assert ok["manifest"]["record_check"].startswith("bench.results.json_check")  # said in the record
 
 
 def test_the_plain_python_check_agrees_with_fastjsonschema():

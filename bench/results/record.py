@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 from ..errors import SchemaError
 from ..host.devices import device_label
 from ..host.manifest import collect_manifest, host_name, mask_text, reduced_precision_features
-from .schema import JSON, OPTIONAL, compile_check, json_fields, json_schema, key, strip_none
+from .schema import JSON, OPTIONAL, VALIDATOR, compile_check, json_fields, json_schema, key, strip_none
 
 if TYPE_CHECKING:
     from ..config import RunConfig
@@ -547,11 +547,14 @@ class Manifest(Section):
     platform: str | None = optional()
     interpreter: str | None = optional()
     memory_bytes: float = optional(0)
+    # what checked this record against its schema as it was written (fastjsonschema, or the plain-Python check of an
+    # interpreter without it: bench/results/schema.py)
+    record_check: str | None = optional()
 
     @classmethod
     def collect(cls, framework: Mapping[str, Any] | None = None) -> Manifest:
         """This machine's manifest, with what the framework's adapter said about itself."""
-        return cls.from_json(collect_manifest(dict(framework or {})))
+        return cls.from_json({**collect_manifest(dict(framework or {})), "record_check": VALIDATOR})
 
 
 @section
