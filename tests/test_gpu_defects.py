@@ -173,12 +173,15 @@ def test_emulated_nodes_get_a_host_id_each_and_no_nvls():
 def test_jax_does_not_preallocate_gpu_memory(monkeypatch):
     from bench.adapters.jax import training
 
-    monkeypatch.delenv("XLA_PYTHON_CLIENT_PREALLOCATE", raising=False)
+    # import_jax sets KERAS_BACKEND and the XLA variable in os.environ: a copy, so nothing leaks into later tests'
+    # children (a TensorFlow run in a process whose KERAS_BACKEND is 'jax' is skipped)
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_PYTHON_CLIENT_PREALLOCATE", "KERAS_BACKEND")}
+    monkeypatch.setattr(os, "environ", env)
     monkeypatch.setitem(sys.modules, "jax", types.SimpleNamespace())
     monkeypatch.setitem(sys.modules, "keras", types.SimpleNamespace(backend=types.SimpleNamespace(
         backend=lambda: "jax")))
     training.import_jax(threads=os.cpu_count() or 1)
-    assert os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false"
+    assert env["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false"
 
 
 class CoarseNvml:

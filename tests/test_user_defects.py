@@ -134,6 +134,15 @@ def test_a_jpeg_without_image_data_or_with_a_huge_header_is_named_and_left_out(t
     assert sorted(found.paths) == [f"class0/ok{k}.jpg" for k in range(4)]
     reasons = {s["path"].split("/")[-1]: s["reason"] for s in found.skipped}
     assert set(reasons) == set(bad) and all(bad[n] in reasons[n] for n in bad), reasons
+
+
+@pytest.mark.full
+def test_a_run_over_a_folder_with_bad_jpegs_reads_the_rest(tmp_path):
+    folder = tmp_path / "imgs" / "class0"
+    folder.mkdir(parents=True)
+    for k in range(4):
+        (folder / f"ok{k}.jpg").write_bytes(_jpeg(k + 1))
+    _bad_jpegs(folder)
     done = bench_cli("run", "--framework", "torch", "--model", "tiny_cnn", "--image-size", "32", "--batch-size", "2",
                      "--data", "files", "--data-dir", str(tmp_path / "imgs"), "--protocol", "seed", "--warmup", "1",
                      "--iterations", "2", "--phase-iterations", "0", results=tmp_path / "r", timeout=300)
