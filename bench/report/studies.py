@@ -181,7 +181,7 @@ CLAIMS = [
           "Distributed: throughput and communication cost; extrapolation to published set-ups",
           f"CPU workers share the cores ({CORES}), ResNet-18 at 32x32; GPUs here: {GPUS}; published points are drawn "
           "beside the alpha-beta model instead", "`make report PROFILE=distributed` (more strategies, an emulated "
-          "1 Gbit/s link); GPUs: the README's multi-GPU commands"),
+          "1 Gbit/s link); GPUs: the multi-GPU commands in docs/distributed.md"),
     Claim("SINGA", "SINGA itself", _historical(("singa",)), "Frameworks: measured and not",
           _why_historical("singa"), "none (PyTorch DDP and the ps_sync / ps_async strategies stand in)"),
     Claim("HKBU", "An SGD step split into I/O, host-to-device, forward, backward, update and communication",
