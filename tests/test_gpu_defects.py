@@ -30,11 +30,14 @@ def test_gpucheck_and_doctor_run_on_a_bare_interpreter(tmp_path):
     """fastjsonschema, keras and pandas unimportable (an import hook, in every child too): doctor answers, JAX's runs
     (which need keras) are skipped records saying so, a torch run writes a record checked against the schema in plain
     Python, and each record is valid for the full environment that renders it."""
-    done = bench_cli("doctor", "--results-dir", str(tmp_path), env=BARE, timeout=300)
+    # Pillow too (a GPU container may lack it; the int8 path imported it at start-up), except for the torch run:
+    # torchvision needs it
+    no_pil = {**BARE, "BENCH_UNIMPORTABLE": BARE["BENCH_UNIMPORTABLE"] + ",PIL"}
+    done = bench_cli("doctor", "--results-dir", str(tmp_path), env=no_pil, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "torch" in done.stdout and "jax" in done.stdout
     done = bench_cli("gpucheck", "--frameworks", "jax", "--device", "cpu", "--tiny", "--minutes", "3",
-                     "--results-dir", str(tmp_path), env=BARE, timeout=300)
+                     "--results-dir", str(tmp_path), env=no_pil, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     summary = json.loads(next(tmp_path.glob("*/gpucheck-*.json")).read_text())
     assert summary["validator"].startswith("bench.results.json_check")
@@ -230,6 +233,24 @@ def test_a_runs_energy_covers_its_timed_iterations_only(monkeypatch):
     assert len(meter.marks) == 1 + 1 + 30
     assert result["joules"] == pytest.approx(500.0 * 1.5, abs=500.0 * 0.1)  # the timed 1.5 s, within one tick
     assert meter.result(images=240)["joules"] > 5000  # the whole block: what the old reading divided
+
+
+def test_a_run_without_the_reference_framework_keeps_its_numbers_and_says_why_it_has_no_utilisation(monkeypatch,
+                                                                                                   tmp_path):
+    """In a bare venv MXNet's runs (its own environment) became errors: the peak is torch's GEMM, absent there."""
+    from bench.config import RunConfig
+    from bench.measurement import utilisation
+    from bench.results.record import Record
+
+    def no_peak(*_):
+        raise RuntimeError("'python -m bench peak --device cpu' failed: torch is not installed")
+
+    monkeypatch.setattr(utilisation, "run_peak", no_peak)
+    monkeypatch.setattr(utilisation, "flops_per_image", lambda *_: (1e6, "counted"))
+    record = Record.new(RunConfig(framework="null", model="tiny_cnn"))
+    utilisation.apply_utilisation(record, tmp_path, RunConfig(framework="null", model="tiny_cnn"), 10)
+    assert record.utilisation is None and record.peak.when.startswith("not measured: ") and "torch" in \
+        record.peak.when
 
 
 def test_gpucheck_summary_survives_a_counter_that_did_not_advance():

@@ -19,8 +19,6 @@ from pathlib import Path
 
 import numpy as np
 
-from ..images.procedural import sample_arrays
-
 CALIBRATION_SEED, HELD_OUT_SEED = 3301, 3302  # two sets of the procedural generator, never the same images
 CALIBRATION_COUNT, HELD_OUT_COUNT = 32, 32
 # torchvision's ImageNet normalisation (the catalogue's models are torchvision's, the Keras and Gluon ones match them)
@@ -80,6 +78,10 @@ def image_set(seed: int, count: int, size: int) -> np.ndarray:
         return np.load(path)
     except (OSError, ValueError):
         pass
+    # lazily, as a framework is: the images need Pillow, which an interpreter that only runs (a GPU container: `bench
+    # gpucheck`) may lack; only quantising draws them
+    from ..images.procedural import sample_arrays
+
     images = sample_arrays(count, seed, size, size)
     try:  # atomic: a concurrent process reads the whole file or none
         path.parent.mkdir(parents=True, exist_ok=True)
