@@ -262,6 +262,25 @@ def test_each_frameworks_best_engine_is_a_finding_only_when_its_interval_says_so
     assert "are **equivalent**" in tf and "equal within +-5%" in tf
 
 
+def test_engine_findings_judge_at_the_reports_margin():
+    """Before, the engine findings were judged at +-5% whatever the profile said: the same two engines, equivalent
+    at +-5%, are not shown equivalent at +-1%."""
+    one = {"sweep_id": "s1"}
+    records = (_procs("torch", [7.0, 7.03, 6.97], engine="eager", **one)
+               + _procs("torch", [7.02, 6.99, 7.05], engine="compile", **one))
+    configs, _ = _tables(records)
+    (wide,) = best_engine_findings(configs, 0.05)
+    (narrow,) = best_engine_findings(configs, 0.01)
+    assert "are **equivalent**" in wide and "are **equivalent**" not in narrow
+
+
+def test_a_finding_prints_a_winners_interval_with_enough_decimals():
+    from bench.report.sections.findings import _printed
+
+    assert _printed(1.008, 1.004, 1.012) == ("1.008x", "1.004-1.012")  # not 1.01x [1.00-1.01]
+    assert _printed(1.20, 1.10, 1.31) == ("1.20x", "1.10-1.31")
+
+
 def test_an_engine_note_declared_by_its_adapter_travels_with_the_finding():
 
     records = (_procs("openvino", [8.7, 8.8, 8.6], engine="latency", sweep_id="s1")

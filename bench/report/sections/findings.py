@@ -8,7 +8,7 @@ from ...adapters import ADAPTERS
 from ...measurement import flags as checks
 from ...measurement.certificate import parity_table
 from ...values import listed
-from ...verdicts import DEFAULT_MARGIN, EQUIVALENT, UNDECIDED, WINNER
+from ...verdicts import DEFAULT_MARGIN, EQUIVALENT, UNDECIDED, WINNER, ratio_and_range
 from .. import estimates
 from ..answer import own_text, page_rows, rests_on_pooling
 from ..tables import ci_range, factor
@@ -44,27 +44,36 @@ def compared_findings(rows: pd.DataFrame) -> list[str]:
 
 
 
-def best_engine_findings(configs: pd.DataFrame) -> list[str]:
+def _printed(ratio, low, high) -> tuple[str, str]:
+    """A speed-up and its interval as page 1 prints them (enough decimals that a winner's interval is seen to exclude
+    1x), or blanks where there is none."""
+    if ratio is None or ratio != ratio or low is None or low != low:
+        return factor(ratio), ci_range(low, high)
+    return ratio_and_range(ratio, low, high)
+
+
+def best_engine_findings(configs: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> list[str]:
     """Per configuration and framework measured with several engines: its fastest engine against its
-    runner-up, with the process-level interval (only sound numbers name a winner)."""
+    runner-up, with the process-level interval, judged at the report's equivalence margin (only sound numbers name a
+    winner)."""
     out = []
     for key, g in configs.groupby(estimates.GROUP + ["batch_size", "framework"], sort=True):
         if g["engine"].nunique() < 2:
             continue
         first, second = (r for _, r in g.sort_values("images_per_sec_median", ascending=False).head(2).iterrows())
-        pair = estimates.compare_pair(first, second)
+        pair = estimates.compare_pair(first, second, margin)
         where = f"{_where(first)}, {key[-1]}"
         if pd.isna(first["sweep_id"]) or first["sweep_id"] != second["sweep_id"]:
             where += " (the two engines were not measured in one interleaved sweep)"
         notes = ADAPTERS.get(key[-1]).engine_notes if key[-1] in ADAPTERS else {}
         caveat = "".join(f" Note on {e}: {notes[e]}." for e in (first["engine"], second["engine"]) if e in notes)
-        ci = ci_range(pair["speedup_ci_low"], pair["speedup_ci_high"])
+        speedup, ci = _printed(pair["speedup"], pair["speedup_ci_low"], pair["speedup_ci_high"])
         if pair["winner"]:
-            out.append(f"{where}: {WINNER}: its best engine is **{first['engine']}**, {factor(pair['speedup'])} its "
+            out.append(f"{where}: {WINNER}: its best engine is **{first['engine']}**, {speedup} its "
                        f"runner-up {second['engine']} [95% CI {ci}].{caveat}")
         elif pair["equivalent"]:
             out.append(f"{where}: engines {first['engine']} and {second['engine']} are **equivalent** "
-                       f"({factor(pair['speedup'])} [95% CI {ci}], {pair['reason']}).{caveat}")
+                       f"({speedup} [95% CI {ci}], {pair['reason']}).{caveat}")
         else:
             out.append(f"{where}: engines {first['engine']} and {second['engine']} lead, undecided "
                        f"({pair['reason']}).{caveat}")
@@ -84,17 +93,17 @@ def findings(configs: pd.DataFrame, summary: pd.DataFrame, best: pd.DataFrame | 
             where = (f"{_where(r)[:-1]}; {r['compared']} compared)" if r["batch_size"] != "best" else
                      f"{r['model']} {r['mode']}, each framework at its best batch ({r['precision']}, {r['platform']}; "
                      f"over {r['compared']})")
-            ci = ci_range(r["ci_low"], r["ci_high"])
+            speedup, ci = _printed(r["speedup"], r["ci_low"], r["ci_high"])
             if r["verdict"] == WINNER:
                 pooled = (f", with the sweep's pooled variance ({own_text(r, margin)})"
                           if rests_on_pooling(r, margin) else "")
-                out.append(f"{where}: {WINNER}: **{r['fastest']} is {factor(r['speedup'])} faster** than "
+                out.append(f"{where}: {WINNER}: **{r['fastest']} is {speedup} faster** than "
                            f"{r['runner_up']} [95% CI {ci}]{pooled}.")
             elif r["verdict"] == EQUIVALENT:
                 pooled = (f", with the sweep's pooled variance ({own_text(r, margin)})"
                           if rests_on_pooling(r, margin) else "")
                 out.append(f"{where}: {r['fastest']} and {r['runner_up']} are **equivalent** within "
-                           f"+-{margin:.0%} ({factor(r['speedup'])} [95% CI {ci}]){pooled}.")
+                           f"+-{margin:.0%} ({speedup} [95% CI {ci}]){pooled}.")
         # the undecided rows are on page 1 with what would decide them: one line here, not one per row
         open_rows = rows[rows["verdict"] == UNDECIDED].sort_values(["platform", "model", "mode", "_order"])
         compared = int((rows["verdict"] != estimates.NOT_COMPARED).sum())
@@ -105,7 +114,7 @@ def findings(configs: pd.DataFrame, summary: pd.DataFrame, best: pd.DataFrame | 
             out.append(f"Undecided in {len(open_rows)} of {compared} compared rows (the data show neither a difference "
                        f"nor equality within +-{margin:.0%}): {which}; the answer table says what would decide "
                        "each.")
-    engines = best_engine_findings(configs)
+    engines = best_engine_findings(configs, margin)
     out += [e for e in engines if ", undecided (" not in e]
     if open_engines := [e for e in engines if ", undecided (" in e]:
         out.append(f"No best engine stated for {len(open_engines)} framework(s) and configuration(s) (undecided or "
