@@ -39,3 +39,8 @@ def listed(items) -> str:
     """'1', '1 and 2', '1, 2 and 4': items in one phrase."""
     items = [str(i) for i in items]
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def sentence(phrase: str) -> str:
+    """A table cell's phrase as a sentence of its own: capitalised, with a full stop."""
+    return phrase[:1].upper() + phrase[1:] + "."

@@ -4,6 +4,7 @@ value and the valid choices, nothing written; a bad file named and left out; wha
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -168,7 +169,7 @@ def test_a_folder_of_distributed_runs_only_renders_every_section(tmp_path):
             shutil.copy(path, target / path.name)
     d = load(tmp_path)
     n = len(d.scaling.records)
-    assert n >= 2 and d.runs.empty and f"this folder holds {n} distributed runs only" in d.no_single_runs()
+    assert n >= 2 and d.runs.empty and f"this folder holds {n} distributed runs only" in d.only_distributed()
     show_all(REPORT, d, tmp_path / "figures")
     show_all(DETAILS, d, tmp_path / "figures")
 
@@ -223,8 +224,6 @@ def _leaky_env(tmp_path) -> dict:
     site = tmp_path / "site"
     site.mkdir()
     (site / "sitecustomize.py").write_text(LEAKY_SITE)
-    import os
-
     return {**os.environ, **SECRETS, "PYTHONPATH": f"{site}{os.pathsep}{ROOT}"}
 
 

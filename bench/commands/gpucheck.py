@@ -265,39 +265,35 @@ def gpucheck(args: argparse.Namespace) -> int:
     return EXIT_RUN_ERROR if failed else EXIT_OK
 
 
+NOT_RAN = ("skipped", "not applicable", "not run", "stopped", "failed", "error")
+
+
 def claims(steps: list[Step], published: float | None, device: str, host: dict) -> list[str]:
     """Per claim the check tests, one pasteable line: ran (with its numbers), skipped or not applicable (with the
-    reason), failed, or not run (out of time)."""
-    def verdict(step: Step | None) -> str:
-        if step is None:
-            return "not planned (no framework here runs it)"
-        o = step.outcome
-        if step.record.get("status") == "ok" or o.startswith(("largest batch",)):
-            return f"ran: {o}"
-        return o if o.startswith(("skipped", "not applicable", "not run", "stopped", "failed", "error")) else \
-            f"ran: {o}"
+    reason), failed, or not run (out of time); the claims never run on a GPU first, then every other step."""
+    def line(step: Step) -> str:
+        return f"{step.name}: {step.outcome if step.outcome.startswith(NOT_RAN) else 'ran: ' + step.outcome}"
 
-    named = {s.name: s for s in steps}
-    find = lambda *parts: next((s for s in steps if all(p in s.name for p in parts)), None)
     ref = reference_adapter().name
-    energy = [s for s in steps if s.record.get("status") == "ok"]
-    read = [s for s in energy if (s.record.get("energy") or {}).get("images_per_joule")]
-    energy_line = (f"ran: {read[0].name}: {read[0].record['energy']['images_per_joule']:.3g} img/J, "
-                   f"{read[0].record['energy']['joules_per_image']:.3g} J/image ({read[0].record['energy']['meter']})"
-                   if read else "not measured: " + (first_line((energy[0].record.get("energy") or {}).get("reason"))
-                                                    if energy else f"no run finished; NVML: {host.get('nvml')}"))
-    ddp = [find(ref, "DDP 1 rank"), find(ref, "DDP 2 ranks")]
-    lines = [f"{s.name}: {verdict(s)}" for s in ddp if s] or [f"{ref} DDP: {verdict(None)}"]
-    lines.append(f"{'NVML' if device != 'cpu' else 'RAPL'} energy: {energy_line}")
-    lines += [f"{s.name}: {verdict(s)}" for s in steps if s.name.startswith("jax ")]
-    lines += [f"{s.name}: {verdict(s)}" for s in steps if s.name.startswith(f"{ref} training ")]
-    lines += [f"{s.name}: {verdict(s)}" for s in steps if "largest" in s.name]
-    fp16 = next((s for s in steps if s.name.startswith(f"{ref} training fp16 at batch")), None)
+    ddp = [s for s in steps if s.name.startswith(f"{ref} DDP")]
+    jax = [s for s in steps if s.name.startswith("jax ")]
+    ours = [s for s in steps if s.name.startswith(f"{ref} training ")] + [s for s in steps if "largest" in s.name]
+    finished = [s for s in steps if s.record.get("status") == "ok"]
+    read = [s for s in finished if (s.record.get("energy") or {}).get("images_per_joule")]
+    if read:
+        e = read[0].record["energy"]
+        energy = (f"ran: {read[0].name}: {e['images_per_joule']:.3g} img/J, {e['joules_per_image']:.3g} J/image "
+                  f"({e['meter']})")
+    else:
+        energy = "not measured: " + (first_line((finished[0].record.get("energy") or {}).get("reason")) if finished
+                                     else f"no run finished; NVML: {host.get('nvml')}")
+    lines = [line(s) for s in ddp] or [f"{ref} DDP: not planned (no framework here runs it)"]
+    lines.append(f"{'NVML' if device != 'cpu' else 'RAPL'} energy: {energy}")
+    lines += [line(s) for s in jax + ours]
+    fp16 = next((s for s in ours if s.name.startswith(f"{ref} training fp16 at batch")), None)
     if fp16 is not None and fp16.record.get("status") == "ok" and published:
-        ours = fp16.record["summary"]["images_per_sec_median"]
+        measured = fp16.record["summary"]["images_per_sec_median"]
         lines.append(f"beside the published {published:.0f} img/s (PyTorch AMP fp16, ResNet-50, one H100 SXM, "
-                     f"Lambda): {ours / published:.2f}x on {', '.join(host['gpus']) or device}")
-    shown = {line.split(":")[0] for line in lines}
-    lines += [f"{name}: {verdict(s)}" for name, s in named.items() if name not in shown
-              and not name.startswith((f"{ref} DDP", "jax ", f"{ref} training ")) and "largest" not in name]
-    return lines
+                     f"Lambda): {measured / published:.2f}x on {', '.join(host['gpus']) or device}")
+    shown = ddp + jax + ours
+    return lines + [line(s) for s in steps if not any(s is t for t in shown)]

@@ -102,19 +102,22 @@ def mig_instances(listing: str, found: list[dict]) -> dict[str, dict]:
     return out
 
 
+def _row(device: str) -> dict:
+    """This process's GPU row of `device` (cuda:N), or {} where none is listed."""
+    return next((g for g in gpus() if g["index"] == device.split(":")[1]), {})
+
+
 def nvml_index(device: str) -> int | None:
     """NVML's (and nvidia-smi's) number of the GPU a framework calls `device` (cuda:N): under CUDA_VISIBLE_DEVICES
     the two differ; None where it cannot be known (mixed models in CUDA's fastest-first order)."""
-    n = device.split(":")[1]
-    index = next((g.get("nvml_index", n) for g in gpus() if g["index"] == n), n)
+    index = _row(device).get("nvml_index", device.split(":")[1])
     return None if index is None else int(index)
 
 
 def energy_refusal(device: str) -> str | None:
     """Why NVML cannot give `device`'s own energy: a MIG instance (the counter is the whole GPU's, every instance
     on it), or an NVML number that cannot be known; None where it can."""
-    n = device.split(":")[1]
-    g = next((g for g in gpus() if g["index"] == n), {})
+    g = _row(device)
     if g.get("mig"):
         return f"{device} is a MIG instance ({g['mig']}): NVML's energy counter is the whole GPU's, not the instance's"
     if "nvml_index" in g and g["nvml_index"] is None:

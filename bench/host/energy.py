@@ -53,7 +53,32 @@ def rapl_unreadable_reason(found: list[Path], readable: list[Path]) -> str | Non
             "run as root, or make them readable, to measure CPU energy")
 
 
-class EnergyMeter:
+class MarkedCounters:
+    """What both meters share: counter readings at the measurement loop's marks (around each iteration), so a reading
+    can span the timed iterations only, the warm-up being decided after the loop. A meter sets `reason` when it cannot
+    read, and reads its counters with `_read`."""
+
+    reason: str | None
+    start: list[int]
+    end: list[int]
+    marks: list[list[int]]
+
+    def _read(self) -> list[int]:
+        raise NotImplementedError
+
+    def mark(self) -> None:
+        """Read the counters now (the measurement loop calls it around each iteration)."""
+        if not self.reason:
+            self.marks.append(self._read())
+
+    def span(self, from_mark: int | None) -> tuple[list[int], list[int]]:
+        """The counters at the start and end of what a reading covers: the block, or marks `from_mark` to the last."""
+        if from_mark is None or not self.marks:
+            return self.start, self.end
+        return self.marks[from_mark], self.marks[-1]
+
+
+class EnergyMeter(MarkedCounters):
     """Reads package energy counters around a block; `result()` says why when nothing is readable."""
 
     def __init__(self) -> None:
@@ -74,17 +99,12 @@ class EnergyMeter:
     def __exit__(self, *exc) -> None:
         self.end = self._read()
 
-    def mark(self) -> None:
-        """Read the counters now (the measurement loop calls it around each iteration)."""
-        if not self.reason:
-            self.marks.append(self._read())
-
     def result(self, images: int, from_mark: int | None = None) -> dict:
         """The energy of `images`: over the block, or from mark `from_mark` (the end of the warm-up) to the last."""
         if self.reason:
             return {"available": False, "reason": self.reason}
         ranges = [int((p.parent / "max_energy_range_uj").read_text()) for p in self.paths]
-        start, end = span(self, from_mark)
+        start, end = self.span(from_mark)
         joules = sum(((e - s) % r) / 1e6 for s, e, r in zip(start, end, ranges))
         return measured("RAPL package counters", joules, images)
 
@@ -97,7 +117,7 @@ def _readable(path: Path) -> bool:
         return False
 
 
-class NvmlEnergyMeter:
+class NvmlEnergyMeter(MarkedCounters):
     """Energy of the GPUs `indices` (NVML's numbering, nvidia-smi's) over a block, from NVML's total-energy counters
     (millijoules since the driver loaded; Volta or newer); `result()` says why when they cannot be read."""
 
@@ -144,25 +164,13 @@ class NvmlEnergyMeter:
             self.end = self._read()
             _shutdown(self.nvml)
 
-    def mark(self) -> None:
-        """Read the counters now (the measurement loop calls it around each iteration)."""
-        if self.nvml:
-            self.marks.append(self._read())
-
     def result(self, images: int, from_mark: int | None = None) -> dict:
         """The energy of `images`: over the block, or from mark `from_mark` (the end of the warm-up) to the last."""
         if self.reason:
             return {"available": False, "reason": self.reason}
-        start, end = span(self, from_mark)
+        start, end = self.span(from_mark)
         joules = sum(e - s for s, e in zip(start, end)) / 1e3
         return measured(f"NVML total energy, GPU {', '.join(map(str, self.indices))}", joules, images)
-
-
-def span(meter, from_mark: int | None) -> tuple[list[int], list[int]]:
-    """The counters at the start and end of what a reading covers: the block, or marks `from_mark` to the last."""
-    if from_mark is None or not meter.marks:
-        return meter.start, meter.end
-    return meter.marks[from_mark], meter.marks[-1]
 
 
 def _shutdown(pynvml) -> None:

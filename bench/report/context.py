@@ -46,12 +46,12 @@ class ReportData:
     inputs: pd.DataFrame | None = None
     input_records: list[Record] = field(default_factory=list)  # the `files` runs themselves (a sweep's coverage)
 
-    def no_single_runs(self) -> str:
-        """What page 1 says where there are no single-process runs: that nothing ran yet, or that this folder holds
-        distributed runs only (a named profile run on its own), which have their own section."""
-        n = len(self.scaling.records) if self.scaling else 0
+    def only_distributed(self) -> str | None:
+        """Where there are no single-process runs but distributed ones (a named profile run on its own), what page 1
+        says instead of 'no results yet': where they are. None otherwise."""
+        n = len(self.scaling.records) if self.scaling and self.runs.empty else 0
         if not n:
-            return "no successful runs yet"
+            return None
         return (f"no single-process runs: this folder holds {n} distributed run{'s' * (n != 1)} only, in "
                 "*Distributed data-parallel training* (and the details); the answer compares single-process runs")
 

@@ -223,15 +223,16 @@ def _read_or_why(path: Path) -> tuple[SweepManifest | None, str | None]:
         return None, str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
 
 
+def _all_sweeps(results_dir: Path | str) -> list[tuple[Path, SweepManifest | None, str | None]]:
+    """(path, manifest or None, why not) of every sweep manifest file under every host folder."""
+    return [(path, *_read_or_why(path)) for path in sorted(Path(results_dir).glob(f"*/{SWEEPS}/[!.]*.json"))]
+
+
 def set_aside_sweeps(results_dir: Path | str) -> list[str]:
     """The sweep manifests under `results_dir` that cannot be read (another checkout's, a torn file), each as
     'host/sweeps/file: why': the plan and the report go on without them, and say so."""
-    out = []
-    for path in sorted(Path(results_dir).glob(f"*/{SWEEPS}/[!.]*.json")):
-        manifest, why = _read_or_why(path)
-        if manifest is None:
-            out.append(f"{path.parent.parent.name}/{SWEEPS}/{path.name}: {why}")
-    return out
+    return [f"{path.parent.parent.name}/{SWEEPS}/{path.name}: {why}"
+            for path, manifest, why in _all_sweeps(results_dir) if manifest is None]
 
 
 def read_sweep(results_dir: Path | str, sweep_id: str, host: str | None = None) -> SweepManifest | None:
@@ -240,8 +241,7 @@ def read_sweep(results_dir: Path | str, sweep_id: str, host: str | None = None) 
 
 def load_sweeps(results_dir: Path | str) -> list[SweepManifest]:
     """Every readable sweep manifest under every host folder, oldest first."""
-    found = (_read(path) for path in sorted(Path(results_dir).glob(f"*/{SWEEPS}/[!.]*.json")))
-    return sorted((m for m in found if m is not None), key=lambda m: str(m.started or ""))
+    return sorted((m for _, m, _ in _all_sweeps(results_dir) if m is not None), key=lambda m: str(m.started or ""))
 
 
 def wall_key(config_key: str, repeat: int, attempt: int) -> str:

@@ -146,13 +146,13 @@ def search(config: RunConfig, cap_bytes: int | None, max_batch: int, probe_fn=pr
     that fits (within the cap), every probe kept. Past `deadline` (a time.monotonic()) no probe starts and the one
     running is stopped: the search says it was limited by time."""
     probes: list[dict] = []
-    fit, miss, error = 0, None, None
+    fit, miss, error, timed_out = 0, None, None, False
     out_of_time = lambda: deadline is not None and time.monotonic() >= deadline
 
     def run(b: int) -> bool | None:
-        nonlocal fit, miss, error
+        nonlocal fit, miss, error, timed_out
         if out_of_time():
-            error = error or "time"
+            timed_out = True
             return None
         p = probe_fn(config, b, cap_bytes, facts, **({"deadline": deadline} if deadline is not None else {}))
         probes.append(p)
@@ -160,20 +160,22 @@ def search(config: RunConfig, cap_bytes: int | None, max_batch: int, probe_fn=pr
             fit = max(fit, b)
         elif p["fits"] is False:
             miss = b if miss is None else min(miss, b)
+        elif out_of_time():  # stopped at the deadline: no answer either way, not an error
+            timed_out = True
         else:
             error = p["reason"]
         return p["fits"]
 
+    going = lambda: error is None and not timed_out
     b = max(1, min(start, max_batch))
     while b <= max_batch and run(b):
         b *= 2
-    if error is None and fit and miss is None and fit < max_batch:
+    if going() and fit and miss is None and fit < max_batch:
         run(max_batch)  # doubling overshot max_batch: try the limit itself
-    while error is None and miss is not None and fit and miss - fit > max(1, fit // 8):
+    while going() and miss is not None and fit and miss - fit > max(1, fit // 8):
         run((fit + miss) // 2)
-    timed_out = error == "time" or out_of_time() and error is not None
     limited_by = "time" if timed_out else "error" if error else "memory" if miss is not None else "max_batch"
-    return {"largest_batch": fit or None, "limited_by": limited_by, "error": None if timed_out else error,
+    return {"largest_batch": fit or None, "limited_by": limited_by, "error": error,
             "probes": sorted(probes, key=lambda p: p["batch_size"])}
 
 

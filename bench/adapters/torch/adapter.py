@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from ...errors import UnsupportedError
 from ...host.devices import is_gpu
 from ...models import get_model
-from ...ranks.stages import PIPELINE_CHUNKS
+from ...ranks.stages import PIPELINE_CHUNKS, given_cut
 from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, dist_version, register, timed_phases
 from ..compile_cache import configure_inductor
 from ..launch import LaunchPlan
@@ -325,12 +325,8 @@ class TorchAdapter(Adapter):
         return TorchWorkload(config)
 
     def pipeline_cut_refusal(self, config: RunConfig) -> str | None:
-        from ...ranks import stages
-        from .pipeline import stage_count, unit_flops
-
         try:
-            size = config.image_size or get_model(config.model).default_image_size  # before the config resolves it
-            stages.given_cut(config.pipeline_cut, len(unit_flops(config.model, size)), stage_count(config))
+            given_cut(config.pipeline_cut, pipeline.unit_count(config.model), pipeline.stage_count(config))
         except ValueError as exc:
             return str(exc)
         return None

@@ -67,6 +67,15 @@ def model_units(model) -> list:
                            "torchvision ResNet can)")
 
 
+def unit_count(model_name: str) -> int:
+    """How many units the model cuts into, built on meta tensors (no memory, no arithmetic): what a given cut is checked
+    against before any work."""
+    import torch
+
+    with torch.device("meta"):
+        return len(model_units(build_torch_model(model_name)))
+
+
 def unit_flops(model_name: str, image_size: int) -> list[float]:
     """Forward FLOPs of each unit for one image, counted on meta tensors (no memory, no arithmetic)."""
     import torch

@@ -14,5 +14,6 @@ INTRO = ("Fastest against runner-up per model, mode and batch (*best*: each fram
 def render(d) -> Section:
     answer, notes = answer_table(d.summary, d.best, d.margin)
     return Section([heading("Answer", INTRO + short_definition(d.margin)),
-                    Text(decided_line(d.summary, d.best, d.margin)), Table(answer, d.no_single_runs()),
+                    Text(decided_line(d.summary, d.best, d.margin)),
+                    Table(answer, d.only_distributed() or "no successful runs yet"),
                     Text(answer_notes(notes)), *filter(None, [precision_features(d.configs)])])

@@ -7,7 +7,7 @@ import pandas as pd
 from ...adapters import ADAPTERS
 from ...measurement import flags as checks
 from ...measurement.certificate import parity_table
-from ...values import listed
+from ...values import listed, sentence
 from ...verdicts import DEFAULT_MARGIN, EQUIVALENT, UNDECIDED, WINNER, ratio_and_range
 from .. import estimates
 from ..answer import own_text, page_rows, rests_on_pooling
@@ -136,6 +136,6 @@ def findings(configs: pd.DataFrame, summary: pd.DataFrame, best: pd.DataFrame | 
 
 
 def render(d) -> Section:
-    if d.configs.empty and d.scaling and d.scaling.records:
-        return Section([heading("Findings"), bullets([d.no_single_runs()[0].upper() + d.no_single_runs()[1:] + "."])])
+    if d.configs.empty and (note := d.only_distributed()):
+        return Section([heading("Findings"), bullets([sentence(note)])])
     return Section([heading("Findings"), bullets(findings(d.configs, d.summary, d.best, d.margin))])

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pandas as pd
 
-from ...values import counted
+from ...values import counted, sentence
 from .. import answer, coverage
 from .base import Section, Text, all_records
 
@@ -33,9 +33,8 @@ def header(d) -> str:
     top = coverage.banner(d.sweeps, all_records(d))
     top = top + "\n\n" if top else ""
     if runs.empty:
-        empty = d.no_single_runs()
-        return f"{top}Built {built}. " + ("No results yet." if empty.startswith("no successful") else
-                                          empty[0].upper() + empty[1:] + ".")
+        note = d.only_distributed()
+        return f"{top}Built {built}. " + (sentence(note) if note else "No results yet.")
     hosts = "; ".join(f"**{h}** ({', '.join(sorted(set(g['hardware'])))})" for h, g in runs.groupby("host"))
     # the counts are the status line's (coverage.runs_text); said once on page 1
     sweeps = "; ".join(f"`{c.profile}` on {c.host}: {'complete' if c.complete else c.status}"
