@@ -3,7 +3,9 @@ skipped by name and counted, a missing data dir is refused before any work, and 
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +23,7 @@ from bench.results.store import load_records
 from bench.runs.single import execute
 from bench.sweep.profiles import load_profile
 
-from .conftest import bench_cli
+from .conftest import ROOT, bench_cli
 
 BATCH, WARMUP, ITERATIONS = 4, 2, 5
 FILES_RUN = ("--data", "files", "--model", "tiny_cnn", "--batch-size", str(BATCH), "--image-size", "32",
@@ -197,3 +199,40 @@ def test_a_files_configs_first_process_is_estimated_with_its_loader_ceiling_pass
     est = {(c.data, r): estimate_run_s(c, r, [], 1e9, 2e11) for c in (synthetic, files) for r in (0, 1)}
     assert est["files", 0] == pytest.approx(est["device", 0] + FILES_CEILING_S)
     assert est["files", 1] == pytest.approx(est["device", 1])  # the ceiling is measured once per config
+
+
+MXNET_THREADS = """
+import sys, threading
+from bench.adapters.mxnet.input_files import JpegFiles
+from bench.images.files import scan
+files = scan(sys.argv[1])
+errors = []
+for trial in range(20):
+    data = JpegFiles(files, 32)  # a fresh dataset: its first calls are the ones that raced
+    start = threading.Barrier(6)
+    def work(k):
+        start.wait()
+        try:
+            for i in range(3):
+                data[(k + i) % len(data)][0].wait_to_read()
+        except Exception as e:
+            errors.append(repr(e))
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(6)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+print("errors:", len(errors), errors[:1])
+sys.exit(1 if errors else 0)
+"""
+
+
+@pytest.mark.full
+def test_mxnets_loader_threads_decode_a_fresh_dataset_at_once(image_dir):
+    """MXNet's thread-pool loader calls the dataset from several threads; through transforms.Compose their first calls
+    built one hybrid graph at once and crashed the run (CI, 2026-11-27: 'NoneType' object has no attribute '__exit__',
+    or a malloc abort)."""
+    python = ADAPTERS.get("mxnet").interpreter()
+    if python is None:
+        pytest.skip("MXNet's environment (.venv-mxnet) is not built: `make setup-mxnet`")
+    proc = subprocess.run([str(python), "-c", MXNET_THREADS, str(image_dir)], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT, timeout=300)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-2000:]

@@ -27,18 +27,24 @@ class JpegFiles(Dataset):
 
     def __init__(self, files: FileSet, image_size: int) -> None:
         self.paths, self.labels = files.absolute(), files.labels
-        self.transform = transforms.Compose([
+        # applied one by one, not through transforms.Compose: Compose hybridizes ToTensor+Normalize, and the first
+        # call from several loader threads at once builds that graph concurrently in one Block's name scope (a race
+        # that ends in "'NoneType' object has no attribute '__exit__'"); the blocks run imperatively, thread-safe
+        self.steps = (
             transforms.RandomResizedCrop(image_size, scale=CROP_SCALE, ratio=CROP_RATIO),
             transforms.RandomFlipLeftRight(),
             transforms.ToTensor(),
             transforms.Normalize(MEAN, STD),
-        ])
+        )
 
     def __len__(self) -> int:
         return len(self.paths)
 
     def __getitem__(self, i: int):
-        return self.transform(mx.image.imread(self.paths[i])), self.labels[i], i
+        image = mx.image.imread(self.paths[i])
+        for step in self.steps:
+            image = step(image)
+        return image, self.labels[i], i
 
 
 class Endless(Sampler):
