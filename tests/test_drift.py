@@ -1,11 +1,11 @@
-"""`bench compare`'s shared shift (bench/drift.py): the machine's drift apart from a config's own change."""
+"""`bench compare`'s shared shift (bench/stats/drift.py): the machine's drift apart from a config's own change."""
 
 import math
 
 import numpy as np
 
-from bench.drift import common_shift, own_change, se_from_interval
-from bench.verdicts import WINNER, judge
+from bench.stats.drift import common_shift, own_change, se_from_interval
+from bench.stats.verdicts import WINNER, judge
 
 
 def _ratios(shift: float, configs: int = 20, se: float = 0.03, seed: int = 0, outlier: float = 0.0):

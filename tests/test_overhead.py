@@ -209,7 +209,7 @@ def test_the_run_notebook_imports_no_plotting_before_its_run():
 @pytest.mark.parametrize("timed, label", [(3, "75% CI"), (6, "95% CI")])
 def test_the_run_summary_names_the_coverage_its_interval_reached(timed, label):
     from bench.report.views import run_summary
-    from bench.stats import summarize_latencies
+    from bench.stats.intervals import summarize_latencies
 
     r = Record.from_json(record(repeat=0, seed=0))
     r.samples.timed_s = [0.1, 0.11, 0.105, 0.1, 0.102, 0.104][:timed]

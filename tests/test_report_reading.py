@@ -89,7 +89,7 @@ def d(every_kind):
 
 @pytest.fixture(scope="module")
 def method(d) -> str:
-    """The methodology, without its power resampling (bench/power.py: tens of seconds, and its own tests')."""
+    """The methodology, without its power resampling (bench/stats/power.py: tens of seconds, and its own tests')."""
     with pytest.MonkeyPatch.context() as m:
         m.setattr(methodology.calibration, "resampling_check", lambda *a, **k: None)
         return methodology.methodology(d)

@@ -95,7 +95,7 @@ def test_the_environment_table_counts_runs_as_the_report_does():
 
 
 def test_every_verdict_is_printed_in_the_one_form():
-    """A verdict is one of the three words, first, then its side or detail (bench/verdicts.py: phrase); last
+    """A verdict is one of the three words, first, then its side or detail (bench/stats/verdicts.py: phrase); last
     session's report printed 'below linear (winner)', 'slower 0.67x' and 'no winner'. The report's code and texts
     hold none of those forms."""
     import re
@@ -103,7 +103,7 @@ def test_every_verdict_is_printed_in_the_one_form():
 
     import pytest
 
-    from bench.verdicts import Verdict, phrase, said
+    from bench.stats.verdicts import Verdict, phrase, said
 
     assert phrase("winner", "below linear") == "winner: below linear"
     assert said(Verdict("winner", 0.67, 0.63, 0.71, 0.05), "GPipe faster", "data parallel faster", "as fast",

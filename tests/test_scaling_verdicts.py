@@ -1,6 +1,7 @@
 """Distributed rows follow the three-verdict rule: scaling efficiency and communication cost get the sweep-moderated
-interval and bench/verdicts.py's verdict, an interval past what weak scaling can reach is shown clipped and undecided,
-a finding states a scaling result only when decided, and the adaptive plan stops giving a decided row processes."""
+interval and bench/stats/verdicts.py's verdict, an interval past what weak scaling can reach is shown clipped and
+undecided, a finding states a scaling result only when decided, and the adaptive plan stops giving a decided row
+processes."""
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -8,13 +9,13 @@ import pytest
 from matplotlib.text import Text
 
 from bench import make_config
-from bench.moderated import SweepSpreads
 from bench.report import scaling as S
 from bench.report import scaling_figures as SF
 from bench.report.context import load
 from bench.runs.distributed import comparisons as C
+from bench.stats.moderated import SweepSpreads
+from bench.stats.verdicts import UNDECIDED, WINNER
 from bench.sweep.plan import OTHER, PAGE_ONE, SOLO_TARGET, next_process
-from bench.verdicts import UNDECIDED, WINNER
 
 from .synthetic import dist_record, write
 
@@ -40,7 +41,8 @@ def test_a_clear_efficiency_is_decided_and_stated(tmp_path):
     assert ar["comm_cost_ms"] == pytest.approx(50.0, rel=0.05)
     text = " ".join(S.findings(data))
     assert "allreduce x2 (loopback; 25 MB buckets): scaling efficiency 50% [" in text
-    # the one verdict form (bench/verdicts.py: phrase): the word, then its direction; never 'below linear (winner)'
+    # the one verdict form (bench/stats/verdicts.py: phrase): the word, then its direction; never 'below linear
+    # (winner)'
     assert "scaling efficiency 50% [49%-51%]: winner: linear scaling faster (efficiency below linear)" in text
     assert "communication cost 50 ms per step [" in text and "]: winner: the independent run faster" in text
     assert "(winner)" not in text

@@ -19,7 +19,7 @@ from bench.commands import EXIT_INTERRUPTED
 from bench.errors import ConfigError
 from bench.report.data import config_tables
 from bench.results.record import validate_record
-from bench.stats import outer_level, process_interval
+from bench.stats.intervals import outer_level, process_interval
 from bench.sweep import slurm_jobs
 from bench.sweep.executors import SlurmOptions, check_for_profile, make_executor, slurm_options, time_limit_minutes
 from bench.sweep.plan import comparison_group

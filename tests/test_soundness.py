@@ -15,7 +15,7 @@ from bench.report.data import config_tables
 from bench.report.estimates import ratio_table, summary_table
 from bench.report.sections.findings import best_engine_findings, findings
 from bench.results.store import load_records
-from bench.stats import process_interval, process_ratio, variance_components
+from bench.stats.intervals import process_interval, process_ratio, variance_components
 from bench.sweep.plan import comparison_group, fit_budget, interleaved_order
 
 from .synthetic import record

@@ -1,4 +1,4 @@
-"""The sweep as a level above the process, its variance pooled over the configs (bench/sweep_level.py), and how a
+"""The sweep as a level above the process, its variance pooled over the configs (bench/stats/sweep_level.py), and how a
 comparison over two sweeps is judged (bench/report/estimates/intervals.py)."""
 
 import math
@@ -6,7 +6,7 @@ import math
 import numpy as np
 
 from bench.report.estimates.intervals import compare_pair, config_intervals
-from bench.sweep_level import fit_component, sweep_means
+from bench.stats.sweep_level import fit_component, sweep_means
 
 
 def _two_sweeps(rng, configs=30, processes=3, sigma=0.02, tau=0.0, shifted=None, shift=0.10):

@@ -1,13 +1,13 @@
-"""The three verdicts (bench/verdicts.py) and the sweep-moderated spread (bench/moderated.py)."""
+"""The three verdicts (bench/stats/verdicts.py) and the sweep-moderated spread (bench/stats/moderated.py)."""
 
 import math
 
 import numpy as np
 import pytest
 
-from bench.moderated import Spread, fit_prior, log_spread, moderate, moderated_interval, moderated_ratio
-from bench.stats import process_ratio
-from bench.verdicts import EQUIVALENT, UNDECIDED, WINNER, definition, equivalence_bounds, extra_processes, judge
+from bench.stats.intervals import process_ratio
+from bench.stats.moderated import Spread, fit_prior, log_spread, moderate, moderated_interval, moderated_ratio
+from bench.stats.verdicts import EQUIVALENT, UNDECIDED, WINNER, definition, equivalence_bounds, extra_processes, judge
 
 
 def test_winner_when_the_interval_excludes_one():
@@ -126,7 +126,7 @@ def _machine(seed: int = 11, configs: int = 21, sd: float = 0.05) -> dict:
 
 
 def test_split_halves_rarely_call_a_winner():
-    from bench.power import split_half_aa
+    from bench.stats.power import split_half_aa
 
     rate = split_half_aa(_machine(), trials=10)
     assert rate.judged == 210 and rate.rate <= 0.08
@@ -134,7 +134,7 @@ def test_split_halves_rarely_call_a_winner():
 
 
 def test_power_grows_with_processes_and_the_shift():
-    from bench.power import curve
+    from bench.stats.power import curve
 
     small = curve(_machine(), 0.05, processes=(2, 6), trials=8)
     large = curve(_machine(), 0.10, processes=(2, 6), trials=8)
@@ -187,7 +187,7 @@ def test_noisy_configs_keep_their_own_variance_and_the_quiet_majority_gets_a_str
 
 
 def test_alike_spreads_lose_no_config_to_the_search_for_noisier_ones():
-    from bench.moderated import outliers
+    from bench.stats.moderated import outliers
 
     assert outliers(_alike(40, 1, 0.01), [1.0] * 40) == []
     assert outliers(_alike(40, 1, 0.01) + [0.01 * 60], [1.0] * 41) == [40]
@@ -201,7 +201,7 @@ def test_a_winners_interval_is_printed_so_it_is_seen_to_exclude_one():
 
 
 def test_the_adaptive_plan_stops_a_winner_only_at_its_interim_confidence():
-    from bench.verdicts import stopping_verdict
+    from bench.stats.verdicts import stopping_verdict
 
     v = judge(1.08, 1.01, 1.15)
     assert v.word == "winner"
@@ -218,7 +218,7 @@ def test_stopping_at_the_first_95_percent_winner_inflates_false_winners_and_the_
     does (on this VM's own residuals: 15% against 6%)."""
     import numpy as np
 
-    from bench.power import adaptive_plan
+    from bench.stats.power import adaptive_plan
 
     rng = np.random.default_rng(4)
     values = {str(i): list(np.exp(0.03 * rng.standard_normal(4))) for i in range(20)}

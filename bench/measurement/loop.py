@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..config import RunConfig
-from ..stats import ci_relative_halfwidth
+from ..stats.intervals import ci_relative_halfwidth
 
 WARMUP_TOLERANCE = 0.10
 # The first iteration is never steady state (allocation, tracing, compilation): it is always warm-up.

@@ -8,8 +8,8 @@ import pandas as pd
 
 from ..measurement.flags import RULES
 from ..results.record import Record
+from ..stats.verdicts import DEFAULT_MARGIN, EQUIVALENT, UNDECIDED, WINNER, Verdict, bounds, judge, ratio_interval
 from ..values import counted
-from ..verdicts import DEFAULT_MARGIN, EQUIVALENT, UNDECIDED, WINNER, Verdict, bounds, judge, ratio_interval
 from . import coverage, estimates
 from .hosts import gpus_of, newest_runs
 
@@ -100,10 +100,10 @@ def _batch(r) -> str:
 
 def answer_table(summary: pd.DataFrame, best: pd.DataFrame | None = None, margin: float = DEFAULT_MARGIN
                  ) -> tuple[pd.DataFrame, list[str]]:
-    """Model, mode, batch -> the frameworks compared, the verdict (winner, equivalent, undecided: bench/verdicts.py),
-    the fastest and its speed-up over the runner-up with the 95% interval, and for an undecided row what would decide
-    it; per model and mode one more row, every framework at its own best batch. Footnotes, one per distinct reason a
-    row could not be judged (a side not sound, one framework)."""
+    """Model, mode, batch -> the frameworks compared, the verdict (winner, equivalent, undecided:
+    bench/stats/verdicts.py), the fastest and its speed-up over the runner-up with the 95% interval, and for an
+    undecided row what would decide it; per model and mode one more row, every framework at its own best batch.
+    Footnotes, one per distinct reason a row could not be judged (a side not sound, one framework)."""
     if summary.empty:
         return pd.DataFrame(), []
     s = page_rows(summary, best).sort_values(["platform", "model", "mode", "precision", "_order"])

@@ -9,11 +9,11 @@ import math
 import numpy as np
 import pandas as pd
 
-from .. import power
 from ..results.record import Record, as_records
 from ..results.sweep_manifest import SweepManifest, as_manifests
+from ..stats import power
+from ..stats.verdicts import INTERIM_CONFIDENCE, WINNER
 from ..values import counted
-from ..verdicts import INTERIM_CONFIDENCE, WINNER
 from .compare import compare_tables
 from .data import config_tables
 from .estimates import UNRELIABLE
@@ -137,7 +137,7 @@ POWER_SHIFTS = (0.05, 0.10)
 
 
 def resampling_check(configs: pd.DataFrame, margin: float, trials: int = 20) -> dict | None:
-    """How the verdicts work on this machine's own processes (bench/power.py): the false-winner rate when each
+    """How the verdicts work on this machine's own processes (bench/stats/power.py): the false-winner rate when each
     config's processes are split in halves (A/A), and the share of planted 5% and 10% shifts called a winner, and
     of equal sides shown equivalent, per number of processes a side; each config's processes of one sweep are one
     sample (a config over two sweeps gives two); None with fewer than three usable samples."""
@@ -184,7 +184,8 @@ def resampling_text(check: dict | None) -> str:
                        for shift, curve in check["power"].items())
     samples = check.get("samples", check["configs"])
     over = f"{samples} config-sweeps, " if samples != check["configs"] else ""
-    return (f"**A/A and power on this machine's own processes** (bench/power.py, {check['configs']} sound configs, "
+    return (f"**A/A and power on this machine's own processes** (bench/stats/power.py, "
+            f"{check['configs']} sound configs, "
             f"{over}{check['processes']} processes): each config's processes of a sweep split at random into halves "
             f"and judged "
             f"against each other as the report judges: {aa_text}. Synthetic comparisons drawn from the pooled, "
@@ -194,7 +195,8 @@ def resampling_text(check: dict | None) -> str:
 
 
 def plan_text(plan: dict | None) -> str:
-    """The adaptive plan's own rates (bench/power.py: adaptive_plan): false winners of equal pairs and the power for
+    """The adaptive plan's own rates (bench/stats/power.py: adaptive_plan): false
+    winners of equal pairs and the power for
     a 10% difference when a comparison starts at 2 processes a side and grows to 6 while undecided, stopping once
     decided (a winner only at the plan's interim confidence)."""
     if not plan:

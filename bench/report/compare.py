@@ -18,14 +18,14 @@ import numpy as np
 import pandas as pd
 
 from ..adapters import measures_a_framework
-from ..drift import Shift, common_shift, own_change, se_from_interval
 from ..errors import ConfigError
 from ..masking import brief, mask_text
 from ..results.record import SCHEMA_VERSION, NewerFormatError
 from ..results.store import load_records
 from ..results.sweep_manifest import load_sweeps
+from ..stats.drift import Shift, common_shift, own_change, se_from_interval
+from ..stats.verdicts import DEFAULT_MARGIN, EQUIVALENT, UNDECIDED, WINNER, Verdict, judge
 from ..values import counted
-from ..verdicts import DEFAULT_MARGIN, EQUIVALENT, UNDECIDED, WINNER, Verdict, judge
 from .data import config_tables
 from .estimates import UNRELIABLE, pair_ratio, pair_verdict
 from .style import mark_flags
@@ -86,7 +86,7 @@ def verdict_text(v: Verdict, reason: str) -> str:
 
 def shared_shift(table: pd.DataFrame) -> Shift | None:
     """The shift B/A that every judged config shares (the machine drifted, or a change touched everything): a
-    random-effects mean of their log ratios (bench/drift.py); None with fewer than three judged configs."""
+    random-effects mean of their log ratios (bench/stats/drift.py); None with fewer than three judged configs."""
     judged = _judged(table)
     if judged.empty:
         return None

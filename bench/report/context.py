@@ -16,7 +16,7 @@ from ..results.store import load_records
 from ..results.sweep_manifest import SweepManifest, load_sweeps
 from ..runs.distributed.network import fitted
 from ..runs.maxbatch import load_searches
-from ..verdicts import DEFAULT_MARGIN
+from ..stats.verdicts import DEFAULT_MARGIN
 from . import parallelism, scaling
 from .data import config_tables, published_throughput, seed_2019
 from .estimates import best_batch_table, margin_of, ratio_table, summary_table
@@ -39,7 +39,7 @@ class ReportData:
     seed: pd.DataFrame
     scaling: ScalingData | None = None  # distributed runs: their own tables, never mixed with the above
     memory: pd.DataFrame | None = None  # largest-batch searches (bench/runs/maxbatch.py), one row per search
-    margin: float = DEFAULT_MARGIN  # "equivalent" within +-this (bench/verdicts.py), the newest sweep's setting
+    margin: float = DEFAULT_MARGIN  # "equivalent" within +-this (bench/stats/verdicts.py), the newest sweep's setting
     best: pd.DataFrame | None = None  # per model and mode: every framework at its best batch, the top two compared
     # data mode `files` (the framework's own input pipeline): its own table beside its synthetic siblings, never
     # mixed into the framework comparisons above (bench/report/input_pipeline.py)

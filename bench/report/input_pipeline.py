@@ -10,7 +10,7 @@ import pandas as pd
 
 from ..adapters.input_feed import CEILING_WORKERS
 from ..results.record import Record
-from ..verdicts import DEFAULT_MARGIN, EQUIVALENT, UNDECIDED, WINNER, judge
+from ..stats.verdicts import DEFAULT_MARGIN, EQUIVALENT, UNDECIDED, WINNER, judge
 from .estimates import compare_pair
 from .style import framework_colour, mark_flags
 

@@ -11,11 +11,11 @@ import statistics
 import pandas as pd
 
 from ..config import PIPELINE_STRATEGIES
-from ..moderated import SweepSpreads
 from ..results.record import Record, as_records
-from ..stats import process_ratio
+from ..stats.intervals import process_ratio
+from ..stats.moderated import SweepSpreads
+from ..stats.verdicts import DEFAULT_MARGIN, WINNER, judge, said
 from ..values import listed
-from ..verdicts import DEFAULT_MARGIN, WINNER, judge, said
 from .scaling import efficiency_text, of_profile, spreads_of
 
 DATA_PARALLEL = "allreduce"
@@ -118,7 +118,7 @@ def _row(row, facts: dict, dp: pd.DataFrame, margin: float, spreads: SweepSpread
         "ci_high": row["ci_high"], "efficiency": efficiency,
         "efficiency_text": efficiency_text(row) if row["workers"] > 1 else "", "flag_reasons": row["flag_reasons"],
         "memory_per_worker_bytes": _mean(facts.get("memory", [])),
-        # the one verdict form (bench/verdicts.py): which of the two is faster, never 'slower 0.67x'
+        # the one verdict form (bench/stats/verdicts.py): which of the two is faster, never 'slower 0.67x'
         "verdict_vs_dp": said(verdict, f"{STRATEGY_NAMES.get(row['strategy'], row['strategy'])} faster",
                               "data parallel faster", "as fast as data parallel", verdict.interval())
         if verdict else None,

@@ -17,14 +17,14 @@ import pandas as pd
 from ..adapters import declared
 from ..config import PIPELINE_STRATEGIES
 from ..measurement.flags import FLAG_SCOPE, baseline_flag, efficiency_flag, flag, forward_backward_flag, not_available
-from ..moderated import SweepSpreads
 from ..results.record import Distributed, Flag, Record, RunSettings, as_records
 from ..runs.distributed import comparisons as pairs
 from ..runs.distributed import model as netmodel
 from ..runs.distributed.network import SIZES, link_key
-from ..stats import process_interval, process_ratio
+from ..stats.intervals import process_interval, process_ratio
+from ..stats.moderated import SweepSpreads
+from ..stats.verdicts import DEFAULT_MARGIN, UNDECIDED, Verdict, phrase, said
 from ..values import counted
-from ..verdicts import DEFAULT_MARGIN, UNDECIDED, Verdict, phrase, said
 from .energy import energy_text, hardware_label, mean_energy
 from .text import prose
 
@@ -90,7 +90,7 @@ def processes(records: list[Record]) -> pd.DataFrame:
 
 def configs(procs: pd.DataFrame) -> pd.DataFrame:
     """One row per distributed config: geometric mean over clean processes with a 95% interval whose between-process
-    spread is moderated by the platform's other distributed configs (bench/moderated.py; `spreads`), beside the
+    spread is moderated by the platform's other distributed configs (bench/stats/moderated.py; `spreads`), beside the
     config's own (Welch) interval."""
     return configs_and_spreads(procs)[0]
 
@@ -307,7 +307,7 @@ READINGS = {pairs.EFFICIENCY: ("linear scaling faster (efficiency below linear)"
 
 
 def reading(v: Verdict, kind: str) -> str:
-    """A decided scaling verdict in the one form (bench/verdicts.py): 'winner: linear scaling faster (efficiency
+    """A decided scaling verdict in the one form (bench/stats/verdicts.py): 'winner: linear scaling faster (efficiency
     below linear)', 'equivalent: linear (within +-5%)'."""
     below, above, same = READINGS[kind]
     return said(v, above, below, same)

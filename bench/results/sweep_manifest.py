@@ -97,11 +97,6 @@ class SweepPeak:
         """The best measurement's trial spread (None when unrecorded)."""
         return self.best.get("spread")
 
-    @property
-    def start_end_change(self) -> float | None:
-        end = self.end_flops_per_sec
-        return None if end is None else end / self.start_flops_per_sec - 1
-
 
 @section
 class SweepManifest(Versioned):
@@ -118,7 +113,7 @@ class SweepManifest(Versioned):
     extra_processes: list[ExtraProcess] = optional([])
     retries: int | None = optional()
     budget_minutes: float | None = optional()
-    equivalence_margin: float | None = optional()  # the profile's margin for "equivalent" (bench/verdicts.py)
+    equivalence_margin: float | None = optional()  # the profile's margin for "equivalent" (bench/stats/verdicts.py)
     force: bool | None = optional()
     started: str | None = optional()
     finished: str | None = optional()

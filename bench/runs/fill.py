@@ -14,7 +14,7 @@ from ..config import RunConfig
 from ..measurement.certificate import run_checks
 from ..measurement.flags import run_flags
 from ..results.record import Energy, Flag, Interference, Memory, Phases, Record, Samples, Summary
-from ..stats import cv, summarize_latencies
+from ..stats.intervals import cv, summarize_latencies
 
 
 @dataclass

@@ -18,12 +18,12 @@ from ..adapters.base import step_is_forward
 from ..config import RunConfig
 from ..measurement.flags import FLAG_SCOPE
 from ..measurement.loop import MIN_WARMUP, STEADY_WINDOW
-from ..moderated import SweepSpreads
 from ..results.record import Record
 from ..results.store import counted_attempts
 from ..results.sweep_manifest import SweepManifest, as_manifests, wall_key
 from ..runs.distributed import comparisons as scaling
-from ..verdicts import DEFAULT_MARGIN, INTERIM_CONFIDENCE, WINNER, Verdict, bounds, judge, stopping_verdict
+from ..stats.moderated import SweepSpreads
+from ..stats.verdicts import DEFAULT_MARGIN, INTERIM_CONFIDENCE, WINNER, Verdict, bounds, judge, stopping_verdict
 
 # Seconds a process spends outside the harness's own run (kernel start, interpreter and package imports, the
 # notebook's cells after the run, record write, kernel shutdown) when this host has no sweep manifest that timed
@@ -242,8 +242,8 @@ def next_process(configs: Iterable[RunConfig], values: dict[str, list[float]], p
 
     `values`: clean per-process values per config key (`clean_process_values`); `processes`: processes already run
     per config key (clean or not, retries excluded); `cost_s`: estimated seconds of one more process of a config.
-    Every comparison is judged as the report judges it (bench/moderated.py's sweep-moderated spreads,
-    bench/verdicts.py's three verdicts at `margin`), except that a winner stops only once its interval at
+    Every comparison is judged as the report judges it (bench/stats/moderated.py's sweep-moderated spreads,
+    bench/stats/verdicts.py's three verdicts at `margin`), except that a winner stops only once its interval at
     INTERIM_CONFIDENCE excludes 1x (stopping once decided must not inflate false winners); a decided one asks for
     nothing. Among the undecided, page 1's rows come first (each comparison group's fastest against its runner-up),
     then those that more processes would decide soonest; the process goes to the side with fewer processes. A config

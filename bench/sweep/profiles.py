@@ -35,7 +35,7 @@ from ..errors import ConfigError
 from ..host import devices
 from ..paths import PROJECT_ROOT
 from ..runs import maxbatch
-from ..verdicts import DEFAULT_MARGIN
+from ..stats.verdicts import DEFAULT_MARGIN
 from .executors import slurm_options
 
 PROFILES_DIR = PROJECT_ROOT / "profiles"
@@ -73,7 +73,7 @@ class Profile:
     retries: int = 1
     order_seed: int = 0
     budget_minutes: float = 0.0  # 0: no budget
-    equivalence_margin: float = DEFAULT_MARGIN  # bench/verdicts.py: "equivalent" within +-this
+    equivalence_margin: float = DEFAULT_MARGIN  # bench/stats/verdicts.py: "equivalent" within +-this
     not_applicable: tuple[str, ...] = ()  # what the profile asked for that a framework cannot run, and why
     # largest-batch searches: (config at batch 1, memory cap in bytes or None for the default, max batch)
     memory_searches: tuple[tuple[RunConfig, int | None, int], ...] = ()

@@ -8,8 +8,8 @@ import itertools
 
 import pandas as pd
 
+from ...stats.verdicts import DEFAULT_MARGIN
 from ...values import listed
-from ...verdicts import DEFAULT_MARGIN
 from .intervals import compare_pair
 from .judgement import unsound_flags
 

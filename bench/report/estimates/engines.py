@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ...verdicts import DEFAULT_MARGIN
+from ...stats.verdicts import DEFAULT_MARGIN
 from .comparisons import GROUP
 from .int8 import INT8, int8_table
 from .intervals import compare_pair

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ...verdicts import DEFAULT_MARGIN, UNDECIDED, bounds, phrase
+from ...stats.verdicts import DEFAULT_MARGIN, UNDECIDED, bounds, phrase
 from .intervals import compare_pair
 
 INT8 = "int8"

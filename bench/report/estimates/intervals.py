@@ -3,14 +3,14 @@
 Every table, finding and comparison calls these and nothing else computes an interval, a ratio or a verdict.
 
 The process is the unit of replication. A config's number is the geometric mean of its processes' medians. Its
-between-process spread on the log scale is moderated by the whole sweep (bench/moderated.py: each config's
+between-process spread on the log scale is moderated by the whole sweep (bench/stats/moderated.py: each config's
 variance shrunk toward what the other configs of its pool show, limma's empirical Bayes; a config whose spread
 really differs keeps its own): the pool is one platform's single-process configs, or its distributed ones. Where
 two or more sweeps measured a config the sweep (the day) is a level above the process, its variance estimated
-jointly over the pool's configs (bench/sweep_level.py; a config whose sweeps differ keeps its own), and the
+jointly over the pool's configs (bench/stats/sweep_level.py; a config whose sweeps differ keeps its own), and the
 process spread is the processes' deviation from their own sweep's mean; over nodes (each the mean of its
 processes) where a scheduler ran the config's processes on several nodes the interval is the config's own. A
-comparison's verdict is one of bench/verdicts.py's three, at the report's margin; a winner over several sweeps
+comparison's verdict is one of bench/stats/verdicts.py's three, at the report's margin; a winner over several sweeps
 must point the same way in each.
 """
 
@@ -21,9 +21,9 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ...moderated import Spread, SweepSpreads, log_spread, moderated_interval, moderated_ratio
-from ...stats import outer_level, process_interval, process_ratio, t_quantile, welch_satterthwaite
-from ...sweep_level import (
+from ...stats.intervals import outer_level, process_interval, process_ratio, t_quantile, welch_satterthwaite
+from ...stats.moderated import Spread, SweepSpreads, log_spread, moderated_interval, moderated_ratio
+from ...stats.sweep_level import (
     Component,
     LevelMean,
     differs,
@@ -33,7 +33,7 @@ from ...sweep_level import (
     sweep_means,
     sweeps_disagree,
 )
-from ...verdicts import DEFAULT_MARGIN, EQUIVALENT, UNDECIDED, WINNER, Verdict, judge
+from ...stats.verdicts import DEFAULT_MARGIN, EQUIVALENT, UNDECIDED, WINNER, Verdict, judge
 from .judgement import unsound_reason
 
 UNRELIABLE = "not measured reliably"
@@ -269,11 +269,6 @@ def compare_pair(a: Mapping[str, Any], b: Mapping[str, Any], margin: float = DEF
                equivalent=v.word == EQUIVALENT, extra_processes=v.extra_processes, margin=margin,
                pooled=bool(r.get("pooled")), more_sweeps=more_sweeps(reason))
     return out
-
-
-def extra_text(extra: float | None) -> str:
-    """'n more processes a side' for a table cell ('' where none would decide it soon)."""
-    return "" if extra is None or extra != extra else f"{int(extra)}"
 
 
 def margin_of(margins: Sequence[float | None]) -> float:

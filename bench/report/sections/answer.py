@@ -3,7 +3,7 @@ compared, one of the three verdicts, the speed-up with its interval and what wou
 
 from __future__ import annotations
 
-from ...verdicts import short_definition
+from ...stats.verdicts import short_definition
 from ..answer import answer_notes, answer_table, decided_line
 from .base import Section, Table, Text, heading, precision_features
 

@@ -7,8 +7,8 @@ import pandas as pd
 from ...adapters import ADAPTERS
 from ...measurement import flags as checks
 from ...measurement.certificate import parity_table
+from ...stats.verdicts import DEFAULT_MARGIN, EQUIVALENT, UNDECIDED, WINNER, ratio_and_range
 from ...values import listed, sentence
-from ...verdicts import DEFAULT_MARGIN, EQUIVALENT, UNDECIDED, WINNER, ratio_and_range
 from .. import estimates
 from ..answer import own_text, page_rows, rests_on_pooling
 from ..tables import ci_range, factor

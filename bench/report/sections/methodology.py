@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import pandas as pd
-from scipy.stats import t as t_dist
 
 from ...adapters import measures_a_framework
 from ...adapters.base import OPTIMIZER
 from ...measurement import flags as checks
 from ...measurement.loop import STEADY_WINDOW, WARMUP_TOLERANCE
 from ...measurement.peak import PEAK_N, PEAK_TRIALS
-from ...sweep_level import sweep_means
+from ...stats.intervals import t_quantile
+from ...stats.sweep_level import sweep_means
+from ...stats.verdicts import definition
 from ...values import counted
-from ...verdicts import definition
 from .. import calibration, coverage, not_run, overhead
 from ..answer import pooled_winners_text
 from ..text import prose
@@ -67,7 +67,7 @@ def own_spread_text(configs: pd.DataFrame) -> str:
         return "No config has two processes, so none has a between-process variance of its own"
     lo, hi = pairs[0][0], pairs[-1][0]
     df_lo, df_hi = min(d for _, d in pairs), max(d for _, d in pairs)
-    t_max = float(t_dist.ppf(0.975, df_lo))
+    t_max = t_quantile(0.95, df_lo)
     per_sweep = " (less one per sweep where two sweeps measured it)" if any(n - d > 1 for n, d in pairs) else ""
     if lo == hi and df_lo == df_hi:
         return (f"With {lo} processes a config's own between-process variance has {counted(df_lo, 'degree')} of "

@@ -10,8 +10,8 @@ A distributed config (a strategy at N > 1 workers) is compared
 A baseline runs on one machine (no emulated link), on the same platform, framework, model, image size and device,
 with the same batch per worker (weak scaling) or the same global batch (strong scaling).
 
-Each ratio is the sweep-moderated one (bench/moderated.py; distributed configs are a pool of their own, ranks add
-variation of their own) and its verdict is bench/verdicts.py's, at the same margin as every other comparison:
+Each ratio is the sweep-moderated one (bench/stats/moderated.py; distributed configs are a pool of their own, ranks add
+variation of their own) and its verdict is bench/stats/verdicts.py's, at the same margin as every other comparison:
 winner, equivalent, or undecided with how many more processes a side would likely decide it.
 
 N workers sharing one machine cannot beat N x one worker with all of it (weak scaling): an efficiency above 100% is
@@ -29,8 +29,8 @@ from dataclasses import dataclass
 
 from ...config import RunConfig
 from ...measurement.flags import EFFICIENCY_TOLERANCE
-from ...moderated import SweepSpreads
-from ...verdicts import DEFAULT_MARGIN, UNDECIDED, Verdict, judge
+from ...stats.moderated import SweepSpreads
+from ...stats.verdicts import DEFAULT_MARGIN, UNDECIDED, Verdict, judge
 
 EFFICIENCY, COMMUNICATION, OVERLAP = "efficiency", "communication", "overlap"
 # The most a weak-scaling efficiency can be on workers that share one machine: 100%, plus the tolerance for timing
@@ -115,7 +115,7 @@ def ratio(spreads: SweepSpreads, c: Comparison, confidence: float = 0.95) -> dic
 
 
 def verdict(spreads: SweepSpreads, c: Comparison, margin: float = DEFAULT_MARGIN) -> Verdict:
-    """The comparison's verdict at `margin`, as every other comparison's (bench/verdicts.py: judge), from its
+    """The comparison's verdict at `margin`, as every other comparison's (bench/stats/verdicts.py: judge), from its
     interval as computed (never a bounded one)."""
     r = ratio(spreads, c)
     if r["ratio"] is None:

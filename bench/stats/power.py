@@ -25,7 +25,7 @@ def judge_pairs(sides_a: Sequence, sides_b: Sequence, margin: float = DEFAULT_MA
     """Per config (aligned lists of per-process values): the verdict of B/A, with one prior fitted to every side of
     every config and to the `context` configs (judged by nobody, but part of the sweep), as the report does within a
     sweep; and, from the same fit, the adaptive plan's stopping verdict at the `interim` confidence
-    (bench/verdicts.py: stopping_verdict; the same verdict where `interim` is None)."""
+    (bench/stats/verdicts.py: stopping_verdict; the same verdict where `interim` is None)."""
     spreads = SweepSpreads({**{("a", i): v for i, v in enumerate(sides_a)},
                             **{("b", i): v for i, v in enumerate(sides_b)},
                             **{("c", i): v for i, v in enumerate(context)}})

@@ -5,7 +5,7 @@ Where two or more sweeps measured a config, its log throughput is modelled as
     log y[s, p] = mu + u[s] + e[s, p],    u ~ N(0, tau^2),  e ~ N(0, sigma^2)
 
 with sigma^2 the config's process-to-process spread (its processes' deviations from their own sweep's mean,
-moderated by the whole sweep like any config's: bench/moderated.py) and tau^2 the sweep-to-sweep shift. A config
+moderated by the whole sweep like any config's: bench/stats/moderated.py) and tau^2 the sweep-to-sweep shift. A config
 seen in two sweeps holds one degree of freedom for its own tau^2 (t = 12.7: a factor two either side from a 2%
 drift); tau^2 is one number for all the configs of a pool, estimated by the method of moments summed over them
 (DerSimonian and Laird's estimator, as a meta-analysis pools studies, with the configs' contrasts added up), so it
@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .intervals import welch_satterthwaite
 from .moderated import HETEROGENEITY_ALPHA
-from .stats import welch_satterthwaite
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .stats import t_quantile
+from .intervals import t_quantile
 
 # Below this many configs with an interval, a common shift is not estimated (it would be one config's own).
 MIN_CONFIGS = 3

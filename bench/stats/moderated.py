@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .stats import t_quantile, welch_satterthwaite
+from .intervals import t_quantile, welch_satterthwaite
 
 # A config's own variance beyond this upper-tail probability under the prior is not pooled; the search for configs
 # noisier than the rest uses it for the whole sweep (alpha / m a step).
@@ -211,7 +211,7 @@ class SweepSpreads:
     def __init__(self, values: Mapping[Hashable, Sequence[float]], pools: Mapping[Hashable, Hashable] | None = None,
                  own: Mapping[Hashable, tuple[float, float | None, float]] | None = None):
         """`own` gives a config's own (mean, variance, df) where it is not its values' plain one (a config over
-        several sweeps: its processes' variance around their own sweep's mean, bench/sweep_level.py)."""
+        several sweeps: its processes' variance around their own sweep's mean, bench/stats/sweep_level.py)."""
         self.values = {k: [float(x) for x in v] for k, v in values.items() if len(v)}
         self._own = {k: (own or {}).get(k) or log_spread(v) for k, v in self.values.items()}
         pools = pools or {}

@@ -79,9 +79,13 @@ def cv(samples) -> float:
     return float(x.std(ddof=1) / x.mean()) if x.size > 1 and x.mean() > 0 else 0.0
 
 
-def t_quantile(confidence: float, df: float) -> float:
+def t_quantile(confidence: float, df: float | None) -> float:
+    """The two-sided t quantile at `confidence` (the normal's where df is None, infinite or beyond 1e6): the one t
+    quantile of the statistics room."""
     from scipy import stats as st  # lazily: a run process never needs scipy
 
+    if df is None or not math.isfinite(df) or df > 1e6:
+        return float(st.norm.ppf(0.5 + confidence / 2))
     return float(st.t.ppf(0.5 + confidence / 2, df))
 
 

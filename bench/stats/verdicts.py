@@ -17,6 +17,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from .intervals import t_quantile
+
 WINNER, EQUIVALENT, UNDECIDED = "winner", "equivalent", "undecided"
 VERDICTS = (WINNER, EQUIVALENT, UNDECIDED)
 DEFAULT_MARGIN = 0.05
@@ -107,7 +109,7 @@ def said(v: Verdict, above: str, below: str, same: str, detail: str = "") -> str
 # The adaptive plan's interim looks: a comparison stops getting processes as a winner only when its interval at this
 # confidence excludes 1x (a Haybittle-Peto boundary). Stopping at the first 95% interval that excludes 1x looks
 # several times at the same comparison (optional stopping): on this VM's own residuals, 2 processes a side growing to
-# 6 called 14% of equal pairs a winner (bench/power.py: adaptive_plan). The report's verdict stays the 95% one.
+# 6 called 14% of equal pairs a winner (bench/stats/power.py: adaptive_plan). The report's verdict stays the 95% one.
 INTERIM_CONFIDENCE = 0.999
 
 
@@ -158,21 +160,12 @@ def extra_processes(ratio: float, ci_low: float, ci_high: float, margin: float, 
     targets = [t for t in (effect, math.log(1 + margin) - effect) if t > 0]
     if not targets:
         return None
-    t_now = _t975(df)
+    t_now = t_quantile(0.95, df)
     for more in range(1, MAX_EXTRA_PROCESSES + 1):
-        shrink = math.sqrt(n / (n + more)) * (_t975(df + 2 * more) / t_now if df else 1.0)
+        shrink = math.sqrt(n / (n + more)) * (t_quantile(0.95, df + 2 * more) / t_now if df else 1.0)
         if half * shrink < max(targets):
             return more
     return None
-
-
-def _t975(df: float | None) -> float:
-    """The two-sided 95% t quantile (the normal's beyond 1e6 degrees of freedom)."""
-    if df is None or not math.isfinite(df) or df > 1e6:
-        return 1.959964
-    from scipy.stats import t  # lazily: bench/verdicts.py is imported where scipy may be absent
-
-    return float(t.ppf(0.975, df))
 
 
 def definition(margin: float = DEFAULT_MARGIN) -> str:
