@@ -16,9 +16,9 @@ def _ratios(shift: float, configs: int = 20, se: float = 0.03, seed: int = 0, ou
 
 
 def test_a_machine_wide_drift_is_one_shift_not_many_regressions():
-    y, ses = _ratios(0.94)
+    y, ses = _ratios(0.85)
     shift = common_shift(y, ses)
-    assert shift.shown and shift.ci_low < 0.94 < shift.ci_high and "B slower" in shift.text()
+    assert shift.shown and shift.ci_low < 0.85 < shift.ci_high and "B slower" in shift.text()
     # each config's own change beyond the shift: rarely a winner (only chance)
     own = [judge(*own_change(yi, s, 30, shift, ses)).word for yi, s in zip(y, ses)]
     raw = [judge(math.exp(yi), math.exp(yi - 2.04 * s), math.exp(yi + 2.04 * s)).word for yi, s in zip(y, ses)]

@@ -98,7 +98,7 @@ def test_findings_are_computed_from_the_data(report):
                or line.startswith("Undecided in ") for line in lines)
     assert len(d.configs) == 8 and set(d.configs["processes"]) == {2}  # 2 fresh processes per config
     verdicts = set(d.ratios["verdict"])
-    assert verdicts <= {"winner", "equivalent", "undecided"}  # the three verdicts, nothing else
+    assert verdicts <= {"winner", "small difference", "equivalent", "undecided"}  # the four verdicts, nothing else
     assert "Built " in header(d) and "tiny" in header(d)
     method = methodology(d)
     assert "order seed 0" in method and "2 repetitions per config" in method  # generated from what ran

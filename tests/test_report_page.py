@@ -144,7 +144,7 @@ def test_page_one_has_the_status_the_answer_and_the_machine_in_readable_columns(
     header = next(line for line in page1.splitlines() if "speed-up [95% CI]" in line)
     for heading in ("model", "mode", "batch", "compared", "verdict", "fastest", "speed-up [95% CI]"):
         assert heading in header, (heading, header)
-    # the three verdicts are defined on page 1, with the margin, and the rows decided are counted
+    # the four verdicts are defined on page 1, with the margin, and the rows decided are counted
     assert "equivalent" in page1 and "undecided" in page1 and "+-5%" in page1 and "Decided " in page1
 
 

@@ -1,4 +1,4 @@
-"""Page 1 of the report: the status in one line, the answer table (per row the frameworks compared, one of the three
+"""Page 1 of the report: the status in one line, the answer table (per row the frameworks compared, one of the four
 verdicts, the speed-up with its interval, what would decide an undecided row; footnotes for rows that could not be
 judged) and the machine in one line."""
 
@@ -8,7 +8,7 @@ import pandas as pd
 
 from ..measurement.flags import RULES
 from ..results.record import Record
-from ..stats.verdicts import DEFAULT_MARGIN, EQUIVALENT, UNDECIDED, WINNER, Verdict, bounds, judge, ratio_interval
+from ..stats.verdicts import DECIDED, DEFAULT_MARGIN, UNDECIDED, WINNER, Verdict, bounds, judge, ratio_interval
 from ..values import counted
 from . import coverage, estimates
 from .hosts import gpus_of, newest_runs
@@ -21,10 +21,8 @@ REASONS = {
     "fewer than two processes": "no interval: fewer than two processes on a side",
 }
 POOLED = "pooled"
-POOLED_NOTE = ("decided with the sweep's pooled variance (each side's spread moderated by the whole sweep: "
-               "*Statistics* in the methodology); its own processes alone (Welch) give the interval after the "
-               "speed-up, which would not decide it (a winner's does not exclude 1x, an equivalence's leaves the "
-               "margin)")
+POOLED_NOTE = ("decided with the sweep's pooled variance (*Statistics* in the methodology); its own processes alone "
+               "(Welch) give the interval after the speed-up, which would not decide it the same way")
 
 
 def _number(v) -> float | None:
@@ -37,9 +35,9 @@ def own_verdict(r, margin: float = DEFAULT_MARGIN) -> Verdict:
 
 
 def rests_on_pooling(r, margin: float = DEFAULT_MARGIN) -> bool:
-    """A winner, or an equivalence, that its own processes alone would not show: the sweep's pooled variance
-    decided it."""
-    return r["verdict"] in (WINNER, EQUIVALENT) and own_verdict(r, margin).word != r["verdict"]
+    """A decided row (a winner, a small difference, an equivalence) that its own processes alone would not show: the
+    sweep's pooled variance decided it."""
+    return r["verdict"] in DECIDED and own_verdict(r, margin).word != r["verdict"]
 
 
 def own_bounds(r, margin: float = DEFAULT_MARGIN) -> str:
@@ -206,13 +204,13 @@ def status_line(d, records: list[Record]) -> str:
 
 
 def decided_line(summary: pd.DataFrame, best: pd.DataFrame | None, margin: float) -> str:
-    """How many of page 1's compared rows are decided, by verdict, at the report's margin."""
+    """How many of page 1's compared rows are decided, by verdict (the verdicts no row got left out), at the
+    report's margin."""
     rows = page_rows(summary, best)
     if rows.empty:
         return ""
     rows = rows[rows["verdict"] != estimates.NOT_COMPARED]
     counts = rows["verdict"].value_counts()
-    decided = int(counts.get(WINNER, 0) + counts.get(EQUIVALENT, 0))
-    return (f"**Decided {decided} of {len(rows)} compared rows** at an equivalence margin of +-{margin:.0%}: "
-            f"{int(counts.get(WINNER, 0))} winner, {int(counts.get(EQUIVALENT, 0))} equivalent, "
-            f"{int(counts.get(UNDECIDED, 0))} undecided.")
+    decided = int(sum(counts.get(w, 0) for w in DECIDED))
+    each = ", ".join(f"{int(counts.get(w, 0))} {w}" for w in (*DECIDED, UNDECIDED) if counts.get(w, 0))
+    return f"**Decided {decided} of {len(rows)} compared rows** at an equivalence margin of +-{margin:.0%}: {each}."

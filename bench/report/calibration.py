@@ -133,12 +133,13 @@ def methodology_text(check: dict | None) -> str:
 
 # Processes a side at which the power curve is drawn (the default plan gives 2, and up to 6 to undecided rows).
 POWER_PROCESSES = (2, 3, 4, 6, 8)
-POWER_SHIFTS = (0.05, 0.10)
+POWER_SHIFTS = (0.10, 0.20)  # a winner is a difference beyond the margin (+-5% by default): power beyond it
+PLAN_FOUND_SHIFT = 0.15  # the adaptive plan's power, for a difference three times the default margin
 
 
 def resampling_check(configs: pd.DataFrame, margin: float, trials: int = 20) -> dict | None:
     """How the verdicts work on this machine's own processes (bench/stats/power.py): the false-winner rate when each
-    config's processes are split in halves (A/A), and the share of planted 5% and 10% shifts called a winner, and
+    config's processes are split in halves (A/A), and the share of planted 10% and 20% shifts called a winner, and
     of equal sides shown equivalent, per number of processes a side; each config's processes of one sweep are one
     sample (a config over two sweeps gives two); None with fewer than three usable samples."""
     usable = configs[configs["sound"] & (configs["process_ips"].map(len) >= 2)
@@ -160,8 +161,9 @@ def resampling_check(configs: pd.DataFrame, margin: float, trials: int = 20) -> 
             "equivalence": power.curve(values, 0.0, word="equivalent", processes=POWER_PROCESSES, trials=trials,
                                        margin=margin),
             # the default plan as it runs: 2 processes a side, one more at a time while undecided, up to 6
-            "plan": {shift: power.adaptive_plan(values, shift, trials=trials // 2, margin=margin)
-                     for shift in (0.0, 0.10)},
+            # a true difference right at the margin is the hardest case for a winner (beyond it) to be false
+            "plan": {"edge": power.adaptive_plan(values, margin, trials=trials // 2, margin=margin),
+                     "found": power.adaptive_plan(values, PLAN_FOUND_SHIFT, trials=trials // 2, margin=margin)},
             "margin": margin}
 
 
@@ -191,21 +193,21 @@ def resampling_text(check: dict | None) -> str:
             f"against each other as the report judges: {aa_text}. Synthetic comparisons drawn from the pooled, "
             f"centred log residuals of these processes (this machine's spread, not an assumed one): {shifts}; two "
             f"equal sides shown equivalent within +-{check['margin']:.0%} - {row(check['equivalence'])}."
-            + plan_text(check.get("plan")))
+            + plan_text(check.get("plan"), check["margin"]))
 
 
-def plan_text(plan: dict | None) -> str:
-    """The adaptive plan's own rates (bench/stats/power.py: adaptive_plan): false
-    winners of equal pairs and the power for
-    a 10% difference when a comparison starts at 2 processes a side and grows to 6 while undecided, stopping once
-    decided (a winner only at the plan's interim confidence)."""
+def plan_text(plan: dict | None, margin: float) -> str:
+    """The adaptive plan's own rates (bench/stats/power.py: adaptive_plan): winners among pairs whose true difference
+    is exactly the margin (false: a winner is a difference beyond it) and the power for a PLAN_FOUND_SHIFT
+    difference, when a comparison starts at 2 processes a side and grows to 6 while undecided, stopping once decided
+    (a winner only at the plan's interim confidence)."""
     if not plan:
         return ""
-    aa, found = plan.get(0.0), plan.get(0.10)
-    if aa is None or found is None or not aa.rate.judged:
+    edge, found = plan.get("edge"), plan.get("found")
+    if edge is None or found is None or not edge.rate.judged:
         return ""
     return (f" As the adaptive plan runs (2 processes a side, one more at a time while undecided, up to 6; it stops "
-            f"a comparison as a winner only once its {INTERIM_CONFIDENCE:.1%} interval excludes 1x): equal pairs "
-            f"called a winner in {aa.rate.text()} (the optional-stopping false-winner rate; target at most "
-            f"{TARGET_RATE:.0%}), a 10% difference in {found.rate.text()}, with {found.mean_processes:.1f} "
-            f"processes a side on average.")
+            f"a comparison as a winner only once its {INTERIM_CONFIDENCE:.1%} interval lies beyond +-{margin:.0%}): "
+            f"pairs whose true difference is exactly {margin:.0%} called a winner in {edge.rate.text()} (the "
+            f"optional-stopping false-winner rate; target at most {TARGET_RATE:.0%}), a {PLAN_FOUND_SHIFT:.0%} "
+            f"difference in {found.rate.text()}, with {found.mean_processes:.1f} processes a side on average.")

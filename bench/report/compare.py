@@ -24,7 +24,7 @@ from ..results.record import SCHEMA_VERSION, NewerFormatError
 from ..results.store import load_records
 from ..results.sweep_manifest import load_sweeps
 from ..stats.drift import Shift, common_shift, own_change, se_from_interval
-from ..stats.verdicts import DEFAULT_MARGIN, EQUIVALENT, UNDECIDED, WINNER, Verdict, judge
+from ..stats.verdicts import DEFAULT_MARGIN, EQUIVALENT, SMALL, UNDECIDED, VERDICTS, WINNER, Verdict, judge
 from ..values import counted
 from .data import config_tables
 from .estimates import UNRELIABLE, pair_ratio, pair_verdict
@@ -70,15 +70,17 @@ def _configs(folder: str | Path, side: str, skipped: list[tuple[Path, Exception]
 
 
 def verdict(a, b, ratio: dict, margin: float = DEFAULT_MARGIN) -> str:
-    """The reader's answer for one pair, one of the three verdicts: 'winner: B faster (1.20x)', 'equivalent (within
-    +-5%)' or 'undecided (why, or what would decide it)'."""
+    """The reader's answer for one pair, one of the four verdicts: 'winner: B faster (1.20x)', 'small difference: B
+    slower (1.03x, within +-5%)', 'equivalent (within +-5%)' or 'undecided (why, or what would decide it)'."""
     v, reason = pair_verdict(a, b, ratio, margin, ("A", "B"), " / ")
     return verdict_text(v, reason)
 
 
 def verdict_text(v: Verdict, reason: str) -> str:
-    if v.word == WINNER:
-        return f"{WINNER}: B faster ({v.ratio:.2f}x)" if v.ratio > 1 else f"{WINNER}: B slower ({1 / v.ratio:.2f}x)"
+    if v.word in (WINNER, SMALL):
+        within = f", within +-{v.margin:.0%}" if v.word == SMALL else ""
+        return (f"{v.word}: B faster ({v.ratio:.2f}x{within})" if v.ratio > 1 else
+                f"{v.word}: B slower ({1 / v.ratio:.2f}x{within})")
     if v.word == EQUIVALENT:
         return f"{EQUIVALENT} (within +-{v.margin:.0%})"
     return f"{UNDECIDED} ({reason})"
@@ -96,7 +98,7 @@ def shared_shift(table: pd.DataFrame) -> Shift | None:
 
 def _judged(table: pd.DataFrame) -> pd.DataFrame:
     """Rows with an interval whose sides are both sound (what a shared shift is estimated from)."""
-    ok = table["ci_low"].notna() & table["verdict"].str.startswith((WINNER, EQUIVALENT, UNDECIDED))
+    ok = table["ci_low"].notna() & table["verdict"].str.startswith(VERDICTS)
     ok &= ~table["verdict"].str.contains(UNRELIABLE, regex=False)
     return table[ok & (table["ci_low"] > 0)]
 
@@ -222,7 +224,8 @@ def for_display(table: pd.DataFrame) -> pd.DataFrame:
 def verdict_counts(table: pd.DataFrame) -> str:
     """One line: how many configs got each kind of verdict (factors and reasons pooled)."""
     kinds = table["verdict"].str.replace(r" \(.*\)$", "", regex=True).value_counts()
-    order = [f"{WINNER}: B faster", f"{WINNER}: B slower", EQUIVALENT, UNDECIDED, "only in A", "only in B"]
+    order = [f"{WINNER}: B faster", f"{WINNER}: B slower", f"{SMALL}: B faster", f"{SMALL}: B slower", EQUIVALENT,
+             UNDECIDED, "only in A", "only in B"]
     return "; ".join(f"{kinds[k]} {k}" for k in order if k in kinds) or "nothing to compare"
 
 
@@ -234,10 +237,13 @@ def shift_line(table: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> str:
         return "shared shift: fewer than three configs with an interval on both sides, none estimated"
     own = beyond_shift(table, shift, margin)["own_verdict"]
     beyond = int(own.str.startswith(WINNER).sum())
+    small = int(own.str.startswith(SMALL).sum())
+    same = int(own.str.startswith(EQUIVALENT).sum())
     what = (" (if nothing else changed, the machine drifted between the two: compare their GEMM peaks)"
             if shift.shown else "")
-    return (f"shared shift: {shift.text()}{what}; beyond it, {beyond} of {int(own.astype(bool).sum())} configs "
-            f"changed on their own (column 'beyond shift')")
+    return (f"shared shift: {shift.text()}{what}; beyond it, of {int(own.astype(bool).sum())} configs {beyond} "
+            f"changed on their own by more than +-{margin:.0%}, {small} by less, {same} equivalent (no change "
+            f"beyond +-{margin:.0%}) and the rest undecided (column 'beyond shift')")
 
 
 def to_text(table: pd.DataFrame) -> str:

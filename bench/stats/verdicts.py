@@ -1,15 +1,19 @@
-"""The three verdicts every surface uses (answer table, findings, `bench compare`, details), defined once.
+"""The four verdicts every surface uses (answer table, findings, `bench compare`, details), defined once.
 
-A comparison of A and B is a ratio (speed-up) with an interval. Its verdict is one of:
+A comparison of A and B is a ratio (speed-up) with an interval, judged against an equivalence margin m (default
++-5%, symmetric on the log scale: the band [1/(1+m), 1+m]). Its verdict is one of:
 
-- **winner**: the interval excludes 1x, so one side is faster;
-- **equivalent**: the whole interval lies inside the stated margin (default +-5%, symmetric on the log scale:
-  [1/1.05, 1.05]), so the two are equal *within that margin* - the logic of two one-sided tests (Schuirmann 1987);
-- **undecided**: neither. "No difference shown" is not "equal": the verdict then says how many more processes
-  a side would likely decide it.
+- **winner**: the whole interval lies beyond the band (its lower bound above 1 + m, or its upper bound below
+  1/(1+m)): one side is faster by more than the margin, a difference that matters;
+- **small difference**: the interval excludes 1x and lies inside the band: one side is faster, by less than the
+  margin;
+- **equivalent**: the interval includes 1x and lies inside the band: equal within the margin (the logic of two
+  one-sided tests, Schuirmann 1987);
+- **undecided**: anything else. An interval that excludes 1x but reaches past the band is "faster, the size not yet
+  known to matter", never a headline; "no difference shown" is not "equal". The verdict says how many more
+  processes a side would likely decide it.
 
-The same interval decides both claims, so a row is never both a winner and equivalent unless the margin is
-wider than the whole effect (then it is a winner: a difference shown is the stronger statement).
+The first three are decided. A winner is never also inside the band, so the four never overlap.
 """
 
 from __future__ import annotations
@@ -19,8 +23,9 @@ from dataclasses import dataclass
 
 from .intervals import t_quantile
 
-WINNER, EQUIVALENT, UNDECIDED = "winner", "equivalent", "undecided"
-VERDICTS = (WINNER, EQUIVALENT, UNDECIDED)
+WINNER, SMALL, EQUIVALENT, UNDECIDED = "winner", "small difference", "equivalent", "undecided"
+VERDICTS = (WINNER, SMALL, EQUIVALENT, UNDECIDED)
+DECIDED = (WINNER, SMALL, EQUIVALENT)
 DEFAULT_MARGIN = 0.05
 # Beyond this many more processes a side, a row is "not decidable at this spread" rather than a count.
 MAX_EXTRA_PROCESSES = 40
@@ -41,6 +46,12 @@ class Verdict:
     def decided(self) -> bool:
         return self.word != UNDECIDED
 
+    @property
+    def direction_shown(self) -> bool:
+        """An undecided interval that excludes 1x: which side is faster is shown, not whether by more than the
+        margin."""
+        return self.word == UNDECIDED and self.ci_low is not None and (self.ci_low > 1 or self.ci_high < 1)
+
     def interval(self) -> str:
         if self.ci_low is None:
             return f"{self.ratio:.2f}x [no interval]"
@@ -52,6 +63,11 @@ class Verdict:
             return ""
         if self.ci_low is None:
             return "needs two or more processes a side for an interval"
+        if self.direction_shown:
+            more = (f"about {self.extra_processes} more process{'es' if self.extra_processes != 1 else ''} a side "
+                    f"would likely decide it" if self.extra_processes is not None else
+                    f"more than {MAX_EXTRA_PROCESSES} more processes a side would be needed")
+            return f"faster one shown, not yet whether by more than +-{self.margin:.0%}; {more}"
         if self.extra_processes is None:
             return (f"its interval straddles both 1x and the +-{self.margin:.0%} margin at this spread; "
                     f"more than {MAX_EXTRA_PROCESSES} more processes a side would be needed")
@@ -101,6 +117,9 @@ def said(v: Verdict, above: str, below: str, same: str, detail: str = "") -> str
     as `same` within the margin, undecided with what would decide it (`detail` first where given)."""
     if v.word == WINNER:
         return phrase(WINNER, above if v.ci_low > 1 else below, detail)
+    if v.word == SMALL:
+        return phrase(SMALL, above if v.ci_low > 1 else below,
+                      "; ".join(filter(None, [detail, f"within +-{v.margin:.0%}"])))
     if v.word == EQUIVALENT:
         return phrase(EQUIVALENT, same, "; ".join(filter(None, [detail, f"within +-{v.margin:.0%}"])))
     return phrase(UNDECIDED, detail="; ".join(filter(None, [detail, v.to_decide()])))
@@ -115,9 +134,10 @@ INTERIM_CONFIDENCE = 0.999
 
 def stopping_verdict(v: Verdict, strict_low: float | None, strict_high: float | None) -> Verdict:
     """The adaptive plan's verdict at an interim look: `v` (the report's, at 95%) unless it is a winner whose
-    interval at INTERIM_CONFIDENCE (strict_low, strict_high) still holds 1x: then undecided, so the comparison
-    gets more processes. Equivalence stops at once (it makes no winner)."""
-    if v.word != WINNER or strict_low is None or strict_low > 1 or strict_high < 1:
+    interval at INTERIM_CONFIDENCE (strict_low, strict_high) still reaches into the margin's band: then undecided,
+    so the comparison gets more processes. A small difference and equivalence stop at once (they make no winner)."""
+    lo_eq, hi_eq = equivalence_bounds(v.margin)
+    if v.word != WINNER or strict_low is None or strict_low > hi_eq or strict_high < lo_eq:
         return v
     return Verdict(UNDECIDED, v.ratio, v.ci_low, v.ci_high, v.margin, v.extra_processes)
 
@@ -137,10 +157,10 @@ def judge(ratio: float, ci_low: float | None, ci_high: float | None, margin: flo
     lo_eq, hi_eq = equivalence_bounds(margin)
     if ci_low is None or ci_high is None:
         return Verdict(UNDECIDED, ratio, None, None, margin)
-    if ci_low > 1 or ci_high < 1:
+    if ci_low > hi_eq or ci_high < lo_eq:
         return Verdict(WINNER, ratio, ci_low, ci_high, margin)
     if ci_low >= lo_eq and ci_high <= hi_eq:
-        return Verdict(EQUIVALENT, ratio, ci_low, ci_high, margin)
+        return Verdict(SMALL if ci_low > 1 or ci_high < 1 else EQUIVALENT, ratio, ci_low, ci_high, margin)
     extra = extra_processes(ratio, ci_low, ci_high, margin, n_a, n_b, df) if n_a and n_b else None
     return Verdict(UNDECIDED, ratio, ci_low, ci_high, margin, extra)
 
@@ -150,14 +170,16 @@ def extra_processes(ratio: float, ci_low: float, ci_high: float, margin: float, 
     """More processes per side that would likely decide an undecided comparison, if the ratio and the spread stay
     as measured: the half-width on the log scale shrinks as 1/sqrt(n) (n the harmonic mean of the sides) and, given
     the interval's degrees of freedom `df`, as its t quantile falls (each process a side adds about two); a winner
-    needs it below |log ratio|, equivalence below log(1 + margin) - |log ratio|. None when neither is reached within
-    MAX_EXTRA_PROCESSES more a side (a ratio right at 1 +- margin is never decided by more data)."""
+    needs it below |log ratio| - log(1 + margin), a verdict inside the band below log(1 + margin) - |log ratio|.
+    None when neither is reached within MAX_EXTRA_PROCESSES more a side (a ratio right at 1 +- margin is never
+    decided by more data)."""
     half = (math.log(ci_high) - math.log(ci_low)) / 2
     if half <= 0:
         return 0
     n = 2 / (1 / n_a + 1 / n_b)
     effect = abs(math.log(ratio))
-    targets = [t for t in (effect, math.log(1 + margin) - effect) if t > 0]
+    band = math.log(1 + margin)
+    targets = [t for t in (effect - band, band - effect) if t > 0]
     if not targets:
         return None
     t_now = t_quantile(0.95, df)
@@ -171,16 +193,14 @@ def extra_processes(ratio: float, ci_low: float, ci_high: float, margin: float, 
 def definition(margin: float = DEFAULT_MARGIN) -> str:
     """The one paragraph that defines the verdicts, for the methodology, page 1's footnote and the README."""
     lo, hi = equivalence_bounds(margin)
-    return (f"Every comparison is a speed-up with a 95% interval and one of three verdicts: **winner** (the "
-            f"interval excludes 1x), **equivalent** (the whole interval lies within +-{margin:.0%}, i.e. inside "
-            f"[{lo:.3f}x, {hi:.3f}x]: equal within that margin, shown by the data) or **undecided** (neither: "
-            f"the data do not show a difference, nor equality within the margin; the row says how many more "
-            f"processes would likely decide it, or that only more sweeps would, where a config's sweeps differ "
-            f"beyond the others' or a difference points different ways in different sweeps).")
+    return (f"Every comparison is a speed-up with a 95% interval, judged against the band [{lo:.3f}x, {hi:.3f}x] "
+            f"(+-{margin:.0%}): **winner** (the interval lies beyond the band: a difference that matters), **small "
+            f"difference** (it excludes 1x inside the band), **equivalent** (it holds 1x inside the band) or "
+            f"**undecided** (anything else; the row says how many more processes, or sweeps, would likely decide "
+            f"it).")
 
 
 def short_definition(margin: float = DEFAULT_MARGIN) -> str:
     """The verdicts in one sentence, for page 1 (the methodology carries `definition`)."""
-    return (f"**winner**: the interval excludes 1x; **equivalent**: it lies within +-{margin:.0%}; **undecided**: "
-            f"neither; its *to decide* column says how many more processes a side (or, where sweeps differ, more "
-            f"sweeps) would likely decide it.")
+    return (f"**winner**: the interval lies beyond +-{margin:.0%}; **small difference**: it excludes 1x within it; "
+            f"**equivalent**: it holds 1x within it; **undecided**: else (*to decide*: more processes, or sweeps).")

@@ -243,7 +243,7 @@ def next_process(configs: Iterable[RunConfig], values: dict[str, list[float]], p
     `values`: clean per-process values per config key (`clean_process_values`); `processes`: processes already run
     per config key (clean or not, retries excluded); `cost_s`: estimated seconds of one more process of a config.
     Every comparison is judged as the report judges it (bench/stats/moderated.py's sweep-moderated spreads,
-    bench/stats/verdicts.py's three verdicts at `margin`), except that a winner stops only once its interval at
+    bench/stats/verdicts.py's four verdicts at `margin`), except that a winner stops only once its interval at
     INTERIM_CONFIDENCE excludes 1x (stopping once decided must not inflate false winners); a decided one asks for
     nothing. Among the undecided, page 1's rows come first (each comparison group's fastest against its runner-up),
     then those that more processes would decide soonest; the process goes to the side with fewer processes. A config

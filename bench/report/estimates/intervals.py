@@ -10,7 +10,7 @@ two or more sweeps measured a config the sweep (the day) is a level above the pr
 jointly over the pool's configs (bench/stats/sweep_level.py; a config whose sweeps differ keeps its own), and the
 process spread is the processes' deviation from their own sweep's mean; over nodes (each the mean of its
 processes) where a scheduler ran the config's processes on several nodes the interval is the config's own. A
-comparison's verdict is one of bench/stats/verdicts.py's three, at the report's margin; a winner over several sweeps
+comparison's verdict is one of bench/stats/verdicts.py's four, at the report's margin; a winner over several sweeps
 must point the same way in each.
 """
 
@@ -33,7 +33,7 @@ from ...stats.sweep_level import (
     sweep_means,
     sweeps_disagree,
 )
-from ...stats.verdicts import DEFAULT_MARGIN, EQUIVALENT, UNDECIDED, WINNER, Verdict, judge
+from ...stats.verdicts import DEFAULT_MARGIN, EQUIVALENT, SMALL, UNDECIDED, WINNER, Verdict, judge
 from .judgement import unsound_reason
 
 UNRELIABLE = "not measured reliably"
@@ -226,12 +226,14 @@ def pair_verdict(a: Mapping[str, Any], b: Mapping[str, Any], ratio: dict, margin
     v = judge(ratio["ratio"], ratio["ci_low"], ratio["ci_high"], margin, len(a["process_ips"]),
               len(b["process_ips"]), ratio.get("df"))
     per_sweep = ratio.get("sweep_ratios") or []
-    if v.word == WINNER and sweeps_disagree(per_sweep):
+    if v.word in (WINNER, SMALL) and sweeps_disagree(per_sweep):
         each = ", ".join(f"{r:.3f}x" for r in per_sweep)
         return (Verdict(UNDECIDED, v.ratio, v.ci_low, v.ci_high, margin),
                 f"{SWEEPS_DISAGREE} ({each} in its {len(per_sweep)} sweeps): more sweeps would decide it")
     if v.word == WINNER:
         return v, ""
+    if v.word == SMALL:
+        return v, f"faster by less than +-{margin:.0%}"
     if v.word == EQUIVALENT:
         return v, f"equal within +-{margin:.0%}"
     if ratio.get("sweeps_differ"):
@@ -265,9 +267,10 @@ def compare_pair(a: Mapping[str, Any], b: Mapping[str, Any], margin: float = DEF
         own_lo, own_hi = (None, None) if own_lo is None else (1 / own_hi, 1 / own_lo)
     out.update(faster=faster["series"], slower=slower["series"], speedup=ratio, speedup_ci_low=lo,
                speedup_ci_high=hi, welch_ci_low=own_lo, welch_ci_high=own_hi, verdict=v.word,
-               reason=reason or f"{faster['series']} faster", winner=v.word == WINNER,
-               equivalent=v.word == EQUIVALENT, extra_processes=v.extra_processes, margin=margin,
-               pooled=bool(r.get("pooled")), more_sweeps=more_sweeps(reason))
+               reason=f"{faster['series']} {reason}" if v.word == SMALL else reason or f"{faster['series']} faster",
+               winner=v.word == WINNER, small=v.word == SMALL, equivalent=v.word == EQUIVALENT,
+               extra_processes=v.extra_processes, margin=margin, pooled=bool(r.get("pooled")),
+               more_sweeps=more_sweeps(reason))
     return out
 
 

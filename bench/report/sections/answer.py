@@ -1,5 +1,5 @@
 """Page 1's answer: per model, mode and batch (and per model and mode at each framework's best batch) the frameworks
-compared, one of the three verdicts, the speed-up with its interval and what would decide an undecided row."""
+compared, one of the four verdicts, the speed-up with its interval and what would decide an undecided row."""
 
 from __future__ import annotations
 

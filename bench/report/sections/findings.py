@@ -7,7 +7,7 @@ import pandas as pd
 from ...adapters import ADAPTERS
 from ...measurement import flags as checks
 from ...measurement.certificate import parity_table
-from ...stats.verdicts import DEFAULT_MARGIN, EQUIVALENT, UNDECIDED, WINNER, ratio_and_range
+from ...stats.verdicts import DEFAULT_MARGIN, EQUIVALENT, SMALL, UNDECIDED, WINNER, ratio_and_range
 from ...values import listed, sentence
 from .. import estimates
 from ..answer import own_text, page_rows, rests_on_pooling
@@ -71,6 +71,9 @@ def best_engine_findings(configs: pd.DataFrame, margin: float = DEFAULT_MARGIN) 
         if pair["winner"]:
             out.append(f"{where}: {WINNER}: its best engine is **{first['engine']}**, {speedup} its "
                        f"runner-up {second['engine']} [95% CI {ci}].{caveat}")
+        elif pair["small"]:
+            out.append(f"{where}: {SMALL}: engine {first['engine']} is {speedup} faster than {second['engine']} "
+                       f"[95% CI {ci}], by less than +-{margin:.0%}.{caveat}")
         elif pair["equivalent"]:
             out.append(f"{where}: engines {first['engine']} and {second['engine']} are **equivalent** "
                        f"({speedup} [95% CI {ci}], {pair['reason']}).{caveat}")
@@ -99,6 +102,9 @@ def findings(configs: pd.DataFrame, summary: pd.DataFrame, best: pd.DataFrame | 
                           if rests_on_pooling(r, margin) else "")
                 out.append(f"{where}: {WINNER}: **{r['fastest']} is {speedup} faster** than "
                            f"{r['runner_up']} [95% CI {ci}]{pooled}.")
+            elif r["verdict"] == SMALL:
+                out.append(f"{where}: {SMALL}: {r['fastest']} is {speedup} faster than {r['runner_up']} "
+                           f"[95% CI {ci}], by less than +-{margin:.0%}.")
             elif r["verdict"] == EQUIVALENT:
                 pooled = (f", with the sweep's pooled variance ({own_text(r, margin)})"
                           if rests_on_pooling(r, margin) else "")

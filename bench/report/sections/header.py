@@ -42,7 +42,7 @@ def header(d) -> str:
                        for c in coverage.coverages(d.sweeps, all_records(d)))
     dates = sorted(runs["created"].str[:10])
     status = runs["status"].value_counts()
-    return (f"{top}{answer.status_line(d, all_records(d))}\n\n{answer.machine_line(d.records)}\n\n"
+    return (f"{top}{answer.status_line(d, all_records(d))} {answer.machine_line(d.records)}\n\n"
             f"Built {built} from {len(runs)} single-process runs recorded {dates[0]}"
             f"{' to ' + dates[-1] if dates[-1] != dates[0] else ''} on {hosts}; "
             f"sweep(s): {sweeps or 'none (single runs)'}; {counted(len(configs), 'config')}, each measured in "
