@@ -155,7 +155,8 @@ class RunConfig:
     """One run. Fields left as None are resolved from the defaults when the object is built.
 
     warmup/iterations mean: `seed` protocol - exact counts; `adaptive` - the warm-up cap and the
-    minimum number of timed iterations (timing continues until the CI target or the budget).
+    minimum number of timed iterations, never below 10 (bench/measurement/loop.py: MIN_STEADY_ITERATIONS; timing
+    continues until the CI target or the budget, and stops at the timed loop's cap).
     """
 
     framework: str

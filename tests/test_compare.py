@@ -8,7 +8,7 @@ import pytest
 
 from bench import make_config
 from bench.errors import ConfigError
-from bench.report.compare import COLUMNS, compare_results, plot_comparison
+from bench.report.compare import COLUMNS, compare_results, identical_line, plot_comparison
 
 from .conftest import ROOT, bench_cli
 from .synthetic import record, write
@@ -122,3 +122,36 @@ def test_the_notebook_runs_under_papermill(sets, tmp_path, monkeypatch):
                                parameters={"a": str(sets[0]), "b": str(sets[1])}, cwd=str(ROOT), progress_bar=False)
     text = out.read_text()
     assert "B faster (1.30x)" in text and "image/png" in text
+
+
+def test_a_folder_compared_with_itself_says_so_and_names_no_change(sets):
+    a, _ = sets
+    table = compare_results(a, a)
+    assert table.attrs["identical"] and identical_line(table).startswith("A and B hold the same measurements")
+    assert (table["ratio_b_over_a"] == 1.0).all()
+    assert not table["verdict"].str.startswith(("winner", "small difference")).any()
+    assert not compare_results(*sets).attrs["identical"]
+
+
+def test_two_sweeps_of_one_commit_read_as_no_change_beyond_their_shared_shift(tmp_path):
+    """Two sweeps of the same commit: every config drawn from one distribution (2% process spread, 6 processes a side),
+    the second sweep 2% slower across the board (the machine drifted): no config changed, most are equivalent beyond
+    the shared shift at +-5%, none a winner."""
+    import numpy as np
+
+    from bench.report.compare import beyond_shift, shared_shift
+
+    rng = np.random.default_rng(7)
+    models = ["resnet50", "resnet18", "vgg16", "alexnet", "googlenet", "mobilenet_v2"]
+    base = {m: 10.0 + 3 * i for i, m in enumerate(models)}
+
+    def sweep(folder, drift):
+        return _side(folder, [(m, list(base[m] * drift * np.exp(0.02 * rng.standard_normal(6))), 0) for m in models])
+
+    table = compare_results(sweep(tmp_path / "one", 1.0), sweep(tmp_path / "two", 0.98))
+    assert not table.attrs["identical"]
+    assert not table["verdict"].str.startswith("winner").any()
+    shift = shared_shift(table)
+    own = beyond_shift(table, shift)["own_verdict"]
+    assert not own.str.startswith("winner").any()
+    assert own.str.startswith("equivalent").sum() >= len(models) / 2

@@ -178,7 +178,7 @@ def test_the_two_claims_are_judged_by_the_one_verdict_rule():
     assert (bounds, "resnet50") not in v.index  # HKBU's claim is about shallow networks only
 
 
-@pytest.mark.parametrize("name", ["quick", "input"])
+@pytest.mark.parametrize("name", ["input"])
 def test_the_profiles_plan_files_beside_the_same_step_on_synthetic_data(name):
     configs = [c for c in load_profile(name).configs if not c.distributed]
     files = [c for c in configs if c.data == "files"]

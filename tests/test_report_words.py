@@ -119,3 +119,13 @@ def test_every_verdict_is_printed_in_the_one_form():
     found = [f"{p.relative_to(root)}: {m.group(0)}" for p in [*root.rglob("*.py"), *root.rglob("*.md")]
              for m in forms.finditer(p.read_text())]
     assert not found, found
+
+
+def test_a_row_at_the_process_cap_never_asks_for_more_processes_in_this_sweep():
+    # last session's batch-16 training row read "undecided, ~1 more a side" with its six processes already run
+    r = {"extra_processes": 1, "fewest_processes": 6, "more_sweeps": ""}
+    assert A.to_decide(r, 6) == "~1 more a side: past the sweep's 6-process cap (another sweep adds them)"
+    assert A.to_decide({**r, "fewest_processes": 2}, 6) == "~1 more a side"
+    assert A.to_decide(r, None) == "~1 more a side"  # no adaptive sweep: no cap known
+    assert A.to_decide({**r, "more_sweeps": "more sweeps (the sweeps point different ways)"}, 6).startswith("more sw")
+    assert A.to_decide({**r, "extra_processes": None}, 6) == "not decidable at this spread"

@@ -24,9 +24,11 @@ def test_shipped_profiles_load_and_validate():
     # every runnable framework at one batch size, in the same comparison group as PyTorch's and TensorFlow's
     frameworks = {"torch", "tensorflow", "jax", "mxnet", "onnxruntime", "openvino"}
     assert {c.framework for c in resnet if c.mode == "inference" and c.batch_size == 16} == frameworks
-    # a small scaling section and the largest-batch search
-    assert {c.strategy for c in quick.configs if c.distributed} >= {"independent", "allreduce"}
-    assert {(c.framework, c.mode) for c, _, _ in quick.memory_searches} == {("torch", "training")}
+    # a small data-parallel scaling section; the pipeline rows, the real-files pair and the largest-batch search
+    # moved to their named profiles (each process of the default measures 10+ steady iterations, so it costs more)
+    assert {c.strategy for c in quick.configs if c.distributed} == {"independent", "allreduce"}
+    assert not quick.memory_searches and not any(c.data == "files" for c in quick.configs)
+    assert all(c.protocol == "adaptive" and c.iterations >= 10 for c in quick.configs if not c.distributed)
     # 2 processes each first, more where a comparison is undecided, within a budget
     assert quick.adaptive and quick.repeats >= 2 and quick.max_repeats > quick.repeats and quick.budget_minutes > 0
     assert quick.configs[0].model == "resnet50"  # priority: the must-have block first
@@ -188,3 +190,25 @@ def test_sweep_summary_reports_overhead(tiny_sweep):
     assert statuses == {"ok": RUNS}
     rec = json.loads(next((results / TEST_HOST / "records").glob("*.json")).read_text())
     assert rec["host"] == TEST_HOST
+
+
+def test_a_sweep_waits_for_a_quiet_machine_before_its_first_measurement_and_says_so():
+    import itertools
+
+    from bench.host.interference import wait_until_quiet
+    from bench.sweep.runner import quiet_start
+
+    said = []
+    shares = iter([0.45, 0.30, 0.04])
+    seen = quiet_start(said.append, look=lambda: next(shares), max_wait_s=90)
+    assert seen["quiet"] and len(said) == 2
+    assert said[0].startswith("waiting for a quiet machine") and "45%" in said[0] and "at most 90 s" in said[0]
+    assert said[1].startswith("quiet after")
+    # bounded: a machine that stays busy is measured anyway, and the terminal says so
+    clock = itertools.count(0.0, 10.0)
+    said.clear()
+    seen = quiet_start(said.append, look=lambda: 0.5, max_wait_s=30,
+                       wait=lambda **kw: wait_until_quiet(clock=lambda: next(clock), **kw))
+    assert not seen["quiet"] and said[1].startswith("still busy after") and "measuring anyway" in said[1]
+    assert quiet_start(said.append, look=lambda: 0.02) is None  # quiet at once: nothing said
+    assert quiet_start(said.append, look=lambda: 0.5, max_wait_s=0) is None  # BENCH_QUIET_START_S=0: no wait

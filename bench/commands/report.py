@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from ..errors import ConfigError
-from ..report.compare import compare_results, shift_line, skipped_lines, to_text, verdict_counts
+from ..report.compare import compare_results, identical_line, shift_line, skipped_lines, to_text, verdict_counts
 from ..report.export import ExportError, build_report
 from ..results.store import record_files
 from . import EXIT_OK, EXIT_RUN_ERROR
@@ -30,6 +30,8 @@ def compare(args: argparse.Namespace) -> int:
     if args.csv:
         table.to_csv(args.csv, index=False)
     print(to_text(table))
+    if same := identical_line(table):
+        print(same)
     print(verdict_counts(table))
     print(shift_line(table))
     for line in skipped_lines(table):  # never silently: a newer checkout's records are not in the table

@@ -20,6 +20,14 @@ from ..host.interference import (
 )
 from ..results.record import Certificate, Flag, Record
 from .agreement import COSINE_MIN, SQNR_MIN_DB, judged
+from .loop import (
+    MIN_STEADY_ITERATIONS,
+    NEVER_STEADY,
+    STEADY_WINDOW,
+    TIMED_CAP_S,
+    WARMUP_CAP_S,
+    WARMUP_TOLERANCE,
+)
 
 # A utilisation above this machine's best measured GEMM is plausible, not an error: an engine may need fewer arithmetic
 # operations than the model's FLOP count (Winograd or FFT convolutions): it is marked, the throughput stands.
@@ -80,6 +88,14 @@ RULES: tuple[Rule, ...] = (
     Rule("training_cheaper_than_inference", "throughput",
          "training images/s above inference images/s beyond the CIs",
          why_no_winner="training measured faster than inference beyond the intervals"),
+    Rule("unsteady", "throughput",
+         f"an adaptive process whose warm-up never reached {STEADY_WINDOW} consecutive iterations within "
+         f"{WARMUP_TOLERANCE:.0%} of their median (by its warm-up cap, or {WARMUP_CAP_S:g} s): its steps never settled",
+         why_no_winner="a process whose steps never settled"),
+    Rule("short_process", "throughput",
+         f"an adaptive process that timed fewer than {MIN_STEADY_ITERATIONS} iterations after its warm-up (its timed "
+         f"loop stops at {TIMED_CAP_S:g} s): too few steady steps to stand for the config",
+         why_no_winner=f"a process that timed fewer than {MIN_STEADY_ITERATIONS} steady iterations"),
     Rule("too_few_processes", "throughput",
          f"fewer than {MIN_PROCESSES} processes, so the between-process spread is unknown",
          why_no_winner=f"fewer than {MIN_PROCESSES} processes: the spread between processes is unknown"),
@@ -207,9 +223,28 @@ def run_flags(record: Record | Mapping[str, Any]) -> list[Flag]:
     out += [f for f in (utilisation_flag(record.utilisation), phase_sum_flag(phases, step)) if f]
     if phases and record.config.mode == "training":
         out += [f for f in (forward_backward_flag(phases.get("forward"), phases.get("backward")),) if f]
+    out += depth_flags(record)
     out += [flag("int8_disagrees", f"int8 against fp32 on held-out images: {why}")
             for why in judged(record.settings.get("int8")) if record.config.precision == "int8"]
     return out + certificate_flags(record.fairness)
+
+
+def depth_flags(record: Record) -> list[Flag]:
+    """An adaptive process that measured too little to stand for its config: its warm-up never steadied, or it timed
+    fewer than MIN_STEADY_ITERATIONS iterations (seed-protocol and distributed runs time fixed counts)."""
+    samples = record.samples
+    if (record.status != "ok" or record.config.protocol != "adaptive" or samples is None
+            or samples.warmup_stop == "fixed count"):
+        return []
+    out = []
+    if samples.warmup_stop == NEVER_STEADY:
+        out.append(flag("unsteady", f"its warm-up ended without {STEADY_WINDOW} consecutive iterations within "
+                                    f"{WARMUP_TOLERANCE:.0%} of their median (after {len(samples.warmup_s)} "
+                                    "iterations): its steps never settled"))
+    if len(samples.timed_s) < MIN_STEADY_ITERATIONS:
+        out.append(flag("short_process", f"timed {len(samples.timed_s)} iterations, fewer than "
+                                         f"{MIN_STEADY_ITERATIONS} ({samples.timed_stop or 'stopped'})"))
+    return out
 
 
 def certificate_flags(fairness: Certificate | None) -> list[Flag]:

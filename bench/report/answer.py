@@ -96,8 +96,24 @@ def _batch(r) -> str:
     return str(r["batch_size"])
 
 
-def answer_table(summary: pd.DataFrame, best: pd.DataFrame | None = None, margin: float = DEFAULT_MARGIN
-                 ) -> tuple[pd.DataFrame, list[str]]:
+def to_decide(r, max_repeats: int | None) -> str:
+    """An undecided row's *to decide* cell: only more sweeps where only they would; '~n more a side' where that
+    stays within the sweep's process cap (`max_repeats`, None: no cap known); else the cap, reached or passed, and
+    that another sweep of the same profile adds processes."""
+    sweeps = r.get("more_sweeps")  # only more sweeps would decide it (NaN in a frame without such rows)
+    if isinstance(sweeps, str) and sweeps:
+        return sweeps
+    extra = r.get("extra_processes")
+    if extra is None or extra != extra:
+        return "not decidable at this spread"
+    fewest = r.get("fewest_processes")
+    if max_repeats and fewest == fewest and fewest is not None and fewest + int(extra) > max_repeats:
+        return f"~{int(extra)} more a side: past the sweep's {max_repeats}-process cap (another sweep adds them)"
+    return f"~{int(extra)} more a side"
+
+
+def answer_table(summary: pd.DataFrame, best: pd.DataFrame | None = None, margin: float = DEFAULT_MARGIN,
+                 max_repeats: int | None = None) -> tuple[pd.DataFrame, list[str]]:
     """Model, mode, batch -> the frameworks compared, the verdict (winner, equivalent, undecided:
     bench/stats/verdicts.py), the fastest and its speed-up over the runner-up with the 95% interval, and for an
     undecided row what would decide it; per model and mode one more row, every framework at its own best batch.
@@ -126,13 +142,7 @@ def answer_table(summary: pd.DataFrame, best: pd.DataFrame | None = None, margin
         interval = ratio_interval(r["speedup"], r["ci_low"], r["ci_high"]) if known else ""
         # said next to the row: the sweep's prior decided it, not its own processes
         own = f"; own processes: {own_bounds(r, margin)}" if pooled else ""
-        decide = ""
-        if r["verdict"] == UNDECIDED and not reasons:
-            extra = r.get("extra_processes")
-            sweeps = r.get("more_sweeps")  # only more sweeps would decide it (NaN in a frame without such rows)
-            decide = sweeps if isinstance(sweeps, str) and sweeps else (
-                f"~{int(extra)} more a side" if extra == extra and extra is not None
-                else "not decidable at this spread")
+        decide = to_decide(r, max_repeats) if r["verdict"] == UNDECIDED and not reasons else ""
         rows.append({"platform": r["platform"], "precision": r["precision"], "model": r["model"], "mode": r["mode"],
                      "batch": _batch(r), "compared": r.get("compared") or "",
                      "verdict": (r["verdict"] if compared else "-") + (

@@ -191,8 +191,20 @@ def compare_tables(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
                          f"ips_{own}": r["images_per_sec_median"], "processes_a": 0, "processes_b": 0,
                          f"processes_{own}": r["processes"], "verdict": f"only in {side}", "note": ""})
     table = pd.DataFrame(rows, columns=COLUMNS)
-    return table.sort_values(["model", "mode", "precision", "batch_size", "series", "platform_a", "platform_b"],
-                             ignore_index=True)
+    table = table.sort_values(["model", "mode", "precision", "batch_size", "series", "platform_a", "platform_b"],
+                              ignore_index=True)
+    # the same measurements on both sides (a folder against itself or its copy): said as such, not only as verdicts
+    table.attrs["identical"] = bool(pairs) and len(pairs) == len(a) == len(b) and all(
+        list(a.loc[i, "process_ips"]) == list(b.loc[j, "process_ips"]) for i, j, _ in pairs)
+    return table
+
+
+def identical_line(table: pd.DataFrame) -> str:
+    """'' or the line that says A and B hold the same measurements, process for process."""
+    if not table.attrs.get("identical"):
+        return ""
+    return (f"A and B hold the same measurements, process for process ({len(table)} configs): no change at all; "
+            "the verdicts below judge each config against itself")
 
 
 def for_display(table: pd.DataFrame) -> pd.DataFrame:

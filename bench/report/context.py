@@ -45,6 +45,7 @@ class ReportData:
     # mixed into the framework comparisons above (bench/report/input_pipeline.py)
     inputs: pd.DataFrame | None = None
     input_records: list[Record] = field(default_factory=list)  # the `files` runs themselves (a sweep's coverage)
+    max_repeats: int | None = None  # the newest adaptive sweep's process cap per config (None: no adaptive sweep)
 
     def only_distributed(self) -> str | None:
         """Where there are no single-process runs but distributed ones (a named profile run on its own), what page 1
@@ -101,7 +102,14 @@ def load(results_dir=None) -> ReportData:
                       summary_table(configs, margin), published_throughput(), seed,
                       load_scaling(everything, results_dir, margin),
                       searches_table(load_searches(results_dir)), margin, best_batch_table(configs, margin),
-                      _input_table(every_config, files, margin), files)
+                      _input_table(every_config, files, margin), files, max_repeats_of(sweeps))
+
+
+def max_repeats_of(sweeps: list[SweepManifest]) -> int | None:
+    """The newest adaptive sweep's `max_repeats` (what a row at the cap cannot get more of in one sweep)."""
+    caps = [m.adaptive.max_repeats for m in sorted(sweeps, key=lambda m: str(m.started or ""))
+            if m.adaptive and m.adaptive.max_repeats]
+    return caps[-1] if caps else None
 
 
 def _synthetic(table: pd.DataFrame) -> pd.DataFrame:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from ..adapters.base import step_is_forward
 from ..config import RunConfig
 from ..measurement.flags import FLAG_SCOPE
-from ..measurement.loop import MIN_WARMUP, STEADY_WINDOW
+from ..measurement.loop import MIN_STEADY_ITERATIONS, MIN_WARMUP, STEADY_WINDOW, TIMED_CAP_S
 from ..results.record import Record
 from ..results.store import counted_attempts
 from ..results.sweep_manifest import SweepManifest, as_manifests, wall_key
@@ -105,8 +105,10 @@ def estimate_run_s(config: RunConfig, repeat: int, history_s: list[float], flops
     if config.protocol == "seed":
         loop = iteration * (config.warmup + config.iterations)
     else:  # a steady run: the first iteration, then the minimum timed ones (the steadiness window counts among them),
-        # or the budget (counted from the end of the first iteration) when the CI target is not met
-        loop = iteration * MIN_WARMUP + max(iteration * max(STEADY_WINDOW, config.iterations), config.time_budget_s)
+        # or the budget (counted from the end of the first iteration) when the CI target is not met; the timed loop
+        # stops at its cap whatever the minimum
+        minimum = max(STEADY_WINDOW, config.iterations, MIN_STEADY_ITERATIONS)
+        loop = iteration * MIN_WARMUP + min(max(iteration * minimum, config.time_budget_s), TIMED_CAP_S)
     pass_runs = repeat == 0 and not step_is_forward(config.mode, config.data)
     phases = iteration * config.phase_iterations * PHASE_STEP_COST[config.mode] if pass_runs else 0.0
     ceiling = FILES_CEILING_S if config.data == "files" and repeat == 0 else 0.0

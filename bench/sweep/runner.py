@@ -23,6 +23,7 @@ from pathlib import Path
 from ..adapters import compile_cache, measures_a_framework
 from ..config import RunConfig
 from ..errors import ConfigError
+from ..host.interference import OTHER_CPU_LIMIT, QUIET_MAX_WAIT_S, machine_share_busy, wait_until_quiet
 from ..host.manifest import host_name
 from ..measurement.flops import flops_per_image
 from ..measurement.peak import peak_key
@@ -214,6 +215,8 @@ class Sweep:
     def plan(self) -> Plan:
         """Measure what the estimate needs, plan, write the manifest and say what the sweep will do."""
         profile, local = self.profile, self.executor.local
+        if local:  # the first measurement (the peak, then the first run) waits for a quiet machine, bounded
+            quiet_start(self.announce)
         # a scheduler's runs measure their own nodes' peaks (cached per host); the submitting machine measures none
         peaks = measure_peaks(profile, self.announce) if local else {}
         networks = measure_networks(profile, self.results_dir, self.force, self.announce) if local else []
@@ -335,6 +338,29 @@ def _show_next(bar, queue: SweepQueue, done: int, planned: int) -> None:
         nxt = queue.tasks[done]
         kind = f" (retry {nxt.attempt})" if nxt.attempt else " (extra process)" if done >= planned else ""
         bar.set_postfix_str(f"{nxt.config.label} r{nxt.repeat}{kind}", refresh=True)
+
+
+def quiet_start(announce: Callable[[str], None], look: Callable[[], float | None] = machine_share_busy,
+                wait: Callable[..., dict] = wait_until_quiet, max_wait_s: float | None = None) -> dict | None:
+    """Before a sweep's first measurement: wait (at most `max_wait_s`, default QUIET_MAX_WAIT_S or the environment's
+    BENCH_QUIET_START_S) while other work uses more than OTHER_CPU_LIMIT of the CPUs, and say so. On 2026-11-27 six of
+    a fresh clone's seven disturbed processes came in its first 75 s, while the machine was still busy from building
+    the environment. Returns what was seen, None where the machine was quiet at once (or /proc/stat unreadable)."""
+    if max_wait_s is None:
+        max_wait_s = float(os.environ.get("BENCH_QUIET_START_S", QUIET_MAX_WAIT_S))
+    if max_wait_s <= 0:
+        return None
+    share = look()
+    if share is None or share <= OTHER_CPU_LIMIT:
+        return None
+    announce(f"waiting for a quiet machine before the first measurement: other work uses {share:.0%} of the CPUs "
+             f"(limit {OTHER_CPU_LIMIT:.0%}; waiting at most {max_wait_s:g} s)")
+    seen = wait(max_wait_s=max_wait_s, look=look)
+    last = seen["busy_share"]
+    announce(f"quiet after {seen['waited_s']:.0f} s" if seen["quiet"] else
+             f"still busy after {seen['waited_s']:.0f} s (other work: {last:.0%} of the CPUs): measuring anyway; "
+             "disturbed runs are flagged and retried")
+    return seen
 
 
 def run_sweep(profile: Profile, results_dir: Path | str | None = None, force: bool = False,

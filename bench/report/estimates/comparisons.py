@@ -53,6 +53,7 @@ def summary_table(configs: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> pd.D
                      "runner_up": c["slower"], "speedup": c["speedup"], "ci_low": c["speedup_ci_low"],
                      "ci_high": c["speedup_ci_high"], "verdict": c["verdict"], "reason": c["reason"],
                      "winner": c["winner"], "equivalent": c["equivalent"], "extra_processes": c["extra_processes"],
+                     "fewest_processes": min(len(g.iloc[0]["process_ips"]), len(g.iloc[1]["process_ips"])),
                      **own_interval(c), "compared": compared(g),
                      "certificates": f"{g.iloc[0].get('certificate')} / {g.iloc[1].get('certificate')}",
                      "unsound_flags": list(dict.fromkeys(unsound_flags(g.iloc[0]["flag_list"])
@@ -86,7 +87,9 @@ def best_batch_table(configs: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> p
                      "images_per_sec": faster["images_per_sec_median"], "speedup": c["speedup"],
                      "ci_low": c["speedup_ci_low"], "ci_high": c["speedup_ci_high"], "verdict": c["verdict"],
                      "reason": c["reason"], "winner": c["winner"], "equivalent": c["equivalent"],
-                     "extra_processes": c["extra_processes"], **own_interval(c), "compared": compared(g, batches=True),
+                     "extra_processes": c["extra_processes"],
+                     "fewest_processes": min(len(best[0]["process_ips"]), len(best[1]["process_ips"])),
+                     **own_interval(c), "compared": compared(g, batches=True),
                      "unsound_flags": list(dict.fromkeys(unsound_flags(best[0]["flag_list"])
                                                          + unsound_flags(best[1]["flag_list"])))})
     return pd.DataFrame(rows)

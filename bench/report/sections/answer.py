@@ -12,7 +12,7 @@ INTRO = ("Fastest against runner-up per model, mode and batch (*best*: each fram
 
 
 def render(d) -> Section:
-    answer, notes = answer_table(d.summary, d.best, d.margin)
+    answer, notes = answer_table(d.summary, d.best, d.margin, d.max_repeats)
     return Section([heading("Answer", INTRO + short_definition(d.margin)),
                     Text(decided_line(d.summary, d.best, d.margin)),
                     Table(answer, d.only_distributed() or "no successful runs yet"),
