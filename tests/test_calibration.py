@@ -53,6 +53,7 @@ def test_two_sweeps_of_the_same_repetitions_in_one_folder_both_count(tmp_path):
     assert check["judged"] == len(BATCHES) and check["configs_with_sweep_level"] == len(BATCHES)
 
 
+@pytest.mark.full  # moved from the default tier on 2026-11-27: `make test` within 10 minutes
 def test_two_sweeps_from_one_distribution_rarely_name_a_winner():
     # twelve A/A pairs of 40 configs each (480 judged pairs): one pair's 40 say little (2 false of 40 is 5%, 5 is still
     # chance at a 5% rate), the pooled rate is what the method promises (over seeds 2032-2061, 68 of 1,200: 5.7%;

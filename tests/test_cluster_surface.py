@@ -379,6 +379,7 @@ def _print_environment(flag: str) -> None:
         time.sleep(0.1)
 
 
+@pytest.mark.full  # moved from the default tier on 2026-11-27: `make test` within 10 minutes
 def test_a_slurm_jobs_log_is_masked_as_it_is_written(slurm_cluster, tmp_path, monkeypatch):
     from bench.sweep.executors import SlurmExecutor, slurm_options
 

@@ -20,8 +20,10 @@ from .conftest import TINY_RUN, bench_cli
 # The default engine of each framework is run by test_runs.py; here every other engine.
 # (an engine for one mode only, such as TensorFlow's inference-only tflite, in that mode)
 # JAX's engines differ only in an XLA compile option (checked fast in tests/test_jax_engines.py): its whole runs,
-# ~10 s each, are in the full tier.
-OTHER_ENGINES = [pytest.param(fw, e, m, marks=[pytest.mark.full] if fw == "jax" else [])
+# ~10 s each, are in the full tier; so are the compilers' (torch.compile 15-46 s, TensorFlow's XLA ~10 s a mode),
+# to keep `make test` within 10 minutes on 2 cores.
+SLOW_ENGINES = {("jax", None), ("torch", "compile"), ("tensorflow", "xla")}
+OTHER_ENGINES = [pytest.param(fw, e, m, marks=[pytest.mark.full] if {(fw, None), (fw, e)} & SLOW_ENGINES else [])
                  for fw in ADAPTERS.names() if ADAPTERS.get(fw).measures_a_framework
                  for m in ADAPTERS.get(fw).modes for e in ADAPTERS.get(fw).engines_for(m, "fp32")
                  if e != ADAPTERS.get(fw).engines[0]]

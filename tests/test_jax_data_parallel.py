@@ -13,6 +13,7 @@ from bench.runs.single import execute
 TINY = dict(framework="jax", model="tiny_cnn", mode="training", batch_size=4, image_size=16, warmup=1, iterations=3)
 
 
+@pytest.mark.full  # moved from the default tier on 2026-11-27: `make test` within 10 minutes
 def test_allreduce_over_two_host_devices_keeps_the_replicas_identical(tmp_path):
     record = execute(make_config(**TINY, strategy="allreduce", workers=2), tmp_path)
     assert record["status"] == "ok", record["reason"]

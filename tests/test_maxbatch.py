@@ -92,6 +92,7 @@ def test_a_probe_over_the_cap_is_stopped_and_leaves_no_process(tmp_path, monkeyp
     assert maxbatch.execute(config(), tmp_path, int(0.3 * GIB), 4)["created"] == found["created"]
 
 
+@pytest.mark.full  # moved from the default tier on 2026-11-27: `make test` within 10 minutes
 def test_a_probe_that_fits_reports_the_runs_own_peak_memory(tmp_path):
     p = maxbatch.probe(config(), 2, 16 * GIB, maxbatch.host_facts(config(), tmp_path))
     assert p["fits"] is True and p["peak_bytes"] > 0 and "ru_maxrss" in p["memory_kind"]
