@@ -23,9 +23,9 @@ MIN_STEADY_ITERATIONS = 10
 # The warm-up waits for steadiness this long at most (from the end of the first iteration); then the process is timed
 # anyway and flagged unsteady.
 WARMUP_CAP_S = 30.0
-# The timed loop stops here (from the end of the warm-up) even short of its minimum: a step over 6 s cannot give 10
+# The timed loop stops here (from the end of the warm-up) even short of its minimum: a step over 9 s cannot give 10
 # steady iterations within a process a sweep can afford (that process is flagged short_process).
-TIMED_CAP_S = 60.0
+TIMED_CAP_S = 90.0
 WARMUP_STEADY, NEVER_STEADY = "steady", "never steady"
 
 
