@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .adapters import ADAPTERS, reference_adapter
 from .commands import EXIT_BAD_INPUT, EXIT_INTERRUPTED, MAXBATCH_FLAGS
-from .config import FIELD_TYPES, check_value
+from .config import FIELD_TYPES, check_value, option_help
 from .errors import ConfigError, Terminated, terminations_unwind
 from .host import devices
 from .host.manifest import host_name
@@ -49,14 +49,18 @@ def positive_minutes(text: str) -> float:
     return value
 
 
+RESULTS_HELP = "the results folder (default: results/ in the project, or BENCH_RESULTS)"
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="measure one configuration and write its record")
     for name, typ in _RUN_FLAGS.items():
         switch = dict(type=_yes_no, nargs="?", const=True) if typ is bool else dict(type=typ)
-        run.add_argument("--" + name.replace("_", "-"), dest=name, required=name in ("framework", "model"), **switch)
-    run.add_argument("--results-dir", default=None, help="default: results/ in the project (BENCH_RESULTS)")
+        run.add_argument("--" + name.replace("_", "-"), dest=name, required=name in ("framework", "model"),
+                         help=option_help(name), **switch)
+    run.add_argument("--results-dir", default=None, help=RESULTS_HELP)
     run.add_argument("--json", action="store_true", help="print the whole record")
     real = run.add_argument_group("real machines (--cluster host0,host1,... or slurm): run this machine's ranks; "
                                   "node 0 writes the record")
@@ -69,15 +73,15 @@ def _parser() -> argparse.ArgumentParser:
     real.add_argument("--measure-link", action="store_true",
                       help="first measure the link between the machines (alpha-beta fit, stored by node 0)")
     ls = sub.add_parser("list", help="list models or frameworks")
-    ls.add_argument("what", choices=["models", "frameworks"])
-    ls.add_argument("pattern", nargs="?", default="*")
+    ls.add_argument("what", choices=["models", "frameworks"], help="what to list: models or frameworks")
+    ls.add_argument("pattern", nargs="?", default="*", help="a shell-style name pattern (default: *, every one)")
     sub.add_parser("env", help="print this machine's environment manifest as JSON")
     doc = sub.add_parser("doctor", epilog="exit status: 0 whatever it finds (what cannot run is in the table, with "
                                           "the reason); 2 bad input",
                          help="what this machine can run: per framework its build, CUDA libraries and GPUs; "
                               "the driver, NVML, the device peak")
     doc.add_argument("--framework", default=None, choices=list(ADAPTERS), help="only this framework's facts, as JSON")
-    doc.add_argument("--json", action="store_true")
+    doc.add_argument("--json", action="store_true", help="print the facts as JSON instead of a table")
     doc.add_argument("--results-dir", default=None, help="where results/<host>/doctor.json is kept for the report")
     chk = sub.add_parser("gpucheck", epilog="exit status: 0 every step ran or was skipped/not applicable with its "
                                             "reason; 1 a step failed, or no GPU here; 2 bad input (nothing ran)",
@@ -91,14 +95,14 @@ def _parser() -> argparse.ArgumentParser:
     chk.add_argument("--minutes", type=positive_minutes, default=9.0,
                      help="every step, the largest-batch search too, ends within this many minutes (default 9; a "
                           "finite number above 0)")
-    chk.add_argument("--results-dir", default=None)
+    chk.add_argument("--results-dir", default=None, help=RESULTS_HELP)
     peak = sub.add_parser("peak", help="measure the device's matmul peak (prints JSON)")
-    peak.add_argument("--device", default="cpu")
-    peak.add_argument("--precision", default="fp32")
-    peak.add_argument("--threads", type=int, required=True)
+    peak.add_argument("--device", default="cpu", help=option_help("device"))
+    peak.add_argument("--precision", default="fp32", help=option_help("precision"))
+    peak.add_argument("--threads", type=int, required=True, help="threads of the matrix product (required)")
     sw = sub.add_parser("sweep", help="run every config of a profile (one papermill notebook each), resumably")
     sw.add_argument("--profile", default="quick", help="a name in profiles/ or a path to a YAML file")
-    sw.add_argument("--results-dir", default=None)
+    sw.add_argument("--results-dir", default=None, help=RESULTS_HELP)
     sw.add_argument("--force", action="store_true", help="redo every repetition, even those already recorded")
     sw.add_argument("--repeats", type=int, default=None,
                     help="fresh processes per config (default: the profile's `repeats`)")
@@ -111,42 +115,45 @@ def _parser() -> argparse.ArgumentParser:
                     help="local: every run here, one after the other (default); slurm: each run a Slurm job "
                          "(submitit), in the planned order")
     slurm = sw.add_argument_group("Slurm jobs (--executor slurm; override the profile's `slurm` block)")
-    slurm.add_argument("--partition", default=None)
+    slurm.add_argument("--partition", default=None, help="the Slurm partition (default: the cluster's default)")
     slurm.add_argument("--time-limit", dest="time_limit", default=None,
                        help="per job: minutes, or H:MM:SS / D-HH:MM:SS (default 60 minutes)")
-    slurm.add_argument("--cpus-per-task", dest="cpus_per_task", type=int, default=None)
-    slurm.add_argument("--gpus-per-task", dest="gpus_per_task", type=int, default=None)
+    slurm.add_argument("--cpus-per-task", dest="cpus_per_task", type=int, default=None,
+                       help="CPUs per job (default: the node's, with --exclusive)")
+    slurm.add_argument("--gpus-per-task", dest="gpus_per_task", type=int, default=None,
+                       help="GPUs per job (default: those the config's device needs)")
     slurm.add_argument("--exclusive", action=argparse.BooleanOptionalAction, default=None,
                        help="whole nodes, nothing beside a benchmark (default: on)")
     slurm.add_argument("--constraint", default=None, help="node features, as sbatch --constraint")
     slurm.add_argument("--parallel", type=int, default=None,
                        help="jobs at once, at most one per node (default 1: the local order exactly); needs exclusive")
     rep = sub.add_parser("report", help="execute the report notebook over all results and export HTML + PDF")
-    rep.add_argument("--results-dir", default=None)
-    rep.add_argument("--out", default=None, help="default: report/ in the project")
-    rep.add_argument("--no-pdf", action="store_true")
+    rep.add_argument("--results-dir", default=None, help=RESULTS_HELP)
+    rep.add_argument("--out", default=None, help="the folder the report is written to (default: report/ in the "
+                                                  "project)")
+    rep.add_argument("--no-pdf", action="store_true", help="write the HTML only (no Chromium needed)")
     fid = sub.add_parser("fidelity", help="harness images/s vs a minimal hand-written loop (a benchmark)")
     for name in ("framework", "model", "mode", "batch_size", "threads"):
-        fid.add_argument("--" + name.replace("_", "-"), dest=name, type=_RUN_FLAGS[name])
-    fid.add_argument("--rounds", type=int, default=2)
-    fid.add_argument("--results-dir", default=None)
+        fid.add_argument("--" + name.replace("_", "-"), dest=name, type=_RUN_FLAGS[name], help=option_help(name))
+    fid.add_argument("--rounds", type=int, default=2, help="rounds of harness and loop, alternated (default 2)")
+    fid.add_argument("--results-dir", default=None, help=RESULTS_HELP)
     fid.add_argument("--baseline-only", action="store_true", help="run only the hand-written loop, here")
     mb = sub.add_parser("maxbatch", help="the largest batch that fits (within a memory cap on a CPU), and peak "
                                          "memory against batch size: one fresh-process probe per batch size")
     for name in MAXBATCH_FLAGS:
         mb.add_argument("--" + name.replace("_", "-"), dest=name, type=_RUN_FLAGS[name],
-                        required=name in ("framework", "model"))
+                        required=name in ("framework", "model"), help=option_help(name))
     mb.add_argument("--memory-cap-gb", type=float, default=None, help="CPU: stop a probe whose resident memory "
                     "passes this (default: half of this machine's memory)")
-    mb.add_argument("--max-batch", type=int, default=256)
-    mb.add_argument("--results-dir", default=None)
+    mb.add_argument("--max-batch", type=int, default=256, help="the largest batch probed (default 256)")
+    mb.add_argument("--results-dir", default=None, help=RESULTS_HELP)
     cmp = sub.add_parser("compare", help="two result folders side by side: B/A per config with a verdict")
     cmp.add_argument("a", help="results folder A (the baseline)")
     cmp.add_argument("b", help="results folder B")
     cmp.add_argument("--csv", default=None, help="also write the table to this CSV file")
     flops = sub.add_parser("flops", help="count a model's forward FLOPs per image (prints JSON)")
-    flops.add_argument("--model", required=True)
-    flops.add_argument("--image-size", type=int, required=True)
+    flops.add_argument("--model", required=True, help=option_help("model"))
+    flops.add_argument("--image-size", type=int, required=True, help="the input's side in pixels (required)")
     return p
 
 

@@ -103,6 +103,81 @@ _NUMBERS = {"batch_size": (True, False, MAX_VALUE), "seed": (True, True, 2**31 -
             "data_images": (True, False, MAX_VALUE)}
 
 
+# What each run setting means, for `--help` (bench/cli.py) and the docs; its choices, range and default are read from
+# the declarations the validator uses (_CHOICES, _NUMBERS, the registries, RunConfig's defaults), so the help and the
+# refusal of a bad value cannot drift apart.
+MEANING = {
+    "framework": "the framework to measure",
+    "model": "the network, from the catalogue (`bench list models`)",
+    "mode": "inference (a forward pass) or training (forward, backward and an optimizer update)",
+    "engine": "the framework's engine (eager, a compiler, a runtime option; `bench list frameworks` lists each "
+              "framework's, its first the default)",
+    "device": "where it runs",
+    "precision": "the numeric precision (int8 through the framework's own quantisation tool, inference only)",
+    "batch_size": "images per step (per worker with --scaling weak)",
+    "image_size": "the side of the square input images in pixels (default: the model's own, 224 for most)",
+    "threads": "intra-op threads (default: this machine's physical cores, divided among the workers)",
+    "protocol": "adaptive: warm up until steady, then at least 10 timed iterations to the CI target or the time "
+                "budget; seed: fixed counts (the 2019 study's 10 + 20)",
+    "warmup": "seed: warm-up iterations; adaptive: the most the warm-up may take while waiting for steady steps "
+              "(default 10 seed, 50 adaptive)",
+    "iterations": "seed: timed iterations; adaptive: the least (never below 10) (default 20 seed, 10 adaptive)",
+    "time_budget_s": "adaptive: seconds of timing beyond the minimum iterations, counted from the end of the first "
+                     "iteration (default 60; seed ignores it)",
+    "ci_target": "adaptive: stop once the median's 95% CI half-width is within this share of it",
+    "data": "device: synthetic batches already on the device; host: copied to it every step; files: JPEGs decoded "
+            "by the framework's own input pipeline (see --data-dir)",
+    "seed": "the random seed of the weights and the synthetic data",
+    "phase_iterations": "iterations of the instrumented pass after the timed loop (forward/backward/update times); "
+                        "0 skips it",
+    "strategy": "none: one process; the rest run several workers (data parallel, parameter servers, model and "
+                "pipeline parallel)",
+    "workers": "worker processes (ranks)",
+    "nodes": "emulated nodes on this machine (network namespaces joined by a link), or real machines with --cluster",
+    "link_gbit": "shape the emulated link to this rate in Gbit/s (0: unshaped)",
+    "link_delay_ms": "one-way delay added on the emulated link",
+    "bucket_mb": "the all-reduce's gradient bucket size (PyTorch DDP)",
+    "scaling": "weak: --batch-size per worker; strong: --batch-size is the global batch",
+    "backend": "collectives: auto (NCCL with a GPU per rank, gloo on CPUs), nccl or gloo",
+    "oversubscribe": "allow more workers than this machine has cores or memory for",
+    "cluster": "real machines: a comma-separated host list, or slurm (the Slurm step's nodes); empty: this machine",
+    "rendezvous": "torchrun's rendezvous on real machines",
+    "micro_batches": "pipeline strategies: micro-batches per step",
+    "pipeline_cut": "pipeline strategies: '' (stages balanced by counted FLOPs), 'time' (by measured time), or "
+                    "'a,b' (the unit where each stage after the first starts)",
+    "data_dir": "--data files: an ImageFolder tree of JPEGs (empty: a procedural set of --data-images images)",
+    "data_images": "--data files without --data-dir: how many procedural images",
+}
+
+
+def choices_text(name: str) -> str:
+    """The valid values of setting `name`, as its refusal names them ('' where any text goes)."""
+    if name in _CHOICES:
+        return ", ".join(map(str, _CHOICES[name]))
+    if name == "framework":
+        return ", ".join(ADAPTERS.names())
+    if name == "device":
+        return "cpu, cuda, cuda:N"
+    if name in ("oversubscribe",):
+        return "true, false"
+    if name in _NUMBERS:
+        count, allow_zero, upper = _NUMBERS[name]
+        kind = "an integer" if count else "a number"
+        return f"{kind} {'>= 0' if allow_zero else '> 0'} and <= {upper:g}"
+    return ""
+
+
+def option_help(name: str) -> str:
+    """`--help` for run setting `name`: its meaning, its valid values and its default (argparse's % escaped)."""
+    default = next(f.default for f in dataclasses.fields(RunConfig) if f.name == name)
+    parts = [MEANING[name]]
+    if name != "model" and (valid := choices_text(name)):
+        parts.append(f"valid: {valid}")
+    if default is not None and default is not dataclasses.MISSING and name not in ("warmup", "iterations"):
+        parts.append(f"default: {default!r}" if isinstance(default, str) else f"default: {default}")
+    return "; ".join(parts).replace("%", "%%")
+
+
 def check_path_length(name: str, path: str) -> None:
     """Refuse a path the file system cannot hold (a name over NAME_MAX, or the whole over PATH_MAX), naming it."""
     limits = (os.pathconf("/", "PC_NAME_MAX"), os.pathconf("/", "PC_PATH_MAX")) if hasattr(os, "pathconf") \
