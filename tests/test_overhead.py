@@ -6,9 +6,8 @@ import pytest
 from bench import make_config
 from bench.report.overhead import estimate_text, overhead_table, process_seconds, sweep_cost_text, to_text
 from bench.results.record import Record, Startup, SweepPlacement
-from bench.results.sweep_manifest import wall_key
+from bench.results.sweep_manifest import estimate_error, wall_key
 from bench.sweep.plan import PROCESS_OVERHEAD_S, estimate_run_s, fixed_cost_s, startup_history
-from bench.sweep.runner import estimate_error
 
 from .synthetic import record
 
@@ -97,6 +96,21 @@ def test_estimate_error_and_its_sentence():
     assert text == "estimated 10.0 min, took 12.5 min for its runs (estimate error -20%)"
 
 
+def test_an_adaptive_sweeps_estimate_is_judged_on_its_rounds_not_on_the_budget_it_fills():
+    # last session's report: "estimated 20.0 min, took 18.1 (estimate error +11%)": the estimate was the budget by
+    # construction (the extra processes are sized to fill it), so the error said nothing
+    order = [{"config_key": k, "repeat": r, "round": r} for k in ("a", "b") for r in (0, 1)]
+    order.append({"config_key": "a", "repeat": 2, "round": None})  # an extra process of the plan
+    walls = {"a/0/0": 60.0, "b/0/0": 90.0, "a/1/0": 60.0, "b/1/0": 90.0, "a/1/1": 60.0, "a/2/0": 300.0}
+    m = {"estimate_s": 1200.0, "rounds_estimate_s": 270.0, "runs_s": 1086.0, "estimate_error": 0.105,
+         "adaptive": {"min_repeats": 2, "max_repeats": 6}, "order": order, "process_walls": walls,
+         "extra_processes": [{"config_key": "a", "label": "a", "repeat": 2, "reason": "undecided"}]}
+    text = estimate_text(m)
+    # the rounds: 4 first attempts (the retry a/1/1 and the extra a/2/0 are not the rounds' own) took 300 s
+    assert text.startswith("its rounds (4 processes) estimated 4.5 min, took 5.0 min (estimate error -10%)")
+    assert "1 extra process of the adaptive plan, 18.1 min of runs in all" in text and "+11%" not in text
+
+
 def test_the_report_lists_each_named_profile_not_run_here_with_its_command():
     from bench.report.not_run import NAMED, not_run, not_run_text
 
@@ -155,12 +169,19 @@ def test_the_cost_paragraph_counts_each_caches_hits_and_misses():
     assert "onnx_export: 2 hits (build median 2.5 s)." in sweep_cost_text(records, [manifest])
 
 
-def test_the_adaptive_estimate_counts_the_first_iteration_and_the_steady_window_among_the_timed_ones():
+def test_the_adaptive_estimate_counts_the_first_iteration_and_the_minimum_of_steady_ones():
+    # the first iteration, then at least MIN_STEADY_ITERATIONS timed (the steady window among them), whatever
+    # `iterations` asks below it; the timed loop's cap bounds it
+    from bench.measurement.loop import MIN_STEADY_ITERATIONS, TIMED_CAP_S
+
     c = make_config(framework="torch", model="resnet50", batch_size=8, warmup=3, iterations=3, time_budget_s=0.1,
                     phase_iterations=0)
     flops, peak = 4e9, 100e9
     iteration = flops * 8 / (peak * 0.55)
-    assert estimate_run_s(c, 1, [], flops, peak, overhead_s=0.0, startup_s=0.0) == pytest.approx(4 * iteration)
+    assert estimate_run_s(c, 1, [], flops, peak, overhead_s=0.0, startup_s=0.0) == pytest.approx(
+        (1 + MIN_STEADY_ITERATIONS) * iteration)
+    assert estimate_run_s(c, 1, [], flops, peak / 100, overhead_s=0.0, startup_s=0.0) == pytest.approx(
+        100 * iteration + TIMED_CAP_S)
 
 
 def _run_notebook_calls(monkeypatch, tmp_path, config) -> dict:

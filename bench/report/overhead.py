@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ..results.record import Record, as_records
-from ..results.sweep_manifest import SweepManifest, as_manifests, wall_key
+from ..results.sweep_manifest import SweepManifest, as_manifests, estimate_error, wall_key
 
 # (record field or derived column, what it holds), in the order a process spends them.
 COMPONENTS = (
@@ -80,10 +80,30 @@ def to_text(table: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def rounds_actual(m: SweepManifest) -> tuple[float, int] | None:
+    """(seconds, processes) the planned rounds took: the first attempt of every planned repetition below the adaptive
+    plan's minimum (every one in a sweep without the plan), from the processes' wall times; None where none timed."""
+    least = m.adaptive.min_repeats if m.adaptive else None
+    walls = m.process_walls or {}
+    took = [walls[k] for k in (wall_key(o.config_key, o.repeat, 0) for o in m.order or []
+                               if least is None or o.repeat < least) if k in walls]
+    return (sum(took), len(took)) if took else None
+
+
 def estimate_text(manifest: SweepManifest | Mapping) -> str:
-    """One sentence: a sweep's estimate against its actual wall time, and the error."""
+    """One sentence: what a sweep's estimate could miss against what it took. An adaptive sweep's whole estimate is its
+    budget by construction (its extra processes are sized to fill it), so what is judged is the planned rounds'
+    estimate against the rounds' own time; a sweep without the plan is judged whole."""
     [m] = as_manifests([manifest])
     est, actual, err = m.estimate_s, m.runs_s, m.estimate_error
+    rounds = rounds_actual(m) if m.adaptive and m.rounds_estimate_s else None
+    if rounds is not None:
+        took, n = rounds
+        extra = len(m.extra_processes or [])
+        return (f"its rounds ({n} processes) estimated {m.rounds_estimate_s / 60:.1f} min, took {took / 60:.1f} min "
+                f"(estimate error {estimate_error(m.rounds_estimate_s, took):+.0%}); then {extra} extra "
+                f"process{'es' * (extra != 1)} of the adaptive plan" + (
+                    f", {actual / 60:.1f} min of runs in all" if actual else ""))
     if err is None:
         return f"estimated {est / 60:.1f} min" if est else "no estimate recorded"
     return f"estimated {est / 60:.1f} min, took {actual / 60:.1f} min for its runs (estimate error {err:+.0%})"

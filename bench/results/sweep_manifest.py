@@ -239,6 +239,13 @@ def load_sweeps(results_dir: Path | str) -> list[SweepManifest]:
     return sorted((m for _, m, _ in _all_sweeps(results_dir) if m is not None), key=lambda m: str(m.started or ""))
 
 
+def estimate_error(estimate_s: float | None, actual_s: float | None) -> float | None:
+    """(estimate - actual) / actual: positive when the estimate was too long; None without both."""
+    if not estimate_s or not actual_s:
+        return None
+    return (estimate_s - actual_s) / actual_s
+
+
 def wall_key(config_key: str, repeat: int, attempt: int) -> str:
     """How a manifest's `process_walls` (seconds each process took in papermill) names one process."""
     return f"{config_key}/{repeat}/{attempt}"

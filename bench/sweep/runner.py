@@ -35,6 +35,7 @@ from ..results.sweep_manifest import (
     AdaptivePlan,
     DroppedConfig,
     SweepManifest,
+    estimate_error,
     load_sweeps,
     new_sweep_id,
     process_walls,
@@ -93,13 +94,6 @@ def results_lock(results_dir: Path):
         finally:
             f.truncate(0)
             fcntl.flock(f, fcntl.LOCK_UN)
-
-
-def estimate_error(estimate_s: float | None, actual_s: float | None) -> float | None:
-    """(estimate - actual) / actual: positive when the estimate was too long; None without both."""
-    if not estimate_s or not actual_s:
-        return None
-    return (estimate_s - actual_s) / actual_s
 
 
 def estimate_line(p: Plan | Mapping) -> str:
