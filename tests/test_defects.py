@@ -408,6 +408,20 @@ def test_a_study_row_names_the_profile_that_measured_it_and_the_command_that_doe
     hkbu = coverage_table(load(tmp_path), "HKBU").set_index("figure or claim")
     assert hkbu.loc["Caffe-MPI, CNTK, MXNet and TensorFlow compared on a GPU cluster", "measured here"] == \
         "tensorflow (1 config) (profile `quick`)"
+    singa = coverage_table(load(tmp_path), "SINGA").set_index("figure or claim")
+    assert "ps_async" in singa.iloc[0]["measured here"]  # all-reduce against a parameter server: both ran
+
+
+def test_singas_parameter_server_claim_is_measured_only_where_a_parameter_server_ran(tmp_path):
+    # last session's coverage marked SINGA's "all-reduce against a parameter server" measured from a sweep that ran
+    # all-reduce alone
+    from bench.report.studies import coverage_table
+
+    write([dist_record("allreduce", 2, 50.0, repeat=i) for i in range(2)]
+          + [dist_record("independent", w, 40.0, repeat=i) for w in (1, 2) for i in range(2)], tmp_path)
+    singa = coverage_table(load(tmp_path), "SINGA")
+    row = singa[singa["figure or claim"].str.startswith("ResNet-50 throughput")].iloc[0]
+    assert row["measured here"] == "not measured", row["measured here"]
 
 
 def test_the_exported_report_is_masked_as_it_is_written(tmp_path, monkeypatch):
