@@ -167,7 +167,8 @@ def budget_text(manifest: SweepManifest, c: SweepCoverage) -> str:
     if m.runs_s is not None:
         parts.append(f"the runs took {m.runs_s / 60:.1f} min ({m.runs_s / 60 / m.budget_minutes - 1:+.0%} against "
                      "the budget)")
-    parts.append(f"the whole sweep (peaks, runs, largest-batch search) {c.duration().removeprefix('took ')}")
+    searched = ", largest-batch search" if m.memory_searches else ""
+    parts.append(f"the whole sweep (peaks, runs{searched}) {c.duration().removeprefix('took ')}")
     dropped = len(m.dropped or [])
     return ", ".join(parts) + ("; no config dropped to fit the budget" if not dropped else
                                f"; {dropped} {'config' if dropped == 1 else 'configs'} dropped to fit the budget")
