@@ -9,7 +9,7 @@ from ..results.sweep_manifest import SweepManifest, as_manifests
 from ..sweep.profiles import load_profile
 
 # The named profiles beside the default, each adding a part of the study; `make render` merges what they record.
-NAMED = ("engines", "distributed", "memory", "full")
+NAMED = ("engines", "distributed", "parallelism", "input", "memory", "full")
 
 
 def not_run(sweeps: list[SweepManifest], named: tuple[str, ...] = NAMED) -> list[dict]:
