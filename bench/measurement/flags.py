@@ -233,7 +233,7 @@ def depth_flags(record: Record) -> list[Flag]:
     """An adaptive process that measured too little to stand for its config: its warm-up never steadied, or it timed
     fewer than MIN_STEADY_ITERATIONS iterations (seed-protocol and distributed runs time fixed counts)."""
     samples = record.samples
-    if (record.status != "ok" or record.config.protocol != "adaptive" or samples is None
+    if (record.status != "ok" or record.config is None or record.config.protocol != "adaptive" or samples is None
             or samples.warmup_stop == "fixed count"):
         return []
     out = []
