@@ -26,6 +26,7 @@ SMI = ("0, NVIDIA A100-SXM4-80GB, 580.1, 81920 MiB, GPU-aaaa\n"
        "3, NVIDIA H100 80GB HBM3, 580.1, 81559 MiB, GPU-dddd\n")
 
 
+@pytest.mark.full  # moved from the default tier on 2026-11-27: `make test` within 10 minutes
 def test_gpucheck_and_doctor_run_on_a_bare_interpreter(tmp_path):
     """fastjsonschema, keras and pandas unimportable (an import hook, in every child too): doctor answers, JAX's runs
     (which need keras) are skipped records saying so, a torch run writes a record checked against the schema in plain

@@ -82,6 +82,7 @@ def test_gluon_definitions_match_torchvision_parameter_counts():
                                        "googlenet": 6_624_904}
 
 
+@pytest.mark.full  # moved from the default tier on 2026-11-27: `make test` within 10 minutes
 def test_an_environment_that_is_not_built_is_a_skipped_run_with_the_reason(tmp_path, monkeypatch):
     monkeypatch.setattr(MXNetAdapter, "environment", ".venv-mxnet-not-built")
     _, records = _sweep(tmp_path)

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import ROOT, TEST_HOST
 
 TOY = Path(__file__).parent / "fixtures" / "toy_framework"
@@ -21,6 +23,7 @@ def _bench(copy: Path, *args: str, code: str | None = None) -> subprocess.Comple
     return subprocess.run(argv, capture_output=True, text=True, env=env, cwd=copy, timeout=600)
 
 
+@pytest.mark.full  # moved from the default tier on 2026-11-27: `make test` within 10 minutes
 def test_a_framework_package_dropped_in_is_listed_runs_and_is_drawn(tmp_path):
     copy = tmp_path / "project"
     shutil.copytree(ROOT / "bench", copy / "bench", ignore=shutil.ignore_patterns("__pycache__"))

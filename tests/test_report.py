@@ -115,6 +115,7 @@ def test_results_from_another_host_appear_as_more_hardware(results, tmp_path):
     assert len(F.per_hardware(d.configs)) == 2
 
 
+@pytest.mark.full  # moved from the default tier on 2026-11-27 (22 s): `make test` within 10 minutes
 def test_missing_chromium_keeps_html_and_exits_nonzero(results, tmp_path):
     proc = bench_cli("report", "--results-dir", str(results), "--out", str(tmp_path),
                      env={"BENCH_CHROMIUM": "/nonexistent/chromium"})
