@@ -51,3 +51,18 @@ def test_jax_distributed_configs_are_refused_where_they_cannot_run(monkeypatch):
     with pytest.raises(ConfigError, match="2 workers need 2 GPUs, this machine has 1; valid here: workers 1 to 1"):
         make_config(**TINY, strategy="allreduce", workers=2, device="cuda")
     assert make_config(**TINY, strategy="allreduce", workers=1, device="cuda").device == "cuda:0"
+
+
+def test_a_jax_process_runs_keras_on_jax_whatever_backend_it_inherited():
+    # CI, 2026-11-27: an in-process TensorFlow test left KERAS_BACKEND=tensorflow in pytest's environment, and the
+    # JAX data-parallel run it then started refused to run ("Keras in this process already runs on 'tensorflow'")
+    import os
+    import subprocess
+    import sys
+
+    from .conftest import ROOT
+
+    code = "from bench.adapters.jax.training import import_jax; print(import_jax(1)[1].backend.backend())"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "KERAS_BACKEND": "tensorflow"})
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("jax"), proc.stderr[-2000:]

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from ...host.devices import is_gpu
 from ...models import get_model
+from .. import keras_backend
 from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, register, subtractive_phases
 from ..compile_cache import configure_xla
 from ..keras_models import build_keras_model
@@ -196,7 +197,7 @@ class JaxAdapter(Adapter):
     has_hand_loop = True
 
     def hand_loop(self, c: RunConfig):
-        os.environ.setdefault("KERAS_BACKEND", "jax")
+        keras_backend.choose("jax")
         import jax
         import numpy as np
 

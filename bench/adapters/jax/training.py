@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from ...errors import UnsupportedError
 from ...host.devices import default_threads
+from .. import keras_backend
 from ..base import LEARNING_RATE, MOMENTUM
 from ..keras_models import build_in_policy
 
@@ -39,7 +40,7 @@ LOSS = "softmax cross-entropy on integer labels (mean)"
 def import_jax(threads: int):
     """Import jax and keras on the JAX backend. XLA's CPU thread pool is sized by the CPUs this process
     may use, so fewer threads than cores are set by CPU affinity before JAX starts."""
-    os.environ.setdefault("KERAS_BACKEND", "jax")
+    keras_backend.choose("jax")
     # JAX takes 75% of a GPU's memory at start-up unless told not to: allocated as used, like PyTorch's caching
     # allocator, its memory and largest batch compare like for like (recorded among the adapter's variables)
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")

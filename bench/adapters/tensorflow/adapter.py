@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from ...errors import UnsupportedError
 from ...host.devices import is_gpu
 from ...models import get_model
+from .. import keras_backend
 from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, dist_version, register, subtractive_phases
 from ..launch import LOCAL_DEVICES, LaunchPlan
 from ..precision import INT8
@@ -214,9 +215,8 @@ class TensorFlowAdapter(Adapter):
     has_hand_loop = True
 
     def hand_loop(self, c: RunConfig):
-        import os
 
-        os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+        keras_backend.choose("tensorflow")
         import keras
         import tensorflow as tf
 

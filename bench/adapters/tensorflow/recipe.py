@@ -7,6 +7,7 @@ import os
 from typing import TYPE_CHECKING
 
 from ...errors import UnsupportedError
+from .. import keras_backend
 from ..base import LEARNING_RATE, MOMENTUM
 from ..keras_models import build_in_policy
 
@@ -19,7 +20,7 @@ LOSS = "SparseCategoricalCrossentropy(from_logits=True)"
 
 def import_tf():
     """(tensorflow, keras), with Keras on its TensorFlow backend."""
-    os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+    keras_backend.choose("tensorflow")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import keras
     import tensorflow as tf
