@@ -20,9 +20,11 @@ from .conftest import TINY_RUN, bench_cli
 # The default engine of each framework is run by test_runs.py; here every other engine.
 # (an engine for one mode only, such as TensorFlow's inference-only tflite, in that mode)
 # JAX's engines differ only in an XLA compile option (checked fast in tests/test_jax_engines.py): its whole runs,
-# ~10 s each, are in the full tier; so are the compilers' (torch.compile 15-46 s, TensorFlow's XLA ~10 s a mode),
-# to keep `make test` within 10 minutes on 2 cores.
-SLOW_ENGINES = {("jax", None), ("torch", "compile"), ("tensorflow", "xla")}
+# ~10 s each, are in the full tier; so are the compilers' (torch.compile 15-46 s, TensorFlow's XLA ~10 s a mode)
+# and the other 8-14 s ones (TensorFlow eager and TFLite, MXNet imperative), to keep `make test` within 10 minutes
+# on 2 cores.
+SLOW_ENGINES = {("jax", None), ("torch", "compile"), ("tensorflow", "xla"), ("tensorflow", "eager"),
+                ("tensorflow", "tflite"), ("mxnet", "imperative")}
 OTHER_ENGINES = [pytest.param(fw, e, m, marks=[pytest.mark.full] if {(fw, None), (fw, e)} & SLOW_ENGINES else [])
                  for fw in ADAPTERS.names() if ADAPTERS.get(fw).measures_a_framework
                  for m in ADAPTERS.get(fw).modes for e in ADAPTERS.get(fw).engines_for(m, "fp32")
