@@ -150,4 +150,11 @@ def test_a_process_that_measured_too_little_is_flagged_and_decides_nothing():
     assert "timed 3 iterations, fewer than 10" in depth_flags(short)[0].reason
     assert [f.name for f in depth_flags(unsteady)] == ["unsteady"]
     assert depth_flags(deep) == [] and depth_flags(seed) == []  # fixed counts are the user's, not flagged
+    # a pipeline run of 4 steps (the parallelism profile's) under the default protocol: a fixed count, not flagged
+    pipeline = _record(make_config(framework="torch", model="resnet18", mode="training", batch_size=32,
+                                   strategy="gpipe", workers=2, micro_batches=4))
+    pipeline.status, pipeline.samples = "ok", Samples(warmup_s=[1.0], timed_s=[1.0] * 4,
+                                                      warmup_stop="fixed count, the same on every rank",
+                                                      timed_stop="fixed count, the same on every rank")
+    assert depth_flags(pipeline) == []
     assert FLAG_SCOPE["short_process"] == FLAG_SCOPE["unsteady"] == "throughput"  # the config is not sound

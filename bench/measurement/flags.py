@@ -233,8 +233,10 @@ def depth_flags(record: Record) -> list[Flag]:
     """An adaptive process that measured too little to stand for its config: its warm-up never steadied, or it timed
     fewer than MIN_STEADY_ITERATIONS iterations (seed-protocol and distributed runs time fixed counts)."""
     samples = record.samples
+    # a distributed run's steps are a fixed count on every rank ("fixed count, the same on every rank"), whatever its
+    # config's protocol says: judged by its own rules, never by this floor
     if (record.status != "ok" or record.config is None or record.config.protocol != "adaptive" or samples is None
-            or samples.warmup_stop == "fixed count"):
+            or record.config.strategy != "none" or samples.warmup_stop.startswith("fixed count")):
         return []
     out = []
     if samples.warmup_stop == NEVER_STEADY:
