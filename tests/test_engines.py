@@ -21,10 +21,10 @@ from .conftest import TINY_RUN, bench_cli
 # (an engine for one mode only, such as TensorFlow's inference-only tflite, in that mode)
 # JAX's engines differ only in an XLA compile option (checked fast in tests/test_jax_engines.py): its whole runs,
 # ~10 s each, are in the full tier; so are the compilers' (torch.compile 15-46 s, TensorFlow's XLA ~10 s a mode)
-# and the other 8-14 s ones (TensorFlow eager and TFLite, MXNet imperative), to keep `make test` within 10 minutes
-# on 2 cores.
+# and the other 8-15 s ones (TensorFlow eager and TFLite, MXNet imperative, ONNX Runtime's extended graph
+# optimisations), to keep `make test` within 10 minutes on 2 cores.
 SLOW_ENGINES = {("jax", None), ("torch", "compile"), ("tensorflow", "xla"), ("tensorflow", "eager"),
-                ("tensorflow", "tflite"), ("mxnet", "imperative")}
+                ("tensorflow", "tflite"), ("mxnet", "imperative"), ("onnxruntime", "extended")}
 OTHER_ENGINES = [pytest.param(fw, e, m, marks=[pytest.mark.full] if {(fw, None), (fw, e)} & SLOW_ENGINES else [])
                  for fw in ADAPTERS.names() if ADAPTERS.get(fw).measures_a_framework
                  for m in ADAPTERS.get(fw).modes for e in ADAPTERS.get(fw).engines_for(m, "fp32")
@@ -89,8 +89,10 @@ def test_a_training_step_that_updates_nothing_is_caught(tmp_path, monkeypatch):
 IN_PROCESS = ["torch", "tensorflow", "onnxruntime", "openvino"]
 
 
+# TensorFlow's (16 s: a graph built per placement) is in the full tier, to keep `make test` within 10 minutes
 @pytest.mark.parametrize("data", ["device", "host"])
-@pytest.mark.parametrize("fw", IN_PROCESS)
+@pytest.mark.parametrize("fw", [pytest.param(f, marks=[pytest.mark.full] if f == "tensorflow" else [])
+                                for f in IN_PROCESS])
 def test_data_placement_is_observed_on_the_framework_batch(fw, data, monkeypatch):
     monkeypatch.setenv("KERAS_BACKEND", "tensorflow")  # what importing TensorFlow's adapter sets: not for later CLIs
     config = make_config(framework=fw, model="tiny_cnn", batch_size=2, image_size=32, threads=2, data=data)

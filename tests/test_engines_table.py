@@ -36,5 +36,7 @@ def test_each_framework_gets_its_best_engine_with_its_gemm_peak_share_and_int8_i
 
 def test_an_int8_row_with_one_engine_says_nothing_of_a_runner_up():
     configs = pd.DataFrame([_row("onnxruntime", "all", "fp32", 26.0, 0.21), _row("onnxruntime", "all", "int8", 52.0)])
-    shown = engines.render(type("D", (), {"configs": configs, "margin": 0.05})()).blocks[1].frame
-    assert list(shown["vs runner-up"]) == [""] and "nan" not in shown.to_string()
+    table = engines_table(configs)
+    assert list(table["runner-up"].fillna("")) == [""]
+    # nothing compared: the report leaves the section out (page 1 shows the number)
+    assert engines.render(type("D", (), {"configs": configs, "margin": 0.05})()).blocks == []

@@ -402,6 +402,7 @@ run_group(ADAPTERS.get("tensorflow").rank_group(config, {}), config, {"out_dir":
 """
 
 
+@pytest.mark.full  # 10 s of TensorFlow graph building: the full tier keeps `make test` within 10 minutes
 def test_mirrored_strategy_replicas_of_one_process_train_in_lockstep(tmp_path):
     """The MirroredStrategy process (one machine's GPUs) run for real on two logical CPU devices through the rank
     loop: one result per replica, each replica its own shard of data, their weights identical after the all-reduced

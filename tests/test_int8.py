@@ -145,6 +145,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.full  # 12 s (a process in MXNet's own environment): the full tier keeps `make test` within 10 minutes
 @pytest.mark.skipif(ADAPTERS.get("mxnet").interpreter() is None, reason="MXNet's environment is not built")
 def test_mxnet_int8_agrees_and_a_constant_calibration_is_caught(sets, tmp_path):
     """In MXNet's own environment (its numpy pin): quantize_net_v2 of the tiny model, then a grey calibration."""

@@ -13,7 +13,7 @@ from bench.adapters import ADAPTERS
 from bench.report import coverage, sections
 from bench.report.context import load
 from bench.report.sections.environment import environment_name, environment_table
-from bench.report.sections.header import header
+from bench.report.sections.header import header, provenance
 from bench.report.sections.methodology import methodology
 from bench.results.record import Record
 from bench.results.store import write_record
@@ -77,7 +77,7 @@ def test_an_unfinished_sweep_says_so_first_with_true_counts(unfinished):
                  "41 min so far, up to the end of its newest run",
                  f"`make sweep PROFILE={PROFILE}`", f"`python -m bench sweep --profile {PROFILE}`",
                  "1 failed and 0 were skipped"):
-        assert true in head, true
+        assert true in head + provenance(d), true
     method = methodology(d)
     assert c.runs_text() in method and "41 min so far" in method and "1 pending" in method
     text = head + method + NOTEBOOK.read_text()
@@ -103,8 +103,10 @@ def test_a_complete_sweep_has_no_banner_and_states_its_duration(tmp_path):
     head = header(d)
     (c,) = coverage.coverages(d.sweeps, d.records)
     assert c.runs_text() == "3 of 3 planned runs recorded in 3 attempts"
-    assert head.startswith(f"**Status:** complete ({c.runs_text()})")  # page 1, the header and the methodology
-    assert "`quick` on test-host: complete" in head and c.runs_text() in methodology(d)  # agree word for word
+    assert head.startswith("**Status:** complete, 3 of 3 planned runs;")  # page 1: one line
+    more = provenance(d)  # page 2, the header and the methodology agree word for word
+    assert more.startswith(f"**Status:** complete ({c.runs_text()})")
+    assert "`quick` on test-host: complete" in more and c.runs_text() in methodology(d)
     assert "took 7 min" in methodology(d) and "no disturbed or jittery run retried" in methodology(d)
 
 

@@ -213,6 +213,24 @@ def status_line(d, records: list[Record]) -> str:
     return f"**Status:** {state}; {disturbed}; {sound}."
 
 
+def short_status(d, records: list[Record]) -> str:
+    """Page 1's status in one line: complete or not (runs recorded of planned), configs sound, processes left out;
+    page 2 says it at length (`status_line`)."""
+    covs = coverage.coverages(d.sweeps, records)
+    done, planned = sum(c.done for c in covs), sum(c.planned for c in covs)
+    state = ("single runs (no sweep manifest)" if not covs else
+             f"complete, {done} of {planned} planned runs" if all(c.complete for c in covs) else
+             f"**incomplete**, {done} of {planned} planned runs")
+    procs, configs = d.processes, d.configs
+    bad = int((~procs["clean"]).sum()) if not procs.empty else 0
+    unsound = int((~configs["sound"]).sum()) if not configs.empty else 0
+    sound = (f"{unsound} of {len(configs)} configs not sound" if unsound else
+             f"all {counted(len(configs), 'config')} sound")
+    left = f"{bad} of {len(procs)} processes disturbed (left out where a clean one remains)" if bad else \
+        f"none of {len(procs)} processes disturbed"
+    return f"**Status:** {state}; {sound}; {left}."
+
+
 def decided_line(summary: pd.DataFrame, best: pd.DataFrame | None, margin: float) -> str:
     """How many of page 1's compared rows are decided, by verdict (the verdicts no row got left out), at the
     report's margin."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -141,8 +142,13 @@ def show(figs, name: str, figures_dir=None) -> None:
         plt.close(fig)
 
 
+CODE_SPAN = re.compile(r"`([^`<>\n]+)`")
+
+
 def table(df: pd.DataFrame, empty: str = "none"):
     """A DataFrame for display without its index (row numbers mean nothing to a reader), or a note."""
     if df is None or df.empty:
         return Markdown(f"*{empty}*")
-    return HTML(df.to_html(index=False, escape=True, na_rep="", classes="report-table", border=0))
+    html = df.to_html(index=False, escape=True, na_rep="", classes="report-table", border=0)
+    # a cell's `code` (a command, an option) reads as code, never as raw backticks
+    return HTML(CODE_SPAN.sub(r"<code>\1</code>", html))

@@ -14,7 +14,7 @@ from ..sweep.jupyter_kernels import MAIN_KERNEL, kernel_environment
 from ..sweep.masked_notebooks import execute_masked
 
 REPORT_NOTEBOOK = PROJECT_ROOT / "notebooks" / "report.ipynb"
-# Exported beside the report, which links to it as details.html: every pair, every flagged process, per-process
+# Exported beside the report, which links to it as details.html: every pair, every flagged process, the process
 # tables and the published rows, so the report itself stays short.
 DETAILS_NOTEBOOK = PROJECT_ROOT / "notebooks" / "details.ipynb"
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "chromium-headless-shell", "chrome-headless-shell")
@@ -76,7 +76,12 @@ _PRINT_CSS = """<style>
   overflow-wrap: normal; hyphens: none; }
 .jp-RenderedHTMLCommon th { white-space: normal; word-break: keep-all; }  /* wrap at spaces, never inside a word */
 img { max-width: 100%; height: auto; }
+@page { size: A4; margin: 12mm 11mm; }
 @media print {
+  /* the page's width for the tables (the lab template's screen padding would take a fifth of it) */
+  .jp-Notebook, .jp-Cell, .jp-OutputArea-output, .jp-RenderedHTMLCommon { padding-left: 0; padding-right: 0; }
+  .jp-Notebook { padding-top: 0; }
+  .jp-OutputPrompt, .jp-InputPrompt { display: none; }
   h1, h2, h3, h4 { break-after: avoid; page-break-after: avoid; }
   .jp-Cell:has(h2), .jp-Cell:has(h3), .jp-MarkdownCell:has(+ .jp-CodeCell) {
     break-after: avoid; page-break-after: avoid; }

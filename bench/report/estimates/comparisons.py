@@ -27,16 +27,25 @@ def ratio_table(configs: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> pd.Dat
     return pd.DataFrame(rows)
 
 
+def best_engine(rows: pd.DataFrame) -> pd.Series:
+    """A framework's fastest config among `rows` (its engines at one batch, or at every batch for its best batch):
+    the fastest sound one, or the fastest where none is sound (then shown flagged)."""
+    usable = rows[rows["sound"]] if rows["sound"].any() else rows
+    return usable.loc[usable["images_per_sec_median"].idxmax()]
+
+
 NOT_COMPARED = "not compared"  # a row with one framework: no comparison, so no verdict
 
 
 def summary_table(configs: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> pd.DataFrame:
-    """Model x mode x batch (per platform and precision): the fastest series, its speed-up over the
-    runner-up with the CI, and the verdict (winner, equivalent, undecided) with its reason."""
+    """Model x mode x batch (per platform and precision): the fastest framework at its best engine, its speed-up over
+    the runner-up framework (at its best engine) with the CI, and the verdict with its reason."""
     rows = []
     if configs.empty:
         return pd.DataFrame()
-    for key, g in configs.groupby(GROUP + ["batch_size"]):
+    for key, every in configs.groupby(GROUP + ["batch_size"]):
+        # frameworks compared, each at its best engine (engine against engine is the Engines section's)
+        g = pd.DataFrame([best_engine(s) for _, s in every.groupby("framework")])
         g = g.sort_values("images_per_sec_median", ascending=False)
         base = dict(zip(GROUP + ["batch_size"], key))
         if len(g) < 2:
@@ -44,7 +53,7 @@ def summary_table(configs: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> pd.D
             rows.append({**base, "fastest": top["series"], "images_per_sec": top["images_per_sec_median"],
                          "runner_up": None, "speedup": None, "ci_low": None, "ci_high": None,
                          "verdict": NOT_COMPARED, "reason": f"only {top['series']} measured",
-                         "compared": compared(g), "certificates": top.get("certificate"), "winner": False,
+                         "compared": compared(every), "certificates": top.get("certificate"), "winner": False,
                          "equivalent": False, "extra_processes": None,
                          "unsound_flags": unsound_flags(top["flag_list"])})
             continue
@@ -54,7 +63,7 @@ def summary_table(configs: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> pd.D
                      "ci_high": c["speedup_ci_high"], "verdict": c["verdict"], "reason": c["reason"],
                      "winner": c["winner"], "equivalent": c["equivalent"], "extra_processes": c["extra_processes"],
                      "fewest_processes": min(len(g.iloc[0]["process_ips"]), len(g.iloc[1]["process_ips"])),
-                     **own_interval(c), "compared": compared(g),
+                     **own_interval(c), "compared": compared(every),
                      "certificates": f"{g.iloc[0].get('certificate')} / {g.iloc[1].get('certificate')}",
                      "unsound_flags": list(dict.fromkeys(unsound_flags(g.iloc[0]["flag_list"])
                                                          + unsound_flags(g.iloc[1]["flag_list"])))})
@@ -72,10 +81,7 @@ def best_batch_table(configs: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> p
     for key, g in configs.groupby(GROUP):
         if g["batch_size"].nunique() < 2:  # one batch: its own row already answers
             continue
-        best = []
-        for _, s in g.groupby("framework"):
-            usable = s[s["sound"]] if s["sound"].any() else s
-            best.append(usable.loc[usable["images_per_sec_median"].idxmax()])
+        best = [best_engine(s) for _, s in g.groupby("framework")]
         if len(best) < 2:
             continue
         best.sort(key=lambda r: -r["images_per_sec_median"])

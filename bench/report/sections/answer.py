@@ -1,19 +1,35 @@
-"""Page 1's answer: per model, mode and batch (and per model and mode at each framework's best batch) the frameworks
-compared, one of the four verdicts, the speed-up with its interval and what would decide an undecided row."""
+"""Page 1's answer: images/s [95% CI] of every framework at its best engine per model, mode, precision and batch, the
+fastest starred with the row's verdict and the fastest against PyTorch, then one picture of every comparison page 1
+judges (bench/report/throughput_grid.py, bench/report/verdict_figure.py). The verdict words are the methodology's."""
 
 from __future__ import annotations
 
-from ...stats.verdicts import short_definition
-from ..answer import answer_notes, answer_table, decided_line
-from .base import Section, Table, Text, heading, precision_features
+from ..answer import decided_line
+from ..estimates import framework_grid, int8_pairs
+from ..throughput_grid import LEGEND, images_table
+from ..verdict_figure import verdict_forest, verdict_points
+from .base import Figures, Section, Table, Text, heading
 
-INTRO = ("Fastest against runner-up per model, mode and batch (*best*: each framework at its own best batch), 95% "
-         "intervals over fresh processes. ")
+INTRO = "Images/s [95% interval over fresh processes], each framework at its best engine{model}."
+
+
+NO_POINTS = "No comparison has an interval to draw: page 2 gives each row's reason."
+
+
+def _one_model(table, configs) -> str:
+    """' (resnet50 in every row)' where the table left out its model column (one model), else ''."""
+    if table.empty or "model" in table:
+        return ""
+    return f" ({', '.join(sorted(configs['model'].unique()))} in every row)"
 
 
 def render(d) -> Section:
-    answer, notes = answer_table(d.summary, d.best, d.margin, d.max_repeats)
-    return Section([heading("Answer", INTRO + short_definition(d.margin)),
-                    Text(decided_line(d.summary, d.best, d.margin)),
-                    Table(answer, d.only_distributed() or "no successful runs yet"),
-                    Text(answer_notes(notes)), *filter(None, [precision_features(d.configs)])])
+    grid = framework_grid(d.configs, d.margin)
+    table = images_table(grid, d.summary, d.best)
+    points = verdict_points(d.summary, d.best, grid, int8_pairs(d.configs, d.margin))
+    intro = INTRO.format(model=_one_model(table, d.configs))
+    return Section([heading("Answer"), Text(f"{decided_line(d.summary, d.best, d.margin)} {intro}"),
+                    Table(table, d.only_distributed() or "no successful runs yet"),
+                    *([Text(LEGEND)] if not table.empty else []),
+                    Figures(verdict_forest(points, d.margin), "verdicts") if points else
+                    Text(f"*{NO_POINTS}*") if not table.empty else Text("")])

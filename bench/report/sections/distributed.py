@@ -16,6 +16,8 @@ INTRO = ("Training across worker processes on this machine (and across emulated 
 
 
 def render(d) -> Section:
+    if not (d.scaling and d.scaling.records):
+        return Section()  # nothing to compare: the distributed configs a profile dropped are under *Not run*
     table = scaling.data_parallel(d.scaling.table)
     return Section([heading("Distributed data-parallel training", INTRO), bullets(scaling.findings(d.scaling)),
                     Table(scaling.scaling_for_display(table), "no distributed runs yet"),

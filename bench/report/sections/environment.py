@@ -76,7 +76,8 @@ def environment_table(records: list[Record]) -> pd.DataFrame:
             "GPUs": ", ".join(f"{g.name} (driver {g.driver})" for g in m.gpus) or "none",
             "Python": m.python,
             "platform": m.platform,
-            "CPU clock (advertised)": cpu.mhz_advertised or "unknown",
+            "CPU clock (advertised)": (f"{cpu.mhz_advertised:.0f} MHz" if isinstance(cpu.mhz_advertised, int | float)
+                                       else cpu.mhz_advertised or "unknown"),
             "SMT / virtual machine": f"{cpu.smt} / {cpu.virtual_machine}",
             **{lib: version for lib, version in sorted(m.libraries.items())},
             "git commit": (m.git.commit or "unknown")[:12] + (" (dirty)" if m.git.dirty else ""),

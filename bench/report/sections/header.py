@@ -26,15 +26,26 @@ def _processes_phrase(configs: pd.DataFrame) -> str:
 
 
 def header(d) -> str:
-    """The first lines of the report: an unfinished sweep first, then when, which profile(s), which machines,
-    how much was covered and flagged (coverage from the sweep manifests and records, never assumed)."""
-    runs, configs = d.runs, d.configs
-    built = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    """The report's first lines: an unfinished sweep first, then the status and the machine, one line each (where
+    the numbers come from is `provenance`, on page 2)."""
     top = coverage.banner(d.sweeps, all_records(d))
     top = top + "\n\n" if top else ""
-    if runs.empty:
+    if d.runs.empty:
         note = d.only_distributed()
-        return f"{top}Built {built}. " + (sentence(note) if note else "No results yet.")
+        return f"{top}Built {_built()}. " + (sentence(note) if note else "No results yet.")
+    return f"{top}{answer.short_status(d, all_records(d))} {answer.machine_line(d.records)}"
+
+
+def _built() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def provenance(d) -> str:
+    """When, which profile(s), which machines, how much was covered (coverage from the sweep manifests and records,
+    never assumed)."""
+    runs, configs = d.runs, d.configs
+    if runs.empty:
+        return f"Built {_built()}."
     hosts = "; ".join(f"**{h}** ({', '.join(sorted(set(g['hardware'])))})" for h, g in runs.groupby("host"))
     # the counts are the status line's (coverage.runs_text); said once on page 1
     sweeps = "; ".join(f"`{c.profile}` on {c.host}: {'complete' if c.complete else c.status}"
@@ -42,8 +53,8 @@ def header(d) -> str:
                        for c in coverage.coverages(d.sweeps, all_records(d)))
     dates = sorted(runs["created"].str[:10])
     status = runs["status"].value_counts()
-    return (f"{top}{answer.status_line(d, all_records(d))} {answer.machine_line(d.records)}\n\n"
-            f"Built {built} from {len(runs)} single-process runs recorded {dates[0]}"
+    return (f"{answer.status_line(d, all_records(d))}\n\n"
+            f"Built {_built()} from {len(runs)} single-process runs recorded {dates[0]}"
             f"{' to ' + dates[-1] if dates[-1] != dates[0] else ''} on {hosts}; "
             f"sweep(s): {sweeps or 'none (single runs)'}; {counted(len(configs), 'config')}, each measured in "
             f"{_processes_phrase(configs)}; of the {len(runs)} single-process runs "

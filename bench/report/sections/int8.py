@@ -45,7 +45,10 @@ def _display(r) -> dict:
                                 f"{'class' if classes == 1 else 'classes'}"),
         "images held-out / calibration": f"{number(r['held-out images'], '.0f')} / "
                                          f"{number(r['calibration images'], '.0f')}",
-        "quantise s": number(r["quantise s"], ".1f"), "flags": r["flags"] or ""}
+        # a cached quantisation took no time in this run: said as cached, never as '0.0 s'
+        "quantisation": ("cached (an earlier run's)" if r.get("quantise cached") is True else
+                         f"{number(r['quantise s'], '.1f')} s" if number(r["quantise s"], ".1f") else ""),
+        "flags": r["flags"] or ""}
 
 
 def render(d) -> Section:

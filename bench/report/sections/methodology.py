@@ -147,5 +147,21 @@ def methodology(d) -> str:
                                               not_run.not_run_text(d.sweeps)) if part)
 
 
+# The paragraphs the report itself carries (the verdict words page 1 uses, what ran, what is inside the timer, the
+# rule for disturbed processes); the whole methodology is the details' (bench/report/sections/details/methodology.py).
+BRIEF = ("**What ran.**", "**Inside the timer.**", "**Verdicts.**", "**Disturbed processes")
+BRIEF_INTRO = ("Generated from the records and sweep manifests of this report: what page 1 rests on. The whole "
+               "methodology (warm-up, statistics, guards, calibration, each sweep's peaks and cost) is in the details.")
+
+
+def brief(text: str) -> str:
+    """The paragraphs of the methodology that open with one of BRIEF's headings, in order."""
+    return "\n\n".join(p for p in text.split("\n\n") if p.lstrip().startswith(BRIEF))
+
+
 def render(d) -> Section:
+    return Section([heading("Methodology", BRIEF_INTRO), Text(brief(methodology(d)))])
+
+
+def render_full(d) -> Section:
     return Section([heading("Methodology", INTRO), Text(methodology(d))])

@@ -1,0 +1,25 @@
+"""Page 2: what page 1's table needs more words for: per compared row the frameworks compared and what would decide
+an undecided one, the footnotes for rows that could not be judged, and where the numbers come from."""
+
+from __future__ import annotations
+
+from ..answer import answer_notes, answer_table
+from .base import Section, Table, Text, heading, precision_features
+from .header import provenance
+
+INTRO = ("Each compared row of page 1: which frameworks it compared and, for an undecided one, what would likely "
+         "decide it (more processes a side, or more sweeps).")
+COLUMNS = ["platform", "precision", "model", "mode", "batch", "compared", "verdict", "to decide"]
+
+
+def render(d) -> Section:
+    table, notes = answer_table(d.summary, d.best, d.margin, d.max_repeats)
+    blocks = [heading("Reading the answer", INTRO)]
+    if not table.empty:  # the rows with more to say: undecided ones and those with a footnote
+        table = table[(table["to decide"] != "") | table["verdict"].str.contains("[", regex=False)]
+    if not table.empty:
+        blocks += [Table(table[[c for c in COLUMNS if c in table]])]
+    if notes:
+        blocks += [Text(answer_notes(notes))]
+    blocks += [*filter(None, [precision_features(d.configs)]), Text(provenance(d))]
+    return Section(blocks)

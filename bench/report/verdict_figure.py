@@ -1,0 +1,107 @@
+"""Page 1's picture: every comparison page 1 judges as a speed-up with its 95% interval (a forest plot), the
+equivalence band shaded, a colour per verdict: each row's fastest against its runner-up, against PyTorch where
+PyTorch is neither, and int8 against the same framework's fastest fp32 (the largest lever is often there)."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import pandas as pd
+from matplotlib.ticker import NullLocator
+
+from ..stats.verdicts import EQUIVALENT, SMALL, UNDECIDED, WINNER, equivalence_bounds
+from .estimates import NOT_COMPARED, REFERENCE
+from .style import mark_flags, plain_numbers, series_framework
+
+COLOURS = {WINNER: "#1b7837", SMALL: "#e08214", EQUIVALENT: "#2166ac", UNDECIDED: "#8c8c8c"}
+
+
+def _known(lo) -> bool:
+    return lo is not None and lo == lo
+
+
+def labels(points: list[dict]) -> list[str]:
+    """Each point's 'inference bs16: onnxruntime / torch', leaving out what every point shares (one model, one
+    precision), which page 1 says once."""
+    parts = [list(p["where"][:3]) + ["best batch" if p["where"][3] == "best" else f"bs{p['where'][3]}"]
+             for p in points]
+    varies = [len({row[i] for row in parts}) > 1 or i == 3 for i in range(4)]
+    return [" ".join(v for v, keep in zip(row, varies) if keep) + f": {p['pair']}" for row, p in zip(parts, points)]
+
+
+def verdict_points(summary: pd.DataFrame, best: pd.DataFrame | None, grid: list[dict],
+                   int8: list[tuple]) -> list[dict]:
+    """The plotted comparisons, in page 1's order: label, speed-up, interval and verdict of each (only those with
+    an interval: a side not sound or a single process has none, and page 1's table says why)."""
+    rows = pd.concat([summary, best if best is not None else pd.DataFrame()], ignore_index=True)
+    by_key = {(g["platform"], g["model"], g["mode"], g["precision"], g["batch_size"]): g for g in grid}
+    points = []
+    if not rows.empty:
+        rows = rows.assign(_order=[10**9 if b == "best" else int(b) for b in rows["batch_size"]])
+        for _, r in rows.sort_values(["platform", "model", "mode", "_order", "precision"]).iterrows():
+            if r["verdict"] == NOT_COMPARED or not _known(r["ci_low"]) or list(r.get("unsound_flags") or []):
+                continue
+            b = r["batch_size"] if r["batch_size"] == "best" else int(r["batch_size"])
+            where = (r["model"], r["mode"], r["precision"], b)
+            points.append({"where": where, "pair": f"{r['fastest']} / {r['runner_up']}", "ratio": r["speedup"],
+                           "low": r["ci_low"], "high": r["ci_high"], "verdict": r["verdict"]})
+            g = by_key.get((r["platform"], r["model"], r["mode"], r["precision"], b))
+            c = g and g["reference"]
+            if c and series_framework(r["runner_up"]) != REFERENCE and _known(c["speedup_ci_low"]):
+                points.append({"where": where, "pair": f"{c['faster']} / {c['slower']}", "ratio": c["speedup"],
+                               "low": c["speedup_ci_low"], "high": c["speedup_ci_high"], "verdict": c["verdict"]})
+    for q, _, c in int8:
+        if c is not None and _known(c["ci_low"]):
+            points.append({"where": (q["model"], q["mode"], "int8", int(q["batch_size"])),
+                           "pair": f"{q['framework']} int8 / its fp32", "ratio": c["ratio_a_over_b"],
+                           "low": c["ci_low"], "high": c["ci_high"], "verdict": c["verdict"]})
+    return points
+
+
+TICKS = (0.1, 0.2, 0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 1, 1.1, 1.2, 1.3, 1.5, 2, 3, 4, 5, 7, 10, 20, 30, 50, 100)
+
+
+def ticks(low: float, high: float, most: int = 9) -> list[float]:
+    """Readable speed-up ticks between `low` and `high` on a log axis, 1x always among them, at most `most`."""
+    inside = [t for t in TICKS if low <= t <= high]
+    while len(inside) > most:
+        keep = inside[::2]
+        inside = keep if 1 in keep else inside[1::2]
+    return inside
+
+
+def verdict_forest(points: list[dict], margin: float):
+    """The forest plot of `points` (None without any): log speed-up axis, 1x and the band [1/(1+m), 1+m] shaded."""
+    if not points:
+        return None
+    n = len(points)
+    fig, ax = plt.subplots(figsize=(9, 0.6 + 0.14 * n))
+    lo_band, hi_band = equivalence_bounds(margin)
+    ax.axvspan(lo_band, hi_band, color="#dddddd", zorder=0, label=f"equivalence band +-{margin:.0%}")
+    ax.axvline(1.0, color="#555555", lw=0.8, zorder=1)
+    for i, p in enumerate(points):
+        y = n - 1 - i
+        colour = COLOURS.get(p["verdict"], COLOURS[UNDECIDED])
+        ax.plot([p["low"], p["high"]], [y, y], color=colour, lw=2, solid_capstyle="butt", zorder=2)
+        ax.plot([p["ratio"]], [y], "o", color=colour, ms=4, zorder=3)
+    ax.set_yticks(range(n))
+    ax.set_yticklabels(list(reversed(labels(points))), fontsize=7)
+    ax.set_xscale("log")
+    lows = [p["low"] for p in points] + [lo_band]
+    highs = [p["high"] for p in points] + [hi_band]
+    ax.set_xlim(min(lows) / 1.05, max(highs) * 1.05)
+    ax.set_xticks(ticks(*ax.get_xlim()))
+    ax.xaxis.set_minor_locator(NullLocator())
+    plain_numbers(ax.xaxis)
+    ax.tick_params(axis="x", labelsize=7, which="both")
+    ax.set_xlabel("speed-up (x) of the first named over the second, 95% interval over fresh processes; log scale",
+                  fontsize=7)
+    ax.set_ylim(-0.7, n - 0.3)
+    handles = [plt.Line2D([], [], color=COLOURS[v], lw=2, marker="o", ms=4, label=v)
+               for v in (WINNER, SMALL, EQUIVALENT, UNDECIDED) if any(p["verdict"] == v for p in points)]
+    handles.append(plt.Rectangle((0, 0), 1, 1, color="#dddddd", label=f"equivalence band +-{margin:.0%}"))
+    ax.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=len(handles), fontsize=7,
+              frameon=False)
+    ax.grid(axis="x", which="both", color="#eeeeee", lw=0.5, zorder=0)
+    fig.tight_layout()
+    # every point drawn compares two sound sides (a side not sound has no interval here): none is flagged
+    return mark_flags(fig, [False] * n)
