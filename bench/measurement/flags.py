@@ -102,6 +102,11 @@ RULES: tuple[Rule, ...] = (
     # the rules below have no sentence in the methodology yet (its text predates them; the reason each flag carries
     # says what happened): a sentence here lists it among the guards
     Rule("peak_unsteady", "utilisation"),
+    # a config whose processes form two groups (bench/stats/mixtures.py): its interval is its own processes', never
+    # the sweep's borrowed spread; its number stands (a finding may rest on it), said beside it in the details
+    Rule("two_groups", "spread",
+         "a config whose processes form two groups (a gap between neighbouring processes beyond 3 SDs of the sweep's "
+         "between-process spread): its interval is its own processes', never a borrowed narrow one"),
     # the impossible-number guards: the scaling table, the findings, the figures and the methodology all read these
     Rule("efficiency_over_100", "efficiency",
          f"weak-scaling efficiency above {1 + EFFICIENCY_TOLERANCE:.0%} (100% plus {EFFICIENCY_TOLERANCE:.0%} for "

@@ -44,6 +44,7 @@ def config_row(e: ConfigEstimate) -> dict:
         "spread_var": e.interval.spread_var, "spread_df": e.interval.spread_df, "spread_pooled": e.interval.pooled,
         "sweep_var": e.interval.sweep_var, "sweep_df": e.interval.sweep_df, "sweeps_differ": e.interval.sweeps_differ,
         "own_ci_low": e.interval.own_ci_low, "own_ci_high": e.interval.own_ci_high,
+        "spread_rests_on": e.interval.rests_on or interval_method(e.interval),
         **{f"latency_ms_{k}": v for k, v in e.latency_ms.items()},
         "peak_memory_bytes": e.peak_memory_bytes, "utilisation": e.utilisation, "cv_median": e.cv_median,
         "between_share": e.variance["between_share"], "within_var": e.variance["within_var"],

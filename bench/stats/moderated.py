@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .intervals import t_quantile, welch_satterthwaite
+from .mixtures import two_groups
 
 # A config's own variance beyond this upper-tail probability under the prior is not pooled; the search for configs
 # noisier than the rest uses it for the whole sweep (alpha / m a step).
@@ -56,6 +57,14 @@ class Prior:
     @property
     def sd(self) -> float:
         return math.sqrt(self.s0_sq)
+
+    @property
+    def sd_upper(self) -> float:
+        """An upper 75% confidence bound on the between-process SD the prior stands for (s0 rests on d0 degrees of
+        freedom: with few, it is often an underestimate, which would split alike processes into two groups)."""
+        from scipy.stats import chi2
+
+        return self.sd * math.sqrt(self.d0 / float(chi2.ppf(0.25, self.d0)))
 
 
 @dataclass(frozen=True)
@@ -203,29 +212,108 @@ def moderated_interval(values, spread: Spread | None, confidence: float = 0.95) 
             "sd_log": math.sqrt(spread.var), "df": spread.df, "pooled": spread.pooled}
 
 
+def differing_families(families: Mapping[Hashable, Sequence[tuple[float, float]]],
+                       alpha: float = HETEROGENEITY_ALPHA) -> set:
+    """Families of configs (e.g. a framework's training configs) whose pooled between-process variance differs from
+    the rest of their pool's, each by a two-sided F test of its pooled variance against the others' (summed degrees
+    of freedom on both sides) at alpha / the number of families tested (Bonferroni): those get a prior of their
+    own, as a hierarchical model would give them, instead of one prior for unlike configs. `families` maps a family
+    to its configs' (variance, df)."""
+    from scipy.stats import f as f_dist
+
+    def pooled(items):
+        df = sum(d for _, d in items)
+        return (sum(v * d for v, d in items) / df if df else None), df
+
+    tested = {fam: items for fam, items in families.items() if sum(d for _, d in items) >= 1}
+    if len(tested) < 2:
+        return set()
+    out = set()
+    for fam, items in tested.items():
+        rest = [x for other, xs in tested.items() if other != fam for x in xs]
+        (v, d), (v_rest, d_rest) = pooled(items), pooled(rest)
+        if not v or not v_rest:
+            continue
+        ratio = v / v_rest
+        p = 2 * min(float(f_dist.sf(ratio, d, d_rest)), float(f_dist.cdf(ratio, d, d_rest)))
+        if p < alpha / len(tested):
+            out.add(fam)
+    return out
+
+
 class SweepSpreads:
     """Every config's spread in a sweep, each moderated by the prior of its pool (configs that share a spread: by
     default one pool; e.g. single-process and distributed configs apart), from one value per process per config.
-    The one place the report, `bench compare` and the adaptive plan get a config's interval and a ratio from."""
+    Within a pool, a family (`families`: e.g. a framework and mode) whose spread differs from the rest's gets a
+    prior of its own (`differing_families`), and a config whose processes form two groups (bench/stats/mixtures.py)
+    keeps its own spread and is left out of every prior. The one place the report, `bench compare` and the adaptive
+    plan get a config's interval and a ratio from."""
 
     def __init__(self, values: Mapping[Hashable, Sequence[float]], pools: Mapping[Hashable, Hashable] | None = None,
-                 own: Mapping[Hashable, tuple[float, float | None, float]] | None = None):
+                 own: Mapping[Hashable, tuple[float, float | None, float]] | None = None,
+                 families: Mapping[Hashable, Hashable] | None = None,
+                 sweeps: Mapping[Hashable, Sequence] | None = None):
         """`own` gives a config's own (mean, variance, df) where it is not its values' plain one (a config over
-        several sweeps: its processes' variance around their own sweep's mean, bench/stats/sweep_level.py)."""
+        several sweeps: its processes' variance around their own sweep's mean, bench/stats/sweep_level.py);
+        `sweeps` each value's sweep, so that two groups are looked for within one sweep (sweeps differ by a level of
+        their own)."""
         self.values = {k: [float(x) for x in v] for k, v in values.items() if len(v)}
         self._own = {k: (own or {}).get(k) or log_spread(v) for k, v in self.values.items()}
         pools = pools or {}
+        self._pool = {k: pools.get(k) for k in self.values}
+        # a key's prior: its family's where that family's spread differs from its pool's, else its pool's
+        self._family = {k: (pools.get(k), (families or {}).get(k)) for k in self.values}
+        self.groups: dict = {}  # key -> Groups: its processes form two groups, so it keeps its own spread
+        self._fit(families is not None)
+        for k, v in self.values.items():
+            prior = self.prior(k)
+            labels = list((sweeps or {}).get(k) or [None] * len(v))
+            for sweep in dict.fromkeys(labels):
+                mine = [x for x, s in zip(v, labels) if s == sweep]
+                if (g := two_groups(mine, prior.sd_upper if prior else None)) is not None:
+                    self.groups[k] = g
+                    break
+        if self.groups:  # their spread is not a process spread: fitted again without them
+            self._fit(families is not None)
+
+    def _fit(self, by_family: bool) -> None:
         members: dict = {}
         for k in self.values:
-            members.setdefault(pools.get(k), []).append(k)
-        self.priors: dict = {}
+            if k not in self.groups:
+                members.setdefault(self._pool[k], []).append(k)
+        self.priors, self.family_priors = {}, {}
         for pool, keys in members.items():
-            with_var = [k for k in keys if self._own[k][1] is not None]
-            self.priors[pool] = fit_prior([self._own[k][1] for k in with_var], [self._own[k][2] for k in with_var],
-                                          keys=with_var)
-        self._pool = {k: pools.get(k) for k in self.values}
+            with_var = [k for k in keys if self._own[k][1] is not None and self._own[k][2] >= 1]
+            apart = differing_families(
+                {fam: [self._own[k][1:] for k in with_var if self._family[k][1] == fam]
+                 for fam in {self._family[k][1] for k in with_var}}) if by_family else set()
+            for fam in apart:
+                mine = [k for k in with_var if self._family[k][1] == fam]
+                self.family_priors[(pool, fam)] = fit_prior([self._own[k][1] for k in mine],
+                                                            [self._own[k][2] for k in mine], keys=mine)
+            rest = [k for k in with_var if self._family[k][1] not in apart]
+            self.priors[pool] = fit_prior([self._own[k][1] for k in rest], [self._own[k][2] for k in rest], keys=rest)
+
+    def rests_on(self, key: Hashable) -> str:
+        """What the key's spread rests on, in words, for the details."""
+        spread = self.spread(key)
+        if key in self.groups:
+            return f"its own processes: two groups, {self.groups[key].describe()}"
+        if spread is None:
+            return "no spread (one process, nothing to borrow from)"
+        if not spread.pooled:
+            return f"its own processes ({spread.df:.0f} df): its spread differs from the sweep's"
+        family = self._family.get(key)
+        source = (f"the prior of its family {family[1]} (its spread differs from the rest)"
+                  if family in self.family_priors else "the sweep's prior")
+        return f"{source}, {spread.df:.0f} df in all"
 
     def prior(self, key: Hashable) -> Prior | None:
+        if key in self.groups:
+            return None
+        family = self._family.get(key)
+        if family in self.family_priors:
+            return self.family_priors[family]
         return self.priors.get(self._pool.get(key))
 
     def spread(self, key: Hashable) -> Spread | None:

@@ -115,6 +115,13 @@ def spread_pool(processes: pd.DataFrame) -> tuple:
     return first["platform"], strategy in (None, "none")
 
 
+def spread_family(processes: pd.DataFrame) -> str:
+    """Configs alike enough to share a prior where their spread differs from the rest of their pool's: one
+    framework in one mode (e.g. 'torch training')."""
+    first = processes.iloc[0]
+    return f"{first['framework']} {first['mode']}"
+
+
 def _used(g: pd.DataFrame) -> pd.DataFrame:
     """The processes a config's number is made of: its clean ones, or all of them where none is clean."""
     clean = g[g["clean"]]
@@ -154,6 +161,9 @@ def estimate_config(g: pd.DataFrame, interval: Interval, columns: list[str],
     if first["mode"] == "training" and not any(f.name == "forward_over_backward" for f in flags):
         if (fb := forward_backward_flag(phase_ms.get("phase_forward_ms"), phase_ms.get("phase_backward_ms"))):
             flags.append(fb)
+    if interval.groups:  # its own spread, never a borrowed one: said beside its number
+        flags.append(flag("two_groups", f"its processes form two groups: {interval.groups}; its interval is its own "
+                                        "processes' (a t interval over them does not describe two groups)"))
     one = interval.ci_low is None  # a single process: only its own (within-process) interval exists
     return ConfigEstimate(
         config=config, interval=interval,
@@ -178,7 +188,7 @@ def estimate_configs(processes: pd.DataFrame, columns: list[str],
         return []
     groups = [g for _, g in processes.groupby(CONFIG, sort=False)]
     intervals = config_intervals([(u["ips"], u["node"] if "node" in u else [None] * len(u), u["sweep_id"],
-                                   spread_pool(u)) for u in map(_used, groups)])
+                                   spread_pool(u), spread_family(u)) for u in map(_used, groups)])
     estimates = [estimate_config(g, i, columns, peaks) for g, i in zip(groups, intervals, strict=True)]
     cross_run_flags(estimates)
     return estimates

@@ -16,8 +16,9 @@ must point the same way in each.
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,6 +65,8 @@ class Interval:
     sweep_var: float | None = None
     sweep_df: float | None = None
     sweeps_differ: bool = False
+    rests_on: str | None = None  # what its spread rests on, in words (bench/stats/moderated.py: SweepSpreads)
+    groups: str | None = None  # its processes form two groups (bench/stats/mixtures.py), in words; None: they do not
 
     @property
     def kind(self) -> str:
@@ -74,14 +77,18 @@ class Interval:
                 else "processes")
 
 
-def config_intervals(configs: Sequence[tuple[Sequence[float], Sequence, Sequence, Hashable]]) -> list[Interval]:
+def config_intervals(configs: Sequence[tuple]) -> list[Interval]:
     """Every config's interval in one call, each config given as its processes' median images/s, each process's
-    node (None where unknown), each process's sweep id, and its spread pool (configs that may share a spread)."""
-    levels = [outer_level(values, nodes)[1] for values, nodes, _, _ in configs]
-    by_sweep = {i: sweep_means(v, s) for i, ((v, _, s, _), lv) in enumerate(zip(configs, levels))
-                if lv == 1 and len(v) >= 2}
+    node (None where unknown), each process's sweep id, its spread pool (configs that may share a spread) and,
+    optionally, its family within the pool (configs alike enough to share a prior where their spread differs from
+    the pool's: a framework and mode)."""
+    levels = [outer_level(c[0], c[1])[1] for c in configs]
+    by_sweep = {i: sweep_means(c[0], c[2]) for i, (c, lv) in enumerate(zip(configs, levels))
+                if lv == 1 and len(c[0]) >= 2}
     spreads = SweepSpreads({i: list(configs[i][0]) for i in by_sweep}, {i: c[3] for i, c in enumerate(configs)},
-                           own={i: (0.0, sm.within_var, sm.within_df) for i, sm in by_sweep.items()})
+                           own={i: (0.0, sm.within_var, sm.within_df) for i, sm in by_sweep.items()},
+                           families={i: c[4] for i, c in enumerate(configs) if len(c) > 4},
+                           sweeps={i: list(configs[i][2]) for i in by_sweep})
     pools: dict = {}
     for i, sm in by_sweep.items():
         spread = spreads.spread(i)
@@ -89,7 +96,7 @@ def config_intervals(configs: Sequence[tuple[Sequence[float], Sequence, Sequence
             pools.setdefault(configs[i][3], {})[i] = (sm, spread.var, spread.df)
     components = {pool: fit_component(items) for pool, items in pools.items()}
     out = []
-    for i, (v, n, s, pool) in enumerate(configs):
+    for i, (v, n, s, pool, *_) in enumerate(configs):
         spread = spreads.spread(i) if i in by_sweep else None
         sm = by_sweep.get(i)
         level = None
@@ -97,7 +104,12 @@ def config_intervals(configs: Sequence[tuple[Sequence[float], Sequence, Sequence
             component = components.get(pool)
             differ = differs(component, i, sm, spread.var if spread else None, spread.df if spread else 0.0)
             level = level_mean(sm, spread.var if spread else None, spread.df if spread else 0.0, component, differ)
-        out.append(config_interval(v, n, s, spread, level))
+        interval = config_interval(v, n, s, spread, level)
+        if i in by_sweep:  # what its spread rests on, and two groups among its processes where there are
+            groups = spreads.groups.get(i)
+            interval = dataclasses.replace(interval, rests_on=spreads.rests_on(i),
+                                           groups=groups.describe() if groups else None)
+        out.append(interval)
     return out
 
 
