@@ -145,7 +145,7 @@ def test_a_table_gives_every_number_drawn_with_its_interval(d):
     """No table in the report or the details gave a framework's images/s: the details do, the report points there."""
     assert "Measured images/s, every framework and batch size" in throughput.render(d).blocks[0].markdown
     assert measured in DETAILS
-    [t] = [b.frame for b in measured.render(d).blocks if isinstance(b, Table)]
+    t = [b.frame for b in measured.render(d).blocks if isinstance(b, Table)][0]
     assert list(t.columns) == ["model", "mode", "framework", "batch 1", "batch 8"]
     torch = t[t["framework"] == "torch"].iloc[0]
     c = d.configs[(d.configs["series"] == "torch") & (d.configs["batch_size"] == 8)].iloc[0]

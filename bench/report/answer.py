@@ -226,8 +226,8 @@ def short_status(d, records: list[Record]) -> str:
     unsound = int((~configs["sound"]).sum()) if not configs.empty else 0
     sound = (f"{unsound} of {len(configs)} configs not sound" if unsound else
              f"all {counted(len(configs), 'config')} sound")
-    left = f"{bad} of {len(procs)} processes disturbed (left out where a clean one remains)" if bad else \
-        f"none of {len(procs)} processes disturbed"
+    left = f"{bad} of {len(procs)} processes flagged (left out where a clean one remains)" if bad else \
+        f"none of {len(procs)} processes flagged"
     return f"**Status:** {state}; {sound}; {left}."
 
 
@@ -241,4 +241,5 @@ def decided_line(summary: pd.DataFrame, best: pd.DataFrame | None, margin: float
     counts = rows["verdict"].value_counts()
     decided = int(sum(counts.get(w, 0) for w in DECIDED))
     each = ", ".join(f"{int(counts.get(w, 0))} {w}" for w in (*DECIDED, UNDECIDED) if counts.get(w, 0))
-    return f"**Decided {decided} of {len(rows)} compared rows** at an equivalence margin of +-{margin:.0%}: {each}."
+    return (f"**Decided {decided} of {len(rows)} compared rows** (each row's fastest against its runner-up) at an "
+            f"equivalence margin of +-{margin:.0%}: {each}.")

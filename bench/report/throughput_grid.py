@@ -6,16 +6,20 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..stats.verdicts import UNDECIDED, ratio_interval
+from ..stats.verdicts import DECIDED, DEFAULT_MARGIN, SMALL, UNDECIDED, WINNER, judge, ratio_interval
+from .answer import rests_on_pooling
 from .estimates import NOT_COMPARED, REFERENCE
 
 FASTEST = "★"
+FASTEST_OPEN = "☆"  # the fastest measured on a row whose verdict does not decide it
+POOLED_MARK = "†"
 NOT_SOUND = "!"
 NB_HYPHEN = "\u2011"
 KEY = ["platform", "model", "mode", "precision", "batch_size"]
-LEGEND = (f"{FASTEST} the row's fastest; {NOT_SOUND} not sound (flagged, or under two clean processes), never a "
-          "winner; "
-          "*best*: each framework at its own best batch (@ batch); an engine is named where a framework ran several.")
+LEGEND = (f"{FASTEST} the row's fastest, decided; {FASTEST_OPEN} the fastest measured, not decided; {POOLED_MARK} "
+          "decided with the sweep's pooled variance (its own processes alone would not decide it: page 2); "
+          f"{NOT_SOUND} not sound (flagged, or under two clean processes), never a winner; *best*: each framework at "
+          "its own best batch (@ batch).")
 
 
 def rate(v: float) -> str:
@@ -25,8 +29,9 @@ def rate(v: float) -> str:
     return f"{v:.0f}" if abs(v) >= 100 else f"{v:.1f}" if abs(v) >= 10 else f"{v:.2f}"
 
 
-def cell(c: pd.Series, fastest: bool, engine: bool, best: bool) -> str:
-    """'★ 123 [118-128] graph @16 !': a framework's number, its 95% interval over processes, and marks."""
+def cell(c: pd.Series, fastest: str, engine: bool, best: bool) -> str:
+    """'★ 123 [118-128] graph @16 !': a framework's number, its 95% interval over processes, and marks (`fastest`:
+    the star it gets, '' for none)."""
     lo, hi = c["images_per_sec_ci_low"], c["images_per_sec_ci_high"]
     # a non-breaking hyphen: a narrow column wraps before the interval, never inside it ('[11.7-' / '13.5]')
     text = rate(c["images_per_sec_median"]) + (f" [{rate(lo)}{NB_HYPHEN}{rate(hi)}]" if lo == lo and lo is not None
@@ -37,7 +42,7 @@ def cell(c: pd.Series, fastest: bool, engine: bool, best: bool) -> str:
         text += f" @{int(c['batch_size'])}"
     if not c["sound"]:
         text += f" {NOT_SOUND}"
-    return f"{FASTEST} {text}" if fastest else text
+    return f"{fastest} {text}" if fastest else text
 
 
 def _unbroken(interval: str) -> str:
@@ -45,7 +50,7 @@ def _unbroken(interval: str) -> str:
     return interval.replace("-", NB_HYPHEN)
 
 
-def _verdict(row: pd.Series | None) -> str:
+def _verdict(row: pd.Series | None, margin: float) -> str:
     """The row's verdict, the fastest (starred) against the runner-up: 'winner: 1.43x [1.27-1.62] over torch'; a side
     not sound leaves the ratio unsaid (page 2 says why)."""
     if row is None or row["verdict"] == NOT_COMPARED:
@@ -53,20 +58,24 @@ def _verdict(row: pd.Series | None) -> str:
     lo, hi = row["ci_low"], row["ci_high"]
     if lo is None or lo != lo or list(row.get("unsound_flags") or []):
         return f"{row['verdict']} (page 2 says why)" if row["verdict"] == UNDECIDED else row["verdict"]
-    return f"{row['verdict']}: {_unbroken(ratio_interval(row['speedup'], lo, hi))} over {row['runner_up']}"
+    mark = POOLED_MARK if rests_on_pooling(row, margin) else ""
+    return f"{row['verdict']}{mark}: {_unbroken(ratio_interval(row['speedup'], lo, hi))} over {row['runner_up']}"
 
 
-def _reference(g: dict) -> str:
+def _reference(g: dict, margin: float) -> str:
     """The fastest (starred) against PyTorch: '1.85x [1.70-2.02] winner', or why there is none."""
     c = g["reference"]
     if c is None:
         return f"{REFERENCE} fastest" if REFERENCE in g["picks"] else f"{REFERENCE} not measured"
     if c["speedup_ci_low"] is None or c["speedup_ci_low"] != c["speedup_ci_low"]:
         return f"{c['speedup']:.2f}x (no interval) {c['verdict']}"
-    return f"{_unbroken(ratio_interval(c['speedup'], c['speedup_ci_low'], c['speedup_ci_high']))} {c['verdict']}"
+    own = judge(c["speedup"], c["welch_ci_low"], c["welch_ci_high"], margin).word
+    mark = POOLED_MARK if c["verdict"] in DECIDED and own != c["verdict"] else ""
+    return f"{_unbroken(ratio_interval(c['speedup'], c['speedup_ci_low'], c['speedup_ci_high']))} {c['verdict']}{mark}"
 
 
-def images_table(grid: list[dict], summary: pd.DataFrame, best: pd.DataFrame | None) -> pd.DataFrame:
+def images_table(grid: list[dict], summary: pd.DataFrame, best: pd.DataFrame | None,
+                 margin: float = DEFAULT_MARGIN) -> pd.DataFrame:
     """The page-1 table from `grid` (estimates.framework_grid) and the verdicts of the summary and best-batch rows."""
     if not grid:
         return pd.DataFrame()
@@ -80,14 +89,17 @@ def images_table(grid: list[dict], summary: pd.DataFrame, best: pd.DataFrame | N
     rows = []
     for g in grid:
         best_row = g["batch_size"] == "best"
+        verdict = verdicts.get(tuple(g[k] for k in KEY))
+        decided = verdict is not None and verdict["verdict"] in (WINNER, SMALL)
         fastest = g["fastest_framework"] if len(g["picks"]) > 1 else None
         row = {k: g[k] for k in KEY}
         row["batch_size"] = "best" if best_row else str(g["batch_size"])
         for fw in frameworks:
             c = g["picks"].get(fw)
-            row[fw] = "" if c is None else cell(c, fw == fastest, fw in g["several_engines"], best_row)
-        row[f"{FASTEST} vs runner-up"] = _verdict(verdicts.get(tuple(g[k] for k in KEY)))
-        row[f"{FASTEST} vs {REFERENCE}"] = _reference(g) if len(g["picks"]) > 1 else "-"
+            star = (FASTEST if decided else FASTEST_OPEN) if fw == fastest else ""
+            row[fw] = "" if c is None else cell(c, star, fw in g["several_engines"], best_row)
+        row["fastest vs runner-up"] = _verdict(verdict, margin)
+        row[f"fastest vs {REFERENCE}"] = _reference(g, margin) if len(g["picks"]) > 1 else "-"
         rows.append(row)
     table = pd.DataFrame(rows)
     table["_order"] = [10**9 if b == "best" else int(b) for b in table["batch_size"]]
@@ -98,3 +110,18 @@ def images_table(grid: list[dict], summary: pd.DataFrame, best: pd.DataFrame | N
         if table[col].nunique() == 1:
             table = table.drop(columns=col)
     return table.reset_index(drop=True)
+
+
+def engines_line(grid: list[dict]) -> str:
+    """'Engines: jax jit, onnxruntime all, torch eager (torch: named in its cells where it ran several)': each
+    framework's best engine where it is the same on every row, said once under the table."""
+    one: dict[str, set] = {}
+    several = set()
+    for g in grid:
+        several |= g["several_engines"]
+        for fw, c in g["picks"].items():
+            one.setdefault(fw, set()).add(c["engine"])
+    same = [f"{fw} {next(iter(e))}" for fw, e in sorted(one.items()) if len(e) == 1 and fw not in several]
+    named = sorted(fw for fw in one if fw in several or len(one[fw]) > 1)
+    return ("Engines: " + ", ".join(same) + (f" ({', '.join(named)}: named in its cells)" if named else "") + "."
+            if same else f"Engines: named in the cells ({', '.join(named)}).")

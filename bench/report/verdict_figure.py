@@ -54,7 +54,14 @@ def verdict_points(summary: pd.DataFrame, best: pd.DataFrame | None, grid: list[
             points.append({"where": (q["model"], q["mode"], "int8", int(q["batch_size"])),
                            "pair": f"{q['framework']} int8 / its fp32", "ratio": c["ratio_a_over_b"],
                            "low": c["ci_low"], "high": c["ci_high"], "verdict": c["verdict"]})
-    return points
+    # a best-batch row that is a batch row again (the same pair, the same configs) is drawn once
+    seen, unique = set(), []
+    for p in points:
+        key = (p["pair"], round(p["ratio"], 9), round(p["low"], 9), round(p["high"], 9))
+        if key not in seen:
+            seen.add(key)
+            unique.append(p)
+    return unique
 
 
 TICKS = (0.1, 0.2, 0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 1, 1.1, 1.2, 1.3, 1.5, 2, 3, 4, 5, 7, 10, 20, 30, 50, 100)

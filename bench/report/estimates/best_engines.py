@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ...adapters import reference_adapter
 from ...stats.verdicts import DEFAULT_MARGIN
 from .comparisons import GROUP, best_engine
 from .intervals import compare_pair
 
-# The framework every row is also set against: the one most readers use (and the 2019 study's baseline).
-REFERENCE = "torch"
+# The framework every row is also set against: the adapters' reference framework (the one most readers use, and the
+# 2019 study's baseline).
+REFERENCE = reference_adapter().name
 
 
 def _row(key: dict, batch, rows: pd.DataFrame, margin: float) -> dict:

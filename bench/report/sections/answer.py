@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..answer import decided_line
 from ..estimates import framework_grid, int8_pairs
-from ..throughput_grid import LEGEND, images_table
+from ..throughput_grid import LEGEND, engines_line, images_table
 from ..verdict_figure import verdict_forest, verdict_points
 from .base import Figures, Section, Table, Text, heading
 
@@ -17,19 +17,19 @@ NO_POINTS = "No comparison has an interval to draw: page 2 gives each row's reas
 
 
 def _one_model(table, configs) -> str:
-    """' (resnet50 in every row)' where the table left out its model column (one model), else ''."""
-    if table.empty or "model" in table:
-        return ""
-    return f" ({', '.join(sorted(configs['model'].unique()))} in every row)"
+    """' (resnet50, fp32 in every row)': what the table left out as the same on every row (its model, its
+    precision), else ''."""
+    same = [", ".join(sorted(configs[c].unique())) for c in ("model", "precision") if c not in table]
+    return "" if table.empty or not same else f" ({', '.join(same)} in every row)"
 
 
 def render(d) -> Section:
     grid = framework_grid(d.configs, d.margin)
-    table = images_table(grid, d.summary, d.best)
+    table = images_table(grid, d.summary, d.best, d.margin)
     points = verdict_points(d.summary, d.best, grid, int8_pairs(d.configs, d.margin))
     intro = INTRO.format(model=_one_model(table, d.configs))
     return Section([heading("Answer"), Text(f"{decided_line(d.summary, d.best, d.margin)} {intro}"),
                     Table(table, d.only_distributed() or "no successful runs yet"),
-                    *([Text(LEGEND)] if not table.empty else []),
+                    *([Text(f"{engines_line(grid)} {LEGEND}")] if not table.empty else []),
                     Figures(verdict_forest(points, d.margin), "verdicts") if points else
                     Text(f"*{NO_POINTS}*") if not table.empty else Text("")])

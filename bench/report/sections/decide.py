@@ -7,9 +7,10 @@ from ..answer import answer_notes, answer_table
 from .base import Section, Table, Text, heading, precision_features
 from .header import provenance
 
-INTRO = ("Each compared row of page 1: which frameworks it compared and, for an undecided one, what would likely "
-         "decide it (more processes a side, or more sweeps).")
-COLUMNS = ["platform", "precision", "model", "mode", "batch", "compared", "verdict", "to decide"]
+INTRO = ("Each row of page 1 with more to say (undecided, or keyed to a footnote): which frameworks it compared, its "
+         "speed-up (with a pooled verdict's interval from its own processes alone) and what would likely decide it "
+         "(more processes a side, or more sweeps).")
+COLUMNS = ["platform", "precision", "model", "mode", "batch", "compared", "verdict", "speed-up [95% CI]", "to decide"]
 
 
 def render(d) -> Section:
