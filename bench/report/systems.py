@@ -62,9 +62,9 @@ def _adapter_row(adapter, results: dict[str, dict[str, int]] | None) -> dict:
             reason = "" if n else "runnable, but no successful run in these results"
     else:
         status, reason = "not installed", missing or f"the {adapter.name} package is not installed"
-    int8 = "yes" if "int8" in adapter.precisions else f"no: {adapter.no_int8_because or 'no int8 path here'}"
+    int8 = "available" if "int8" in adapter.precisions else f"no: {adapter.no_int8_because or 'no int8 path here'}"
     return {"framework": adapter.display_name or adapter.name, "status": status, "reason": reason,
-            "closest runnable successor": "-", "int8 (post-training)": int8}
+            "closest runnable successor": "-", "int8 path (post-training)": int8}
 
 
 def status_rows(results: dict[str, dict[str, int]] | None = None) -> list[dict]:
@@ -76,4 +76,4 @@ def status_rows(results: dict[str, dict[str, int]] | None = None) -> list[dict]:
                       key=lambda a: (a.display_name or a.name).lower())
     return [_adapter_row(a, results) for a in adapters] + [
         {"framework": s.name, "status": "not measured", "reason": s.reason, "closest runnable successor": s.successor,
-         "int8 (post-training)": "-"} for s in HISTORICAL]
+         "int8 path (post-training)": "-"} for s in HISTORICAL]

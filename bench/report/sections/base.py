@@ -87,6 +87,11 @@ def all_records(d) -> list:
             + (list(d.scaling.records) if d.scaling else []))
 
 
+def distributed_ran(d) -> bool:
+    """Whether these results hold a distributed run (a section about them has something to show)."""
+    return bool(d.scaling and d.scaling.records)
+
+
 FEATURES_NOTE = "VNNI: int8 dot products in one instruction; AVX512_BF16: bf16 dot products; AMX: tile units"
 REDUCED = ("int8", "bf16")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .. import scaling
 from ..scaling_figures import efficiency, throughput_and_comm
-from .base import Figures, Section, Table, bullets, heading
+from .base import Figures, Section, Table, bullets, distributed_ran, heading
 
 INTRO = ("Training across worker processes on this machine (and across emulated nodes joined by a shaped link): "
          "synchronous all-reduce, parameter servers and an *independent* baseline whose workers never communicate, "
@@ -16,7 +16,7 @@ INTRO = ("Training across worker processes on this machine (and across emulated 
 
 
 def render(d) -> Section:
-    if not (d.scaling and d.scaling.records):
+    if not distributed_ran(d):
         return Section()  # nothing to compare: the distributed configs a profile dropped are under *Not run*
     table = scaling.data_parallel(d.scaling.table)
     return Section([heading("Distributed data-parallel training", INTRO), bullets(scaling.findings(d.scaling)),

@@ -8,7 +8,8 @@ from .base import Section, bullets, heading
 
 INTRO = ("The alpha-beta model, given each published set-up's own single-GPU compute time and bandwidth (1 to 256 "
          "workers), against its published points (**published, not measured here**); where they disagree by more "
-         "than 2x it is said here, with the likely reason. The figure is in the details.")
+         "than 2x it is said here, with the likely reason; the figure is *Distributed: extrapolation to published "
+         "set-ups*.")
 
 
 def render(d) -> Section:

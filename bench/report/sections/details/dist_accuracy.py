@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ... import scaling
 from ...scaling_figures import accuracy_over_time
-from ..base import Figures, Section, Table, heading
+from ..base import Figures, Section, Table, distributed_ran, heading
 
 INTRO = ("scikit-learn's digits, a small MLP, 2 workers: synchronous all-reduce against the asynchronous parameter "
          "server; compare at equal training time (the table's first accuracy column).")
@@ -15,6 +15,8 @@ SANDBLASTER = (" Sandblaster L-BFGS (DistBelief's batch method) ran beside them 
 
 
 def render(d) -> Section:
+    if not distributed_ran(d):
+        return Section()  # nothing ran: the report's *Not run* says what would
     sandblaster = scaling.sandblaster_for_display(d.scaling.processes)
     return Section([heading("Distributed: asynchronous vs synchronous accuracy over time",
                             INTRO + (SANDBLASTER if not sandblaster.empty else "")),

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from ...energy import energy_table
-from ..base import Section, Table, heading
+from ...marks import NOT_MEASURED
+from ..base import Section, Table, Text, heading
 
 INTRO = ("Images per joule over the timed loop, where a meter read the run: NVIDIA GPUs' NVML energy counter "
          "(Volta or newer), or the CPU packages' RAPL counters (read by one process per machine). Where none could "
@@ -13,4 +14,10 @@ INTRO = ("Images per joule over the timed loop, where a meter read the run: NVID
 
 
 def render(d) -> Section:
-    return Section([heading("Energy per image", INTRO), Table(energy_table(d.runs), "no successful runs yet")])
+    table = energy_table(d.runs)
+    if not table.empty and (table["measured"] == 0).all() and table["images/J"].nunique() == 1:
+        # one reason for every row: said once, not once per config
+        return Section([heading("Energy per image", INTRO),
+                        Text(f"*No run measured energy ({len(table)} configs): "
+                             f"{table['images/J'].iloc[0].removeprefix(NOT_MEASURED + ': ')}.*")])
+    return Section([heading("Energy per image", INTRO), Table(table, "no successful runs yet")])
