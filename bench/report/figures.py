@@ -179,7 +179,7 @@ def per_framework(runs: pd.DataFrame, common_batch: int = 32) -> list:
         any_flagged = False
         legend_patch(ax, f"batch {common_batch}", "#888888", None)
         legend_patch(ax, "best batch (hatched)", "#888888", BEST_BATCH_HATCH)
-        ticks = []
+        ticks, tops = [], []
         for xi, series in enumerate(slots):
             colour = styles[series]["color"]
             c = sub[(sub["series"] == series) & (sub["batch_size"] == common_batch)]
@@ -198,13 +198,24 @@ def per_framework(runs: pd.DataFrame, common_batch: int = 32) -> list:
                 bars = ax.bar(xi + offset, r["images_per_sec_median"], width=0.4, color=colour, hatch=h,
                               edgecolor="white" if h else colour, linewidth=0.5, label=label, gid=series)
                 flag_bar(ax, bars[0], flagged)
-        if any_flagged:
-            footnote(ax, FLAGGED_BAR_NOTE)
+                lo, hi = r.get("images_per_sec_ci_low"), r.get("images_per_sec_ci_high")
+                if lo is not None and hi is not None and lo == lo and hi == hi:  # its 95% interval over processes
+                    y = r["images_per_sec_median"]
+                    ax.errorbar(xi + offset, y, yerr=[[max(y - lo, 0)], [max(hi - y, 0)]], fmt="none", ecolor="#333333",
+                                elinewidth=0.8, capsize=2)
+                    tops.append((y, hi))
+        notes = [FLAGGED_BAR_NOTE] if any_flagged else []
+        top = max((y for y, _ in tops), default=0)
+        if max((h for _, h in tops), default=0) > WIDE_CI_CUT * top > 0:  # one very wide interval must not flatten
+            ax.set_ylim(0, WIDE_CI_CUT * top)                               # every bar
+            notes.append(f"bars: 95% intervals, cut at {WIDE_CI_CUT:g}x the tallest bar (few processes: very wide)")
+        if notes:
+            footnote(ax, "; ".join(notes))
         ax.set_xticks(range(len(slots)), labels=ticks, fontsize=7)
         ax.set_xlim(-0.6, len(slots) - 0.4)  # a panel of one pair keeps its bars' width
         ax.set_title(f"{model} - {mode}", fontsize=10)
         ax.set_ylabel("images/s")
-        ax.margins(y=0.12)  # room for the '!' above the tallest bar
+        ax.margins(y=0.12)  # room for the '!' above the tallest bar (a cut axis keeps its limit)
 
     # a slot an inch wide holds its two-line label level; many slots: one panel per row
     slots = ok.groupby(["model", "mode"])["series"].nunique().max()
