@@ -89,6 +89,7 @@ def _grouped_bars(ax, g: pd.DataFrame, value: str, markers: dict | None = None) 
     return drawn
 
 
+DODGE = 0.08  # log2 units between neighbouring series' points at one batch size
 WIDE_CI_CUT = 1.5  # y axis top, in units of the panel's largest estimate, when an interval reaches beyond it
 
 
@@ -107,10 +108,12 @@ def _lines_vs_batch(ok: pd.DataFrame, value: str, ylabel: str, title: str, scale
             p = g[(g["model"] == model) & (g["mode"] == mode)]
             any_flagged = False
             notes, top, ci_top = [], 0.0, 0.0
+            names = sorted(p["series"].unique())
             for series, s in p.groupby("series"):
                 st = styles[series]
                 s = s.sort_values("batch_size")
-                x = s["batch_size"].to_numpy()
+                # dodged a little along the log2 axis, so frameworks measured at one batch do not hide each other
+                x = s["batch_size"].to_numpy() * 2 ** (DODGE * (names.index(series) - (len(names) - 1) / 2))
                 y = s[value].to_numpy(dtype=float) * scale
                 if ci is not None:
                     err = [y - s[ci[0]].to_numpy(dtype=float) * scale, s[ci[1]].to_numpy(dtype=float) * scale - y]
