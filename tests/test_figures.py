@@ -160,7 +160,7 @@ def test_flagged_points_are_hollow_with_a_note():
     for fig in F.per_hardware(configs()) + F.memory_vs_batch(configs()):
         hollow = [ln for ax in fig.axes for ln in ax.lines
                   if ln.get_markerfacecolor() == "none" and len(ln.get_xdata())]
-        # at batch 32, dodged along the log2 axis by at most a few percent (F.DODGE) so frameworks do not hide each other
+        # at batch 32, dodged along the log2 axis by a few percent (F.DODGE) so frameworks do not hide each other
         (x,) = hollow[0].get_xdata() if len(hollow) == 1 else (None, None)
         assert x is not None and abs(x / 32 - 1) < 0.2
         assert to_hex(hollow[0].get_markeredgecolor()) == S.FRAMEWORK_COLOURS["tensorflow"]
