@@ -180,7 +180,10 @@ def test_a_corrupt_record_is_quarantined_and_rerun_on_resume(tiny_sweep, tmp_pat
     resumed = bench_cli("sweep", "--profile", "tiny", "--results-dir", str(copy))
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert (copy / TEST_HOST / "records" / "quarantine" / victim.name).exists() and not victim.exists()
-    assert len(list((copy / TEST_HOST / "records").glob("*.json"))) == RUNS  # the lost run measured again
+    # the lost run measured again: every planned run recorded once more (a disturbed attempt's retry, which a busy
+    # machine can cause, is a second record of the same run, not another run)
+    runs = {(r["config_key"], r["repeat"]) for r in load_records(copy)}
+    assert len(runs) == RUNS
 
 
 @pytest.mark.full
