@@ -19,8 +19,10 @@ NO_POINTS = "No comparison has an interval to draw: page 2 gives each row's reas
 def _one_model(table, configs) -> str:
     """' (resnet50, fp32 in every row)': what the table left out as the same on every row (its model, its
     precision), else ''."""
+    if table.empty:
+        return ""
     same = [", ".join(sorted(configs[c].unique())) for c in ("model", "precision") if c not in table]
-    return "" if table.empty or not same else f" ({', '.join(same)} in every row)"
+    return f" ({', '.join(same)} in every row)" if same else ""
 
 
 def render(d) -> Section:
