@@ -57,7 +57,8 @@ def published_overlay(runs: pd.DataFrame, published: pd.DataFrame):
     pub = published_condensed(published[published["model"].isin(models)])
     styles = series_styles(best)
     rows_per_model = max(len(best[best["model"] == m]) + len(pub[pub["model"] == m]) for m in models)
-    fig, axes = grid(1, len(models), w=5.6, h=0.3 * max(rows_per_model, 6) + 1.5)
+    # a page wide for one model (its labels are long), half each for two: labels stay legible at the PDF's size
+    fig, axes = grid(1, len(models), w=8.0 if len(models) == 1 else 5.6, h=0.27 * max(rows_per_model, 6) + 1.5)
     used, drawn = {}, []
     for ax, model in zip(axes.flat, models):
         ours = best[best["model"] == model]
@@ -80,7 +81,7 @@ def published_overlay(runs: pd.DataFrame, published: pd.DataFrame):
         y = np.arange(len(labels))
         for yi, v, look in zip(y, values, looks):
             ax.barh(yi, v, linewidth=1.0, **look)
-        ax.set_yticks(y, labels=labels, fontsize=6)
+        ax.set_yticks(y, labels=labels, fontsize=7)
         ax.set_xscale("log")
         ax.set_xlabel("images/s (log scale)")
         ax.set_title(f"{model}: measured here vs published", fontsize=9)
