@@ -75,12 +75,17 @@ def _where(r) -> str:
     return "at each framework's best batch" if r["batch_size"] == "best" else f"batch {r['batch_size']}"
 
 
+def batch_order(batch) -> float:
+    """A page-1 row's place among its model and mode's rows: its batch size, the best-batch row ('best') last."""
+    return batch if isinstance(batch, int | float) and batch == batch else 10**9
+
+
 def page_rows(summary: pd.DataFrame, best: pd.DataFrame | None) -> pd.DataFrame:
     """Page 1's rows: the per-batch comparisons and the best-batch ones, with `_order` sorting a model and mode's
     best-batch row after its batches."""
     rows = pd.concat([summary, best if best is not None else pd.DataFrame()], ignore_index=True)
     if not rows.empty:
-        rows["_order"] = [b if isinstance(b, int | float) and b == b else 10**9 for b in rows["batch_size"]]
+        rows["_order"] = [batch_order(b) for b in rows["batch_size"]]
     return rows
 
 

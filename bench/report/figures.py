@@ -93,6 +93,14 @@ DODGE = 0.08  # log2 units between neighbouring series' points at one batch size
 WIDE_CI_CUT = 1.5  # y axis top, in units of the panel's largest estimate, when an interval reaches beyond it
 
 
+def _wide_cut(top: float, ci_top: float, largest: str) -> str | None:
+    """One interval from two processes can be wider than every estimate: where one reaches beyond WIDE_CI_CUT x
+    the panel's `largest` (`top`), the note saying the axis is cut there (the caller cuts it); None otherwise."""
+    if ci_top > WIDE_CI_CUT * top > 0:
+        return f"intervals cut at {WIDE_CI_CUT:g}x {largest} (few processes: very wide)"
+    return None
+
+
 def _lines_vs_batch(ok: pd.DataFrame, value: str, ylabel: str, title: str, scale: float = 1.0,
                     ci: tuple[str, str] | None = None, **grid) -> list:
     """A figure per platform, a panel per model x mode, a line per series of `value` (x `scale`) against
@@ -129,10 +137,9 @@ def _lines_vs_batch(ok: pd.DataFrame, value: str, ylabel: str, title: str, scale
                 any_flagged |= flag_points(ax, x, y, flagged, st["color"], st["marker"])
             if any_flagged:
                 notes.append(FLAGGED_NOTE)
-            # one interval from two processes can be wider than every estimate: cut it, say so, keep the data readable
-            cut = ci_top > WIDE_CI_CUT * top > 0
+            cut = _wide_cut(top, ci_top, "the largest estimate")
             if cut:
-                notes.append(f"intervals cut at {WIDE_CI_CUT:g}x the largest estimate (few processes: very wide)")
+                notes.append(cut)
             if notes:
                 footnote(ax, "; ".join(notes))
             ticks = sorted(p["batch_size"].unique())
@@ -209,9 +216,9 @@ def per_framework(runs: pd.DataFrame, common_batch: int = 32) -> list:
                     tops.append((y, hi))
         notes = [FLAGGED_BAR_NOTE] if any_flagged else []
         top = max((y for y, _ in tops), default=0)
-        if max((h for _, h in tops), default=0) > WIDE_CI_CUT * top > 0:  # one very wide interval must not flatten
-            ax.set_ylim(0, WIDE_CI_CUT * top)                               # every bar
-            notes.append(f"bars: 95% intervals, cut at {WIDE_CI_CUT:g}x the tallest bar (few processes: very wide)")
+        if cut := _wide_cut(top, max((h for _, h in tops), default=0), "the tallest bar"):
+            ax.set_ylim(0, WIDE_CI_CUT * top)  # one very wide interval must not flatten every bar
+            notes.append(f"bars: 95% intervals; {cut}")
         if notes:
             footnote(ax, "; ".join(notes))
         ax.set_xticks(range(len(slots)), labels=ticks, fontsize=7)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..stats.verdicts import DECIDED, DEFAULT_MARGIN, SMALL, UNDECIDED, WINNER, judge, ratio_interval
-from .answer import rests_on_pooling
+from ..stats.verdicts import DEFAULT_MARGIN, SMALL, UNDECIDED, WINNER, ratio_interval
+from .answer import batch_order, rests_on_pooling
 from .estimates import NOT_COMPARED, REFERENCE
 
 FASTEST = "★"
@@ -69,8 +69,7 @@ def _reference(g: dict, margin: float) -> str:
         return f"{REFERENCE} fastest" if REFERENCE in g["picks"] else f"{REFERENCE} not measured"
     if c["speedup_ci_low"] is None or c["speedup_ci_low"] != c["speedup_ci_low"]:
         return f"{c['speedup']:.2f}x (no interval) {c['verdict']}"
-    own = judge(c["speedup"], c["welch_ci_low"], c["welch_ci_high"], margin).word
-    mark = POOLED_MARK if c["verdict"] in DECIDED and own != c["verdict"] else ""
+    mark = POOLED_MARK if rests_on_pooling(c, margin) else ""
     return f"{_unbroken(ratio_interval(c['speedup'], c['speedup_ci_low'], c['speedup_ci_high']))} {c['verdict']}{mark}"
 
 
@@ -93,6 +92,7 @@ def images_table(grid: list[dict], summary: pd.DataFrame, best: pd.DataFrame | N
         decided = verdict is not None and verdict["verdict"] in (WINNER, SMALL)
         fastest = g["fastest_framework"] if len(g["picks"]) > 1 else None
         row = {k: g[k] for k in KEY}
+        row["_order"] = batch_order(g["batch_size"])
         row["batch_size"] = "best" if best_row else str(g["batch_size"])
         for fw in frameworks:
             c = g["picks"].get(fw)
@@ -102,7 +102,6 @@ def images_table(grid: list[dict], summary: pd.DataFrame, best: pd.DataFrame | N
         row[f"fastest vs {REFERENCE}"] = _reference(g, margin) if len(g["picks"]) > 1 else "-"
         rows.append(row)
     table = pd.DataFrame(rows)
-    table["_order"] = [10**9 if b == "best" else int(b) for b in table["batch_size"]]
     # int8 beside fp32: a model and mode's rows by batch, each batch's precisions together
     table = table.sort_values(["platform", "model", "mode", "_order", "precision"]).drop(columns="_order")
     table = table.rename(columns={"batch_size": "batch"})

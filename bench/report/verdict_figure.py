@@ -9,6 +9,7 @@ import pandas as pd
 from matplotlib.ticker import NullLocator
 
 from ..stats.verdicts import EQUIVALENT, SMALL, UNDECIDED, WINNER, equivalence_bounds
+from .answer import page_rows
 from .estimates import NOT_COMPARED, REFERENCE
 from .style import mark_flags, plain_numbers, series_framework
 
@@ -32,11 +33,10 @@ def verdict_points(summary: pd.DataFrame, best: pd.DataFrame | None, grid: list[
                    int8: list[tuple]) -> list[dict]:
     """The plotted comparisons, in page 1's order: label, speed-up, interval and verdict of each (only those with
     an interval: a side not sound or a single process has none, and page 1's table says why)."""
-    rows = pd.concat([summary, best if best is not None else pd.DataFrame()], ignore_index=True)
+    rows = page_rows(summary, best)
     by_key = {(g["platform"], g["model"], g["mode"], g["precision"], g["batch_size"]): g for g in grid}
     points = []
     if not rows.empty:
-        rows = rows.assign(_order=[10**9 if b == "best" else int(b) for b in rows["batch_size"]])
         for _, r in rows.sort_values(["platform", "model", "mode", "_order", "precision"]).iterrows():
             if r["verdict"] == NOT_COMPARED or not _known(r["ci_low"]) or list(r.get("unsound_flags") or []):
                 continue

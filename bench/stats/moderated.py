@@ -262,9 +262,9 @@ class SweepSpreads:
         pools = pools or {}
         self._pool = {k: pools.get(k) for k in self.values}
         # a key's prior: its family's where that family's spread differs from its pool's, else its pool's
-        self._family = {k: (pools.get(k), (families or {}).get(k)) for k in self.values}
+        self._family = {k: (families or {}).get(k) for k in self.values}
         self.groups: dict = {}  # key -> Groups: its processes form two groups, so it keeps its own spread
-        self._fit(families is not None)
+        self._fit()
         for k, v in self.values.items():
             prior = self.prior(k)
             labels = list((sweeps or {}).get(k) or [None] * len(v))
@@ -274,9 +274,11 @@ class SweepSpreads:
                     self.groups[k] = g
                     break
         if self.groups:  # their spread is not a process spread: fitted again without them
-            self._fit(families is not None)
+            self._fit()
 
-    def _fit(self, by_family: bool) -> None:
+    def _fit(self) -> None:
+        """The pools' priors, and a prior of its own for each family whose spread differs from the rest of its pool's
+        (without families, one family: none differs)."""
         members: dict = {}
         for k in self.values:
             if k not in self.groups:
@@ -284,15 +286,17 @@ class SweepSpreads:
         self.priors, self.family_priors = {}, {}
         for pool, keys in members.items():
             with_var = [k for k in keys if self._own[k][1] is not None and self._own[k][2] >= 1]
-            apart = differing_families(
-                {fam: [self._own[k][1:] for k in with_var if self._family[k][1] == fam]
-                 for fam in {self._family[k][1] for k in with_var}}) if by_family else set()
+            apart = differing_families({fam: [self._own[k][1:] for k in with_var if self._family[k] == fam]
+                                        for fam in {self._family[k] for k in with_var}})
             for fam in apart:
-                mine = [k for k in with_var if self._family[k][1] == fam]
+                mine = [k for k in with_var if self._family[k] == fam]
                 self.family_priors[(pool, fam)] = fit_prior([self._own[k][1] for k in mine],
                                                             [self._own[k][2] for k in mine], keys=mine)
-            rest = [k for k in with_var if self._family[k][1] not in apart]
+            rest = [k for k in with_var if self._family[k] not in apart]
             self.priors[pool] = fit_prior([self._own[k][1] for k in rest], [self._own[k][2] for k in rest], keys=rest)
+
+    def _family_key(self, key: Hashable) -> tuple:
+        return self._pool.get(key), self._family.get(key)
 
     def rests_on(self, key: Hashable) -> str:
         """What the key's spread rests on, in words, for the details."""
@@ -303,17 +307,15 @@ class SweepSpreads:
             return "no spread (one process, nothing to borrow from)"
         if not spread.pooled:
             return f"its own processes ({spread.df:.0f} df): its spread differs from the sweep's"
-        family = self._family.get(key)
-        source = (f"the prior of its family {family[1]} (its spread differs from the rest)"
-                  if family in self.family_priors else "the sweep's prior")
+        source = (f"the prior of its family {self._family[key]} (its spread differs from the rest)"
+                  if self._family_key(key) in self.family_priors else "the sweep's prior")
         return f"{source}, {spread.df:.0f} df in all"
 
     def prior(self, key: Hashable) -> Prior | None:
         if key in self.groups:
             return None
-        family = self._family.get(key)
-        if family in self.family_priors:
-            return self.family_priors[family]
+        if self._family_key(key) in self.family_priors:
+            return self.family_priors[self._family_key(key)]
         return self.priors.get(self._pool.get(key))
 
     def spread(self, key: Hashable) -> Spread | None:
