@@ -8,6 +8,7 @@ import pytest
 from bench import make_config
 from bench.errors import ConfigError
 from bench.results.record import Record
+from bench.stats.judge import Judge
 from bench.sweep.plan import clean_process_values, next_process
 from bench.sweep.profiles import load_profile
 
@@ -26,7 +27,7 @@ def _values(spread: dict, n: int = 3, seed: int = 0) -> dict[str, list[float]]:
 
 def _next(values, budget=1e9, max_repeats=6, cost=lambda c: 10.0, processes=None):
     processes = processes or {k: len(v) for k, v in values.items()}
-    return next_process(CONFIGS.values(), values, processes, cost, budget, max_repeats)
+    return next_process(CONFIGS.values(), values, processes, cost, budget, max_repeats, Judge())
 
 
 def test_the_undecided_comparison_gets_the_next_process():
@@ -46,11 +47,11 @@ def test_page_one_rows_come_before_other_undecided_pairs_and_a_decided_row_asks_
     rng = np.random.default_rng(4)
     values = {trio[fw].key: list(m * np.exp(0.05 * rng.standard_normal(3)))
               for fw, m in (("torch", 20), ("tensorflow", 10), ("jax", 10.3))}
-    assert next_process(trio.values(), values, {k: 3 for k in values}, lambda c: 1.0, 1e9, 8) is None
+    assert next_process(trio.values(), values, {k: 3 for k in values}, lambda c: 1.0, 1e9, 8, Judge()) is None
     # torch 10.4 vs tensorflow 10 (page 1, undecided) and jax 9 (decided against torch): the page-1 pair asks
     values = {trio[fw].key: list(m * np.exp(0.05 * rng.standard_normal(3)))
               for fw, m in (("torch", 10.4), ("tensorflow", 10), ("jax", 7))}
-    extra = next_process(trio.values(), values, {k: 3 for k in values}, lambda c: 1.0, 1e9, 8)
+    extra = next_process(trio.values(), values, {k: 3 for k in values}, lambda c: 1.0, 1e9, 8, Judge())
     assert extra is not None and extra.config.framework in ("torch", "tensorflow") and extra.score >= 2
 
 
@@ -82,7 +83,7 @@ def test_a_solo_config_asks_for_more_only_while_its_own_interval_is_wide():
     solo = make_config(framework="mxnet", model="resnet50", batch_size=4, protocol="seed")
     for spread, wanted in ((0.2, True), (0.001, False)):
         values = {solo.key: list(10 * (1 + spread * np.random.default_rng(1).standard_normal(3)))}
-        extra = next_process([solo], values, {solo.key: 3}, lambda c: 1.0, 1e9, 6)
+        extra = next_process([solo], values, {solo.key: 3}, lambda c: 1.0, 1e9, 6, Judge())
         assert (extra is not None) == wanted, (spread, extra)
         if wanted:
             assert "target" in extra.reason

@@ -9,6 +9,7 @@ import pytest
 from bench import make_config
 from bench.report.calibration import aa_check, aa_false_verdicts, chance_of_at_least, methodology_text, same_code_sweeps
 from bench.results.record import GitInfo, Record
+from bench.stats.judge import Judge
 
 from .synthetic import record
 
@@ -49,7 +50,7 @@ def test_two_sweeps_of_the_same_repetitions_in_one_folder_both_count(tmp_path):
         write_record(r.to_json(), tmp_path)
     loaded = load_records(tmp_path)
     assert len(loaded) == len(records) and all(r.status == "ok" for r in loaded)
-    check = aa_check(load(tmp_path).records, [])
+    check = aa_check(load(tmp_path).records, [], Judge())
     assert check["judged"] == len(BATCHES) and check["configs_with_sweep_level"] == len(BATCHES)
 
 
@@ -63,7 +64,7 @@ def test_two_sweeps_from_one_distribution_rarely_name_a_winner():
         rng = np.random.default_rng(seed)
         records = _sweep("20260101T000000-aaaaaa", 1, rng) + _sweep("20260102T000000-bbbbbb", 2, rng)
         assert same_code_sweeps(records) == [("20260101T000000-aaaaaa", "20260102T000000-bbbbbb")]
-        check = aa_check(records, [])
+        check = aa_check(records, [], Judge())
         assert check["judged"] == len(BATCHES)
         assert check["configs_with_sweep_level"] == len(BATCHES) and check["between_sweep_share"] < 0.5
         false, judged = false + check["false"], judged + check["judged"]
@@ -75,10 +76,10 @@ def test_two_sweeps_from_one_distribution_rarely_name_a_winner():
 def test_a_real_change_between_sweeps_is_called_and_different_code_is_no_a_a_pair():
     rng = np.random.default_rng(7)
     a, b = _sweep("20260101T000000-aaaaaa", 1, rng), _sweep("20260102T000000-bbbbbb", 2, rng, shift=1.2)
-    check = aa_check(a + b, [])
+    check = aa_check(a + b, [], Judge())
     assert check["rate"] > 0.9 and "NOT met" in methodology_text(check)
     other = _sweep("20260103T000000-cccccc", 3, rng, commit="b" * 40)
-    assert same_code_sweeps(b + other) == [] and aa_check(b + other, []) is None
+    assert same_code_sweeps(b + other) == [] and aa_check(b + other, [], Judge()) is None
 
 
 def test_false_verdicts_count_only_judged_pairs():

@@ -9,6 +9,7 @@ import pytest
 from bench import make_config
 from bench.errors import ConfigError
 from bench.report.compare import COLUMNS, compare_results, identical_line, plot_comparison
+from bench.stats.judge import Judge
 
 from .conftest import ROOT, bench_cli
 from .synthetic import record, write
@@ -45,7 +46,7 @@ def sets(tmp_path_factory):
 
 
 def test_known_verdicts(sets):
-    table = compare_results(*sets)
+    table = compare_results(*sets, Judge())
     assert list(table.columns) == COLUMNS
     t = table.set_index("model")
     assert t.loc["resnet50", "verdict"] == "winner: B faster (1.30x)"
@@ -66,7 +67,7 @@ def test_other_machine_and_several_platforms(sets, tmp_path):
     # B: another machine with another default thread count (keys differ), and the same config on two hosts.
     b = _side(tmp_path / "b", [("resnet50", [13.0, 13.1, 12.9], 0)], threads=97)
     _side(b, [("resnet50", [20.0, 20.2, 19.9], 0)], host="other-host", threads=97)
-    t = compare_results(sets[0], b)
+    t = compare_results(sets[0], b, Judge())
     pairs = t[t["model"] == "resnet50"]
     assert len(pairs) == 2 and set(pairs["platform_b"].str.extract(r"\[(.*)\]")[0]) == {"test-host", "other-host"}
     assert sorted(pairs["verdict"]) == ["winner: B faster (1.30x)", "winner: B faster (2.00x)"]
@@ -77,17 +78,17 @@ def test_other_machine_and_several_platforms(sets, tmp_path):
 
 def test_missing_or_empty_folders_are_config_errors(sets, tmp_path):
     with pytest.raises(ConfigError, match="nope"):
-        compare_results(sets[0], tmp_path / "nope")
+        compare_results(sets[0], tmp_path / "nope", Judge())
     (tmp_path / "file").write_text("x")
     with pytest.raises(ConfigError, match="not a folder"):
-        compare_results(tmp_path / "file", sets[1])
+        compare_results(tmp_path / "file", sets[1], Judge())
     (tmp_path / "empty").mkdir()
     with pytest.raises(ConfigError, match="no results in .*empty.*: run a sweep first"):
-        compare_results(sets[0], tmp_path / "empty")
+        compare_results(sets[0], tmp_path / "empty", Judge())
 
 
 def test_plot(sets):
-    table = compare_results(*sets)
+    table = compare_results(*sets, Judge())
     fig = plot_comparison(table)
     ax = fig.axes[0]
     assert ax.get_xscale() == "log"
@@ -126,11 +127,11 @@ def test_the_notebook_runs_under_papermill(sets, tmp_path, monkeypatch):
 
 def test_a_folder_compared_with_itself_says_so_and_names_no_change(sets):
     a, _ = sets
-    table = compare_results(a, a)
+    table = compare_results(a, a, Judge())
     assert table.attrs["identical"] and identical_line(table).startswith("A and B hold the same measurements")
     assert (table["ratio_b_over_a"] == 1.0).all()
     assert not table["verdict"].str.startswith(("winner", "small difference")).any()
-    assert not compare_results(*sets).attrs["identical"]
+    assert not compare_results(*sets, Judge()).attrs["identical"]
 
 
 def test_two_sweeps_of_one_commit_read_as_no_change_beyond_their_shared_shift(tmp_path):
@@ -148,10 +149,10 @@ def test_two_sweeps_of_one_commit_read_as_no_change_beyond_their_shared_shift(tm
     def sweep(folder, drift):
         return _side(folder, [(m, list(base[m] * drift * np.exp(0.02 * rng.standard_normal(6))), 0) for m in models])
 
-    table = compare_results(sweep(tmp_path / "one", 1.0), sweep(tmp_path / "two", 0.98))
+    table = compare_results(sweep(tmp_path / "one", 1.0), sweep(tmp_path / "two", 0.98), Judge())
     assert not table.attrs["identical"]
     assert not table["verdict"].str.startswith("winner").any()
     shift = shared_shift(table)
-    own = beyond_shift(table, shift)["own_verdict"]
+    own = beyond_shift(table, shift, Judge())["own_verdict"]
     assert not own.str.startswith("winner").any()
     assert own.str.startswith("equivalent").sum() >= len(models) / 2

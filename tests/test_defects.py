@@ -33,6 +33,7 @@ from bench.results.sweep_manifest import write_sweep
 from bench.runs.distributed import topology
 from bench.runs.distributed.launcher import Launch, LaunchError, Task
 from bench.runs.distributed.run import SCRATCH_PREFIX, remove_stale_scratch
+from bench.stats.judge import Judge
 from bench.sweep import jupyter_kernels
 from bench.sweep.profiles import load_profile
 
@@ -317,7 +318,7 @@ def test_compare_on_harness_only_results_says_so(tmp_path, capsys):
     for side in ("a", "b"):
         write([record(framework="null", model="tiny_cnn", seed=i, repeat=i) for i in range(3)], tmp_path / side)
     with pytest.raises(ConfigError, match="measure the harness itself"):
-        compare_results(tmp_path / "a", tmp_path / "b")
+        compare_results(tmp_path / "a", tmp_path / "b", Judge())
     code = main(["compare", str(tmp_path / "a"), str(tmp_path / "b")])
     err = capsys.readouterr().err
     assert code == EXIT_BAD_INPUT and "harness itself" in err and "Traceback" not in err
@@ -345,7 +346,7 @@ def test_compare_says_how_many_records_it_left_out_and_why(tmp_path, capsys):
     only_newer.mkdir(parents=True)
     (only_newer / "20990101T000000_newer_r9a0_0123456789abcdef.json").write_text(json.dumps(newer))
     with pytest.raises(ConfigError, match=r"no results in .*\(1 record file skipped: 1 of a newer record format"):
-        compare_results(tmp_path / "a", tmp_path / "c")
+        compare_results(tmp_path / "a", tmp_path / "c", Judge())
 
 
 def test_the_report_text_holds_no_machine_path_and_no_literal_none_or_bad_plural(tmp_path):

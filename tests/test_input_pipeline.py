@@ -29,6 +29,7 @@ from bench.report.input_pipeline import (
 )
 from bench.results.store import load_records
 from bench.runs.single import execute
+from bench.stats.judge import Judge
 from bench.sweep.profiles import load_profile
 
 from .conftest import ROOT, bench_cli
@@ -140,7 +141,7 @@ def test_each_claim_is_said_with_the_three_verdicts_and_the_configs_behind_them(
     table = pd.DataFrame([_row("resnet50", 0.99, 0.97, 1.02, "tensorflow"), _row("resnet18", 0.6, 0.55, 0.66, "mxnet"),
                           _row("resnet18", 0.9, 0.7, 1.1, "jax"), _row("resnet18", 0.5, 0.4, 0.6, "openvino",
                                                                          "inference")])
-    claims = claim_verdicts(table, margin=0.05)
+    claims = claim_verdicts(table, Judge(0.05))
     said = claim_summary(claims, "2019")
     assert "equivalent within +-5% (holds here, 1 of 4): tensorflow resnet50 training bs=8" in said
     assert "winner: synthetic faster (does not hold here, 2 of 4): mxnet resnet18" in said and "openvino" in said
@@ -165,7 +166,7 @@ def test_the_section_shows_each_frameworks_loader_and_each_model(monkeypatch):
                      "equivalent", "data_wait_share": 0.01, "ceiling_ips": 900.0, "ceiling_per_core": 450.0,
                      "ceiling_w0": 400.0, "ceiling_w1": 450.0, "ceiling_w2": 900.0, "loader_workers": 1, "cores": 2,
                      "skipped": 0, "pipeline": fw, "flagged": False})
-    blocks = section.render(SimpleNamespace(inputs=pd.DataFrame(rows), margin=0.05)).blocks
+    blocks = section.render(SimpleNamespace(inputs=pd.DataFrame(rows), judge=Judge(0.05))).blocks
     tables = [b.frame for b in blocks if isinstance(b, Table)]
     text = " ".join(b.markdown for b in blocks if isinstance(b, Text))
     assert set(tables[0]["model"]) == {"resnet18", "resnet50"} and len(tables[0]) == 4
@@ -179,7 +180,7 @@ def test_the_section_shows_each_frameworks_loader_and_each_model(monkeypatch):
 def test_the_two_claims_are_judged_by_the_one_verdict_rule():
     table = pd.DataFrame([_row("resnet50", 0.99, 0.97, 1.02), _row("resnet18", 0.6, 0.55, 0.66),
                           _row("alexnet", 0.9, 0.7, 1.1)])
-    v = claim_verdicts(table, margin=0.05).set_index(["claim", "model"])["verdict"]
+    v = claim_verdicts(table, Judge(0.05)).set_index(["claim", "model"])["verdict"]
     close, bounds = "2019: " + CLAIM_2019, "HKBU: " + CLAIM_HKBU
     assert v[close, "resnet50"] == "holds here"  # files and synthetic equivalent within +-5%
     assert v[close, "resnet18"] == "does not hold here" and v[bounds, "resnet18"] == "holds here"
@@ -192,7 +193,7 @@ def test_on_a_cpu_the_gpu_claims_are_not_judged_and_the_cpus_own_question_is():
     # of the step and the slowdown was decoding threads competing with compute; and judged the 2019 (GPU) claim there
     table = pd.DataFrame([_row("resnet18", 0.79, 0.75, 0.83, device="cpu"),
                           _row("resnet50", 0.99, 0.97, 1.02, device="cpu")])
-    v = claim_verdicts(table, margin=0.05).set_index(["claim", "model"])["verdict"]
+    v = claim_verdicts(table, Judge(0.05)).set_index(["claim", "model"])["verdict"]
     close, cpu = "2019: " + CLAIM_2019, "HKBU: " + QUESTION_CPU
     assert v[close, "resnet18"] == v[close, "resnet50"] == NOT_TESTABLE
     assert v[cpu, "resnet18"] == "yes: decoding competes with compute"

@@ -20,6 +20,7 @@ from bench.measurement.agreement import SQNR_MIN_DB, agreement, attach, judged
 from bench.measurement.flags import RULE, run_flags
 from bench.measurement.fresh_process import bench_environ
 from bench.report.estimates import int8_table
+from bench.stats.judge import Judge
 
 from .conftest import TINY_RUN, bench_cli
 
@@ -209,12 +210,12 @@ def test_int8_table_sets_int8_beside_the_fastest_fp32_engine():
 
     configs = pd.DataFrame([row("all", "fp32", 20.0), row("basic", "fp32", 15.0),
                             row("all", "int8", 40.0, int8_sqnr_db=30.0, int8_cosine_mean=0.999)])
-    table = int8_table(configs)
+    table = int8_table(configs, Judge())
     assert len(table) == 1
     r = table.iloc[0]
     assert r["fp32 engine (fastest)"] == "all" and r["speed-up"] == pytest.approx(2.0, rel=0.01)
     assert r["verdict"].startswith("winner") and r["SQNR dB"] == 30.0 and r["CPU int8/bf16 features"] == "avx512_vnni"
-    assert int8_table(configs[configs["precision"] == "fp32"]).empty
+    assert int8_table(configs[configs["precision"] == "fp32"], Judge()).empty
 
 
 @pytest.mark.full

@@ -37,8 +37,8 @@ def _row(table, batch):
 
 
 def test_every_framework_has_its_images_per_second_at_its_best_engine(data):
-    grid = framework_grid(data.configs, data.margin)
-    table = G.images_table(grid, data.summary, data.best, data.margin)
+    grid = framework_grid(data.configs, data.judge)
+    table = G.images_table(grid, data.summary, data.best, data.judge)
     assert {"onnxruntime", "tensorflow", "torch", "fastest vs runner-up", "fastest vs torch"} <= set(table)
     four = _row(table, "4")
     # the winner's star is solid; ONNX Runtime at its best engine (named: it ran two), never its slower one
@@ -56,15 +56,15 @@ def test_every_framework_has_its_images_per_second_at_its_best_engine(data):
 
 
 def test_the_verdict_picture_draws_each_comparison_once_with_the_band(data):
-    grid = framework_grid(data.configs, data.margin)
-    points = V.verdict_points(data.summary, data.best, grid, int8_pairs(data.configs, data.margin))
+    grid = framework_grid(data.configs, data.judge)
+    points = V.verdict_points(data.summary, data.best, grid, int8_pairs(data.configs, data.judge))
     pairs = [(p["where"][3], p["pair"]) for p in points]
     assert len(pairs) == len(set(pairs))
     # batch 4: TensorFlow over its runner-up ONNX Runtime, and over PyTorch too (PyTorch is not the runner-up)
     assert (4, "tensorflow / onnxruntime") in pairs and (4, "tensorflow / torch") in pairs
     labels = V.labels(points)
     assert all(not label.startswith("resnet50") for label in labels)  # one model: said once, not per label
-    fig = V.verdict_forest(points, data.margin)
+    fig = V.verdict_forest(points, data.judge)
     band = [p for p in fig.axes[0].patches if p.get_label().startswith("equivalence band")]
     assert band and fig.flag_counts == (0, len(points))
     assert all(t.get_text() for t in fig.axes[0].get_xticklabels())  # readable speed-up ticks, 1x among them

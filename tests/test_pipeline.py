@@ -20,6 +20,7 @@ from bench.ranks.stages import balanced_cut, bubble_formula, given_cut, stage_su
 from bench.results.record import validate_record
 from bench.runs.distributed import pipeline
 from bench.runs.single import execute
+from bench.stats.judge import Judge
 from tests.test_distributed import _our_processes, _wait_for_ranks
 
 MLP = dict(framework="torch", model="digits_mlp", mode="training", image_size=8, batch_size=16, workers=2)
@@ -290,7 +291,7 @@ def test_the_parallelism_table_compares_strategies_at_the_same_global_batch(tmp_
     records = [dist_record("independent", 1, 100.0, repeat=r) for r in range(3)]
     records += [dist_record("allreduce", 2, 120.0, repeat=r) for r in range(3)]
     records += [_pipeline_record("gpipe", 4, 300.0, r) for r in range(3)]
-    scaling = load_scaling([Record.from_json(r) for r in records], tmp_path)
+    scaling = load_scaling([Record.from_json(r) for r in records], tmp_path, Judge())
     t = scaling.parallelism
     assert list(t["strategy"]) == ["independent", "allreduce", "gpipe"]
     gpipe = t.iloc[2]
@@ -330,7 +331,7 @@ def test_the_bubble_finding_adds_up_to_the_tables_step_and_is_said_once(tmp_path
     records = [dist_record("independent", 1, 100.0, repeat=r) for r in range(3)]
     records += [dist_record("allreduce", 2, 120.0, repeat=r) for r in range(3)]
     records += [_pipeline_record(s, 4, step, r) for s, step in (("gpipe", 300.0), ("1f1b", 280.0)) for r in range(3)]
-    t = load_scaling([Record.from_json(r) for r in records], tmp_path).parallelism
+    t = load_scaling([Record.from_json(r) for r in records], tmp_path, Judge()).parallelism
     shown = report.for_display(t).set_index("strategy")
     found = report.findings(t)
     bubbles = [f for f in found if "percentage points" in f]
@@ -407,7 +408,7 @@ def test_the_data_parallel_baseline_is_the_config_measured_in_the_most_processes
     lone["config_key"] = config_key_of(lone["config"])
     records = [lone] + [dist_record("allreduce", 2, 120.0, repeat=r) for r in range(3)]
     records += [_pipeline_record("gpipe", 4, 300.0, r) for r in range(3)]
-    t = load_scaling([Record.from_json(r) for r in records], tmp_path).parallelism
+    t = load_scaling([Record.from_json(r) for r in records], tmp_path, Judge()).parallelism
     dp = t[t["strategy"] == "allreduce"]
     assert sorted(dp["processes"]) == [1, 3] and dp.iloc[0]["processes"] == 3
     gpipe = t[t["strategy"] == "gpipe"].iloc[0]
@@ -517,7 +518,7 @@ def test_each_profile_is_judged_against_its_own_one_worker_run(tmp_path):
         records += [_of_profile(dist_record("allreduce", 2, 120.0, repeat=r), profile, iterations)
                     for r in range(3)]
         records += [_of_profile(_pipeline_record("gpipe", 4, 300.0, r), profile, iterations) for r in range(3)]
-    data = load_scaling([Record.from_json(r) for r in records], tmp_path)
+    data = load_scaling([Record.from_json(r) for r in records], tmp_path, Judge())
     t = data.parallelism
     for profile, one_ms in (("quick", 100.0), ("parallelism", 80.0)):
         mine = t[t["profile"] == profile].set_index("strategy")

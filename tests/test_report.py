@@ -8,6 +8,7 @@ import pytest
 from bench.report import figures as F
 from bench.report.context import load
 from bench.report.export import build_report, chromium
+from bench.stats.judge import Judge
 
 from .conftest import TEST_HOST, bench_cli
 
@@ -96,7 +97,7 @@ def test_findings_are_computed_from_the_data(report):
     from bench.report.sections.methodology import methodology
 
     d = load(results)
-    lines = findings(d.configs, d.summary)
+    lines = findings(d.configs, d.summary, None, Judge())
     # a winner is a finding of its own; configurations without one are counted once (page 1 gives each reason)
     assert any(("tiny_cnn inference" in line and ("faster" in line or "equivalent" in line))
                or line.startswith("Undecided in ") for line in lines)

@@ -21,6 +21,7 @@ from bench.report.context import load
 from bench.report.export import build_report, find_chromium
 from bench.report.sections.findings import findings
 from bench.report.style import ALL_FLAGGED
+from bench.stats.judge import Judge
 
 from .synthetic import default_profile_records, record, write
 
@@ -43,7 +44,7 @@ def all_disturbed(tmp_path_factory):
 
 def test_all_disturbed_data_names_no_winner_and_blanks_every_speed_up(all_disturbed):
     d = all_disturbed
-    table, notes = A.answer_table(d.summary)
+    table, notes = A.answer_table(d.summary, None, Judge())
     assert len(table) == 2 and (table["fastest"] == "").all() and (table["speed-up [95% CI]"] == "").all()
     assert (table["verdict"] == "undecided [1]").all() and (table["to decide"] == "").all()
     # the reason is said once, as a footnote, not once per row
@@ -51,7 +52,7 @@ def test_all_disturbed_data_names_no_winner_and_blanks_every_speed_up(all_distur
     ratios = T.ratios_for_display(d.ratios)
     assert (ratios["speed-up"] == "").all() and (ratios["95% CI"] == "").all()
     assert (ratios["verdict"] == "undecided").all() and ratios["reason"].str.contains("not measured reliably").all()
-    assert not any("faster**" in f for f in findings(d.configs, d.summary))
+    assert not any("faster**" in f for f in findings(d.configs, d.summary, None, Judge()))
     status = A.status_line(d, d.records)
     assert "12 of the 12 successful single-process runs on synthetic data disturbed" in status
     assert "4 of 4 configs not sound" in status
@@ -180,7 +181,7 @@ def test_a_config_measured_in_one_framework_is_named_under_the_answer_not_a_row(
             for fw, ips in (("torch", 10.0), ("tensorflow", 20.0)) for i in range(2)]
     runs += [record(framework="torch", batch_size=2, repeat=i, seed=5 + i) for i in range(2)]
     d = load(write(runs, tmp_path))
-    table, notes = A.answer_table(d.summary, d.best)
+    table, notes = A.answer_table(d.summary, d.best, Judge())
     assert "2" not in set(table["batch"]) and "4" in set(table["batch"])
     assert any(n.startswith("Measured in one framework only") and "torch resnet50 inference fp32 batch 2" in n
                for n in notes), notes

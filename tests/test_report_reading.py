@@ -23,6 +23,7 @@ from bench.report.sections.display import show_section
 from bench.report.sections.findings import findings
 from bench.results.record import Record
 from bench.results.sweep_manifest import write_sweep
+from bench.stats.judge import Judge
 
 from .synthetic import config_key_of, dist_record, record, write
 
@@ -128,13 +129,13 @@ def test_the_degrees_of_freedom_in_the_methodology_come_from_the_configs(d, meth
 
 def test_findings_say_which_frameworks_each_row_compared(d):
     """Batch 1 compared only TensorFlow and PyTorch, batch 8 three frameworks: the findings say so, row by row."""
-    said = findings(d.configs, d.summary, d.best, d.margin)
+    said = findings(d.configs, d.summary, d.best, d.judge)
     first = next(f for f in said if "compared different frameworks at different batches" in f)
     # the best-batch row names which batches each framework ran: its pick is among those only
     best = "tensorflow, torch at batches 1 and 8; onnxruntime at batch 8 only"
     assert "batch 1: tensorflow, torch" in first and "batch 8: onnxruntime, tensorflow, torch" in first
     assert f"each framework at its best batch: {best}" in first
-    table, _ = answer.answer_table(d.summary, d.best)
+    table, _ = answer.answer_table(d.summary, d.best, Judge())
     assert table["compared"].tolist() == ["tensorflow, torch", "onnxruntime, tensorflow, torch", best]
     assert table["batch"].iloc[-1].startswith("best (")  # the model and mode's row over every framework measured
     stated = [f for f in said if f.startswith("resnet50 inference, batch ")]

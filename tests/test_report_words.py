@@ -11,6 +11,7 @@ import pandas as pd
 
 from bench.report import answer as A
 from bench.report.estimates import best_batch_table, summary_table
+from bench.stats.judge import Judge
 
 
 def _config(framework: str, batch: int, values: list[float], var: float, df: float, pooled: bool,
@@ -35,27 +36,28 @@ def _pooled_winner() -> pd.DataFrame:
 
 
 def test_a_winner_resting_on_the_pooled_variance_says_so_on_page_one_and_in_the_methodology():
-    summary = summary_table(_pooled_winner())
+    summary = summary_table(_pooled_winner(), Judge())
     row = summary.iloc[0]
     assert row["verdict"] == "winner" and row["welch_ci_low"] < 1 < row["welch_ci_high"]
-    table, notes = A.answer_table(summary, None)
+    table, notes = A.answer_table(summary, None, Judge())
     cell = table.iloc[0]["speed-up [95% CI]"]
     assert f"; own processes: [{row['welch_ci_low']:.2f}-{row['welch_ci_high']:.2f}]" in cell
     assert table.iloc[0]["verdict"].startswith("winner [")
     assert any("decided with the sweep's pooled variance" in n for n in notes)
     from bench.report.sections.findings import findings
 
-    stated = [f for f in findings(_pooled_winner(), summary) if f.startswith("resnet50 training, batch 16")]
+    stated = [f for f in findings(_pooled_winner(), summary, None, Judge())
+              if f.startswith("resnet50 training, batch 16")]
     assert len(stated) == 1 and "with the sweep's pooled variance (its own processes alone: [" in stated[0]
-    said = A.pooled_winners_text(summary, None)
+    said = A.pooled_winners_text(summary, None, Judge())
     assert said.startswith("1 of page 1's 1 winners rests on the pooling") and "batch 16" in said
     # a winner its own processes decide too carries no mark, and the methodology says none rests on the pooling
     clear = pd.DataFrame([_config("torch", 16, [4.0, 4.1, 4.05], 0.0004, 40.0, True),
                           _config("tensorflow", 16, TF, 0.0004, 40.0, True)])
-    summary = summary_table(clear)
-    table, notes = A.answer_table(summary, None)
+    summary = summary_table(clear, Judge())
+    table, notes = A.answer_table(summary, None, Judge())
     assert "own processes" not in table.iloc[0]["speed-up [95% CI]"] and not notes
-    assert A.pooled_winners_text(summary, None).startswith("None of page 1's 1 winners rests on the pooling")
+    assert A.pooled_winners_text(summary, None, Judge()).startswith("None of page 1's 1 winners rests on the pooling")
 
 
 def test_the_best_batch_row_names_which_frameworks_it_compared_at_which_batches():
@@ -65,10 +67,10 @@ def test_the_best_batch_row_names_which_frameworks_it_compared_at_which_batches(
             for fw, v in (("torch", 10.0), ("tensorflow", 11.0)) for b in (1, 4, 16, 32)]
     rows += [_config(fw, 16, [v, v * 1.01], 0.0004, 40.0, True) for fw, v in (("onnxruntime", 25.0),
                                                                               ("openvino", 26.0))]
-    best = best_batch_table(pd.DataFrame(rows))
+    best = best_batch_table(pd.DataFrame(rows), Judge())
     assert best.iloc[0]["compared"] == ("tensorflow, torch at batches 1, 4, 16 and 32; onnxruntime, openvino at "
                                         "batch 16 only")
-    table, _ = A.answer_table(summary_table(pd.DataFrame(rows)), best)
+    table, _ = A.answer_table(summary_table(pd.DataFrame(rows), Judge()), best, Judge())
     shown = table.set_index("batch")
     assert shown.loc["best (openvino 16, onnxruntime 16)", "compared"] == best.iloc[0]["compared"]
     assert shown.loc["16", "compared"] == "onnxruntime, openvino, tensorflow, torch"  # one batch: the names say it

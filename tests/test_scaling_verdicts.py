@@ -13,6 +13,7 @@ from bench.report import scaling as S
 from bench.report import scaling_figures as SF
 from bench.report.context import load
 from bench.runs.distributed import comparisons as C
+from bench.stats.judge import Judge
 from bench.stats.moderated import SweepSpreads
 from bench.stats.verdicts import UNDECIDED, WINNER
 from bench.sweep.plan import OTHER, PAGE_ONE, SOLO_TARGET, next_process
@@ -102,9 +103,9 @@ def test_the_plan_spends_nothing_on_a_decided_scaling_row_and_aims_at_an_undecid
     decided = _values(0.06, seed=4)
     spreads = SweepSpreads(decided, {k: "distributed" for k in decided})
     assert all(spreads.interval(k)["ci_high"] / spreads.interval(k)["estimate"] > 1 + SOLO_TARGET for k in decided)
-    assert next_process(configs, decided, {k: 3 for k in decided}, lambda c: 1.0, 1e9, 6) is None
+    assert next_process(configs, decided, {k: 3 for k in decided}, lambda c: 1.0, 1e9, 6, Judge()) is None
     undecided = _values(0.3, n=2, seed=3)
-    extra = next_process(configs, undecided, {k: 2 for k in undecided}, lambda c: 1.0, 1e9, 6)
+    extra = next_process(configs, undecided, {k: 2 for k in undecided}, lambda c: 1.0, 1e9, 6, Judge())
     assert extra is not None and extra.config.distributed
     assert extra.reason.startswith(("undecided: efficiency", "undecided: communication", "winner at 95%"))
     assert OTHER <= extra.score < PAGE_ONE  # after page 1's rows
@@ -116,5 +117,5 @@ def test_page_one_rows_get_their_processes_before_the_scaling_rows():
     values.update({SINGLE[fw].key: list(m * np.exp(0.05 * rng.standard_normal(2)))
                    for fw, m in (("torch", 10.2), ("tensorflow", 10.0))})
     configs = [*DIST.values(), *SINGLE.values()]
-    extra = next_process(configs, values, {k: 2 for k in values}, lambda c: 1.0, 1e9, 6)
+    extra = next_process(configs, values, {k: 2 for k in values}, lambda c: 1.0, 1e9, 6, Judge())
     assert extra is not None and not extra.config.distributed and extra.score >= PAGE_ONE

@@ -16,6 +16,7 @@ from bench.report.estimates import ratio_table, summary_table
 from bench.report.sections.findings import best_engine_findings, findings
 from bench.results.store import load_records
 from bench.stats.intervals import process_interval, process_ratio, variance_components
+from bench.stats.judge import Judge
 from bench.sweep.plan import comparison_group, fit_budget, interleaved_order
 
 from .synthetic import record
@@ -25,7 +26,7 @@ DISTURBED = {"name": "disturbed", "reason": "other processes used 45% of the CPU
 
 def _tables(records, sweeps=()):
     runs, processes, configs = config_tables(records, list(sweeps))
-    return configs, summary_table(configs)
+    return configs, summary_table(configs, Judge())
 
 
 def _procs(framework, values, **kw):
@@ -65,7 +66,7 @@ def test_a_clear_winner_is_stated_with_factor_above_one_and_ci():
     row = summary.iloc[0]
     assert row["fastest"] == "tensorflow" and row["verdict"] == "winner" and row["reason"] == "tensorflow faster"
     assert row["speedup"] == pytest.approx(1.3, abs=0.02) and 1 < row["ci_low"] < 1.3 < row["ci_high"]
-    text = " ".join(findings(configs, summary))
+    text = " ".join(findings(configs, summary, None, Judge()))
     assert "tensorflow is 1.30x faster** than torch" in text
     assert "0.7" not in text  # never a ratio below 1 for the reader to invert
 
@@ -74,7 +75,7 @@ def test_overlapping_processes_are_undecided_not_a_tie():
     configs, summary = _tables(_procs("torch", [10.0, 10.4, 9.7]) + _procs("tensorflow", [10.1, 9.8, 10.3]))
     row = summary.iloc[0]
     assert row["verdict"] == "undecided" and "more process" in row["reason"]  # what would decide it
-    text = " ".join(findings(configs, summary))
+    text = " ".join(findings(configs, summary, None, Judge()))
     assert "Undecided in 1 of 1 compared rows" in text and "tie" not in text and "equal" not in text.split("(")[0]
 
 
@@ -87,7 +88,7 @@ def test_disturbed_side_never_becomes_a_finding():
     assert not tf_row["sound"] and "disturbed" in tf_row["flags"] and tf_row["clean_processes"] == 1
     assert summary.iloc[0]["verdict"] == "undecided"
     assert summary.iloc[0]["reason"].startswith("not measured reliably (tensorflow: disturbed")
-    text = " ".join(findings(configs, summary))
+    text = " ".join(findings(configs, summary, None, Judge()))
     assert "faster" not in text
     # said once, with page 1's answer table giving the reason (its footnote names the flag)
     assert "Undecided in 1 of 1 compared rows" in text
@@ -111,7 +112,7 @@ def test_above_the_gemm_peak_is_plausible_and_said_so_not_called_wrong():
     assert all("utilisation_over_peak" in f for f in configs["flags"])
     assert all("faster than this machine's best measured GEMM" in r and "wrong" not in r
                for r in configs["flag_reasons"])
-    text = " ".join(findings(configs, summary))
+    text = " ".join(findings(configs, summary, None, Judge()))
     assert "faster than this machine's best GEMM" in text and "wrong" not in text
     # the flag concerns the utilisation only: the throughput is a finding, on page 1 too
     assert summary.iloc[0]["verdict"] == "winner" and configs["sound"].all()
@@ -178,7 +179,7 @@ def test_a_jittery_repetition_is_flagged_as_cv_outlier():
 
 def test_ratio_table_pairs_every_series():
     configs, _ = _tables(_procs("torch", [10.0, 10.2, 9.9]) + _procs("tensorflow", [13.0, 13.1, 12.9]))
-    ratios = ratio_table(configs)
+    ratios = ratio_table(configs, Judge())
     assert len(ratios) == 1 and ratios.iloc[0]["faster"] == "tensorflow" and ratios.iloc[0]["speedup"] > 1
 
 
@@ -253,7 +254,7 @@ def test_each_frameworks_best_engine_is_a_finding_only_when_its_interval_says_so
                + _procs("tensorflow", [7.1, 6.9, 7.2], engine="xla", sweep_id="s2")
                + _procs("onnxruntime", [9.0, 9.1, 8.9], **one))
     configs, _ = _tables(records)
-    text = best_engine_findings(configs)
+    text = best_engine_findings(configs, Judge())
     assert len(text) == 2  # one engine only: no finding for onnxruntime
     torch = next(t for t in text if ", torch:" in t)  # one sweep: no caveat
     assert "best engine is **compile**" in torch and "runner-up eager" in torch
@@ -269,13 +270,14 @@ def test_engine_findings_judge_at_the_reports_margin():
     records = (_procs("torch", [7.0, 7.03, 6.97], engine="eager", **one)
                + _procs("torch", [7.02, 6.99, 7.05], engine="compile", **one))
     configs, _ = _tables(records)
-    (wide,) = best_engine_findings(configs, 0.05)
-    (narrow,) = best_engine_findings(configs, 0.01)
+    (wide,) = best_engine_findings(configs, Judge(0.05))
+    (narrow,) = best_engine_findings(configs, Judge(0.01))
     assert "are **equivalent**" in wide and "are **equivalent**" not in narrow
 
 
 def test_a_finding_prints_a_winners_interval_with_enough_decimals():
-    from bench.report.sections.findings import _printed
+    """Findings print through the one printer (bench/stats/printed.py), as page 1 does."""
+    from bench.stats.printed import ratio_and_range as _printed
 
     assert _printed(1.008, 1.004, 1.012) == ("1.008x", "1.004-1.012")  # not 1.01x [1.00-1.01]
     assert _printed(1.20, 1.10, 1.31) == ("1.20x", "1.10-1.31")
@@ -286,7 +288,7 @@ def test_an_engine_note_declared_by_its_adapter_travels_with_the_finding():
     records = (_procs("openvino", [8.7, 8.8, 8.6], engine="latency", sweep_id="s1")
                + _procs("openvino", [4.8, 4.9, 4.7], engine="throughput", sweep_id="s1"))
     configs, _ = _tables(records)
-    (text,) = best_engine_findings(configs)
+    (text,) = best_engine_findings(configs, Judge())
     assert "best engine is **latency**" in text and "Note on throughput: the harness sends one" in text
 
 

@@ -6,6 +6,7 @@ import math
 import numpy as np
 
 from bench.report.estimates.intervals import compare_pair, config_intervals
+from bench.stats.judge import Judge
 from bench.stats.sweep_level import fit_component, sweep_means
 
 
@@ -92,13 +93,13 @@ def test_a_side_whose_sweeps_differ_is_judged_in_every_sweep():
     sweeps = ["d1", "d1", "d2", "d2"]
     # b moved 7% between the days; a is faster in every process of both
     a, b = _pair([130, 131, 130.5, 131.5], [100, 101, 93, 94], sweeps, rng)
-    c = compare_pair(a, b)
+    c = compare_pair(a, b, Judge())
     assert c["verdict"] == "winner" and c["faster"] == "a"
     # the interval holds each day's ratio (1.30x on day 1, 1.40x on day 2)
     assert c["speedup_ci_low"] < 1.30 and c["speedup_ci_high"] > 1.40
     # the same shift, a 1% difference on day 1 and 8% on day 2: undecided, and only more sweeps would decide it
     a, b = _pair([100.5, 101.5, 100.5, 101.5], [100, 101, 93, 94], sweeps, rng)
-    c = compare_pair(a, b)
+    c = compare_pair(a, b, Judge())
     assert c["verdict"] == "undecided" and c["more_sweeps"].startswith("more sweeps")
     assert c["extra_processes"] is None
 
@@ -108,7 +109,7 @@ def test_a_winner_over_two_sweeps_points_the_same_way_in_each():
     sweeps = ["d1"] * 3 + ["d2"] * 3
     # a 3% faster on day 1, 1% slower on day 2: whatever the pooled interval, no winner
     a, b = _pair([103, 103.2, 102.8, 99, 99.1, 98.9], [100, 100.1, 99.9, 100, 100.1, 99.9], sweeps, rng)
-    c = compare_pair(a, b)
+    c = compare_pair(a, b, Judge())
     assert c["verdict"] != "winner"
     if c["verdict"] == "undecided" and c["more_sweeps"]:
         assert "more sweeps" in c["reason"]

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from bench.stats.intervals import process_ratio
+from bench.stats.judge import Judge
 from bench.stats.moderated import Spread, fit_prior, log_spread, moderate, moderated_interval, moderated_ratio
 from bench.stats.verdicts import (
     DECIDED,
@@ -165,25 +166,25 @@ def _machine(seed: int = 11, configs: int = 21, sd: float = 0.05) -> dict:
 def test_split_halves_rarely_call_a_winner():
     from bench.stats.power import split_half_aa
 
-    rate = split_half_aa(_machine(), trials=10)
+    rate = split_half_aa(_machine(), Judge(), trials=10)
     assert rate.judged == 210 and rate.rate <= 0.08
-    assert split_half_aa({"a": [1.0, 2.0]}).judged == 0
+    assert split_half_aa({"a": [1.0, 2.0]}, Judge()).judged == 0
 
 
 def test_power_grows_with_processes_and_the_shift():
     from bench.stats.power import curve
 
     # a winner is a difference beyond the +-5% margin: power for 10% and 20% differences
-    small = curve(_machine(), 0.10, processes=(2, 6), trials=8)
-    large = curve(_machine(), 0.20, processes=(2, 6), trials=8)
+    small = curve(_machine(), 0.10, Judge(), processes=(2, 6), trials=8)
+    large = curve(_machine(), 0.20, Judge(), processes=(2, 6), trials=8)
     assert small[2].rate < small[6].rate and large[2].rate < large[6].rate
     assert large[6].rate > small[6].rate and large[6].rate > 0.8
-    null = curve(_machine(), 0.0, processes=(4,), trials=8)
+    null = curve(_machine(), 0.0, Judge(), processes=(4,), trials=8)
     assert null[4].rate <= 0.1
-    eq = curve(_machine(), 0.0, word="equivalent", processes=(2, 8), trials=8)
+    eq = curve(_machine(), 0.0, Judge(), word="equivalent", processes=(2, 8), trials=8)
     assert eq[8].rate > eq[2].rate
     with pytest.raises(ValueError, match="undecided"):
-        curve(_machine(), 0.0, word="undecided")
+        curve(_machine(), 0.0, Judge(), word="undecided")
 
 
 def test_few_degrees_of_freedom_need_fewer_extra_processes_than_the_width_alone_says():
@@ -263,9 +264,9 @@ def test_stopping_at_the_first_95_percent_winner_inflates_false_winners_and_the_
 
     rng = np.random.default_rng(4)
     values = {str(i): list(np.exp(0.03 * rng.standard_normal(4))) for i in range(20)}
-    naive = adaptive_plan(values, 0.05, trials=6, interim=None)
-    bounded = adaptive_plan(values, 0.05, trials=6)
+    naive = adaptive_plan(values, 0.05, Judge(), trials=6, interim=False)
+    bounded = adaptive_plan(values, 0.05, Judge(), trials=6)
     assert naive.rate.called > bounded.rate.called
     assert bounded.rate.rate <= 0.05
-    found = adaptive_plan(values, 0.15, trials=3)
+    found = adaptive_plan(values, 0.15, Judge(), trials=3)
     assert found.rate.rate >= 0.85  # a real 15% difference is still found beyond the margin

@@ -9,6 +9,7 @@ from ..errors import ConfigError
 from ..report.compare import compare_results, identical_line, shift_line, skipped_lines, to_text, verdict_counts
 from ..report.export import ExportError, build_report
 from ..results.store import record_files
+from ..stats.judge import Judge
 from . import EXIT_OK, EXIT_RUN_ERROR
 
 
@@ -26,7 +27,7 @@ def report(args: argparse.Namespace) -> int:
 
 
 def compare(args: argparse.Namespace) -> int:
-    table = compare_results(args.a, args.b)
+    table = compare_results(args.a, args.b, Judge())  # the default margin: +-5%
     if args.csv:
         table.to_csv(args.csv, index=False)
     print(to_text(table))

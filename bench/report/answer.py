@@ -8,7 +8,9 @@ import pandas as pd
 
 from ..measurement.flags import RULES
 from ..results.record import Record
-from ..stats.verdicts import DECIDED, DEFAULT_MARGIN, UNDECIDED, WINNER, Verdict, bounds, judge, ratio_interval
+from ..stats.judge import Judge
+from ..stats.printed import bounds, ratio_interval
+from ..stats.verdicts import DECIDED, UNDECIDED, WINNER, Verdict
 from ..values import counted
 from . import coverage, estimates
 from .hosts import gpus_of, newest_runs
@@ -29,29 +31,29 @@ def _number(v) -> float | None:
     return None if v is None or v != v else float(v)
 
 
-def own_verdict(r, margin: float = DEFAULT_MARGIN) -> Verdict:
+def own_verdict(r, judge: Judge) -> Verdict:
     """A page-1 row's verdict from its two configs' own processes alone (Welch), beside the moderated one."""
-    return judge(r["speedup"], _number(r.get("welch_ci_low")), _number(r.get("welch_ci_high")), margin)
+    return judge.verdict(r["speedup"], _number(r.get("welch_ci_low")), _number(r.get("welch_ci_high")))
 
 
-def rests_on_pooling(r, margin: float = DEFAULT_MARGIN) -> bool:
+def rests_on_pooling(r, judge: Judge) -> bool:
     """A decided row (a winner, a small difference, an equivalence) that its own processes alone would not show: the
     sweep's pooled variance decided it."""
-    return r["verdict"] in DECIDED and own_verdict(r, margin).word != r["verdict"]
+    return r["verdict"] in DECIDED and own_verdict(r, judge).word != r["verdict"]
 
 
-def own_bounds(r, margin: float = DEFAULT_MARGIN) -> str:
+def own_bounds(r, judge: Judge) -> str:
     """'[0.93-1.20]': a page-1 row's interval from its own processes alone (its footnote says what it means)."""
-    v = own_verdict(r, margin)
+    v = own_verdict(r, judge)
     return "no interval" if v.ci_low is None else bounds(v.ci_low, v.ci_high)
 
 
-def own_text(r, margin: float = DEFAULT_MARGIN) -> str:
+def own_text(r, judge: Judge) -> str:
     """'its own processes alone: [0.93-1.20], undecided'."""
-    return f"its own processes alone: {own_bounds(r, margin)}, {own_verdict(r, margin).word}"
+    return f"its own processes alone: {own_bounds(r, judge)}, {own_verdict(r, judge).word}"
 
 
-def pooled_winners_text(summary: pd.DataFrame, best: pd.DataFrame | None, margin: float = DEFAULT_MARGIN) -> str:
+def pooled_winners_text(summary: pd.DataFrame, best: pd.DataFrame | None, judge: Judge) -> str:
     """How many of page 1's winners rest on the sweep's pooled variance (their own processes' Welch interval does
     not exclude 1x), and which; '' without a winner."""
     rows = page_rows(summary, best)
@@ -60,12 +62,12 @@ def pooled_winners_text(summary: pd.DataFrame, best: pd.DataFrame | None, margin
     winners = rows[rows["verdict"] == WINNER]
     if winners.empty:
         return ""
-    pooled = [r for _, r in winners.iterrows() if rests_on_pooling(r, margin)]  # winners here; page 1 marks both
+    pooled = [r for _, r in winners.iterrows() if rests_on_pooling(r, judge)]  # winners here; page 1 marks both
     if not pooled:
         return (f"None of page 1's {len(winners)} winners rests on the pooling: each one's own processes' Welch "
                 "interval excludes 1x too.")
     which = "; ".join(f"{r['model']} {r['mode']} {_where(r)}: {ratio_interval(r['speedup'], r['ci_low'], r['ci_high'])}"
-                      f" pooled, {own_text(r, margin)}" for r in pooled)
+                      f" pooled, {own_text(r, judge)}" for r in pooled)
     verb = "rests" if len(pooled) == 1 else "rest"
     return (f"{len(pooled)} of page 1's {len(winners)} winners {verb} on the pooling (their own processes' Welch "
             f"interval does not exclude 1x; page 1 marks them): {which}.")
@@ -117,7 +119,7 @@ def to_decide(r, max_repeats: int | None) -> str:
     return f"~{int(extra)} more a side"
 
 
-def answer_table(summary: pd.DataFrame, best: pd.DataFrame | None = None, margin: float = DEFAULT_MARGIN,
+def answer_table(summary: pd.DataFrame, best: pd.DataFrame | None, judge: Judge,
                  max_repeats: int | None = None) -> tuple[pd.DataFrame, list[str]]:
     """Model, mode, batch -> the frameworks compared, the verdict (winner, equivalent, undecided:
     bench/stats/verdicts.py), the fastest and its speed-up over the runner-up with the 95% interval, and for an
@@ -140,13 +142,13 @@ def answer_table(summary: pd.DataFrame, best: pd.DataFrame | None = None, margin
             reasons = ["one framework"] + reasons
         elif r["verdict"] == UNDECIDED and not reasons and r["ci_low"] != r["ci_low"]:
             reasons = ["fewer than two processes"]
-        pooled = compared and not reasons and rests_on_pooling(r, margin)
+        pooled = compared and not reasons and rests_on_pooling(r, judge)
         marks = [keys.setdefault(k, len(keys) + 1) for k in reasons + ([POOLED] if pooled else [])]
         # a speed-up with a side not sound is not stated (the methodology's rule): blank, its footnote says why
         known = compared and not reasons and r["ci_low"] is not None and r["ci_low"] == r["ci_low"]
         interval = ratio_interval(r["speedup"], r["ci_low"], r["ci_high"]) if known else ""
         # said next to the row: the sweep's prior decided it, not its own processes
-        own = f"; own processes: {own_bounds(r, margin)}" if pooled else ""
+        own = f"; own processes: {own_bounds(r, judge)}" if pooled else ""
         decide = to_decide(r, max_repeats) if r["verdict"] == UNDECIDED and not reasons else ""
         rows.append({"platform": r["platform"], "precision": r["precision"], "model": r["model"], "mode": r["mode"],
                      "batch": _batch(r), "compared": r.get("compared") or "",
@@ -236,7 +238,7 @@ def short_status(d, records: list[Record]) -> str:
     return f"**Status:** {state}; {sound}; {left}."
 
 
-def decided_line(summary: pd.DataFrame, best: pd.DataFrame | None, margin: float) -> str:
+def decided_line(summary: pd.DataFrame, best: pd.DataFrame | None, judge: Judge) -> str:
     """How many of page 1's compared rows are decided, by verdict (the verdicts no row got left out), at the
     report's margin."""
     rows = page_rows(summary, best)
@@ -247,4 +249,4 @@ def decided_line(summary: pd.DataFrame, best: pd.DataFrame | None, margin: float
     decided = int(sum(counts.get(w, 0) for w in DECIDED))
     each = ", ".join(f"{int(counts.get(w, 0))} {w}" for w in (*DECIDED, UNDECIDED) if counts.get(w, 0))
     return (f"**Decided {decided} of {len(rows)} compared rows** (each row's fastest against its runner-up) at an "
-            f"equivalence margin of +-{margin:.0%}: {each}.")
+            f"equivalence margin of {judge.within}: {each}.")

@@ -12,7 +12,8 @@ import pandas as pd
 from ..results.record import Record, as_records
 from ..results.sweep_manifest import SweepManifest, as_manifests
 from ..stats import power
-from ..stats.verdicts import INTERIM_CONFIDENCE, WINNER
+from ..stats.judge import Judge
+from ..stats.verdicts import WINNER
 from ..values import counted
 from .compare import compare_tables
 from .data import config_tables
@@ -49,7 +50,7 @@ def same_code_sweeps(records: list[Record]) -> list[tuple[str, str]]:
     return [(a[0], b[0]) for a, b in zip(keyed, keyed[1:]) if a[1:] == b[1:]]
 
 
-def aa_check(records: list[Record], sweeps: list[SweepManifest]) -> dict | None:
+def aa_check(records: list[Record], sweeps: list[SweepManifest], judge: Judge) -> dict | None:
     """The A/A false-verdict rate of the latest two sweeps of the same code here, and the median between-sweep
     share of variance over the configs both measured; None when no two such sweeps exist."""
     records, sweeps = as_records(records), as_manifests(sweeps)
@@ -63,7 +64,7 @@ def aa_check(records: list[Record], sweeps: list[SweepManifest]) -> dict | None:
         sides.append(config_tables(mine, [m for m in sweeps if m.sweep_id == sid])[2])
     if any(side.empty for side in sides):
         return None
-    verdicts = aa_false_verdicts(compare_tables(*sides))
+    verdicts = aa_false_verdicts(compare_tables(*sides, judge))
     both = [r for r in records if r.sweep and r.sweep.id in (a_id, b_id)]
     configs = config_tables(both, [m for m in sweeps if m.sweep_id in (a_id, b_id)])[2]
     shares = configs["between_sweep_share"].dropna() if "between_sweep_share" in configs else pd.Series([])
@@ -137,7 +138,7 @@ POWER_SHIFTS = (0.10, 0.20)  # a winner is a difference beyond the margin (+-5% 
 PLAN_FOUND_SHIFT = 0.15  # the adaptive plan's power, for a difference three times the default margin
 
 
-def resampling_check(configs: pd.DataFrame, margin: float, trials: int = 20) -> dict | None:
+def resampling_check(configs: pd.DataFrame, judge: Judge, trials: int = 20) -> dict | None:
     """How the verdicts work on this machine's own processes (bench/stats/power.py): the false-winner rate when each
     config's processes are split in halves (A/A), and the share of planted 10% and 20% shifts called a winner, and
     of equal sides shown equivalent, per number of processes a side; each config's processes of one sweep are one
@@ -155,16 +156,16 @@ def resampling_check(configs: pd.DataFrame, margin: float, trials: int = 20) -> 
     return {"configs": len({i for i, _ in values}), "samples": len(values),
             "split_configs": sum(len(v) >= 4 for v in values.values()),
             "processes": sum(map(len, values.values())),
-            "split_half": power.split_half_aa(values, trials=trials, margin=margin),
-            "power": {shift: power.curve(values, shift, processes=POWER_PROCESSES, trials=trials, margin=margin)
+            "split_half": power.split_half_aa(values, judge, trials=trials),
+            "power": {shift: power.curve(values, shift, judge, processes=POWER_PROCESSES, trials=trials)
                       for shift in POWER_SHIFTS},
-            "equivalence": power.curve(values, 0.0, word="equivalent", processes=POWER_PROCESSES, trials=trials,
-                                       margin=margin),
+            "equivalence": power.curve(values, 0.0, judge, word="equivalent", processes=POWER_PROCESSES,
+                                       trials=trials),
             # the default plan as it runs: 2 processes a side, one more at a time while undecided, up to 6
             # a true difference right at the margin is the hardest case for a winner (beyond it) to be false
-            "plan": {"edge": power.adaptive_plan(values, margin, trials=trials // 2, margin=margin),
-                     "found": power.adaptive_plan(values, PLAN_FOUND_SHIFT, trials=trials // 2, margin=margin)},
-            "margin": margin}
+            "plan": {"edge": power.adaptive_plan(values, judge.margin, judge, trials=trials // 2),
+                     "found": power.adaptive_plan(values, PLAN_FOUND_SHIFT, judge, trials=trials // 2)},
+            "judge": judge}
 
 
 def resampling_text(check: dict | None) -> str:
@@ -192,11 +193,11 @@ def resampling_text(check: dict | None) -> str:
             f"and judged "
             f"against each other as the report judges: {aa_text}. Synthetic comparisons drawn from the pooled, "
             f"centred log residuals of these processes (this machine's spread, not an assumed one): {shifts}; two "
-            f"equal sides shown equivalent within +-{check['margin']:.0%} - {row(check['equivalence'])}."
-            + plan_text(check.get("plan"), check["margin"]))
+            f"equal sides shown equivalent within {check['judge'].within} - {row(check['equivalence'])}."
+            + plan_text(check.get("plan"), check["judge"]))
 
 
-def plan_text(plan: dict | None, margin: float) -> str:
+def plan_text(plan: dict | None, judge: Judge) -> str:
     """The adaptive plan's own rates (bench/stats/power.py: adaptive_plan): winners among pairs whose true difference
     is exactly the margin (false: a winner is a difference beyond it) and the power for a PLAN_FOUND_SHIFT
     difference, when a comparison starts at 2 processes a side and grows to 6 while undecided, stopping once decided
@@ -207,7 +208,8 @@ def plan_text(plan: dict | None, margin: float) -> str:
     if edge is None or found is None or not edge.rate.judged:
         return ""
     return (f" As the adaptive plan runs (2 processes a side, one more at a time while undecided, up to 6; it stops "
-            f"a comparison as a winner only once its {INTERIM_CONFIDENCE:.1%} interval lies beyond +-{margin:.0%}): "
-            f"pairs whose true difference is exactly {margin:.0%} called a winner in {edge.rate.text()} (the "
+            f"a comparison as a winner only once its {judge.stopping_confidence:.1%} interval lies beyond "
+            f"{judge.within}): pairs whose true difference is exactly {judge.margin:.0%} called a winner in "
+            f"{edge.rate.text()} (the "
             f"optional-stopping false-winner rate; target at most {TARGET_RATE:.0%}), a {PLAN_FOUND_SHIFT:.0%} "
             f"difference in {found.rate.text()}, with {found.mean_processes:.1f} processes a side on average.")

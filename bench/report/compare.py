@@ -24,7 +24,9 @@ from ..results.record import SCHEMA_VERSION, NewerFormatError
 from ..results.store import load_records
 from ..results.sweep_manifest import load_sweeps
 from ..stats.drift import Shift, common_shift, own_change, se_from_interval
-from ..stats.verdicts import DEFAULT_MARGIN, EQUIVALENT, SMALL, UNDECIDED, VERDICTS, WINNER, Verdict, judge
+from ..stats.judge import Judge
+from ..stats.printed import ratio_and_range
+from ..stats.verdicts import EQUIVALENT, SMALL, UNDECIDED, VERDICTS, WINNER, Verdict
 from ..values import counted
 from .data import config_tables
 from .estimates import UNRELIABLE, pair_ratio, pair_verdict
@@ -69,10 +71,10 @@ def _configs(folder: str | Path, side: str, skipped: list[tuple[Path, Exception]
     return configs
 
 
-def verdict(a, b, ratio: dict, margin: float = DEFAULT_MARGIN) -> str:
+def verdict(a, b, ratio: dict, judge: Judge) -> str:
     """The reader's answer for one pair, one of the four verdicts: 'winner: B faster (1.20x)', 'small difference: B
     slower (1.03x, within +-5%)', 'equivalent (within +-5%)' or 'undecided (why, or what would decide it)'."""
-    v, reason = pair_verdict(a, b, ratio, margin, ("A", "B"), " / ")
+    v, reason = pair_verdict(a, b, ratio, judge, ("A", "B"), " / ")
     return verdict_text(v, reason)
 
 
@@ -103,7 +105,7 @@ def _judged(table: pd.DataFrame) -> pd.DataFrame:
     return table[ok & (table["ci_low"] > 0)]
 
 
-def beyond_shift(table: pd.DataFrame, shift: Shift | None, margin: float = DEFAULT_MARGIN) -> pd.DataFrame:
+def beyond_shift(table: pd.DataFrame, shift: Shift | None, judge: Judge) -> pd.DataFrame:
     """Each judged config's own change beyond the shared shift (its ratio over the shift, with an interval that
     carries the shift's uncertainty) and that change's verdict; blank where there is no shift or no interval."""
     out = table.copy()
@@ -115,7 +117,7 @@ def beyond_shift(table: pd.DataFrame, shift: Shift | None, margin: float = DEFAU
     for (i, r), se in zip(judged.iterrows(), ses):
         ratio, lo, hi = own_change(math.log(r["ratio_b_over_a"]), se, None, shift, ses)
         out.loc[i, ["own_ratio", "own_ci_low", "own_ci_high"]] = ratio, lo, hi
-        out.loc[i, "own_verdict"] = verdict_text(judge(ratio, lo, hi, margin), "no change beyond the shared shift "
+        out.loc[i, "own_verdict"] = verdict_text(judge.verdict(ratio, lo, hi), "no change beyond the shared shift "
                                                  "shown")
     return out
 
@@ -147,13 +149,14 @@ def _pairs(a: pd.DataFrame, b: pd.DataFrame) -> list[tuple[int, int, str]]:
     return pairs
 
 
-def compare_results(a_dir: str | Path, b_dir: str | Path) -> pd.DataFrame:
-    """One row per config (and per platform pair): B/A images/s with its 95% CI and a verdict.
+def compare_results(a_dir: str | Path, b_dir: str | Path, judge: Judge) -> pd.DataFrame:
+    """One row per config (and per platform pair): B/A images/s with its 95% CI and `judge`'s verdict (the table
+    keeps the judge: `attrs['judge']`, for what is said of it).
 
     Raises ConfigError naming the folder when A or B is missing, not a folder, or holds no results.
     """
     skipped: dict[str, list[tuple[Path, Exception]]] = {"A": [], "B": []}
-    table = compare_tables(_configs(a_dir, "A", skipped["A"]), _configs(b_dir, "B", skipped["B"]))
+    table = compare_tables(_configs(a_dir, "A", skipped["A"]), _configs(b_dir, "B", skipped["B"]), judge)
     table.attrs["skipped"] = {side: skipped_text(files) for side, files in skipped.items() if files}
     return table
 
@@ -163,7 +166,7 @@ def skipped_lines(table: pd.DataFrame) -> list[str]:
     return [f"{side}: {text}" for side, text in table.attrs.get("skipped", {}).items()]
 
 
-def compare_tables(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
+def compare_tables(a: pd.DataFrame, b: pd.DataFrame, judge: Judge) -> pd.DataFrame:
     """`compare_results` on two config tables (bench/report/data.py: config_tables) already loaded."""
     a, b = a.reset_index(drop=True), b.reset_index(drop=True)
     pairs = _pairs(a, b)
@@ -182,7 +185,7 @@ def compare_tables(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
                      "ips_a": x["images_per_sec_median"], "ips_b": y["images_per_sec_median"],
                      "ratio_b_over_a": ratio["ratio"], "ci_low": ratio["ci_low"], "ci_high": ratio["ci_high"],
                      "processes_a": x["processes"], "processes_b": y["processes"],
-                     "verdict": verdict(x, y, ratio), "note": "; ".join(notes)})
+                     "verdict": verdict(x, y, ratio, judge), "note": "; ".join(notes)})
     for side, df, matched in (("A", a, {p[0] for p in pairs}), ("B", b, {p[1] for p in pairs})):
         for _, r in df.drop(index=list(matched)).iterrows():
             own = side.lower()
@@ -193,6 +196,7 @@ def compare_tables(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
     table = pd.DataFrame(rows, columns=COLUMNS)
     table = table.sort_values(["model", "mode", "precision", "batch_size", "series", "platform_a", "platform_b"],
                               ignore_index=True)
+    table.attrs["judge"] = judge
     # the same measurements on both sides (a folder against itself or its copy): said as such, not only as verdicts
     table.attrs["identical"] = bool(pairs) and len(pairs) == len(a) == len(b) and all(
         list(a.loc[i, "process_ips"]) == list(b.loc[j, "process_ips"]) for i, j, _ in pairs)
@@ -216,13 +220,13 @@ def for_display(table: pd.DataFrame) -> pd.DataFrame:
         "model": table["model"], "mode": table["mode"], "batch": table["batch_size"], "series": table["series"],
         "A img/s": [num(v, "{:.3g}") for v in table["ips_a"]], "B img/s": [num(v, "{:.3g}") for v in table["ips_b"]],
         "B/A": [num(v, "{:.3f}") for v in table["ratio_b_over_a"]],
-        "95% CI": [f"{lo:.3f}-{hi:.3f}" if lo is not None and lo == lo else "" for lo, hi in
-                   zip(table["ci_low"], table["ci_high"])],
+        "95% CI": [ratio_and_range(r, lo, hi, least=3)[1] for r, lo, hi in
+                   zip(table["ratio_b_over_a"], table["ci_low"], table["ci_high"])],
         "processes A/B": table["processes_a"].astype(str) + "/" + table["processes_b"].astype(str),
         "verdict": table["verdict"]})
     shift = shared_shift(table)
     if shift is not None and shift.shown:  # a config's own change matters only where everything moved
-        own = beyond_shift(table, shift)
+        own = beyond_shift(table, shift, table.attrs["judge"])
         out["beyond shift"] = [f"{v} [{num(lo, '{:.3f}')}-{num(hi, '{:.3f}')}]" if v else ""
                                for v, lo, hi in zip(own["own_verdict"], own["own_ci_low"], own["own_ci_high"])]
     if len((set(table["platform_a"]) | set(table["platform_b"])) - {""}) > 1:  # one machine: no column needed
@@ -241,21 +245,22 @@ def verdict_counts(table: pd.DataFrame) -> str:
     return "; ".join(f"{kinds[k]} {k}" for k in order if k in kinds) or "nothing to compare"
 
 
-def shift_line(table: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> str:
+def shift_line(table: pd.DataFrame) -> str:
     """What every config shares, and how many changed beyond it: the line a user comparing two versions reads
     first (a machine that drifted moves every config alike; a library change moves some more than others)."""
     shift = shared_shift(table)
     if shift is None:
         return "shared shift: fewer than three configs with an interval on both sides, none estimated"
-    own = beyond_shift(table, shift, margin)["own_verdict"]
+    judge = table.attrs["judge"]
+    own = beyond_shift(table, shift, judge)["own_verdict"]
     beyond = int(own.str.startswith(WINNER).sum())
     small = int(own.str.startswith(SMALL).sum())
     same = int(own.str.startswith(EQUIVALENT).sum())
     what = (" (if nothing else changed, the machine drifted between the two: compare their GEMM peaks)"
             if shift.shown else "")
     return (f"shared shift: {shift.text()}{what}; beyond it, of {int(own.astype(bool).sum())} configs {beyond} "
-            f"changed on their own by more than +-{margin:.0%}, {small} by less, {same} equivalent (no change "
-            f"beyond +-{margin:.0%}) and the rest undecided (column 'beyond shift')")
+            f"changed on their own by more than {judge.within}, {small} by less, {same} equivalent (no change "
+            f"beyond {judge.within}) and the rest undecided (column 'beyond shift')")
 
 
 def to_text(table: pd.DataFrame) -> str:

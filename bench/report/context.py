@@ -17,10 +17,10 @@ from ..results.store import load_records
 from ..results.sweep_manifest import SweepManifest, load_sweeps
 from ..runs.distributed.network import fitted
 from ..runs.maxbatch import load_searches
-from ..stats.verdicts import DEFAULT_MARGIN
+from ..stats.judge import Judge
 from . import parallelism, scaling
 from .data import config_tables, published_throughput, seed_2019
-from .estimates import best_batch_table, margin_of, ratio_table, summary_table
+from .estimates import best_batch_table, ratio_table, summary_table
 from .input_pipeline import input_table
 from .memory import searches_table
 from .scaling import is_distributed
@@ -40,7 +40,7 @@ class ReportData:
     seed: pd.DataFrame
     scaling: ScalingData | None = None  # distributed runs: their own tables, never mixed with the above
     memory: pd.DataFrame | None = None  # largest-batch searches (bench/runs/maxbatch.py), one row per search
-    margin: float = DEFAULT_MARGIN  # "equivalent" within +-this (bench/stats/verdicts.py), the newest sweep's setting
+    judge: Judge = field(default_factory=Judge)  # every verdict's rules: the newest sweep's margin
     best: pd.DataFrame | None = None  # per model and mode: every framework at its best batch, the top two compared
     # data mode `files` (the framework's own input pipeline): its own table beside its synthetic siblings, never
     # mixed into the framework comparisons above (bench/report/input_pipeline.py)
@@ -71,17 +71,17 @@ class ScalingData:
     parallelism: pd.DataFrame | None = None  # data parallel beside model parallel, GPipe and 1F1B (same batch)
 
 
-def load_scaling(records: list[Record], results_dir: Path, margin: float = DEFAULT_MARGIN) -> ScalingData:
+def load_scaling(records: list[Record], results_dir: Path, judge: Judge) -> ScalingData:
     dist = [r for r in records if scaling.is_distributed(r)]
     procs = scaling.processes(dist)
     cfgs, spreads = scaling.configs_and_spreads(procs)  # the moderated spreads fitted once, for both tables below
-    table = scaling.scaling_table(cfgs, margin, spreads)
+    table = scaling.scaling_table(cfgs, judge, spreads)
     networks = {host: fitted(results_dir, host) for host in sorted({r.host for r in dist})}
     curves = scaling.accuracy_curves(procs)
     return ScalingData(dist, procs, table, networks, scaling.predictions(table, networks), curves,
                        scaling.accuracy_at_equal_time(curves),
                        scaling.published_efficiency(scaling.published_scaling()),
-                       parallelism.table(dist, table, margin, spreads))
+                       parallelism.table(dist, table, judge, spreads))
 
 
 def load(results_dir=None) -> ReportData:
@@ -98,12 +98,12 @@ def load(results_dir=None) -> ReportData:
     runs, processes, configs = (_synthetic(t) for t in (every_run, every_process, every_config))
     seed = seed_2019()
     seed["framework"] = seed["framework"].map(framework_of)  # the 2019 tables say 'pytorch'
-    margin = margin_of([m.equivalence_margin for m in sorted(sweeps, key=lambda m: str(m.started or ""))])
-    return ReportData(results_dir, records, sweeps, runs, processes, configs, ratio_table(configs, margin),
-                      summary_table(configs, margin), published_throughput(), seed,
-                      load_scaling(everything, results_dir, margin),
-                      searches_table(load_searches(results_dir)), margin, best_batch_table(configs, margin),
-                      _input_table(every_config, files, margin), files, max_repeats_of(sweeps))
+    judge = Judge.of_sweeps([m.equivalence_margin for m in sorted(sweeps, key=lambda m: str(m.started or ""))])
+    return ReportData(results_dir, records, sweeps, runs, processes, configs, ratio_table(configs, judge),
+                      summary_table(configs, judge), published_throughput(), seed,
+                      load_scaling(everything, results_dir, judge),
+                      searches_table(load_searches(results_dir)), judge, best_batch_table(configs, judge),
+                      _input_table(every_config, files, judge), files, max_repeats_of(sweeps))
 
 
 def max_repeats_of(sweeps: list[SweepManifest]) -> int | None:
@@ -120,12 +120,12 @@ def _synthetic(table: pd.DataFrame) -> pd.DataFrame:
     return table[table["data"] != "files"].reset_index(drop=True)
 
 
-def _input_table(every_config: pd.DataFrame, files: list[Record], margin: float):
+def _input_table(every_config: pd.DataFrame, files: list[Record], judge: Judge):
     """Files against synthetic data, each side's spread moderated with the sweep's other single-process configs
     (estimated together, as every comparison is; the files configs still never enter the framework tables)."""
     if not files:
         return None
-    return input_table(every_config[every_config["data"] == "files"], every_config, files, margin)
+    return input_table(every_config[every_config["data"] == "files"], every_config, files, judge)
 
 
 def show(figs, name: str, figures_dir=None) -> None:

@@ -10,7 +10,8 @@ import pandas as pd
 
 from ..adapters.input_feed import CEILING_WORKERS
 from ..results.record import Record
-from ..stats.verdicts import DEFAULT_MARGIN, EQUIVALENT, SMALL, UNDECIDED, WINNER, judge
+from ..stats.judge import Judge
+from ..stats.verdicts import EQUIVALENT, SMALL, UNDECIDED, WINNER
 from .estimates import compare_pair
 from .style import framework_colour, mark_flags
 
@@ -54,7 +55,7 @@ def pipeline_facts(records: list[Record]) -> pd.DataFrame:
 
 
 def input_table(files: pd.DataFrame, synthetic: pd.DataFrame, records: list[Record],
-                margin: float = DEFAULT_MARGIN) -> pd.DataFrame:
+                judge: Judge) -> pd.DataFrame:
     """One row per files config with a synthetic sibling (or none: then no ratio): both throughputs, files over
     synthetic with its interval and verdict, the data-wait share and the loader's ceiling."""
     if files is None or files.empty:
@@ -74,7 +75,7 @@ def input_table(files: pd.DataFrame, synthetic: pd.DataFrame, records: list[Reco
             "flagged": not bool(f.get("sound", True))}  # a side not sound: flagged wherever it is drawn
         if not sibling.empty:
             s = sibling.iloc[0]
-            c = compare_pair(f, s, margin)
+            c = compare_pair(f, s, judge)
             row.update(synthetic_ips=s["images_per_sec_median"], ratio=c["ratio_a_over_b"], ci_low=c["ci_low"],
                        ci_high=c["ci_high"], verdict=c["verdict"],
                        flagged=row["flagged"] or not bool(s.get("sound", True)))
@@ -82,12 +83,12 @@ def input_table(files: pd.DataFrame, synthetic: pd.DataFrame, records: list[Reco
     return pd.DataFrame(rows)
 
 
-def direction(v: str, ratio: float, margin: float) -> str:
+def direction(v: str, ratio: float, judge: Judge) -> str:
     """The project's verdict of files against synthetic data, said with its side: 'winner: synthetic faster',
     'small difference: files faster', 'equivalent within +-5%' or 'undecided'."""
     if v in (WINNER, SMALL):
         return f"{v}: " + ("synthetic" if ratio < 1 else "files") + " faster"
-    return f"equivalent within +-{margin:.0%}" if v == EQUIVALENT else UNDECIDED
+    return f"equivalent within {judge.within}" if v == EQUIVALENT else UNDECIDED
 
 
 def _holds(v: str, ratio: float, holds_when: tuple[str, ...]) -> str:
@@ -97,7 +98,7 @@ def _holds(v: str, ratio: float, holds_when: tuple[str, ...]) -> str:
     return "holds here" if holds else "does not hold here"
 
 
-def claim_verdicts(table: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> pd.DataFrame:
+def claim_verdicts(table: pd.DataFrame, judge: Judge) -> pd.DataFrame:
     """Per framework and model: the 2019 claim holds where files and synthetic differ by less than the margin
     (equivalent, or a small difference); HKBU's holds for a shallow network where synthetic data is faster by more
     than the margin (the pipeline bounds the step). Both are GPU claims: a row run on a CPU says the 2019 claim is not
@@ -107,10 +108,10 @@ def claim_verdicts(table: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> pd.Da
         return pd.DataFrame()
     rows = []
     for _, r in table.dropna(subset=["ratio"]).iterrows():
-        v = judge(r["ratio"], r["ci_low"], r["ci_high"], margin)
+        v = judge.verdict(r["ratio"], r["ci_low"], r["ci_high"])
         what = {"framework": r["framework"], "model": r["model"], "mode": r["mode"], "batch_size": r["batch_size"],
                 "image_size": r.get("image_size"), "files / synthetic": v.interval(),
-                "files vs synthetic": direction(v.word, v.ratio, margin)}
+                "files vs synthetic": direction(v.word, v.ratio, judge)}
         if not str(r.get("device", "cpu")).startswith("cuda"):  # a GPU claim, judged on a CPU: what it can answer
             rows.append({"claim": "2019: " + CLAIM_2019, **what, "verdict": NOT_TESTABLE})
             rows.append({"claim": "HKBU: " + QUESTION_CPU, **what, "verdict": _competes(v.word, v.ratio)})

@@ -12,9 +12,10 @@ import pandas as pd
 
 from ..config import PIPELINE_STRATEGIES
 from ..results.record import Record, as_records
-from ..stats.intervals import process_ratio
+from ..stats.judge import Judge, SpreadJudge
 from ..stats.moderated import SweepSpreads
-from ..stats.verdicts import DEFAULT_MARGIN, WINNER, judge, said
+from ..stats.printed import quantity
+from ..stats.verdicts import WINNER, said
 from ..values import listed
 from .scaling import efficiency_text, of_profile, spreads_of
 
@@ -55,7 +56,7 @@ def _mean(values) -> float | None:
     return statistics.mean(values) if values else None
 
 
-def table(records: list[Record], scaling_table: pd.DataFrame, margin: float = DEFAULT_MARGIN,
+def table(records: list[Record], scaling_table: pd.DataFrame, judge: Judge,
           spreads: SweepSpreads | None = None) -> pd.DataFrame:
     """One row per config of the strategies compared (same model, image size and global batch as a pipeline run).
     `spreads`: the scaling table's own (bench/report/scaling.py: configs_and_spreads), fitted again only when not
@@ -67,7 +68,7 @@ def table(records: list[Record], scaling_table: pd.DataFrame, margin: float = DE
         return pd.DataFrame()
     facts = _pipeline_facts(records)
     # the same moderated spreads as every other distributed comparison
-    spreads = spreads if spreads is not None else spreads_of(scaling_table)
+    on = judge.on(spreads if spreads is not None else spreads_of(scaling_table))
     rows = []
     for (model, size, batch, host, profile), g in pipes.groupby(
             ["model", "image_size", "global_batch", "host", "profile"], dropna=False):
@@ -84,7 +85,7 @@ def table(records: list[Record], scaling_table: pd.DataFrame, margin: float = DE
         order = {st: i for i, st in enumerate(PIPELINE_STRATEGIES)}
         g = g.assign(_o=g["strategy"].map(order)).sort_values(["_o", "link", "micro_batches"]).drop(columns="_o")
         for _, row in pd.concat([one, dp, g]).iterrows():
-            rows.append({**_row(row, facts.get(row["config_key"], {}), dp, margin, spreads), "profile": profile})
+            rows.append({**_row(row, facts.get(row["config_key"], {}), dp, on), "profile": profile})
     out = pd.DataFrame(rows)
     if len(out):  # two profiles' runs in one report: each row's words name its profile
         several = out["profile"].nunique() > 1
@@ -92,19 +93,17 @@ def table(records: list[Record], scaling_table: pd.DataFrame, margin: float = DE
     return out
 
 
-def _row(row, facts: dict, dp: pd.DataFrame, margin: float, spreads: SweepSpreads) -> dict:
+def _row(row, facts: dict, dp: pd.DataFrame, on: SpreadJudge) -> dict:
     sections = facts.get("sections", [])
     m = sections[0]["micro_batches"] if sections else None
     predicted = [s["predicted"].get("step_s") or s["predicted"].get("compute_step_s") for s in sections]
     with_link = all(s["predicted"].get("step_s") is not None for s in sections) if sections else None
     verdict = None
     if len(dp) and row["strategy"] != DATA_PARALLEL and row["strategy"] != "independent":
-        key, base = row["config_key"], dp.iloc[0]["config_key"]
-        # moderated where both sides are sound (as the scaling section judges); a side not sound: its own values
-        ratio = (spreads.ratio(key, base) if key in spreads.values and base in spreads.values
-                 else process_ratio(row["values"], dp.iloc[0]["values"]))
-        verdict = judge(ratio["ratio"], ratio["ci_low"], ratio["ci_high"], margin, len(row["values"]),
-                        len(dp.iloc[0]["values"]))
+        # moderated where both sides are sound; a side not sound: its own values, undecided (as the scaling
+        # section judges: bench/stats/judge.py, compare_values)
+        _, verdict = on.compare_values(row["config_key"], dp.iloc[0]["config_key"], row["values"],
+                                       dp.iloc[0]["values"])
     # the scaling table's efficiency, defined once (bench/report/scaling.py): its interval, guard or why none
     efficiency = row["efficiency"] if row["workers"] > 1 else None
     return {
@@ -170,8 +169,7 @@ def for_display(t: pd.DataFrame) -> pd.DataFrame:
             "profile": r.get("profile") or "", "strategy": r["name"], "workers": int(r["workers"]), "link": r["link"],
             "m": m,
             "global batch": int(r["global_batch"]),
-            "images/s [95% CI]": f"{r['images_per_sec']:.1f} [{r['ci_low']:.1f}-{r['ci_high']:.1f}]"
-            if r["ci_low"] is not None else f"{r['images_per_sec']:.1f} [no interval]",
+            "images/s [95% CI]": quantity(r["images_per_sec"], r["ci_low"], r["ci_high"], ".1f", "[no interval]"),
             "vs data parallel (strategy / data parallel)": r["verdict_vs_dp"] or "",
             "efficiency vs 1 worker [95% CI]": r["efficiency_text"] or "",
             "memory / worker (MB)": f"{r['memory_per_worker_bytes'] / 2**20:.0f}"

@@ -21,9 +21,11 @@ from ..results.record import Distributed, Flag, Record, RunSettings, as_records
 from ..runs.distributed import comparisons as pairs
 from ..runs.distributed import model as netmodel
 from ..runs.distributed.network import SIZES, link_key
-from ..stats.intervals import process_interval, process_ratio
+from ..stats.intervals import process_interval
+from ..stats.judge import Judge
 from ..stats.moderated import SweepSpreads
-from ..stats.verdicts import DEFAULT_MARGIN, UNDECIDED, Verdict, phrase, said
+from ..stats.printed import quantity
+from ..stats.verdicts import UNDECIDED, Verdict, phrase, said
 from ..values import counted
 from .energy import energy_text, hardware_label, mean_energy
 from .text import prose
@@ -159,16 +161,6 @@ def _sides(cfgs: pd.DataFrame) -> list[pairs.Side]:
                          int(r["global_batch"]), r["link"], r.get("profile")) for _, r in cfgs.iterrows()]
 
 
-def _judged(spreads: SweepSpreads, c: pairs.Comparison, a, b, margin: float) -> tuple[dict, Verdict]:
-    """A comparison's ratio and verdict: sweep-moderated where both sides are sound; else the sides' own values
-    with no verdict but undecided (a side not sound; its flag or reason is what the row says)."""
-    if c.a in spreads.values and c.b in spreads.values:
-        return pairs.ratio(spreads, c), pairs.verdict(spreads, c, margin)
-    own = process_ratio(a["values"], b["values"])
-    r = {k: own[k] / c.divisor if own[k] is not None else None for k in ("ratio", "ci_low", "ci_high")}
-    return r, Verdict(UNDECIDED, r["ratio"], r["ci_low"], r["ci_high"], margin)
-
-
 def _step_difference(r: dict, base_step_ms: float) -> tuple[float, float | None, float | None]:
     """A throughput ratio a/b as the step time a spends beyond b's, in ms, with its interval (b's step times the
     ratio's inverse minus one: the same interval, in the unit a reader of steps wants)."""
@@ -178,14 +170,14 @@ def _step_difference(r: dict, base_step_ms: float) -> tuple[float, float | None,
     return ms, base_step_ms * (1 / r["ci_high"] - 1), base_step_ms * (1 / r["ci_low"] - 1)
 
 
-def scaling_table(cfgs: pd.DataFrame, margin: float = DEFAULT_MARGIN,
-                  spreads: SweepSpreads | None = None) -> pd.DataFrame:
+def scaling_table(cfgs: pd.DataFrame, judge: Judge, spreads: SweepSpreads | None = None) -> pd.DataFrame:
     """Per config: throughput, communication cost (vs independent at the same N) and efficiency (vs 1 worker), each
-    with its interval and verdict (bench/runs/distributed/comparisons.py) at `margin`. `spreads`: those `cfgs` came
+    with its interval and verdict (bench/runs/distributed/comparisons.py) by `judge`, sweep-moderated where both sides
+    are sound, else shown and undecided (bench/stats/judge.py: compare_values). `spreads`: those `cfgs` came
     with (configs_and_spreads), fitted again only when not given."""
     if cfgs.empty:
         return cfgs
-    spreads = spreads if spreads is not None else spreads_of(cfgs)
+    on = judge.on(spreads if spreads is not None else spreads_of(cfgs))
     by_key = {r["config_key"]: r for _, r in cfgs.iterrows()}
     found = {(c.kind, c.a): c for c in pairs.comparisons(_sides(cfgs))}
     out = []
@@ -194,7 +186,7 @@ def scaling_table(cfgs: pd.DataFrame, margin: float = DEFAULT_MARGIN,
         comm, comm_flags, comm_v = (None, None, None), [], None
         if (c := found.get((pairs.COMMUNICATION, key))) is not None:
             same_n = by_key[c.b]
-            r, comm_v = _judged(spreads, c, row, same_n, margin)
+            r, comm_v = on.compare_values(c.a, c.b, row["values"], same_n["values"], c.divisor)
             comm = _step_difference(r, same_n["step_ms"])
             comm_flags = [f for f in (baseline_flag("the independent baseline at the same N", same_n["sound"],
                                                     same_n["flag_reasons"]),) if f]
@@ -205,13 +197,13 @@ def scaling_table(cfgs: pd.DataFrame, margin: float = DEFAULT_MARGIN,
             # a pipeline's one-worker run may train on another batch than its global one: the row names it
             eff_batch = int(one["global_batch"]) if piped and int(one["global_batch"]) != int(row["global_batch"]) \
                 else None
-            eff, eff_v = _judged(spreads, c, row, one, margin)
+            eff, eff_v = on.compare_values(c.a, c.b, row["values"], one["values"], c.divisor)
             eff_flags = [f for f in (baseline_flag("the 1-worker baseline", one["sound"], one["flag_reasons"]),
                                      efficiency_flag(eff["ratio"], row["scaling"])) if f]
         overlap = None  # all-reduce during backward against after it: (ms, low, high, verdict)
         if (c := found.get((pairs.OVERLAP, key))) is not None:
             after = by_key[c.b]
-            r, v = _judged(spreads, c, row, after, margin)
+            r, v = on.compare_values(c.a, c.b, row["values"], after["values"], c.divisor)
             overlap = (*_step_difference(r, after["step_ms"]), v)
         top, clipped = pairs.bounded_top(eff["ci_high"], row["scaling"])
         # a guarded number leaves the table's number columns, so no reader of them can print it; the raw value
@@ -225,7 +217,7 @@ def scaling_table(cfgs: pd.DataFrame, margin: float = DEFAULT_MARGIN,
                     "eff_ci_high": None if eff_flags else top, "eff_ci_high_raw": eff["ci_high"],
                     "eff_clipped": clipped and not eff_flags, "eff_verdict": eff_v, "eff_baseline_batch": eff_batch,
                     "eff_why": None if _compared(eff, eff_flags) or row["workers"] < 2 else NO_ONE_WORKER,
-                    "overlap_diff": overlap, "margin": margin})
+                    "overlap_diff": overlap})
     table = pd.DataFrame(out)
     # the no-communication ceiling: the independent run's efficiency at the same N (workers share the cores);
     # a guarded ceiling is None (its flags go with the row's efficiency flags when displayed)
@@ -500,11 +492,7 @@ def published_efficiency(published: pd.DataFrame) -> pd.DataFrame:
 
 
 def _ci(est, lo, hi, fmt: str) -> str:
-    if est is None or pd.isna(est):
-        return ""
-    if lo is None or pd.isna(lo):
-        return f"{est:{fmt}} (no CI: < 2 processes)"
-    return f"{est:{fmt}} [{lo:{fmt}}-{hi:{fmt}}]"
+    return quantity(est, lo, hi, fmt, "(no CI: < 2 processes)")
 
 
 def data_parallel(table: pd.DataFrame) -> pd.DataFrame:

@@ -148,7 +148,7 @@ def _input_claim(study: str) -> Callable:
     """What the files-vs-synthetic runs say of a study's input claim: the configs behind each verdict (winner /
     equivalent within the margin / undecided), named by framework and model."""
     def measured(d, claim: str) -> str:
-        claims = claim_verdicts(d.inputs if d.inputs is not None else pd.DataFrame(), d.margin)
+        claims = claim_verdicts(d.inputs if d.inputs is not None else pd.DataFrame(), d.judge)
         if not claims.empty:  # judged where the hardware can test it; a CPU host's rows answer another question
             claims = claims[(claims["verdict"] != NOT_TESTABLE) & ~claims["claim"].str.endswith(QUESTION_CPU)]
         return claim_summary(claims, study)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pandas as pd
 
 from ..measurement.certificate import parity_table
+from ..stats import printed
+from ..stats.printed import ratio_and_range
 from . import coverage, estimates
 
 
@@ -19,14 +21,6 @@ def parity(runs: pd.DataFrame) -> pd.DataFrame:
     return parity_table(runs)
 
 
-def factor(v, digits: int = 2) -> str:
-    return "" if v is None or v != v else f"{v:.{digits}f}x"
-
-
-def ci_range(lo, hi, digits: int = 2) -> str:
-    return "" if lo is None or lo != lo else f"{lo:.{digits}f}-{hi:.{digits}f}"
-
-
 def throughput_table(configs: pd.DataFrame) -> pd.DataFrame:
     """The measured images/s of every framework (series), model, mode and precision per batch size: the config's
     number with its 95% interval over processes and how many processes it rests on; '!' marks a number that is not
@@ -37,7 +31,7 @@ def throughput_table(configs: pd.DataFrame) -> pd.DataFrame:
     cells = {}
     for _, r in c.iterrows():
         lo, hi = r["images_per_sec_ci_low"], r["images_per_sec_ci_high"]
-        interval = f" [{lo:.1f}-{hi:.1f}]" if pd.notna(lo) and pd.notna(hi) else " [no interval]"
+        interval = " " + printed.interval(lo, hi, ".1f")
         cells.setdefault((r["platform"], r["model"], r["mode"], r["precision"], r["series"]), {})[
             int(r["batch_size"])] = (f"{r['images_per_sec_median']:.1f}{interval} ({len(r['process_ips'])})"
                                     + ("" if r["sound"] else " !"))
@@ -87,12 +81,18 @@ def ratios_for_display(ratios: pd.DataFrame, only_against_fastest: bool = False)
         "platform": ratios["platform"], "model": ratios["model"], "mode": ratios["mode"],
         "precision": ratios["precision"], "batch": ratios["batch_size"],
         "faster / slower": ratios["faster"] + " / " + ratios["slower"],
-        "speed-up": [factor(v) if ok else "" for v, ok in zip(ratios["speedup"], stated)],
-        "95% CI": [ci_range(lo, hi) if ok else "" for lo, hi, ok in zip(ratios["speedup_ci_low"],
-                                                                   ratios["speedup_ci_high"], stated)],
-        "own spreads (Welch)": [ci_range(lo, hi) if ok else "" for lo, hi, ok in zip(
-            ratios["welch_ci_low"], ratios["welch_ci_high"], stated)],
+        "speed-up": [printed_ratio(v, lo, hi, ok)[0] for v, lo, hi, ok in zip(
+            ratios["speedup"], ratios["speedup_ci_low"], ratios["speedup_ci_high"], stated)],
+        "95% CI": [printed_ratio(v, lo, hi, ok)[1] for v, lo, hi, ok in zip(
+            ratios["speedup"], ratios["speedup_ci_low"], ratios["speedup_ci_high"], stated)],
+        "own spreads (Welch)": [printed_ratio(v, lo, hi, ok)[1] for v, lo, hi, ok in zip(
+            ratios["speedup"], ratios["welch_ci_low"], ratios["welch_ci_high"], stated)],
         "verdict": ratios["verdict"], "reason": ratios["reason"]})
+
+
+def printed_ratio(ratio, low, high, stated: bool) -> tuple[str, str]:
+    """A speed-up and its bounds as every surface prints them (bench/stats/printed.py), blank where not stated."""
+    return ratio_and_range(ratio, low, high) if stated else ("", "")
 
 
 def flagged_table(configs: pd.DataFrame, processes: pd.DataFrame | None = None) -> pd.DataFrame:

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..stats.verdicts import DEFAULT_MARGIN, SMALL, UNDECIDED, WINNER, ratio_interval
+from ..stats.judge import Judge
+from ..stats.printed import ratio_interval
+from ..stats.verdicts import SMALL, UNDECIDED, WINNER
 from .answer import batch_order, rests_on_pooling
 from .estimates import NOT_COMPARED, REFERENCE
 
@@ -50,7 +52,7 @@ def _unbroken(interval: str) -> str:
     return interval.replace("-", NB_HYPHEN)
 
 
-def _verdict(row: pd.Series | None, margin: float) -> str:
+def _verdict(row: pd.Series | None, judge: Judge) -> str:
     """The row's verdict, the fastest (starred) against the runner-up: 'winner: 1.43x [1.27-1.62] over torch'; a side
     not sound leaves the ratio unsaid (page 2 says why)."""
     if row is None or row["verdict"] == NOT_COMPARED:
@@ -58,23 +60,23 @@ def _verdict(row: pd.Series | None, margin: float) -> str:
     lo, hi = row["ci_low"], row["ci_high"]
     if lo is None or lo != lo or list(row.get("unsound_flags") or []):
         return f"{row['verdict']} (page 2 says why)" if row["verdict"] == UNDECIDED else row["verdict"]
-    mark = POOLED_MARK if rests_on_pooling(row, margin) else ""
+    mark = POOLED_MARK if rests_on_pooling(row, judge) else ""
     return f"{row['verdict']}{mark}: {_unbroken(ratio_interval(row['speedup'], lo, hi))} over {row['runner_up']}"
 
 
-def _reference(g: dict, margin: float) -> str:
+def _reference(g: dict, judge: Judge) -> str:
     """The fastest (starred) against PyTorch: '1.85x [1.70-2.02] winner', or why there is none."""
     c = g["reference"]
     if c is None:
         return f"{REFERENCE} fastest" if REFERENCE in g["picks"] else f"{REFERENCE} not measured"
     if c["speedup_ci_low"] is None or c["speedup_ci_low"] != c["speedup_ci_low"]:
         return f"{c['speedup']:.2f}x (no interval) {c['verdict']}"
-    mark = POOLED_MARK if rests_on_pooling(c, margin) else ""
+    mark = POOLED_MARK if rests_on_pooling(c, judge) else ""
     return f"{_unbroken(ratio_interval(c['speedup'], c['speedup_ci_low'], c['speedup_ci_high']))} {c['verdict']}{mark}"
 
 
 def images_table(grid: list[dict], summary: pd.DataFrame, best: pd.DataFrame | None,
-                 margin: float = DEFAULT_MARGIN) -> pd.DataFrame:
+                 judge: Judge) -> pd.DataFrame:
     """The page-1 table from `grid` (estimates.framework_grid) and the verdicts of the summary and best-batch rows."""
     if not grid:
         return pd.DataFrame()
@@ -98,8 +100,8 @@ def images_table(grid: list[dict], summary: pd.DataFrame, best: pd.DataFrame | N
             c = g["picks"].get(fw)
             star = (FASTEST if decided else FASTEST_OPEN) if fw == fastest else ""
             row[fw] = "" if c is None else cell(c, star, fw in g["several_engines"], best_row)
-        row["fastest vs runner-up"] = _verdict(verdict, margin)
-        row[f"fastest vs {REFERENCE}"] = _reference(g, margin) if len(g["picks"]) > 1 else "-"
+        row["fastest vs runner-up"] = _verdict(verdict, judge)
+        row[f"fastest vs {REFERENCE}"] = _reference(g, judge) if len(g["picks"]) > 1 else "-"
         rows.append(row)
     table = pd.DataFrame(rows)
     # int8 beside fp32: a model and mode's rows by batch, each batch's precisions together

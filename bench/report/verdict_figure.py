@@ -8,7 +8,8 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.ticker import NullLocator
 
-from ..stats.verdicts import EQUIVALENT, SMALL, UNDECIDED, WINNER, equivalence_bounds
+from ..stats.judge import Judge
+from ..stats.verdicts import EQUIVALENT, SMALL, UNDECIDED, WINNER
 from .answer import page_rows
 from .estimates import NOT_COMPARED, REFERENCE
 from .style import mark_flags, plain_numbers, series_framework
@@ -76,14 +77,14 @@ def ticks(low: float, high: float, most: int = 9) -> list[float]:
     return inside
 
 
-def verdict_forest(points: list[dict], margin: float):
+def verdict_forest(points: list[dict], judge: Judge):
     """The forest plot of `points` (None without any): log speed-up axis, 1x and the band [1/(1+m), 1+m] shaded."""
     if not points:
         return None
     n = len(points)
     fig, ax = plt.subplots(figsize=(9, 0.6 + 0.14 * n))
-    lo_band, hi_band = equivalence_bounds(margin)
-    ax.axvspan(lo_band, hi_band, color="#dddddd", zorder=0, label=f"equivalence band +-{margin:.0%}")
+    lo_band, hi_band = judge.band
+    ax.axvspan(lo_band, hi_band, color="#dddddd", zorder=0, label=f"equivalence band {judge.within}")
     ax.axvline(1.0, color="#555555", lw=0.8, zorder=1)
     for i, p in enumerate(points):
         y = n - 1 - i
@@ -105,7 +106,7 @@ def verdict_forest(points: list[dict], margin: float):
     ax.set_ylim(-0.7, n - 0.3)
     handles = [plt.Line2D([], [], color=COLOURS[v], lw=2, marker="o", ms=4, label=v)
                for v in (WINNER, SMALL, EQUIVALENT, UNDECIDED) if any(p["verdict"] == v for p in points)]
-    handles.append(plt.Rectangle((0, 0), 1, 1, color="#dddddd", label=f"equivalence band +-{margin:.0%}"))
+    handles.append(plt.Rectangle((0, 0), 1, 1, color="#dddddd", label=f"equivalence band {judge.within}"))
     ax.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=len(handles), fontsize=7,
               frameon=False)
     ax.grid(axis="x", which="both", color="#eeeeee", lw=0.5, zorder=0)

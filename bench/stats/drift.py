@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .intervals import t_quantile
+from .printed import ratio_interval
 
 # Below this many configs with an interval, a common shift is not estimated (it would be one config's own).
 MIN_CONFIGS = 3
@@ -38,7 +39,7 @@ class Shift:
 
     def text(self) -> str:
         what = ("B faster" if self.ratio > 1 else "B slower") if self.shown else "no shared shift shown"
-        return (f"{what}: every config shares {self.ratio:.3f}x [{self.ci_low:.3f}-{self.ci_high:.3f}] "
+        return (f"{what}: every config shares {ratio_interval(self.ratio, self.ci_low, self.ci_high, least=3)} "
                 f"over {self.configs} configs")
 
 

@@ -16,35 +16,33 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .judge import Judge
 from .moderated import SweepSpreads
-from .verdicts import DEFAULT_MARGIN, EQUIVALENT, INTERIM_CONFIDENCE, WINNER, Verdict, judge, stopping_verdict
+from .verdicts import EQUIVALENT, WINNER, Verdict
 
 
-def judge_pairs(sides_a: Sequence, sides_b: Sequence, margin: float = DEFAULT_MARGIN, context: Sequence = (),
-                interim: float | None = None) -> list[tuple[Verdict, Verdict]]:
+def judge_pairs(sides_a: Sequence, sides_b: Sequence, judge: Judge, context: Sequence = (),
+                interim: bool = False) -> list[tuple[Verdict, Verdict]]:
     """Per config (aligned lists of per-process values): the verdict of B/A, with one prior fitted to every side of
     every config and to the `context` configs (judged by nobody, but part of the sweep), as the report does within a
-    sweep; and, from the same fit, the adaptive plan's stopping verdict at the `interim` confidence
-    (bench/stats/verdicts.py: stopping_verdict; the same verdict where `interim` is None)."""
-    spreads = SweepSpreads({**{("a", i): v for i, v in enumerate(sides_a)},
-                            **{("b", i): v for i, v in enumerate(sides_b)},
-                            **{("c", i): v for i, v in enumerate(context)}})
+    sweep; and, from the same fit, the adaptive plan's stopping verdict at the judge's stopping confidence where
+    `interim` (bench/stats/verdicts.py: stopping_verdict; else the same verdict)."""
+    on = judge.on(SweepSpreads({**{("a", i): v for i, v in enumerate(sides_a)},
+                                **{("b", i): v for i, v in enumerate(sides_b)},
+                                **{("c", i): v for i, v in enumerate(context)}}))
     out = []
-    for i, (a, b) in enumerate(zip(sides_a, sides_b)):
-        r = spreads.ratio(("b", i), ("a", i))
-        v = judge(r["ratio"], r["ci_low"], r["ci_high"], margin, len(a), len(b))
-        if interim is None:
-            out.append((v, v))
-            continue
-        strict = spreads.ratio(("b", i), ("a", i), interim)
-        out.append((v, stopping_verdict(v, strict["ci_low"], strict["ci_high"])))
+    for i in range(min(len(sides_a), len(sides_b))):
+        if interim:
+            v, stop, _ = on.compare_to_stop(("b", i), ("a", i))
+        else:
+            v = stop = on.compare(("b", i), ("a", i))
+        out.append((v, stop))
     return out
 
 
-def judge_all(sides_a: Sequence, sides_b: Sequence, margin: float = DEFAULT_MARGIN,
-              context: Sequence = ()) -> list[Verdict]:
+def judge_all(sides_a: Sequence, sides_b: Sequence, judge: Judge, context: Sequence = ()) -> list[Verdict]:
     """The verdict of B/A for each config, as the report judges within a sweep (`judge_pairs`' first)."""
-    return [v for v, _ in judge_pairs(sides_a, sides_b, margin, context)]
+    return [v for v, _ in judge_pairs(sides_a, sides_b, judge, context)]
 
 
 @dataclass(frozen=True)
@@ -62,8 +60,7 @@ class Rate:
         return "no comparison judged" if not self.judged else f"{self.called} of {self.judged} ({self.rate:.0%})"
 
 
-def split_half_aa(configs: Mapping[str, Sequence[float]], trials: int = 20, seed: int = 0,
-                  margin: float = DEFAULT_MARGIN) -> Rate:
+def split_half_aa(configs: Mapping[str, Sequence[float]], judge: Judge, trials: int = 20, seed: int = 0) -> Rate:
     """False winners among configs with four or more processes, each split at random into two halves, `trials`
     times (each trial judges every such config once). The prior is fitted, as in the report, to the whole sweep:
     the halves and, whole, the configs with too few processes to split (a sweep of only the configs that the
@@ -75,7 +72,7 @@ def split_half_aa(configs: Mapping[str, Sequence[float]], trials: int = 20, seed
     called = judged = 0
     for _ in range(trials if usable else 0):
         halves = [rng.permutation(v) for v in usable]
-        verdicts = judge_all([h[: len(h) // 2] for h in halves], [h[len(h) // 2:] for h in halves], margin,
+        verdicts = judge_all([h[: len(h) // 2] for h in halves], [h[len(h) // 2:] for h in halves], judge,
                              context)
         called += sum(v.word == WINNER for v in verdicts)
         judged += len(verdicts)
@@ -93,9 +90,9 @@ def pooled_residuals(configs: Mapping[str, Sequence[float]]) -> np.ndarray:
     return np.concatenate(parts) if parts else np.array([])
 
 
-def curve(configs: Mapping[str, Sequence[float]], shift: float, word: str = WINNER,
-          processes: Sequence[int] = (2, 3, 4, 6, 8), sweep_configs: int = 20, trials: int = 25, seed: int = 0,
-          margin: float = DEFAULT_MARGIN) -> dict[int, Rate]:
+def curve(configs: Mapping[str, Sequence[float]], shift: float, judge: Judge, word: str = WINNER,
+          processes: Sequence[int] = (2, 3, 4, 6, 8), sweep_configs: int = 20, trials: int = 25,
+          seed: int = 0) -> dict[int, Rate]:
     """For each number of processes a side: how often a comparison with a planted `shift` (0.10 = B 10% faster)
     is called `word` (a winner in the shift's direction, or equivalent) in synthetic sweeps of `sweep_configs`
     comparisons drawn from this machine's pooled residuals. Power: shift > 0, WINNER; equivalence: shift 0,
@@ -110,7 +107,7 @@ def curve(configs: Mapping[str, Sequence[float]], shift: float, word: str = WINN
         for _ in range(trials if pool.size >= 4 else 0):
             a = [np.exp(rng.choice(pool, n)) for _ in range(sweep_configs)]
             b = [np.exp(rng.choice(pool, n) + np.log1p(shift)) for _ in range(sweep_configs)]
-            verdicts = judge_all(a, b, margin)
+            verdicts = judge_all(a, b, judge)
             called += sum(v.word == word and (word != WINNER or shift == 0 or (v.ratio > 1) == (shift > 0))
                           for v in verdicts)
             judged += len(verdicts)
@@ -126,14 +123,14 @@ class PlanRate:
     mean_processes: float  # per side, at the end
 
 
-def adaptive_plan(configs: Mapping[str, Sequence[float]], shift: float, min_n: int = 2, max_n: int = 6,
-                  sweep_configs: int = 20, trials: int = 10, seed: int = 0,
-                  margin: float = DEFAULT_MARGIN, interim: float | None = INTERIM_CONFIDENCE) -> PlanRate:
+def adaptive_plan(configs: Mapping[str, Sequence[float]], shift: float, judge: Judge, min_n: int = 2, max_n: int = 6,
+                  sweep_configs: int = 20, trials: int = 10, seed: int = 0, interim: bool = True) -> PlanRate:
     """The verdicts as the adaptive plan reaches them (bench/sweep/plan.py): synthetic sweeps of `sweep_configs`
     comparisons drawn from this machine's pooled residuals with a planted `shift`, each side starting at `min_n`
     processes; round after round every undecided comparison gets one more process on its side with fewer, and is
-    judged again with the prior refitted to the whole sweep, until it is decided (a winner only at the `interim`
-    confidence, as the plan stops) or both sides hold `max_n`; the verdict is then the report's, at 95%. A
+    judged again with the prior refitted to the whole sweep, until it is decided (a winner only at the judge's
+    stopping confidence where `interim`, as the plan stops) or both sides hold `max_n`; the verdict is then the
+    report's, at 95%. A
     comparison that stops once decided is looked at several times (optional stopping): with shift 0 the share of
     winners is the plan's own false-winner rate, which a fixed-n A/A does not see; with a shift, its power."""
     rng = np.random.default_rng(seed)
@@ -145,7 +142,7 @@ def adaptive_plan(configs: Mapping[str, Sequence[float]], shift: float, min_n: i
         b = [list(np.exp(rng.choice(pool, min_n) + np.log1p(shift))) for _ in range(sweep_configs)]
         done: dict[int, Verdict] = {}
         while True:
-            for i, (v, stop) in enumerate(judge_pairs(a, b, margin, interim=interim)):
+            for i, (v, stop) in enumerate(judge_pairs(a, b, judge, interim=interim)):
                 if i not in done and (stop.decided or min(len(a[i]), len(b[i])) >= max_n):
                     done[i] = v
             if len(done) == sweep_configs:

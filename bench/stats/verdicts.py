@@ -22,6 +22,7 @@ import math
 from dataclasses import dataclass
 
 from .intervals import t_quantile
+from .printed import ratio_interval
 
 WINNER, SMALL, EQUIVALENT, UNDECIDED = "winner", "small difference", "equivalent", "undecided"
 VERDICTS = (WINNER, SMALL, EQUIVALENT, UNDECIDED)
@@ -53,9 +54,7 @@ class Verdict:
         return self.word == UNDECIDED and self.ci_low is not None and (self.ci_low > 1 or self.ci_high < 1)
 
     def interval(self) -> str:
-        if self.ci_low is None:
-            return f"{self.ratio:.2f}x [no interval]"
-        return ratio_interval(self.ratio, self.ci_low, self.ci_high)
+        return ratio_interval(self.ratio, self.ci_low, self.ci_high) or f"{self.ratio:.2f}x [no interval]"
 
     def to_decide(self) -> str:
         """What would decide an undecided row, in words ('' when decided)."""
@@ -73,33 +72,6 @@ class Verdict:
                     f"more than {MAX_EXTRA_PROCESSES} more processes a side would be needed")
         return f"about {self.extra_processes} more process{'es' if self.extra_processes != 1 else ''} a side " \
                f"would likely decide it"
-
-
-def _digits(low: float, high: float) -> int:
-    """Two decimals, or more (up to four) where two would print a bound that is not 1x as 1.00: a winner's
-    interval must be seen to exclude 1x ([1.004-1.012], not [1.00-1.01])."""
-    digits = 2
-    while digits < 4 and any(b != 1 and float(f"{b:.{digits}f}") == 1 for b in (low, high)):
-        digits += 1
-    return digits
-
-
-def bounds(low: float, high: float) -> str:
-    """'[1.10-1.31]', with the decimals `_digits` gives."""
-    d = _digits(low, high)
-    return f"[{low:.{d}f}-{high:.{d}f}]"
-
-
-def ratio_and_range(ratio: float, low: float, high: float) -> tuple[str, str]:
-    """('1.20x', '1.10-1.31'): a ratio and its interval's bounds at the decimals `_digits` gives, for a sentence that
-    words the interval itself ('1.20x faster [95% CI 1.10-1.31]'); a winner at 1.004x reads 1.004x, never 1.00x."""
-    d = _digits(low, high)
-    return f"{ratio:.{d}f}x", f"{low:.{d}f}-{high:.{d}f}"
-
-
-def ratio_interval(ratio: float, low: float, high: float) -> str:
-    """'1.20x [1.10-1.31]', the ratio at its interval's decimals."""
-    return f"{ratio:.{_digits(low, high)}f}x {bounds(low, high)}"
 
 
 def phrase(word: str, direction: str = "", detail: str = "") -> str:

@@ -22,8 +22,10 @@ from ..results.record import Record
 from ..results.store import counted_attempts
 from ..results.sweep_manifest import SweepManifest, as_manifests, wall_key
 from ..runs.distributed import comparisons as scaling
+from ..stats.judge import Judge
 from ..stats.moderated import SweepSpreads
-from ..stats.verdicts import DEFAULT_MARGIN, INTERIM_CONFIDENCE, WINNER, Verdict, bounds, judge, stopping_verdict
+from ..stats.printed import bounds
+from ..stats.verdicts import WINNER, Verdict
 
 # Seconds a process spends outside the harness's own run (kernel start, interpreter and package imports, the
 # notebook's cells after the run, record write, kernel shutdown) when this host has no sweep manifest that timed
@@ -224,12 +226,13 @@ def _urgency(v: Verdict) -> float:
     return 1 / (1 + v.extra_processes) if v.extra_processes is not None else 0.0
 
 
-def why_more(what: str, report: Verdict, strict: dict) -> str:
+def why_more(what: str, report: Verdict, strict: dict, judge: Judge) -> str:
     """Why a comparison (`what`: 'a / b') gets another process, in words: undecided and what would decide it, or a
     winner at 95% that its interval at the plan's stopping confidence does not yet show."""
     if report.word == WINNER and strict.get("ci_low") is not None:
-        return (f"winner at 95%, not yet at the plan's stopping confidence: {what} = {report.interval()}, at "
-                f"{INTERIM_CONFIDENCE:.1%} {bounds(strict['ci_low'], strict['ci_high'])}")
+        return (f"winner at {judge.confidence:.0%}, not yet at the plan's stopping confidence: {what} = "
+                f"{report.interval()}, at {judge.stopping_confidence:.1%} "
+                f"{bounds(strict['ci_low'], strict['ci_high'])}")
     return f"undecided: {what} = {report.interval()}; {report.to_decide()}"
 
 
@@ -239,14 +242,15 @@ def _scaling_name(c: RunConfig) -> str:
 
 def next_process(configs: Iterable[RunConfig], values: dict[str, list[float]], processes: dict[str, int],
                  cost_s: Callable[[RunConfig], float], budget_left_s: float, max_repeats: int,
-                 margin: float = DEFAULT_MARGIN) -> Extra | None:
+                 judge: Judge) -> Extra | None:
     """The config that gets the next process, or None when none should (budget spent, all decided, or capped).
 
     `values`: clean per-process values per config key (`clean_process_values`); `processes`: processes already run
     per config key (clean or not, retries excluded); `cost_s`: estimated seconds of one more process of a config.
     Every comparison is judged as the report judges it (bench/stats/moderated.py's sweep-moderated spreads,
-    bench/stats/verdicts.py's four verdicts at `margin`), except that a winner stops only once its interval at
-    INTERIM_CONFIDENCE excludes 1x (stopping once decided must not inflate false winners); a decided one asks for
+    bench/stats/verdicts.py's four verdicts, asked of `judge`), except that a winner stops only once its interval
+    at the judge's stopping confidence lies beyond the margin (stopping once decided must not inflate false
+    winners); a decided one asks for
     nothing. Among the undecided, page 1's rows come first (each comparison group's fastest against its runner-up),
     then those that more processes would decide soonest; the process goes to the side with fewer processes. A config
     compared with nothing asks for more while its own interval is wider than SOLO_TARGET. Only configs under
@@ -256,6 +260,7 @@ def next_process(configs: Iterable[RunConfig], values: dict[str, list[float]], p
     """
     configs = list(configs)
     spreads = SweepSpreads({c.key: values.get(c.key, []) for c in configs}, {c.key: spread_pool(c) for c in configs})
+    on = judge.on(spreads)
     groups: dict[tuple, list[RunConfig]] = {}
     distributed = [c for c in configs if c.distributed]
     comps = scaling.comparisons(map(scaling.side_of, distributed))
@@ -283,26 +288,22 @@ def next_process(configs: Iterable[RunConfig], values: dict[str, list[float]], p
                 offer(c, OTHER if c.distributed else NO_INTERVAL, math.inf,
                       f"{_name(c)}: fewer than two clean processes")
         ranked = sorted((c for c in members if len(values.get(c.key, [])) >= 2),
-                        key=lambda c: -spreads.interval(c.key)["estimate"])
+                        key=lambda c: -on.interval(c.key)["estimate"])
         if len(members) == 1 and ranked:
-            half = _log_halfwidth(spreads.interval(ranked[0].key))
+            half = _log_halfwidth(on.interval(ranked[0].key))
             if half > math.log1p(SOLO_TARGET):
                 offer(ranked[0], OTHER, 0.0, f"its own interval is +-{math.expm1(half):.1%}, wider than the "
                                              f"{SOLO_TARGET:.0%} target")
         for i, b in enumerate(ranked[1:]):
             a = ranked[0]
-            r = spreads.ratio(a.key, b.key)
-            n_a, n_b = len(values[a.key]), len(values[b.key])
-            strict = spreads.ratio(a.key, b.key, INTERIM_CONFIDENCE)
-            report = judge(r["ratio"], r["ci_low"], r["ci_high"], margin, n_a, n_b, r.get("df"))
-            v = stopping_verdict(report, strict["ci_low"], strict["ci_high"])
+            report, v, strict = on.compare_to_stop(a.key, b.key)
             if v.decided:
                 continue
             side = fewer(a, b)
             if side is None:
                 continue
             offer(side, PAGE_ONE if i == 0 else OTHER, _urgency(v),
-                  why_more(f"{_name(a)} / {_name(b)}", report, strict))
+                  why_more(f"{_name(a)} / {_name(b)}", report, strict, judge))
     by_key = {c.key: c for c in distributed}
     for c in (by_key[k] for k in scaled):
         if len(values.get(c.key, [])) < 2:
@@ -311,16 +312,14 @@ def next_process(configs: Iterable[RunConfig], values: dict[str, list[float]], p
         a, b = by_key[comp.a], by_key[comp.b]
         if min(len(values.get(a.key, [])), len(values.get(b.key, []))) < 2:
             continue
-        report = scaling.verdict(spreads, comp, margin)
-        strict = scaling.ratio(spreads, comp, INTERIM_CONFIDENCE)
-        v = stopping_verdict(report, strict["ci_low"], strict["ci_high"])
+        report, v, strict = on.compare_to_stop(comp.a, comp.b, comp.divisor)
         if v.decided:
             continue
         side = fewer(a, b)
         if side is not None:
             what = f"{comp.kind} {_scaling_name(a)} / {_scaling_name(b)}" + (
                 f" / {comp.divisor}" if comp.divisor > 1 else "")
-            offer(side, OTHER, _urgency(v), why_more(what, report, strict))
+            offer(side, OTHER, _urgency(v), why_more(what, report, strict, judge))
     if not candidates:
         return None
     return max(candidates, key=lambda x: x[0])[1]

@@ -124,7 +124,7 @@ def adaptive_task(profile: Profile, results_dir: Path, kept: list[RunConfig], es
     processes = {k: len(v) for k, v in repeats.items()}
     nxt = next_process(kept, clean_process_values(records), processes,
                        lambda c: estimator(Task(c, max(repeats.get(c.key, {0})) + 1, 0)), budget_left_s,
-                       profile.max_repeats, profile.equivalence_margin)
+                       profile.max_repeats, profile.judge)
     if nxt is None:
         return None
     repeat = max(repeats.get(nxt.config.key, {-1})) + 1

@@ -35,6 +35,7 @@ from ..errors import ConfigError
 from ..host import devices
 from ..paths import PROJECT_ROOT
 from ..runs import maxbatch
+from ..stats.judge import Judge
 from ..stats.verdicts import DEFAULT_MARGIN
 from .executors import slurm_options
 
@@ -78,6 +79,11 @@ class Profile:
     # largest-batch searches: (config at batch 1, memory cap in bytes or None for the default, max batch)
     memory_searches: tuple[tuple[RunConfig, int | None, int], ...] = ()
     slurm: tuple[tuple[str, object], ...] = ()  # the `slurm` block's (key, value) pairs, validated
+
+    @property
+    def judge(self) -> Judge:
+        """What the adaptive plan judges this profile's comparisons by (its equivalence margin)."""
+        return Judge(self.equivalence_margin)
 
 
 def available_profiles() -> list[str]:

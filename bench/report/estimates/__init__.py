@@ -7,11 +7,11 @@ from .comparisons import GROUP, NOT_COMPARED, best_batch_table, ratio_table, sum
 from .configs import Certificate, ConfigEstimate, estimate_configs
 from .engines import engines_table
 from .int8 import int8_pairs, int8_table
-from .intervals import UNRELIABLE, Interval, compare_pair, margin_of, pair_ratio, pair_verdict
+from .intervals import UNRELIABLE, Interval, compare_pair, pair_ratio, pair_verdict
 from .judgement import join_reasons, sound, unsound_flags, unsound_reason
 from .processes import process_table
 
 __all__ = ["GROUP", "MIN_PROCESSES", "NOT_COMPARED", "REFERENCE", "UNRELIABLE", "Certificate", "ConfigEstimate",
            "Interval", "best_batch_table", "compare_pair", "engines_table", "estimate_configs", "framework_grid",
-           "int8_pairs", "int8_table", "join_reasons", "margin_of", "pair_ratio", "pair_verdict", "process_table",
+           "int8_pairs", "int8_table", "join_reasons", "pair_ratio", "pair_verdict", "process_table",
            "ratio_table", "sound", "summary_table", "unsound_flags", "unsound_reason"]

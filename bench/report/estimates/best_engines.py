@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ...adapters import reference_adapter
-from ...stats.verdicts import DEFAULT_MARGIN
+from ...stats.judge import Judge
 from .comparisons import GROUP, best_engine
 from .intervals import compare_pair
 
@@ -16,7 +16,7 @@ from .intervals import compare_pair
 REFERENCE = reference_adapter().name
 
 
-def _row(key: dict, batch, rows: pd.DataFrame, margin: float) -> dict:
+def _row(key: dict, batch, rows: pd.DataFrame, judge: Judge) -> dict:
     picks = {fw: best_engine(s) for fw, s in rows.groupby("framework", sort=True)}
     fastest = max(picks.values(), key=lambda r: r["images_per_sec_median"])
     several = {fw for fw, s in rows.groupby("framework") if s["engine"].nunique() > 1}
@@ -25,11 +25,11 @@ def _row(key: dict, batch, rows: pd.DataFrame, margin: float) -> dict:
     ref = picks.get(REFERENCE)
     if ref is not None and ref["framework"] != fastest["framework"]:
         # the fastest over the reference: >= 1x by construction of `fastest` unless the interval says otherwise
-        out["reference"] = compare_pair(fastest, ref, margin)
+        out["reference"] = compare_pair(fastest, ref, judge)
     return out
 
 
-def framework_grid(configs: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> list[dict]:
+def framework_grid(configs: pd.DataFrame, judge: Judge) -> list[dict]:
     """One entry per platform, model, mode, precision and batch (and per model and mode at each framework's best
     batch, `batch_size` 'best', where more than one batch was measured): `picks` maps each framework to its config
     at its best engine (at its best batch in a 'best' entry), `several_engines` names the frameworks that ran more
@@ -41,7 +41,7 @@ def framework_grid(configs: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> lis
     for key, g in configs.groupby(GROUP, sort=True):
         base = dict(zip(GROUP, key))
         for batch, b in g.groupby("batch_size", sort=True):
-            out.append(_row(base, int(batch), b, margin))
+            out.append(_row(base, int(batch), b, judge))
         if g["batch_size"].nunique() > 1 and g["framework"].nunique() > 1:
-            out.append(_row(base, "best", g, margin))
+            out.append(_row(base, "best", g, judge))
     return out

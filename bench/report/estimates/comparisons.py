@@ -8,7 +8,7 @@ import itertools
 
 import pandas as pd
 
-from ...stats.verdicts import DEFAULT_MARGIN
+from ...stats.judge import Judge
 from ...values import listed
 from .intervals import compare_pair
 from .judgement import unsound_flags
@@ -16,14 +16,14 @@ from .judgement import unsound_flags
 GROUP = ["platform", "model", "mode", "precision"]
 
 
-def ratio_table(configs: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> pd.DataFrame:
+def ratio_table(configs: pd.DataFrame, judge: Judge) -> pd.DataFrame:
     """Every pair of series on the same platform/model/mode/precision/batch, with a process-level CI and verdict."""
     rows = []
     if configs.empty:
         return pd.DataFrame()
     for key, g in configs.groupby(GROUP + ["batch_size"]):
         for (_, a), (_, b) in itertools.combinations(g.sort_values("series").iterrows(), 2):
-            rows.append({**dict(zip(GROUP + ["batch_size"], key)), **compare_pair(a, b, margin)})
+            rows.append({**dict(zip(GROUP + ["batch_size"], key)), **compare_pair(a, b, judge)})
     return pd.DataFrame(rows)
 
 
@@ -37,7 +37,7 @@ def best_engine(rows: pd.DataFrame) -> pd.Series:
 NOT_COMPARED = "not compared"  # a row with one framework: no comparison, so no verdict
 
 
-def summary_table(configs: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> pd.DataFrame:
+def summary_table(configs: pd.DataFrame, judge: Judge) -> pd.DataFrame:
     """Model x mode x batch (per platform and precision): the fastest framework at its best engine, its speed-up over
     the runner-up framework (at its best engine) with the CI, and the verdict with its reason."""
     rows = []
@@ -57,7 +57,7 @@ def summary_table(configs: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> pd.D
                          "equivalent": False, "extra_processes": None,
                          "unsound_flags": unsound_flags(top["flag_list"])})
             continue
-        c = compare_pair(g.iloc[0], g.iloc[1], margin)
+        c = compare_pair(g.iloc[0], g.iloc[1], judge)
         rows.append({**base, "fastest": c["faster"], "images_per_sec": g.iloc[0]["images_per_sec_median"],
                      "runner_up": c["slower"], "speedup": c["speedup"], "ci_low": c["speedup_ci_low"],
                      "ci_high": c["speedup_ci_high"], "verdict": c["verdict"], "reason": c["reason"],
@@ -70,7 +70,7 @@ def summary_table(configs: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> pd.D
     return pd.DataFrame(rows)
 
 
-def best_batch_table(configs: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> pd.DataFrame:
+def best_batch_table(configs: pd.DataFrame, judge: Judge) -> pd.DataFrame:
     """Per model and mode (platform, precision) measured at more than one batch size: every framework at its own
     best batch and engine, the fastest of them against the runner-up with the verdict. Over every framework
     measured, whatever batches each ran: the answer to "which framework is fastest for this model" when
@@ -85,7 +85,7 @@ def best_batch_table(configs: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> p
         if len(best) < 2:
             continue
         best.sort(key=lambda r: -r["images_per_sec_median"])
-        c = compare_pair(best[0], best[1], margin)
+        c = compare_pair(best[0], best[1], judge)
         faster, slower = (best[0], best[1]) if c["faster"] == best[0]["series"] else (best[1], best[0])
         rows.append({**dict(zip(GROUP, key)), "batch_size": "best", "fastest": c["faster"],
                      "fastest_batch": int(faster["batch_size"]), "runner_up": c["slower"],

@@ -6,18 +6,18 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ...stats.verdicts import DEFAULT_MARGIN
+from ...stats.judge import Judge
 from .comparisons import GROUP
 from .int8 import INT8, int8_table
 from .intervals import compare_pair
 
 
-def engines_table(configs: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> pd.DataFrame:
+def engines_table(configs: pd.DataFrame, judge: Judge) -> pd.DataFrame:
     """One row per configuration and framework measured with at least two engines (or at int8): its best engine and
     images/s, every engine measured, the runner-up's verdict, the fp32 GEMM-peak share or int8's speed-up."""
     if configs.empty or "engine" not in configs:
         return pd.DataFrame()
-    int8 = int8_table(configs, margin)
+    int8 = int8_table(configs, judge)
     rows = []
     for key, g in configs.groupby(GROUP + ["batch_size", "framework"], sort=True):
         where = dict(zip(GROUP + ["batch_size", "framework"], key, strict=True))
@@ -30,7 +30,7 @@ def engines_table(configs: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> pd.D
                "runner-up": None, "speed-up": None, "ci_low": None, "ci_high": None, "verdict": "",
                "utilisation": None if where["precision"] == INT8 else best.get("utilisation"), "int8 speed-up": None}
         if len(ranked) > 1:
-            pair = compare_pair(best, ranked.iloc[1], margin)
+            pair = compare_pair(best, ranked.iloc[1], judge)
             row.update({"runner-up": ranked.iloc[1]["engine"], "speed-up": pair["speedup"],
                         "ci_low": pair["speedup_ci_low"], "ci_high": pair["speedup_ci_high"],
                         "verdict": pair["verdict"]})

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ...stats.verdicts import DEFAULT_MARGIN, UNDECIDED, bounds, phrase
+from ...stats.judge import Judge
+from ...stats.printed import bounds
+from ...stats.verdicts import UNDECIDED, phrase
 from .intervals import compare_pair
 
 INT8 = "int8"
@@ -24,7 +26,7 @@ def _fastest_fp32(configs: pd.DataFrame, q: pd.Series) -> pd.Series | None:
     return same.loc[same["images_per_sec_median"].idxmax()]
 
 
-def int8_pairs(configs: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> list[tuple[pd.Series, pd.Series | None,
+def int8_pairs(configs: pd.DataFrame, judge: Judge) -> list[tuple[pd.Series, pd.Series | None,
                                                                                    dict | None]]:
     """Each int8 config, the same framework's fastest fp32 config beside it (None: there is none) and their
     comparison (compare_pair's dict, int8 as `a`; None without a baseline)."""
@@ -33,15 +35,15 @@ def int8_pairs(configs: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> list[tu
     out = []
     for _, q in configs[configs["precision"] == INT8].iterrows():
         base = _fastest_fp32(configs, q)
-        out.append((q, base, None if base is None else compare_pair(q, base, margin)))
+        out.append((q, base, None if base is None else compare_pair(q, base, judge)))
     return out
 
 
-def int8_table(configs: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> pd.DataFrame:
+def int8_table(configs: pd.DataFrame, judge: Judge) -> pd.DataFrame:
     """One row per int8 config: its images/s, the fastest fp32 engine of its framework and its images/s, int8's
     speed-up over it (interval, verdict: a side not sound, e.g. flagged int8_disagrees, leaves it undecided), the
     agreement with fp32 on the held-out images, the calibration and the CPU's int8/bf16 features."""
-    pairs = int8_pairs(configs, margin)
+    pairs = int8_pairs(configs, judge)
     if not pairs:
         return pd.DataFrame()
     rows = []

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...stats.intervals import outer_level, process_interval, process_ratio, t_quantile, welch_satterthwaite
+from ...stats.judge import Judge
 from ...stats.moderated import Spread, SweepSpreads, log_spread, moderated_interval, moderated_ratio
 from ...stats.sweep_level import (
     Component,
@@ -34,7 +35,7 @@ from ...stats.sweep_level import (
     sweep_means,
     sweeps_disagree,
 )
-from ...stats.verdicts import DEFAULT_MARGIN, EQUIVALENT, SMALL, UNDECIDED, WINNER, Verdict, judge
+from ...stats.verdicts import EQUIVALENT, SMALL, WINNER, Verdict
 from .judgement import unsound_reason
 
 UNRELIABLE = "not measured reliably"
@@ -227,29 +228,29 @@ SWEEPS_DISAGREE = "the sweeps point different ways"
 SWEEPS_DIFFER = "a side's sweeps differ beyond the others'"
 
 
-def pair_verdict(a: Mapping[str, Any], b: Mapping[str, Any], ratio: dict, margin: float = DEFAULT_MARGIN,
+def pair_verdict(a: Mapping[str, Any], b: Mapping[str, Any], ratio: dict, judge: Judge,
                  names: tuple[str, str] | None = None, sep: str = "; ") -> tuple[Verdict, str]:
     """The verdict of a/b and the reason it reads with: a side not sound is undecided whatever its interval; over
     several sweeps a winner must be faster in each sweep both measured, and where a side's sweeps differ more
     sweeps, not more processes, would decide it."""
     unsound = unsound_sides(a, b, names, sep)
     if unsound:
-        return Verdict(UNDECIDED, ratio["ratio"], ratio["ci_low"], ratio["ci_high"], margin), unsound
-    v = judge(ratio["ratio"], ratio["ci_low"], ratio["ci_high"], margin, len(a["process_ips"]),
-              len(b["process_ips"]), ratio.get("df"))
+        return judge.undecided(ratio["ratio"], ratio["ci_low"], ratio["ci_high"]), unsound
+    v = judge.verdict(ratio["ratio"], ratio["ci_low"], ratio["ci_high"], len(a["process_ips"]),
+                      len(b["process_ips"]), ratio.get("df"))
     per_sweep = ratio.get("sweep_ratios") or []
     if v.word in (WINNER, SMALL) and sweeps_disagree(per_sweep):
         each = ", ".join(f"{r:.3f}x" for r in per_sweep)
-        return (Verdict(UNDECIDED, v.ratio, v.ci_low, v.ci_high, margin),
+        return (judge.undecided(v.ratio, v.ci_low, v.ci_high),
                 f"{SWEEPS_DISAGREE} ({each} in its {len(per_sweep)} sweeps): more sweeps would decide it")
     if v.word == WINNER:
         return v, ""
     if v.word == SMALL:
-        return v, f"faster by less than +-{margin:.0%}"
+        return v, f"faster by less than {judge.within}"
     if v.word == EQUIVALENT:
-        return v, f"equal within +-{margin:.0%}"
+        return v, f"equal within {judge.within}"
     if ratio.get("sweeps_differ"):
-        return (Verdict(UNDECIDED, v.ratio, v.ci_low, v.ci_high, margin),
+        return (judge.undecided(v.ratio, v.ci_low, v.ci_high),
                 f"{SWEEPS_DIFFER}: its interval holds in every sweep (the union of theirs); more sweeps, not more "
                 "processes, would decide it")
     return v, v.to_decide()
@@ -263,11 +264,11 @@ def more_sweeps(reason: str) -> str:
     return ""
 
 
-def compare_pair(a: Mapping[str, Any], b: Mapping[str, Any], margin: float = DEFAULT_MARGIN) -> dict:
+def compare_pair(a: Mapping[str, Any], b: Mapping[str, Any], judge: Judge) -> dict:
     """Verdict on two configs' rows: which is faster, by how much (always >= 1x), with the interval; the verdict
     (winner, equivalent or undecided), its reason, and the Welch interval of the configs' own spreads."""
     r = pair_ratio(a, b)
-    v, reason = pair_verdict(a, b, r, margin)
+    v, reason = pair_verdict(a, b, r, judge)
     out = {"a": a["series"], "b": b["series"], "ratio_a_over_b": r["ratio"], "ci_low": r["ci_low"],
            "ci_high": r["ci_high"]}
     faster, slower, ratio, lo, hi = a, b, r["ratio"], r["ci_low"], r["ci_high"]
@@ -281,12 +282,6 @@ def compare_pair(a: Mapping[str, Any], b: Mapping[str, Any], margin: float = DEF
                speedup_ci_high=hi, welch_ci_low=own_lo, welch_ci_high=own_hi, verdict=v.word,
                reason=f"{faster['series']} {reason}" if v.word == SMALL else reason or f"{faster['series']} faster",
                winner=v.word == WINNER, small=v.word == SMALL, equivalent=v.word == EQUIVALENT,
-               extra_processes=v.extra_processes, margin=margin, pooled=bool(r.get("pooled")),
+               extra_processes=v.extra_processes, margin=judge.margin, pooled=bool(r.get("pooled")),
                more_sweeps=more_sweeps(reason))
     return out
-
-
-def margin_of(margins: Sequence[float | None]) -> float:
-    """The report's equivalence margin: the newest sweep's that states one, else the default."""
-    stated = [m for m in margins if m is not None and not (isinstance(m, float) and math.isnan(m))]
-    return float(stated[-1]) if stated else DEFAULT_MARGIN

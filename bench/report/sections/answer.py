@@ -26,12 +26,12 @@ def _one_model(table, configs) -> str:
 
 
 def render(d) -> Section:
-    grid = framework_grid(d.configs, d.margin)
-    table = images_table(grid, d.summary, d.best, d.margin)
-    points = verdict_points(d.summary, d.best, grid, int8_pairs(d.configs, d.margin))
+    grid = framework_grid(d.configs, d.judge)
+    table = images_table(grid, d.summary, d.best, d.judge)
+    points = verdict_points(d.summary, d.best, grid, int8_pairs(d.configs, d.judge))
     intro = INTRO.format(model=_one_model(table, d.configs))
-    return Section([heading("Answer"), Text(f"{decided_line(d.summary, d.best, d.margin)} {intro}"),
+    return Section([heading("Answer"), Text(f"{decided_line(d.summary, d.best, d.judge)} {intro}"),
                     Table(table, d.only_distributed() or "no successful runs yet"),
                     *([Text(f"{engines_line(grid)} {LEGEND}")] if not table.empty else []),
-                    Figures(verdict_forest(points, d.margin), "verdicts") if points else
+                    Figures(verdict_forest(points, d.judge), "verdicts") if points else
                     Text(f"*{NO_POINTS}*") if not table.empty else Text("")])

@@ -14,7 +14,7 @@ COLUMNS = ["platform", "precision", "model", "mode", "batch", "compared", "verdi
 
 
 def render(d) -> Section:
-    table, notes = answer_table(d.summary, d.best, d.margin, d.max_repeats)
+    table, notes = answer_table(d.summary, d.best, d.judge, d.max_repeats)
     blocks = [heading("Reading the answer", INTRO)]
     if not table.empty:  # the rows with more to say: undecided ones and those with a footnote
         table = table[(table["to decide"] != "") | table["verdict"].str.contains("[", regex=False)]

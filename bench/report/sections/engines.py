@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ...stats.printed import ratio_and_range
 from ..estimates import engines_table
-from ..tables import ci_range, factor
 from .base import Section, Table, heading, number
 
 INTRO = ("Per framework measured with several engines (eager, compiled, graph, exported runtimes, XLA options), its "
@@ -19,11 +19,12 @@ INTRO = ("Per framework measured with several engines (eager, compiled, graph, e
 def _display(r) -> dict:
     vs = ""
     if isinstance(r["runner-up"], str) and r["runner-up"]:  # a frame's missing cell is NaN, which is truthy
-        ci = ci_range(r["ci_low"], r["ci_high"])
-        vs = f"{r['verdict']}: {factor(r['speed-up'])}" + (f" [{ci}]" if ci else "") + f" vs {r['runner-up']}"
+        speedup, ci = ratio_and_range(r["speed-up"], r["ci_low"], r["ci_high"])
+        vs = f"{r['verdict']}: {speedup}" + (f" [{ci}]" if ci else "") + f" vs {r['runner-up']}"
     share = number(r["utilisation"], ".0%")
     if r["precision"] == "int8":
-        share = f"int8 {factor(r['int8 speed-up'])} over fp32" if factor(r["int8 speed-up"]) else ""
+        int8, _ = ratio_and_range(r["int8 speed-up"], None, None)
+        share = f"int8 {int8} over fp32" if int8 else ""
     return {"platform": r["platform"], "model": r["model"], "mode": r["mode"], "precision": r["precision"],
             "batch": r["batch_size"], "framework": r["framework"], "best engine": r["best engine"],
             "img/s": number(r["img/s"], ".1f"), "vs runner-up": vs, "GEMM-peak share (int8: speed-up)": share,
@@ -31,7 +32,7 @@ def _display(r) -> dict:
 
 
 def render(d) -> Section:
-    table = engines_table(d.configs, d.margin)
+    table = engines_table(d.configs, d.judge)
     if not table.empty:  # a framework with one engine compares nothing here (page 1 shows its number)
         table = table[[isinstance(r, str) and bool(r) for r in table["runner-up"]]]
     if table.empty:

@@ -7,11 +7,12 @@ import pandas as pd
 from ...adapters import ADAPTERS
 from ...measurement import flags as checks
 from ...measurement.certificate import parity_table
-from ...stats.verdicts import DEFAULT_MARGIN, EQUIVALENT, SMALL, UNDECIDED, WINNER, ratio_and_range
+from ...stats.judge import Judge
+from ...stats.printed import ratio_and_range
+from ...stats.verdicts import EQUIVALENT, SMALL, UNDECIDED, WINNER
 from ...values import listed, sentence
 from .. import estimates
 from ..answer import own_text, page_rows, rests_on_pooling
-from ..tables import ci_range, factor
 from .base import Section, bullets, heading
 
 
@@ -44,15 +45,7 @@ def compared_findings(rows: pd.DataFrame) -> list[str]:
 
 
 
-def _printed(ratio, low, high) -> tuple[str, str]:
-    """A speed-up and its interval as page 1 prints them (enough decimals that a winner's interval is seen to exclude
-    1x), or blanks where there is none."""
-    if ratio is None or ratio != ratio or low is None or low != low:
-        return factor(ratio), ci_range(low, high)
-    return ratio_and_range(ratio, low, high)
-
-
-def best_engine_findings(configs: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> list[str]:
+def best_engine_findings(configs: pd.DataFrame, judge: Judge) -> list[str]:
     """Per configuration and framework measured with several engines: its fastest engine against its
     runner-up, with the process-level interval, judged at the report's equivalence margin (only sound numbers name a
     winner)."""
@@ -61,19 +54,19 @@ def best_engine_findings(configs: pd.DataFrame, margin: float = DEFAULT_MARGIN) 
         if g["engine"].nunique() < 2:
             continue
         first, second = (r for _, r in g.sort_values("images_per_sec_median", ascending=False).head(2).iterrows())
-        pair = estimates.compare_pair(first, second, margin)
+        pair = estimates.compare_pair(first, second, judge)
         where = f"{_where(first)}, {key[-1]}"
         if pd.isna(first["sweep_id"]) or first["sweep_id"] != second["sweep_id"]:
             where += " (the two engines were not measured in one interleaved sweep)"
         notes = ADAPTERS.get(key[-1]).engine_notes if key[-1] in ADAPTERS else {}
         caveat = "".join(f" Note on {e}: {notes[e]}." for e in (first["engine"], second["engine"]) if e in notes)
-        speedup, ci = _printed(pair["speedup"], pair["speedup_ci_low"], pair["speedup_ci_high"])
+        speedup, ci = ratio_and_range(pair["speedup"], pair["speedup_ci_low"], pair["speedup_ci_high"])
         if pair["winner"]:
             out.append(f"{where}: {WINNER}: its best engine is **{first['engine']}**, {speedup} its "
                        f"runner-up {second['engine']} [95% CI {ci}].{caveat}")
         elif pair["small"]:
             out.append(f"{where}: {SMALL}: engine {first['engine']} is {speedup} faster than {second['engine']} "
-                       f"[95% CI {ci}], by less than +-{margin:.0%}.{caveat}")
+                       f"[95% CI {ci}], by less than {judge.within}.{caveat}")
         elif pair["equivalent"]:
             out.append(f"{where}: engines {first['engine']} and {second['engine']} are **equivalent** "
                        f"({speedup} [95% CI {ci}], {pair['reason']}).{caveat}")
@@ -83,8 +76,8 @@ def best_engine_findings(configs: pd.DataFrame, margin: float = DEFAULT_MARGIN) 
     return out
 
 
-def findings(configs: pd.DataFrame, summary: pd.DataFrame, best: pd.DataFrame | None = None,
-             margin: float = DEFAULT_MARGIN) -> list[str]:
+def findings(configs: pd.DataFrame, summary: pd.DataFrame, best: pd.DataFrame | None,
+             judge: Judge) -> list[str]:
     """Plain-language conclusions computed from the data; only sound numbers state a winner."""
     if configs.empty:
         return ["No successful runs yet: run `make report` (or `python -m bench sweep`) first."]
@@ -96,20 +89,20 @@ def findings(configs: pd.DataFrame, summary: pd.DataFrame, best: pd.DataFrame | 
             where = (f"{_where(r)[:-1]}; {r['compared']} compared)" if r["batch_size"] != "best" else
                      f"{r['model']} {r['mode']}, each framework at its best batch ({r['precision']}, {r['platform']}; "
                      f"over {r['compared']})")
-            speedup, ci = _printed(r["speedup"], r["ci_low"], r["ci_high"])
+            speedup, ci = ratio_and_range(r["speedup"], r["ci_low"], r["ci_high"])
             if r["verdict"] == WINNER:
-                pooled = (f", with the sweep's pooled variance ({own_text(r, margin)})"
-                          if rests_on_pooling(r, margin) else "")
+                pooled = (f", with the sweep's pooled variance ({own_text(r, judge)})"
+                          if rests_on_pooling(r, judge) else "")
                 out.append(f"{where}: {WINNER}: **{r['fastest']} is {speedup} faster** than "
                            f"{r['runner_up']} [95% CI {ci}]{pooled}.")
             elif r["verdict"] == SMALL:
                 out.append(f"{where}: {SMALL}: {r['fastest']} is {speedup} faster than {r['runner_up']} "
-                           f"[95% CI {ci}], by less than +-{margin:.0%}.")
+                           f"[95% CI {ci}], by less than {judge.within}.")
             elif r["verdict"] == EQUIVALENT:
-                pooled = (f", with the sweep's pooled variance ({own_text(r, margin)})"
-                          if rests_on_pooling(r, margin) else "")
+                pooled = (f", with the sweep's pooled variance ({own_text(r, judge)})"
+                          if rests_on_pooling(r, judge) else "")
                 out.append(f"{where}: {r['fastest']} and {r['runner_up']} are **equivalent** within "
-                           f"+-{margin:.0%} ({speedup} [95% CI {ci}]){pooled}.")
+                           f"{judge.within} ({speedup} [95% CI {ci}]){pooled}.")
         # the undecided rows are on page 1 with what would decide them: one line here, not one per row
         open_rows = rows[rows["verdict"] == UNDECIDED].sort_values(["platform", "model", "mode", "_order"])
         compared = int((rows["verdict"] != estimates.NOT_COMPARED).sum())
@@ -118,9 +111,9 @@ def findings(configs: pd.DataFrame, summary: pd.DataFrame, best: pd.DataFrame | 
                               + ("at each framework's best batch" if r["batch_size"] == "best" else
                                  f"batch {r['batch_size']}") + f" ({r['compared']})" for _, r in open_rows.iterrows())
             out.append(f"Undecided in {len(open_rows)} of {compared} compared rows (the data show neither a difference "
-                       f"nor equality within +-{margin:.0%}): {which}; the answer table says what would decide "
+                       f"nor equality within {judge.within}): {which}; the answer table says what would decide "
                        "each.")
-    engines = best_engine_findings(configs, margin)
+    engines = best_engine_findings(configs, judge)
     out += [e for e in engines if ", undecided (" not in e]
     if open_engines := [e for e in engines if ", undecided (" in e]:
         out.append(f"No best engine stated for {len(open_engines)} framework(s) and configuration(s) (undecided or "
@@ -144,4 +137,4 @@ def findings(configs: pd.DataFrame, summary: pd.DataFrame, best: pd.DataFrame | 
 def render(d) -> Section:
     if d.configs.empty and (note := d.only_distributed()):
         return Section([heading("Findings"), bullets([sentence(note)])])
-    return Section([heading("Findings"), bullets(findings(d.configs, d.summary, d.best, d.margin))])
+    return Section([heading("Findings"), bullets(findings(d.configs, d.summary, d.best, d.judge))])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ...stats.printed import ratio_interval
 from ..input_pipeline import (
     CLAIM_2019,
     CLAIM_HKBU,
@@ -47,9 +48,9 @@ def render(d) -> Section:
         "framework": r["framework"], "model": r["model"], "mode": r["mode"], "batch": int(r["batch_size"]),
         "size": number(r["image_size"], ".0f"),
         "images/s synthetic": number(r["synthetic_ips"], ".1f"), "images/s files": number(r["files_ips"], ".1f"),
-        "files / synthetic [95% CI]": (f"{r['ratio']:.2f}x [{r['ci_low']:.2f}-{r['ci_high']:.2f}]"
+        "files / synthetic [95% CI]": (ratio_interval(r["ratio"], r["ci_low"], r["ci_high"])
                                        if r["ci_low"] == r["ci_low"] and r["ci_low"] is not None else ""),
-        "verdict": direction(r["verdict"], r["ratio"], d.margin), "data wait": number(r["data_wait_share"], ".1%"),
+        "verdict": direction(r["verdict"], r["ratio"], d.judge), "data wait": number(r["data_wait_share"], ".1%"),
         "loader alone img/s (per core)": (f"{r['ceiling_ips']:.0f} ({number(r['ceiling_per_core'], '.0f')})"
                                           if r["ceiling_ips"] == r["ceiling_ips"] else ""),
         "workers / cores": f"{number(r['loader_workers'], '.0f')} / {number(r['cores'], '.0f')}",
@@ -67,11 +68,11 @@ def render(d) -> Section:
     figure = input_figure(t)
     if figure is not None:
         out += Section([Figures(figure, "input_pipeline")])
-    claims = claim_verdicts(t, d.margin)
+    claims = claim_verdicts(t, d.judge)
     if not claims.empty:
         said = [f"**{study}**: {text}." for study in ("2019", "HKBU") if (text := claim_summary(claims, study))]
         out += Section([heading("The two claims", "Each row's files-vs-synthetic verdict is the project's four "
-                                f"at +-{d.margin:.0%}. The 2019 study's claim (*{CLAIM_2019}*) holds where the two "
+                                f"at {d.judge.within}. The 2019 study's claim (*{CLAIM_2019}*) holds where the two "
                                 f"differ by less than the margin; HKBU's (*{CLAIM_HKBU}*) holds for a shallow network "
                                 "where synthetic data wins. Both are about GPUs: on a CPU the 2019 claim is not "
                                 f"testable, and the rows answer instead *{QUESTION_CPU}*", level=3),

@@ -52,7 +52,7 @@ def _display(r) -> dict:
 
 
 def render(d) -> Section:
-    table = int8_table(d.configs, d.margin)
+    table = int8_table(d.configs, d.judge)
     if table.empty:
         return Section()
     shown = pd.DataFrame([_display(r) for _, r in table.iterrows()])

@@ -11,7 +11,6 @@ from ...measurement.loop import STEADY_WINDOW, WARMUP_TOLERANCE
 from ...measurement.peak import PEAK_N, PEAK_TRIALS
 from ...stats.intervals import t_quantile
 from ...stats.sweep_level import sweep_means
-from ...stats.verdicts import definition
 from ...values import counted
 from .. import calibration, coverage, not_run, overhead
 from ..answer import pooled_winners_text
@@ -138,12 +137,13 @@ def methodology(d) -> str:
                  peak_trials=PEAK_TRIALS, peak_n_cpu=PEAK_N["cpu"], peak_n_gpu=PEAK_N["gpu"],
                  impossible_guards="\n".join(r.methodology_line() for r in checks.RULES if r.impossible),
                  pooling=pooling_text(d.configs), own_spread=own_spread_text(d.configs),
-                 pooled_winners=_after(pooled_winners_text(d.summary, d.best, d.margin)),
-                 verdicts=definition(d.margin)) \
+                 pooled_winners=_after(pooled_winners_text(d.summary, d.best, d.judge)),
+                 verdicts=d.judge.definition()) \
         + "".join(f"\n\n{part}" for part in (overhead.sweep_cost_text(all_records(d), sweeps),
-                                              calibration.methodology_text(calibration.aa_check(d.records, d.sweeps)),
+                                              calibration.methodology_text(
+                                                  calibration.aa_check(d.records, d.sweeps, d.judge)),
                                               calibration.resampling_text(
-                                                  calibration.resampling_check(d.configs, d.margin)),
+                                                  calibration.resampling_check(d.configs, d.judge)),
                                               not_run.not_run_text(d.sweeps)) if part)
 
 

@@ -10,9 +10,9 @@ A distributed config (a strategy at N > 1 workers) is compared
 A baseline runs on one machine (no emulated link), on the same platform, framework, model, image size and device,
 with the same batch per worker (weak scaling) or the same global batch (strong scaling).
 
-Each ratio is the sweep-moderated one (bench/stats/moderated.py; distributed configs are a pool of their own, ranks add
-variation of their own) and its verdict is bench/stats/verdicts.py's, at the same margin as every other comparison:
-winner, equivalent, or undecided with how many more processes a side would likely decide it.
+Each ratio (a over b, over the comparison's divisor) is the sweep-moderated one and its verdict the report's `Judge`'s
+(bench/stats/judge.py: compare; distributed configs are a pool of their own, ranks add variation of their own), at the
+same margin as every other comparison.
 
 N workers sharing one machine cannot beat N x one worker with all of it (weak scaling): an efficiency above 100% is
 impossible (bench/measurement/flags.py: above 100% plus its tolerance for timing noise). An interval whose top passes
@@ -23,14 +23,11 @@ computed: reaching past the bound it cannot be equivalent, and it is undecided u
 
 from __future__ import annotations
 
-import math
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 
 from ...config import RunConfig
 from ...measurement.flags import EFFICIENCY_TOLERANCE
-from ...stats.moderated import SweepSpreads
-from ...stats.verdicts import DEFAULT_MARGIN, UNDECIDED, Verdict, judge
 
 EFFICIENCY, COMMUNICATION, OVERLAP = "efficiency", "communication", "overlap"
 # The most a weak-scaling efficiency can be on workers that share one machine: 100%, plus the tolerance for timing
@@ -102,26 +99,6 @@ def comparisons(sides: Iterable[Side]) -> list[Comparison]:
                     if n.strategy == "allreduce_nosync" and n.same == s.same and n.scaling == s.scaling
                     and n.workers == s.workers and n.link == s.link and n.global_batch == s.global_batch]
     return out
-
-
-def ratio(spreads: SweepSpreads, c: Comparison, confidence: float = 0.95) -> dict:
-    """The comparison's ratio with its moderated interval (keys of SweepSpreads.ratio; None where a side has no
-    value), divided by its divisor."""
-    r = dict(spreads.ratio(c.a, c.b, confidence))
-    for k in ("ratio", "ci_low", "ci_high"):
-        if r[k] is not None:
-            r[k] = r[k] / c.divisor
-    return r
-
-
-def verdict(spreads: SweepSpreads, c: Comparison, margin: float = DEFAULT_MARGIN) -> Verdict:
-    """The comparison's verdict at `margin`, as every other comparison's (bench/stats/verdicts.py: judge), from its
-    interval as computed (never a bounded one)."""
-    r = ratio(spreads, c)
-    if r["ratio"] is None:
-        return Verdict(UNDECIDED, math.nan, None, None, margin)
-    return judge(r["ratio"], r["ci_low"], r["ci_high"], margin, len(spreads.values[c.a]), len(spreads.values[c.b]),
-                 r.get("df"))
 
 
 def bounded_top(ci_high: float | None, scaling: str) -> tuple[float | None, bool]:
