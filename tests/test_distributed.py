@@ -18,8 +18,8 @@ from bench import make_config
 from bench.config import DISTRIBUTED_FIELDS
 from bench.errors import ConfigError
 from bench.ranks.timeline import step_phases, union_length
+from bench.results import link_model as netmodel
 from bench.results.record import validate_record
-from bench.runs.distributed import model as netmodel
 from bench.runs.distributed import topology
 from bench.runs.single import execute
 

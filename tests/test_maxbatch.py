@@ -13,6 +13,7 @@ from bench.cli import EXIT_BAD_INPUT, main
 from bench.config import make_config
 from bench.errors import ConfigError
 from bench.report import memory as M
+from bench.results.searches import load_searches
 from bench.runs import maxbatch
 from bench.sweep.profiles import load_profile
 
@@ -86,7 +87,7 @@ def test_a_probe_over_the_cap_is_stopped_and_leaves_no_process(tmp_path, monkeyp
     left = [q for q in psutil.process_iter(["cmdline"]) if q.pid not in before
             and "bench-probe-" in " ".join(q.info["cmdline"] or [])]
     assert not left
-    stored = maxbatch.load_searches(tmp_path)
+    stored = load_searches(tmp_path)
     assert len(stored) == 1 and stored[0]["probes"] == found["probes"]
     # a stored search is reused, not redone
     assert maxbatch.execute(config(), tmp_path, int(0.3 * GIB), 4)["created"] == found["created"]

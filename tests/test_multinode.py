@@ -26,9 +26,9 @@ from bench.adapters.tensorflow.launch import (
 from bench.adapters.torch.launch import torchrun_tasks
 from bench.errors import ConfigError
 from bench.host.machines import expand_nodelist, expand_tasks_per_node, parse_hosts
+from bench.results.links import link_key
 from bench.runs.distributed import topology
 from bench.runs.distributed.cluster import Machines, from_slurm, resolve, slurm_port
-from bench.runs.distributed.network import link_key
 from bench.sweep.profiles import load_profile
 from tests import local_slurm
 from tests.conftest import ROOT, TEST_HOST, run_on_machines

@@ -103,7 +103,7 @@ def test_stage_summary_splits_the_step():
 
 
 def test_the_prediction_adds_the_link_to_the_slowest_stage():
-    from bench.runs.distributed.model import Link
+    from bench.results.link_model import Link
 
     config = make_config(**MLP, strategy="gpipe", micro_batches=4)
     pred = pipeline.predict(config, [0.01, 0.02], 0.003, [1000, 10], Link(1e-4, 1e6))

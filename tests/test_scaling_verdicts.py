@@ -9,10 +9,10 @@ import pytest
 from matplotlib.text import Text
 
 from bench import make_config
+from bench.measurement import scaling_pairs as C
 from bench.report import scaling as S
 from bench.report import scaling_figures as SF
 from bench.report.context import load
-from bench.runs.distributed import comparisons as C
 from bench.stats.judge import Judge
 from bench.stats.moderated import SweepSpreads
 from bench.stats.verdicts import UNDECIDED, WINNER

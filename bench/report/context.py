@@ -12,11 +12,11 @@ from IPython.display import HTML, Markdown, display
 
 from ..adapters import framework_of
 from ..paths import default_results_dir
+from ..results.links import fitted
 from ..results.record import Record
+from ..results.searches import load_searches
 from ..results.store import load_records
 from ..results.sweep_manifest import SweepManifest, load_sweeps
-from ..runs.distributed.network import fitted
-from ..runs.maxbatch import load_searches
 from ..stats.judge import Judge
 from . import parallelism, scaling
 from .data import config_tables, published_throughput, seed_2019

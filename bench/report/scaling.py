@@ -16,11 +16,11 @@ import pandas as pd
 
 from ..adapters import declared
 from ..config import PIPELINE_STRATEGIES
+from ..measurement import scaling_pairs as pairs
 from ..measurement.flags import FLAG_SCOPE, baseline_flag, efficiency_flag, flag, forward_backward_flag, not_available
+from ..results import link_model as netmodel
+from ..results.links import SIZES, link_key
 from ..results.record import Distributed, Flag, Record, RunSettings, as_records
-from ..runs.distributed import comparisons as pairs
-from ..runs.distributed import model as netmodel
-from ..runs.distributed.network import SIZES, link_key
 from ..stats.intervals import process_interval
 from ..stats.judge import Judge
 from ..stats.moderated import SweepSpreads
@@ -140,7 +140,7 @@ def configs_and_spreads(procs: pd.DataFrame) -> tuple[pd.DataFrame, SweepSpreads
 
 def _baseline(table: pd.DataFrame, row, workers: int) -> pd.Series | None:
     """The independent config on one machine with `workers` workers that `row` is measured against (the pairing of
-    bench/runs/distributed/comparisons.py), or None."""
+    bench/measurement/scaling_pairs.py), or None."""
     sides = _sides(table)
     me = next(s for s in sides if s.key == row["config_key"])
     base = pairs.independent_baseline(me, sides, workers)
@@ -172,7 +172,7 @@ def _step_difference(r: dict, base_step_ms: float) -> tuple[float, float | None,
 
 def scaling_table(cfgs: pd.DataFrame, judge: Judge, spreads: SweepSpreads | None = None) -> pd.DataFrame:
     """Per config: throughput, communication cost (vs independent at the same N) and efficiency (vs 1 worker), each
-    with its interval and verdict (bench/runs/distributed/comparisons.py) by `judge`, sweep-moderated where both sides
+    with its interval and verdict (bench/measurement/scaling_pairs.py) by `judge`, sweep-moderated where both sides
     are sound, else shown and undecided (bench/stats/judge.py: compare_values). `spreads`: those `cfgs` came
     with (configs_and_spreads), fitted again only when not given."""
     if cfgs.empty:
@@ -244,7 +244,7 @@ def _compared(eff: dict, flags: list) -> bool:
 def of_profile(frame: pd.DataFrame, profile) -> pd.DataFrame:
     """The rows of `frame` measured by sweep profile `profile` where it has any, else all of them: two profiles'
     runs of one baseline differ in their measurement settings, so a comparison takes its own profile's
-    (as bench/runs/distributed/comparisons.py's independent_baseline does)."""
+    (as bench/measurement/scaling_pairs.py's independent_baseline does)."""
     mine = frame[frame["profile"] == profile]
     return mine if len(mine) else frame
 
@@ -269,7 +269,7 @@ def _pipeline_efficiency(cfgs: pd.DataFrame, row) -> pairs.Comparison | None:
 
 def efficiency_text(r) -> str:
     """A row's efficiency as printed everywhere: the number with its CI (its top bounded at what weak scaling can
-    reach, marked 'clipped': bench/runs/distributed/comparisons.py), or n/a with the guard that fired or why there is
+    reach, marked 'clipped': bench/measurement/scaling_pairs.py), or n/a with the guard that fired or why there is
     none; a pipeline compared with one worker at another batch names that batch."""
     if r["efficiency_flags"]:
         return not_available(r["efficiency_flags"])
@@ -288,7 +288,7 @@ def comm_text(r) -> str:
     return _ci(r["comm_cost_ms"], r["comm_ci_low"], r["comm_ci_high"], ".1f")
 
 
-# What each scaling comparison's verdict says (bench/runs/distributed/comparisons.py): a winner below 1x, a winner
+# What each scaling comparison's verdict says (bench/measurement/scaling_pairs.py): a winner below 1x, a winner
 # above 1x, equivalent. A winner names the faster side, as a framework comparison's does ('winner: B faster').
 READINGS = {pairs.EFFICIENCY: ("linear scaling faster (efficiency below linear)",
                                "the workers faster than linear (efficiency above linear)", "linear"),

@@ -35,9 +35,9 @@ from ..host.manifest import host_name
 from ..measurement.flops import FLOPS_FILE, flops_per_image
 from ..measurement.fresh_process import bench_environ, main_python
 from ..measurement.peak import PEAK_FILE, device_peak
+from ..results.searches import MEMORY_DIR
 from ..results.store import atomic_write_json, host_dir, read_record
 
-MEMORY_DIR = "memory"
 POLL_S = 0.05
 PROBE_TIMEOUT_S = 900
 
@@ -204,11 +204,6 @@ def execute(config: RunConfig, results_dir: Path | str, cap_bytes: int | None, m
     if found.get("limited_by") != "time":
         atomic_write_json(path, result)
     return result
-
-
-def load_searches(results_dir: Path | str) -> list[dict]:
-    """Every stored search under every host folder."""
-    return [json.loads(p.read_text()) for p in sorted(Path(results_dir).glob(f"*/{MEMORY_DIR}/*.json"))]
 
 
 def _limits() -> dict[str, tuple[type | tuple[type, ...], float, float, str]]:

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 
 from ..adapters.base import step_is_forward
 from ..config import RunConfig
+from ..measurement import scaling_pairs as scaling
 from ..measurement.flags import FLAG_SCOPE
 from ..measurement.loop import MIN_STEADY_ITERATIONS, MIN_WARMUP, STEADY_WINDOW, TIMED_CAP_S
 from ..results.record import Record
 from ..results.store import counted_attempts
 from ..results.sweep_manifest import SweepManifest, as_manifests, wall_key
-from ..runs.distributed import comparisons as scaling
 from ..stats.judge import Judge
 from ..stats.moderated import SweepSpreads
 from ..stats.printed import bounds
@@ -255,7 +255,7 @@ def next_process(configs: Iterable[RunConfig], values: dict[str, list[float]], p
     then those that more processes would decide soonest; the process goes to the side with fewer processes. A config
     compared with nothing asks for more while its own interval is wider than SOLO_TARGET. Only configs under
     `max_repeats` whose next process fits the budget are candidates. Distributed configs are judged by their scaling
-    comparisons instead (bench/runs/distributed/comparisons.py: efficiency, communication, overlap), after page 1's
+    comparisons instead (bench/measurement/scaling_pairs.py: efficiency, communication, overlap), after page 1's
     rows, and a decided one asks for nothing.
     """
     configs = list(configs)

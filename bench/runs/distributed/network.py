@@ -10,13 +10,12 @@ from pathlib import Path
 
 from ...adapters import reference_adapter
 from ...config import make_config
+from ...results import link_model as model
+from ...results.links import NETWORK_FILE, SIZES, link_key, read_cache, with_fits
 from ...results.store import host_dir
-from . import model
 from .cluster import Machines
-from .link_cache import NETWORK_FILE, link_key, read_cache, with_fits
 from .run import NotLeadNode, launch, work_dir
 
-SIZES = (1_024, 4_096, 65_536, 262_144, 1_048_576, 4_194_304, 16_777_216, 50_331_648)
 WARMUP = 3
 PROBE_PORT_OFFSET = 97  # the probe's rendezvous port on real machines: beside the run's, never the same store
 
@@ -71,7 +70,3 @@ def measure(results_dir: Path | str, workers: int = 2, nodes: int = 1, gbit: flo
     tmp.replace(path)
     return entry
 
-
-def fitted(results_dir: Path | str, host: str | None = None) -> dict[str, dict]:
-    """Every link measured on `host` (default: this one): key -> entry with its fits."""
-    return {k: with_fits(e) for k, e in read_cache(Path(results_dir), host).items()}

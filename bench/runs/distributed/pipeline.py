@@ -16,8 +16,8 @@ from pathlib import Path
 
 from ...config import PIPELINE_STRATEGIES, RunConfig
 from ...ranks.stages import BACKWARD_WEIGHT, PIPELINE_CHUNKS, bubble_formula
-from . import model
-from .link_cache import link_key, p2p_link
+from ...results import link_model as model
+from ...results.links import link_key, p2p_link
 from .rank_loop import RankResult
 
 # A pipeline run that has not finished in this long is stopped and recorded as an error (gloo's point-to-point

@@ -26,8 +26,8 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 
-from ...config import RunConfig
-from ...measurement.flags import EFFICIENCY_TOLERANCE
+from ..config import RunConfig
+from .flags import EFFICIENCY_TOLERANCE
 
 EFFICIENCY, COMMUNICATION, OVERLAP = "efficiency", "communication", "overlap"
 # The most a weak-scaling efficiency can be on workers that share one machine: 100%, plus the tolerance for timing

@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ...results.store import host_dir
-from . import model
+from . import link_model as model
+from .store import host_dir
 
 NETWORK_FILE = "network.json"
+# The message sizes the network micro-benchmark times (bench/runs/distributed/network.py), bytes.
+SIZES = (1_024, 4_096, 65_536, 262_144, 1_048_576, 4_194_304, 16_777_216, 50_331_648)
 
 
 def link_key(workers: int, nodes: int, gbit: float, delay_ms: float, cluster: str = "") -> str:
@@ -48,3 +50,8 @@ def p2p_link(results_dir: Path | str, key: str) -> model.Link | None:
         return None
     fit = with_fits(entry)["fit_p2p"]
     return model.Link(fit["alpha_s"], fit["bandwidth_Bps"], fit["r2"], key)
+
+
+def fitted(results_dir: Path | str, host: str | None = None) -> dict[str, dict]:
+    """Every link measured on `host` (default: this one): key -> entry with its fits."""
+    return {k: with_fits(e) for k, e in read_cache(Path(results_dir), host).items()}
