@@ -229,7 +229,7 @@ def test_single_process_keys_do_not_change_with_the_distributed_fields():
 
 
 def test_scaling_tables_from_known_step_times(tmp_path):
-    from bench.report import scaling as S
+    from bench.report import scaling_text as ST
     from bench.report.context import load
     from tests.synthetic import dist_record, record, write
 
@@ -249,7 +249,7 @@ def test_scaling_tables_from_known_step_times(tmp_path):
     assert ar["eff_ci_low"] < ar["efficiency"] < ar["eff_ci_high"] and ar["sound"]
     ps = t[t["strategy"] == "ps_sync"].iloc[0]
     assert not ps["sound"] and ps["flagged"] == 2  # two of three processes disturbed: not a finding
-    text = " ".join(S.findings(d.scaling))
+    text = " ".join(ST.findings(d.scaling))
     assert "allreduce x2 (loopback; 25 MB buckets): scaling efficiency 50%" in text
     assert "ps_sync x2 (loopback): not measured reliably (busy)" in text
 

@@ -7,7 +7,7 @@ import pytest
 
 from bench.host import energy
 from bench.host.devices import interconnect_from_topology
-from bench.report import scaling as S
+from bench.report import scaling_text as ST
 from bench.report.context import load
 from bench.report.energy import energy_table
 from bench.runs.distributed import record as dist_records
@@ -115,7 +115,7 @@ def _scaling_records() -> list[dict]:
 
 def test_scaling_rows_carry_the_gpu_label_and_images_per_joule(tmp_path):
     write(_scaling_records(), tmp_path)
-    shown = S.scaling_for_display(load(tmp_path).scaling.table)
+    shown = ST.scaling_for_display(load(tmp_path).scaling.table)
     by_hardware = dict(zip(shown["hardware"], shown["images/J"]))
     assert by_hardware[f"2 x {H100}, NVLink, bf16"] == "7"  # mean over the two processes (6 and 8)
     assert by_hardware[f"1 x {H100}, single GPU, bf16"] == "4.5"
@@ -128,7 +128,7 @@ def test_columns_that_say_nothing_row_by_row_are_left_out_of_the_printed_scaling
     cpu = [with_energy(dist_record(s, w, ms, rep), None, "no RAPL power meter (a virtual machine)")
            for rep in range(2) for s, w, ms in (("independent", 1, 100.0), ("allreduce", 2, 120.0))]
     write(cpu, tmp_path)
-    shown = S.scaling_for_display(load(tmp_path).scaling.table)
+    shown = ST.scaling_for_display(load(tmp_path).scaling.table)
     # one machine, no energy measured, nothing flagged: the page-1 machine line and the details say those once
     assert not {"hardware", "images/J", "flags"} & set(shown.columns)
     assert {"run", "images/s [95% CI]", "efficiency [CI]"} <= set(shown.columns)

@@ -98,7 +98,7 @@ def test_the_study_coverage_says_the_machines_of_the_results_not_of_this_one(on_
 
 @pytest.mark.parametrize("backend", ["gloo", "nccl"])
 def test_a_nccl_run_s_communication_is_not_predicted_from_a_gloo_fit(tmp_path, backend):
-    from bench.report import scaling
+    from bench.report import scaling, scaling_text
     from bench.report.context import load
 
     from .synthetic import dist_record, write
@@ -112,7 +112,7 @@ def test_a_nccl_run_s_communication_is_not_predicted_from_a_gloo_fit(tmp_path, b
     fit = {"alpha_s": 5e-5, "bandwidth_Bps": 1e9, "r2": 0.99}
     networks = {"test-host": {"loopback x2": {"key": "loopback x2", "fit_allreduce": fit, "fit_p2p": fit}}}
     pred = scaling.predictions(load(tmp_path).scaling.table, networks)
-    shown = scaling.predictions_for_display(pred).iloc[0]
+    shown = scaling_text.predictions_for_display(pred).iloc[0]
     if backend == "gloo":  # the backend the link was measured with (a fit without a backend is gloo's)
         assert float(shown["predicted ms"]) > 150 and not pred["flags"].iloc[0]
     else:

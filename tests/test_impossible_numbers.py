@@ -21,6 +21,7 @@ from bench.measurement.flags import (
 from bench.report import figures as F
 from bench.report import scaling as S
 from bench.report import scaling_figures as SF
+from bench.report import scaling_text as ST
 from bench.report.context import load
 from bench.report.sections.methodology import methodology
 from bench.report.style import ALL_FLAGGED, FLAGGED_HATCH
@@ -53,11 +54,11 @@ def test_a_disturbed_one_worker_baseline_gives_efficiency_na_with_the_reason(tmp
     ar = _row(data.table, "allreduce", 2)
     assert pd.isna(ar["efficiency"])
     assert "disturbed_baseline" in [f.name for f in ar["efficiency_flags"]]
-    shown = S.scaling_for_display(data.table)
+    shown = ST.scaling_for_display(data.table)
     cells = [c for c in shown["efficiency [CI]"] if c]
     assert cells and all(c.startswith("n/a (disturbed_baseline: the 1-worker baseline is not sound") for c in cells)
     assert all(p <= 100 for c in cells for p in _percentages(c.split("(", 1)[0]))
-    text = " ".join(S.findings(data))
+    text = " ".join(ST.findings(data))
     assert "allreduce x2 (loopback; 25 MB buckets): scaling efficiency n/a (disturbed_baseline" in text
     assert "67% of the CPUs" in text
     fig = SF.efficiency(data.table)  # every row guarded: the title says so
@@ -71,7 +72,7 @@ def test_an_efficiency_above_100_percent_from_clean_data_is_na_with_its_flag(tmp
     ind = _row(data.table, "independent", 2)
     assert [f.name for f in ind["efficiency_flags"]] == ["efficiency_over_100"]
     assert ind["efficiency_raw"] == pytest.approx(1.25, rel=0.03) and pd.isna(ind["efficiency"])
-    shown = S.scaling_for_display(data.table)
+    shown = ST.scaling_for_display(data.table)
     assert any(c.startswith("n/a (efficiency_over_100: weak-scaling efficiency above 105%")
                for c in shown["efficiency [CI]"])
     fig = SF.efficiency(data.table)
@@ -86,7 +87,7 @@ def test_a_sane_scaling_run_still_prints_its_numbers(tmp_path):
     ar = _row(data.table, "allreduce", 2)
     assert not ar["efficiency_flags"] and not ar["comm_flags"] and not ar["phase_flags"]
     assert ar["efficiency"] == pytest.approx(100 / 180, rel=0.03)
-    text = " ".join(S.findings(data))
+    text = " ".join(ST.findings(data))
     assert "allreduce x2 (loopback; 25 MB buckets): scaling efficiency 56%" in text
     assert "n/a" not in text
 
@@ -127,7 +128,7 @@ def test_a_distributed_forward_over_backward_is_na_in_the_table_and_flagged_in_t
         recs += [r, dist_record("independent", 1, 100.0, rep)]
     write(recs, tmp_path)
     data = load(tmp_path).scaling
-    shown = S.scaling_for_display(data.table)
+    shown = ST.scaling_for_display(data.table)
     assert any("step breakdown n/a (forward_over_backward: training forward 120 ms exceeds its backward 60 ms"
                in c for c in shown["flags"])
     fig = SF.phases(data.table)
@@ -171,8 +172,8 @@ def test_a_prediction_from_a_disturbed_independent_baseline_is_na(tmp_path, dist
     table = load(tmp_path).scaling.table
     ar = _row(table, "allreduce", 2)
     pred = S.predictions(table, NETWORKS)
-    shown = S.predictions_for_display(pred).iloc[0]
-    comm = S.scaling_for_display(table)["comm. cost ms/step [CI]"]
+    shown = ST.predictions_for_display(pred).iloc[0]
+    comm = ST.scaling_for_display(table)["comm. cost ms/step [CI]"]
     if disturbed:
         assert [f.name for f in ar["comm_flags"]] == ["disturbed_baseline"] and pd.isna(ar["comm_cost_ms"])
         assert any(c.startswith("n/a (disturbed_baseline: the independent baseline at the same N") for c in comm)
@@ -192,7 +193,7 @@ def test_a_guarded_ceiling_is_na_in_a_sound_finding(tmp_path):
         recs += [dist_record("independent", 1, 100.0, rep), dist_record("independent", 2, 80.0, rep),
                  dist_record("allreduce", 2, 200.0, rep, comm_ms=40.0, overlap=0.2)]
     write(recs, tmp_path)
-    text = " ".join(S.findings(load(tmp_path).scaling))
+    text = " ".join(ST.findings(load(tmp_path).scaling))
     assert "scaling efficiency 50% [" in text
     assert "(ceiling without communication: n/a (efficiency_over_100: weak-scaling efficiency above 105%" in text
 
@@ -204,7 +205,7 @@ def test_sandblasters_per_step_batch_count_is_never_printed_as_its_throughput(tm
         recs += [dist_record("allreduce", 2, 100.0, rep, comm_ms=5.0),
                  dist_record("sandblaster", 2, 400.0, rep, model="digits_mlp", image_size=8)]
     write(recs, tmp_path)
-    shown = S.scaling_for_display(load(tmp_path).scaling.table)
+    shown = ST.scaling_for_display(load(tmp_path).scaling.table)
     cells = dict(zip(shown["run"], shown["images/s [95% CI]"]))
     assert [c for r, c in cells.items() if "sandblaster" in r] == ["n/a: a batch method, see accuracy over time"]
     assert all(c[0].isdigit() for r, c in cells.items() if "sandblaster" not in r)

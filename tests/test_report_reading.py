@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt
 import pytest
 
 from bench import make_config
-from bench.report import answer, context, coverage, overhead, parallelism, scaling
+from bench.report import answer, context, coverage, overhead, parallelism, scaling, scaling_text
 from bench.report import diagnostics as D
 from bench.report import figures as F
 from bench.report.parallelism_figures import timelines
@@ -167,19 +167,19 @@ def test_pipeline_rows_give_their_efficiency_against_one_worker(d):
     """The distributed table left a pipeline's efficiency blank: against the one-worker run (at its own batch,
     named) with the interval, in the scaling table and the parallelism table alike."""
     t = d.scaling.table.set_index("strategy")
-    text = scaling.efficiency_text(t.loc["gpipe"])
+    text = scaling_text.efficiency_text(t.loc["gpipe"])
     assert text.endswith("(vs 1 worker at batch 16)") and "%" in text
-    assert "vs 1 worker" not in scaling.efficiency_text(t.loc["independent"].query("workers == 2").iloc[0])
+    assert "vs 1 worker" not in scaling_text.efficiency_text(t.loc["independent"].query("workers == 2").iloc[0])
     expected = (32 / 0.3) / (2 * 16 / 0.1)
     assert t.loc["gpipe", "efficiency_raw"] == pytest.approx(expected, rel=0.05)
-    shown = scaling.scaling_for_display(d.scaling.table)
+    shown = scaling_text.scaling_for_display(d.scaling.table)
     assert shown.loc[shown["run"].str.contains("gpipe"), "efficiency [CI]"].iloc[0] == text
     p = parallelism.for_display(d.scaling.parallelism)
     assert text in p["efficiency vs 1 worker [95% CI]"].tolist()
     # a row with no one-worker run to divide by says so instead of a blank
     lonely = d.scaling.table[d.scaling.table["strategy"] == "gpipe"].assign(efficiency=None,
                                                                             eff_why=scaling.NO_ONE_WORKER)
-    assert scaling.efficiency_text(lonely.iloc[0]).startswith("n/a: no 1-worker")
+    assert scaling_text.efficiency_text(lonely.iloc[0]).startswith("n/a: no 1-worker")
 
 
 def test_the_drift_legend_lists_flagged_processes_only_when_one_was_flagged(d):

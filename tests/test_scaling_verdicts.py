@@ -10,8 +10,8 @@ from matplotlib.text import Text
 
 from bench import make_config
 from bench.measurement import scaling_pairs as C
-from bench.report import scaling as S
 from bench.report import scaling_figures as SF
+from bench.report import scaling_text as ST
 from bench.report.context import load
 from bench.stats.judge import Judge
 from bench.stats.moderated import SweepSpreads
@@ -40,7 +40,7 @@ def test_a_clear_efficiency_is_decided_and_stated(tmp_path):
     assert ar["efficiency"] == pytest.approx(0.5, rel=0.03)
     assert ar["comm_verdict"].word == WINNER and ar["comm_ci_low"] > 0  # 200 against 150 ms: communication costs
     assert ar["comm_cost_ms"] == pytest.approx(50.0, rel=0.05)
-    text = " ".join(S.findings(data))
+    text = " ".join(ST.findings(data))
     assert "allreduce x2 (loopback; 25 MB buckets): scaling efficiency 50% [" in text
     # the one verdict form (bench/stats/verdicts.py: phrase): the word, then its direction; never 'below linear
     # (winner)'
@@ -48,7 +48,7 @@ def test_a_clear_efficiency_is_decided_and_stated(tmp_path):
     assert "communication cost 50 ms per step [" in text and "]: winner: the independent run faster" in text
     assert "(winner)" not in text
     assert UNDECIDED not in text
-    shown = S.scaling_for_display(data.table).set_index("run")
+    shown = ST.scaling_for_display(data.table).set_index("run")
     assert shown.loc["torch resnet18 32px, allreduce x2", "efficiency [CI]"] == "50% [49%-51%]"
 
 
@@ -59,13 +59,13 @@ def test_an_efficiency_the_data_cannot_tell_is_undecided_clipped_and_says_what_w
     # the interval as computed passes what weak scaling can reach; the one shown stops there, marked
     assert ar["eff_ci_high_raw"] > C.EFFICIENCY_BOUND and ar["eff_ci_high"] == C.EFFICIENCY_BOUND
     assert ar["eff_clipped"] and ar["eff_ci_low"] < ar["efficiency"] <= ar["eff_ci_high"]
-    cell = S.scaling_for_display(data.table).set_index("run").loc["torch resnet18 32px, allreduce x2",
+    cell = ST.scaling_for_display(data.table).set_index("run").loc["torch resnet18 32px, allreduce x2",
                                                                    "efficiency [CI]"]
     assert cell.endswith(f"-{C.EFFICIENCY_BOUND:.0%}, clipped]")
-    [finding] = [f for f in S.findings(data) if f.startswith("torch resnet18 allreduce x2")]
+    [finding] = [f for f in ST.findings(data) if f.startswith("torch resnet18 allreduce x2")]
     assert ": undecided (clipped at 105%, the most N workers sharing one machine reach; " in finding
     assert "more process" in finding and "winner" not in finding and "equivalent" not in finding
-    assert "clipped" in S.methodology(data)
+    assert "clipped" in ST.methodology(data)
     fig = SF.efficiency(data.table)  # drawn to the bound with an arrow, said under the figure, the verdict beside it
     texts = [t.get_text() for t in fig.findobj(Text)]
     assert any("undecided (CI clipped)" in t for t in texts) and any(SF.CLIPPED_NOTE in t for t in texts)

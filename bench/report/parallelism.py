@@ -17,7 +17,8 @@ from ..stats.moderated import SweepSpreads
 from ..stats.printed import quantity
 from ..stats.verdicts import WINNER, said
 from ..values import listed
-from .scaling import efficiency_text, of_profile, spreads_of
+from .scaling import of_profile, spreads_of
+from .scaling_text import efficiency_text
 
 DATA_PARALLEL = "allreduce"
 PROFILE_MS = (2, 4, 8)  # the micro-batch counts PROFILE=parallelism runs for GPipe and 1F1B

@@ -3,7 +3,7 @@ single-process tables)."""
 
 from __future__ import annotations
 
-from .. import scaling
+from .. import scaling_text
 from ..scaling_figures import efficiency, throughput_and_comm
 from .base import Figures, Section, Table, bullets, distributed_ran, heading
 
@@ -18,8 +18,8 @@ INTRO = ("Training across worker processes on this machine (and across emulated 
 def render(d) -> Section:
     if not distributed_ran(d):
         return Section()  # nothing to compare: the distributed configs a profile dropped are under *Not run*
-    table = scaling.data_parallel(d.scaling.table)
-    return Section([heading("Distributed data-parallel training", INTRO), bullets(scaling.findings(d.scaling)),
-                    Table(scaling.scaling_for_display(table), "no distributed runs yet"),
+    table = scaling_text.data_parallel(d.scaling.table)
+    return Section([heading("Distributed data-parallel training", INTRO), bullets(scaling_text.findings(d.scaling)),
+                    Table(scaling_text.scaling_for_display(table), "no distributed runs yet"),
                     Figures(throughput_and_comm(table), "scaling_throughput"),
                     Figures(efficiency(table), "scaling_efficiency")])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .. import scaling
+from .. import scaling, scaling_text
 from ..studies import disagreements
 from .base import Section, bullets, heading
 
@@ -13,7 +13,7 @@ INTRO = ("The alpha-beta model, given each published set-up's own single-GPU com
 
 
 def render(d) -> Section:
-    rows = scaling.extrapolation(*scaling.extrapolation_inputs(d.scaling.networks, d.scaling.table)[:2])
+    rows = scaling.extrapolation(*scaling_text.extrapolation_inputs(d.scaling.networks, d.scaling.table)[:2])
     return Section([heading("The model against published set-ups", INTRO, level=3),
                     bullets(disagreements(rows, d.scaling.published)
                             or ["The model and every published point agree within 2x."])])

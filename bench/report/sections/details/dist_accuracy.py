@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ... import scaling
+from ... import scaling_text
 from ...scaling_figures import accuracy_over_time
 from ..base import Figures, Section, Table, distributed_ran, heading
 
@@ -17,9 +17,9 @@ SANDBLASTER = (" Sandblaster L-BFGS (DistBelief's batch method) ran beside them 
 def render(d) -> Section:
     if not distributed_ran(d):
         return Section()  # nothing ran: the report's *Not run* says what would
-    sandblaster = scaling.sandblaster_for_display(d.scaling.processes)
+    sandblaster = scaling_text.sandblaster_for_display(d.scaling.processes)
     return Section([heading("Distributed: asynchronous vs synchronous accuracy over time",
                             INTRO + (SANDBLASTER if not sandblaster.empty else "")),
                     Figures(accuracy_over_time(d.scaling.curves), "accuracy_over_time"),
-                    Table(scaling.accuracy_for_display(d.scaling.accuracy), "no accuracy runs yet"),
+                    Table(scaling_text.accuracy_for_display(d.scaling.accuracy), "no accuracy runs yet"),
                     *([Table(sandblaster)] if not sandblaster.empty else [])])

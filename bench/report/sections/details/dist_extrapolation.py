@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ... import scaling
+from ... import scaling, scaling_text
 from ...scaling_figures import extrapolation
 from ..base import Figures, Section, Text, heading
 
@@ -13,7 +13,7 @@ INTRO = ("The same model with the published set-up's own single-GPU compute time
 
 
 def render(d) -> Section:
-    alpha, overlap, note = scaling.extrapolation_inputs(d.scaling.networks, d.scaling.table)
+    alpha, overlap, note = scaling_text.extrapolation_inputs(d.scaling.networks, d.scaling.table)
     return Section([heading("Distributed: extrapolation to published set-ups", INTRO), Text(f"*Model inputs: {note}.*"),
                     Figures(extrapolation(scaling.extrapolation(alpha, overlap), d.scaling.published),
                             "scaling_extrapolation")])

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ... import scaling
+from ... import scaling_text
 from ..base import Section, optional
 
 
 def render(d) -> Section:
-    return optional("Distributed runs that failed", scaling.failures(d.scaling.records))
+    return optional("Distributed runs that failed", scaling_text.failures(d.scaling.records))

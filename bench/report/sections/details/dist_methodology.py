@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ... import scaling
+from ... import scaling_text
 from ..base import Section, Text, heading
 
 
 def render(d) -> Section:
-    return Section([heading("Distributed: methodology"), Text(scaling.methodology(d.scaling))])
+    return Section([heading("Distributed: methodology"), Text(scaling_text.methodology(d.scaling))])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ... import scaling
+from ... import scaling, scaling_text
 from ...scaling_figures import network_fit, predicted_vs_measured
 from ..base import Figures, Section, Table, distributed_ran, heading
 
@@ -17,6 +17,6 @@ def render(d) -> Section:
     return Section([heading("Distributed: communication model", INTRO),
                     Table(scaling.network_table(d.scaling.networks), "no link measured yet"),
                     Figures(network_fit(d.scaling.networks), "network_fit"),
-                    Table(scaling.predictions_for_display(d.scaling.predictions),
+                    Table(scaling_text.predictions_for_display(d.scaling.predictions),
                           "no synchronous multi-worker run with a fitted link yet"),
                     Figures(predicted_vs_measured(d.scaling.predictions), "predicted_vs_measured")])
