@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import psutil
 
+from . import strategies
 from .adapters import ADAPTERS
 from .adapters.precision import INT8, int8_refusal
 from .errors import ConfigError
@@ -20,7 +21,6 @@ from .host.machines import RENDEZVOUS, SLURM, check_cluster, parse_hosts
 from .images.files import check_data_dir
 from .masking import brief
 from .models import get_model
-from .ranks.stages import PIPELINE_CHUNKS
 
 MODES = ("inference", "training")
 # fp32 is strict: TF32 tensor cores only as "tf32"; int8 is static post-training quantisation (CPU inference)
@@ -30,12 +30,10 @@ PROTOCOLS = ("adaptive", "seed")
 DATA_PLACEMENTS = ("device", "host", "files")
 # Distributed data-parallel training (bench/distributed/): "none" is a single process. Which
 # strategies a framework implements is declared by its adapter (`distributed_strategies`).
-STRATEGIES = ("none", "independent", "allreduce", "allreduce_nosync", "ps_sync", "ps_async", "model_parallel", "gpipe",
-              "1f1b", "interleaved_1f1b", "interleaved_zb", "zbv", "sandblaster")
+STRATEGIES = strategies.names()  # bench/strategies/: each a registered object
 # The model's layers cut into one stage per worker (bench/runs/distributed/pipeline.py): every stage sees the whole
 # batch (split into `micro_batches` by a pipeline schedule), so the global batch is batch_size.
-PIPELINE_STRATEGIES = ("model_parallel", "gpipe", "1f1b", "interleaved_1f1b", "interleaved_zb", "zbv")
-# The schedules that put v model chunks (stages) on each worker (bench/ranks/stages.py PIPELINE_CHUNKS)
+PIPELINE_STRATEGIES = strategies.names(lambda s: s.pipeline)
 SCALINGS = ("weak", "strong")  # weak: batch_size per worker (as SINGA); strong: batch_size is global
 
 # Per-protocol defaults. seed = the 2019 study exactly; adaptive = steady-state + CI target.
@@ -320,7 +318,7 @@ class RunConfig:
             check_data_dir(self.data_dir, self.batch_size)
 
     def _check_distributed(self, adapter) -> None:
-        if self.strategy == "none":  # a distributed-only setting given to one process would do nothing: refused
+        if not self.strategy_of.distributed:  # a distributed-only setting given to one process does nothing: refused
             given = [f"{name}={getattr(self, name)!r}" for name in DISTRIBUTED_FIELDS[1:]
                      if getattr(self, name) != getattr(RunConfig, name) and name not in _SHAPING_FIELDS]
             if given:
@@ -338,44 +336,24 @@ class RunConfig:
             raise ConfigError(f"workers={self.workers} do not divide evenly over nodes={self.nodes}")
         if self.nodes == 1 and (self.link_gbit or self.link_delay_ms):
             raise ConfigError("link_gbit / link_delay_ms shape the link between emulated nodes: set nodes >= 2")
-        if self.strategy in PIPELINE_STRATEGIES:
-            self._check_pipeline()
-        elif self.micro_batches != 1 or self.pipeline_cut:
+        if not self.strategy_of.pipeline and (self.micro_batches != 1 or self.pipeline_cut):
             raise ConfigError("micro_batches / pipeline_cut are settings of a pipeline strategy: "
                               f"{', '.join(PIPELINE_STRATEGIES)}")
-        if self.strategy == "sandblaster":
-            self._check_sandblaster()
+        self.strategy_of.check(self)  # the strategy's own settings (bench/strategies/)
+        if self.strategy_of.pipeline:
+            self._check_pipeline()
         if self.scaling == "strong" and self.batch_size % self.workers:
             raise ConfigError(f"strong scaling splits batch_size={self.batch_size} over workers={self.workers}: "
                               "it must divide evenly")
         self._check_machine()
 
     def _check_pipeline(self) -> None:
-        if self.workers < 2:
-            raise ConfigError(f"strategy {self.strategy!r} cuts the model into one stage per worker: workers >= 2")
-        if self.strategy == "model_parallel" and self.micro_batches != 1:
-            raise ConfigError("model_parallel feeds one whole batch at a time: micro_batches must be 1")
-        if self.strategy in PIPELINE_CHUNKS and self.micro_batches % self.workers:
-            # the interleaved schedules run their micro-batches in rounds of p (ZB-V needs at least p of them)
-            raise ConfigError(f"{self.strategy} runs micro-batches in rounds of one per worker: micro_batches="
-                              f"{self.micro_batches} must be a multiple of workers={self.workers}")
-        if self.batch_size % self.micro_batches:
-            raise ConfigError(f"micro_batches={self.micro_batches} must divide batch_size={self.batch_size}")
-        cut = self.pipeline_cut.replace(",", "").replace(" ", "")
-        if self.pipeline_cut and self.pipeline_cut != "time" and not cut.isdigit():
-            raise ConfigError(f"pipeline_cut {self.pipeline_cut!r}: '' (balanced by counted FLOPs), 'time' (balanced "
-                              "by a timing pass before the run) or the stages' first units, 'a,b'")
+        """The schedule's own checks run as every strategy's (bench/strategies/pipelines.py); the cut's units need
+        the adapter."""
         if self.pipeline_cut and self.pipeline_cut != "time":  # the model's units, counted without running it
             reason = ADAPTERS.get(self.framework).pipeline_cut_refusal(self)
             if reason:
                 raise ConfigError(reason)
-
-    def _check_sandblaster(self) -> None:
-        # its workers evaluate the gradient over the digits training set (bench/adapters/torch/sandblaster.py)
-        if self.model != "digits_mlp" or self.mode != "training":
-            raise ConfigError("sandblaster trains digits_mlp on scikit-learn's digits: model digits_mlp, training")
-        if self.nodes != 1 or self.cluster:
-            raise ConfigError("sandblaster runs its coordinator, server and workers on one machine here: nodes 1")
 
     def _tf_tasks_on_slurm(self, adapter) -> bool:
         """TF_CONFIG tasks on Slurm: one Slurm task (a `node` of the run) per TF task, SlurmClusterResolver's layout."""
@@ -406,7 +384,7 @@ class RunConfig:
         if self.cluster != SLURM and len(parse_hosts(self.cluster)) != self.nodes:
             raise ConfigError(f"cluster {self.cluster!r} lists {len(parse_hosts(self.cluster))} hosts for "
                               f"nodes={self.nodes}; valid: one host per node, node 0 first")
-        if not adapter.independent_workers_connect and self.strategy == "independent":
+        if not adapter.independent_workers_connect and self.strategy_of.baseline:
             raise ConfigError(f"independent {self.framework} workers never connect, so their results cannot reach one "
                               "machine: run the independent baseline without cluster (one machine)")
         if self._tf_tasks_on_slurm(adapter):
@@ -475,19 +453,24 @@ class RunConfig:
 
     @property
     def distributed(self) -> bool:
-        return self.strategy != "none"
+        return self.strategy_of.distributed
+
+    @property
+    def strategy_of(self) -> strategies.Strategy:
+        """The strategy as its registered object (bench/strategies/)."""
+        return strategies.strategy(self.strategy)
 
     @property
     def worker_batch(self) -> int:
         """Images per worker per step (weak scaling: batch_size; strong: batch_size / workers; a pipeline stage: the
         whole batch)."""
-        if self.strategy in PIPELINE_STRATEGIES:
+        if self.strategy_of.whole_batch_per_worker():
             return self.batch_size
         return self.batch_size // self.workers if self.scaling == "strong" else self.batch_size
 
     @property
     def global_batch(self) -> int:
-        if self.strategy in PIPELINE_STRATEGIES:  # every stage trains on the same images
+        if self.strategy_of.whole_batch_per_worker():  # every stage trains on the same images
             return self.batch_size
         return self.worker_batch * self.workers
 

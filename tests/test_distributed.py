@@ -175,7 +175,7 @@ def test_alpha_beta_fit_recovers_known_parameters():
     link = netmodel.Link(alpha, bw)
     assert netmodel.ring_allreduce_s(link, 1, 1e6) == 0
     assert netmodel.ps_s(link, 4, 1e6) == pytest.approx(2 * alpha + 8e6 / bw)
-    assert netmodel.predict_step_s("allreduce", 0.1, link, 2, 1e6, overlap_share=1.0) == pytest.approx(0.1)
+    assert netmodel.predict_step_s("ring", 0.1, link, 2, 1e6, overlap_share=1.0) == pytest.approx(0.1)
 
 
 def test_latency_is_read_from_latency_dominated_messages_not_a_shapers_burst():

@@ -10,6 +10,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
+from .. import strategies
 from ..errors import FrameworkUnavailableError, UnsupportedError
 from ..host.devices import is_gpu
 from ..host.manifest import declare_framework, dist_version
@@ -31,11 +32,10 @@ if TYPE_CHECKING:  # adapters sit below the config layer: RunConfig is only a ty
     from ..config import RunConfig
 
 # The training recipe every framework uses (the fairness rules: same loss, same optimizer).
-LEARNING_RATE = 0.01
-MOMENTUM = 0.9
-OPTIMIZER = f"SGD(lr={LEARNING_RATE}, momentum={MOMENTUM})"
-# Sandblaster's optimiser is L-BFGS by definition (bench/adapters/torch/sandblaster.py): its recipe, not SGD's.
-SANDBLASTER_OPTIMIZER = "L-BFGS(lr=1, history 10, strong-Wolfe line search, full-batch gradient)"
+# The SGD recipe every framework trains with, and Sandblaster's L-BFGS (bench/adapters/torch/sandblaster.py): each
+# strategy declares the recipe it runs (bench/strategies/), which the fairness certificate checks.
+LEARNING_RATE, MOMENTUM, OPTIMIZER = strategies.base.LEARNING_RATE, strategies.base.MOMENTUM, strategies.SGD_RECIPE
+SANDBLASTER_OPTIMIZER = strategies.strategy("sandblaster").recipe
 
 
 def _built(environment: str | None) -> Path | None:

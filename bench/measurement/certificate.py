@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from .. import strategies
 from ..adapters import measures_a_framework
-from ..adapters.base import OPTIMIZER, SANDBLASTER_OPTIMIZER, CertificateFacts
+from ..adapters.base import CertificateFacts
 from ..host.devices import is_gpu
 from ..models import get_model
 from ..results.record import CERTIFICATE_CHECKS, Certificate
@@ -16,7 +17,7 @@ if TYPE_CHECKING:  # the run side imports this module in lean environments (MXNe
 
 PARITY_TOLERANCE = 0.01  # same model, same parameter count within 1% in every framework
 # The optimiser a strategy trains with where it is not the common recipe's SGD: Sandblaster's L-BFGS by definition.
-RECIPES = {"sandblaster": SANDBLASTER_OPTIMIZER}
+
 
 __all__ = ["CERTIFICATE_CHECKS", "parity_table", "placement_matches", "run_checks"]
 
@@ -63,7 +64,7 @@ def run_checks(config, facts: CertificateFacts | Mapping[str, Any], params: int 
         flops_per_image=flops,  # one figure per model and image size, measured once per host
         optimizer=facts.optimizer,
         loss=facts.loss,
-        recipe_match=(None if not training else facts.optimizer == RECIPES.get(config.strategy, OPTIMIZER)
+        recipe_match=(None if not training else facts.optimizer == strategies.strategy(config.strategy).recipe
                       and "cross" in str(facts.loss or "").lower()),
         weights_checksum_before=before,
         weights_checksum_after=after,

@@ -241,7 +241,7 @@ def depth_flags(record: Record) -> list[Flag]:
     # a distributed run's steps are a fixed count on every rank ("fixed count, the same on every rank"), whatever its
     # config's protocol says: judged by its own rules, never by this floor
     if (record.status != "ok" or record.config is None or record.config.protocol != "adaptive" or samples is None
-            or record.config.strategy != "none" or (samples.warmup_stop or "").startswith("fixed count")):
+            or record.config.distributed or (samples.warmup_stop or "").startswith("fixed count")):
         return []
     out = []
     if samples.warmup_stop == NEVER_STEADY:

@@ -27,6 +27,7 @@ from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 
 from ..config import RunConfig
+from ..strategies import strategy
 from .flags import EFFICIENCY_TOLERANCE
 
 EFFICIENCY, COMMUNICATION, OVERLAP = "efficiency", "communication", "overlap"
@@ -74,7 +75,7 @@ def independent_baseline(side: Side, sides: Iterable[Side], workers: int) -> Sid
     against, or None: one measured by the same sweep profile where there is one (two profiles' runs of one
     baseline differ in their measurement settings, and a report holding both must not mix them), else the first."""
     found = [s for s in sides
-             if (s.strategy == "independent" and s.workers == workers and s.nodes == 1 and s.same == side.same
+             if (strategy(s.strategy).baseline and s.workers == workers and s.nodes == 1 and s.same == side.same
                  and s.scaling == side.scaling
                  and (s.worker_batch == side.worker_batch if side.scaling == "weak" else
                       s.global_batch == side.global_batch))]
@@ -91,12 +92,12 @@ def comparisons(sides: Iterable[Side]) -> list[Comparison]:
         one = independent_baseline(s, sides, 1)
         if one is not None:
             out.append(Comparison(EFFICIENCY, s.key, one.key, s.workers))
-        same_n = independent_baseline(s, sides, s.workers) if s.strategy != "independent" else None
+        same_n = independent_baseline(s, sides, s.workers) if not strategy(s.strategy).baseline else None
         if same_n is not None:
             out.append(Comparison(COMMUNICATION, s.key, same_n.key))
-        if s.strategy == "allreduce":
+        if (without := strategy(s.strategy).overlap_baseline) is not None:
             out += [Comparison(OVERLAP, s.key, n.key) for n in sides
-                    if n.strategy == "allreduce_nosync" and n.same == s.same and n.scaling == s.scaling
+                    if n.strategy == without and n.same == s.same and n.scaling == s.scaling
                     and n.workers == s.workers and n.link == s.link and n.global_batch == s.global_batch]
     return out
 

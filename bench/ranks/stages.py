@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..strategies import REGISTRY
 from .timeline import union_length
 
 BACKWARD_WEIGHT = "backward_weight"  # a zero-bubble schedule's weight-gradient half of a backward
@@ -32,7 +33,7 @@ class Cut:
 
 # The schedules that put v model chunks (stages) on each worker: p workers run p x v stages (interleaved 1F1B and
 # interleaved zero-bubble round-robin, ZB-V in a V); every other pipeline strategy holds one stage per worker.
-PIPELINE_CHUNKS = {"interleaved_1f1b": 2, "interleaved_zb": 2, "zbv": 2}
+PIPELINE_CHUNKS = {name: s.chunks_per_worker for name, s in REGISTRY.items() if s.chunks_per_worker > 1}
 
 TIMED = "time"  # the config's pipeline_cut that asks for the cut balanced by measured time
 

@@ -83,7 +83,7 @@ SYNTHETIC, FILES, DISTRIBUTED = "synthetic", "files", "distributed"
 def run_kind(record: Record) -> str:
     """What kind of run a record is, as every count of the report splits them: a single process on synthetic data
     (the framework comparisons'), a single process on real files (the input pipeline's), or distributed."""
-    if record.distributed is not None or record.config.strategy != "none":
+    if record.distributed is not None or record.config.distributed:
         return DISTRIBUTED
     return FILES if record.config.data == "files" else SYNTHETIC
 

@@ -10,23 +10,23 @@ import statistics
 
 import pandas as pd
 
-from ..config import PIPELINE_STRATEGIES
 from ..results.record import Record, as_records
 from ..stats.judge import Judge, SpreadJudge
 from ..stats.moderated import SweepSpreads
 from ..stats.printed import quantity
 from ..stats.verdicts import WINNER, said
+from ..strategies import names, strategy
 from ..values import listed
-from .scaling import of_profile, spreads_of
+from .scaling import of_profile, rows_where, spreads_of
 from .scaling_text import efficiency_text
 
-DATA_PARALLEL = "allreduce"
 PROFILE_MS = (2, 4, 8)  # the micro-batch counts PROFILE=parallelism runs for GPipe and 1F1B
-STRATEGY_NAMES = {"independent": "one worker (no parallelism)", "allreduce": "data parallel (DDP all-reduce)",
-                  "model_parallel": "model parallel (naive split)", "gpipe": "GPipe", "1f1b": "1F1B",
-                  "interleaved_1f1b": "interleaved 1F1B (2 stages per worker)",
-                  "interleaved_zb": "interleaved zero bubble (2 stages per worker)",
-                  "zbv": "zero bubble V (2 stages per worker)"}
+
+
+
+def _pipes(frame: pd.DataFrame) -> pd.DataFrame:
+    """The pipeline strategies' rows."""
+    return frame[rows_where(frame, lambda s: s.pipeline)]
 
 
 def _pipeline_facts(records: list[Record]) -> dict[str, dict]:
@@ -64,7 +64,7 @@ def table(records: list[Record], scaling_table: pd.DataFrame, judge: Judge,
     given."""
     if scaling_table is None or scaling_table.empty:
         return pd.DataFrame()
-    pipes = scaling_table[scaling_table["strategy"].isin(PIPELINE_STRATEGIES)]
+    pipes = _pipes(scaling_table)
     if pipes.empty:
         return pd.DataFrame()
     facts = _pipeline_facts(records)
@@ -78,12 +78,12 @@ def table(records: list[Record], scaling_table: pd.DataFrame, judge: Judge,
         same = of_profile(scaling_table[(scaling_table["model"] == model) & (scaling_table["image_size"] == size)
                                         & (scaling_table["host"] == host) & (scaling_table["link"] == "loopback")],
                           profile)
-        one = same[(same["strategy"] == "independent") & (same["workers"] == 1)]
+        one = same[rows_where(same, lambda s: s.baseline) & (same["workers"] == 1)]
         # several data-parallel configs (e.g. the default profile's and PROFILE=parallelism's): the one measured in
         # the most processes is the baseline, never one whose single process gives no interval
-        dp = same[(same["strategy"] == DATA_PARALLEL) & (same["global_batch"] == batch)].sort_values(
+        dp = same[rows_where(same, lambda s: s.pipeline_baseline) & (same["global_batch"] == batch)].sort_values(
             "processes", ascending=False, kind="stable")
-        order = {st: i for i, st in enumerate(PIPELINE_STRATEGIES)}
+        order = {st: i for i, st in enumerate(names(lambda s: s.pipeline))}
         g = g.assign(_o=g["strategy"].map(order)).sort_values(["_o", "link", "micro_batches"]).drop(columns="_o")
         for _, row in pd.concat([one, dp, g]).iterrows():
             rows.append({**_row(row, facts.get(row["config_key"], {}), dp, on), "profile": profile})
@@ -100,7 +100,8 @@ def _row(row, facts: dict, dp: pd.DataFrame, on: SpreadJudge) -> dict:
     predicted = [s["predicted"].get("step_s") or s["predicted"].get("compute_step_s") for s in sections]
     with_link = all(s["predicted"].get("step_s") is not None for s in sections) if sections else None
     verdict = None
-    if len(dp) and row["strategy"] != DATA_PARALLEL and row["strategy"] != "independent":
+    me = strategy(row["strategy"])
+    if len(dp) and not me.pipeline_baseline and not me.baseline:
         # moderated where both sides are sound; a side not sound: its own values, undecided (as the scaling
         # section judges: bench/stats/judge.py, compare_values)
         _, verdict = on.compare_values(row["config_key"], dp.iloc[0]["config_key"], row["values"],
@@ -109,7 +110,7 @@ def _row(row, facts: dict, dp: pd.DataFrame, on: SpreadJudge) -> dict:
     efficiency = row["efficiency"] if row["workers"] > 1 else None
     return {
         "config_key": row["config_key"], "model": row["model"], "image_size": row["image_size"],
-        "strategy": row["strategy"], "name": STRATEGY_NAMES.get(row["strategy"], row["strategy"])
+        "strategy": row["strategy"], "name": me.title
         + (", time-balanced cut" if sections and _timed(sections[0]) else ""),
         "workers": row["workers"], "link": row["link"], "global_batch": row["global_batch"], "micro_batches": m,
         "processes": row["processes"], "images_per_sec": row["images_per_sec"], "ci_low": row["ci_low"],
@@ -119,7 +120,7 @@ def _row(row, facts: dict, dp: pd.DataFrame, on: SpreadJudge) -> dict:
         "efficiency_text": efficiency_text(row) if row["workers"] > 1 else "", "flag_reasons": row["flag_reasons"],
         "memory_per_worker_bytes": _mean(facts.get("memory", [])),
         # the one verdict form (bench/stats/verdicts.py): which of the two is faster, never 'slower 0.67x'
-        "verdict_vs_dp": said(verdict, f"{STRATEGY_NAMES.get(row['strategy'], row['strategy'])} faster",
+        "verdict_vs_dp": said(verdict, f"{me.title} faster",
                               "data parallel faster", "as fast as data parallel", verdict.interval())
         if verdict else None,
         "ratio_vs_dp": verdict.interval() if verdict else None,
@@ -197,7 +198,7 @@ def findings(t: pd.DataFrame) -> list[str]:
     if t.empty:
         return []
     out = []
-    pipes = t[t["strategy"].isin(PIPELINE_STRATEGIES)]
+    pipes = _pipes(t)
     for _, r in pipes.iterrows():
         if r["micro_batches_held"]:
             out.append(f"{r['label']} at m = {int(r['micro_batches'])}: the stages held at most "
@@ -222,7 +223,8 @@ def model_parallel_findings(t: pd.DataFrame) -> list[str]:
     carries the gradient all-reduce (its communication cost against the independent run at the same N)."""
     out = []
     for _, g in t.groupby("profile", dropna=False, sort=False):
-        mp, dp = g[g["strategy"] == "model_parallel"], g[g["strategy"] == DATA_PARALLEL]
+        mp = g[rows_where(g, lambda s: s.pipeline and not s.micro_batched)]
+        dp = g[rows_where(g, lambda s: s.pipeline_baseline)]
         if mp.empty or dp.empty:
             continue
         m, d = mp.iloc[0], dp.iloc[0]
@@ -299,11 +301,11 @@ def coverage_text(t: pd.DataFrame) -> str:
         measured.append(name + (f" at m = {listed(ms)}" if ms else ""))
     links = sorted(set(t["link"].dropna()))
     text = "Measured here" + (f" over {links[0]}" if len(links) == 1 else "") + f": {listed(measured)}."
-    missing = [] if (t["strategy"] == "model_parallel").any() else ["model parallel (m = 1)"]
-    for strategy in ("gpipe", "1f1b"):
-        ran = {int(m) for m in t.loc[t["strategy"] == strategy, "micro_batches"].dropna()}
+    missing = [] if rows_where(t, lambda s: s.pipeline and not s.micro_batched).any() else ["model parallel (m = 1)"]
+    for swept in names(lambda s: s.micro_batch_sweep):
+        ran = {int(m) for m in t.loc[t["strategy"] == swept, "micro_batches"].dropna()}
         if rest := [m for m in PROFILE_MS if m not in ran]:
-            missing.append(f"{STRATEGY_NAMES[strategy]} at m = {listed(rest)}")
+            missing.append(f"{strategy(swept).title} at m = {listed(rest)}")
     if not t["name"].str.contains("time-balanced", regex=False).any():
         missing.append("a cut balanced by measured time")
     if missing:
@@ -316,7 +318,7 @@ def coverage_text(t: pd.DataFrame) -> str:
 def timelines(t: pd.DataFrame) -> list[dict]:
     """Per pipeline config with a timeline: its label, the measured and the expected per-stage actions."""
     out = []
-    for _, r in t[t["strategy"].isin(PIPELINE_STRATEGIES)].iterrows():
+    for _, r in _pipes(t).iterrows():
         if r["timeline"] and all(r["timeline"]):
             out.append({"label": f"{r['label']}, m = {int(r['micro_batches'])}", "measured": r["timeline"],
                         "expected": r["expected_timeline"], "flagged": bool(r["flag_reasons"])})

@@ -14,7 +14,6 @@ from importlib import resources
 import numpy as np
 import pandas as pd
 
-from ..config import PIPELINE_STRATEGIES
 from ..measurement import scaling_pairs as pairs
 from ..measurement.flags import FLAG_SCOPE, baseline_flag, efficiency_flag, flag, forward_backward_flag
 from ..results import link_model as netmodel
@@ -23,6 +22,7 @@ from ..results.record import Distributed, Flag, Record, RunSettings, as_records
 from ..stats.intervals import process_interval
 from ..stats.judge import Judge
 from ..stats.moderated import SweepSpreads
+from ..strategies import has, strategy
 from .energy import hardware_label, mean_energy
 
 PHASES = ("forward", "backward", "forward_backward", "update", "exposed_comm", "other")
@@ -32,6 +32,10 @@ ID = ["platform", "framework", "model", "worker_batch", "image_size", "scaling"]
 def is_distributed(record: Record) -> bool:
     return record.config.distributed
 
+
+def rows_where(frame: pd.DataFrame, test) -> pd.Series:
+    """Which rows' strategy `test` holds of (bench/strategies/), as a mask of `frame`."""
+    return pd.Series(has(frame["strategy"], test), index=frame.index, dtype=bool)
 
 def link_label(config: RunSettings, link: dict | None) -> str:
     if config.nodes == 1:
@@ -65,7 +69,7 @@ def processes(records: list[Record]) -> pd.DataFrame:
             "nodes": c.nodes, "link": link_label(c, d.link), "bucket_mb": c.bucket_mb,
             "scaling": c.scaling, "worker_batch": d.worker_batch, "global_batch": d.global_batch,
             "image_size": c.image_size, "threads": c.threads, "repeat": r.repeat,
-            "micro_batches": c.micro_batches if c.strategy in PIPELINE_STRATEGIES else None,
+            "micro_batches": c.micro_batches if strategy(c.strategy).pipeline else None,
             "profile": r.sweep.profile if r.sweep else None,
             "device": c.device, "backend": d.backend,
             "images_per_sec": r.summary.images_per_sec_median, "step_ms": r.summary.latency_ms_median,
@@ -249,10 +253,10 @@ def _pipeline_efficiency(cfgs: pd.DataFrame, row) -> pairs.Comparison | None:
     its batch per worker; it is compared with the one-worker independent run of the same model, image size and
     device, at its global batch where one ran, else at the largest batch one ran (the parallelism section's
     definition: throughput / (workers x one worker's throughput at its own batch))."""
-    if row["strategy"] not in PIPELINE_STRATEGIES or row["workers"] < 2:
+    if not strategy(row["strategy"]).pipeline or row["workers"] < 2:
         return None
     same = ["platform", "framework", "model", "image_size", "device"]
-    one = cfgs[(cfgs["strategy"] == "independent") & (cfgs["workers"] == 1) & (cfgs["nodes"] == 1)
+    one = cfgs[rows_where(cfgs, lambda s: s.baseline) & (cfgs["workers"] == 1) & (cfgs["nodes"] == 1)
                & np.logical_and.reduce([cfgs[k] == row[k] for k in same])]
     if one.empty:
         return None
@@ -300,17 +304,18 @@ def predictions(table: pd.DataFrame, networks: dict) -> pd.DataFrame:
     if table.empty:
         return pd.DataFrame()
     for _, row in table.iterrows():
-        if row["workers"] < 2 or row["strategy"] not in ("allreduce", "allreduce_nosync", "ps_sync"):
+        me = strategy(row["strategy"])
+        if row["workers"] < 2 or not (me.synchronous and me.link_model):  # the model's forms: synchronous steps
             continue
         base = _baseline(table, row, row["workers"])
-        link = _link_for(networks, row, "ps" if row["strategy"] == "ps_sync" else "ring")
+        link = _link_for(networks, row, me.link_model)
         if base is None or link is None or not row["grad_bytes"]:
             continue
-        overlap = row["overlap_share"] if row["strategy"] == "allreduce" and row["overlap_share"] else 0.0
+        overlap = row["overlap_share"] if me.overlaps_backward and row["overlap_share"] else 0.0
         compute = base["step_ms"]
-        if row["strategy"] == "ps_sync" and row["server_update_ms"] and base["update_ms"]:
+        if me.server_update and row["server_update_ms"] and base["update_ms"]:
             compute += max(0.0, row["server_update_ms"] - base["update_ms"])
-        pred = netmodel.predict_step_s(row["strategy"], compute / 1e3, link, row["workers"],
+        pred = netmodel.predict_step_s(me.link_model, compute / 1e3, link, row["workers"],
                                        row["grad_bytes"], overlap) * 1e3
         # the prediction's compute is the baseline's step: an unsound baseline makes the prediction n/a
         other_link = fit_backend_flag(row.get("backend"), link.backend)
@@ -366,12 +371,12 @@ def accuracy_at_equal_time(curves: pd.DataFrame) -> pd.DataFrame:
         return curves
     t_common = curves.groupby(["strategy", "repeat"])["train_s"].max().min()
     rows = []
-    for (fw, strategy, workers), g in curves.groupby(["framework", "strategy", "workers"]):
+    for (fw, name, workers), g in curves.groupby(["framework", "strategy", "workers"]):
         per = [float(np.interp(t_common, c["train_s"], c["accuracy"])) for _, c in g.groupby("repeat")]
         final = [float(c.sort_values("train_s")["accuracy"].iloc[-1]) for _, c in g.groupby("repeat")]
         steps = [int(c["steps"].max()) for _, c in g.groupby("repeat")]
         ends = [float(c["train_s"].max()) for _, c in g.groupby("repeat")]
-        rows.append({"framework": fw, "strategy": strategy, "workers": workers, "processes": len(per),
+        rows.append({"framework": fw, "strategy": name, "workers": workers, "processes": len(per),
                      "at_s": t_common, "accuracy": statistics.mean(per), "min": min(per), "max": max(per),
                      "final_accuracy": statistics.mean(final), "end_s": statistics.mean(ends),
                      "steps_per_worker": statistics.mean(steps)})

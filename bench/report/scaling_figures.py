@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 from ..adapters import declared
+from ..strategies import strategy
 from .style import (
     FLAGGED_BAR_NOTE,
     FLAGGED_HATCH,
@@ -26,11 +27,6 @@ GUARDED_NOTE = "n/a: an impossible number, kept out by the named guard (reason i
 # Said under the efficiency figure where an interval passed what weak scaling can reach (comparisons.py: bounded_top).
 CLIPPED_NOTE = ("> : the interval went on past what N workers sharing one machine can reach; drawn to that bound "
                 "(the verdict is the whole interval's)")
-STRATEGY_NAMES = {"independent": "independent (no communication)", "allreduce": "all-reduce (DDP / MWMS)",
-                  "allreduce_nosync": "all-reduce after backward (no overlap)",
-                  "ps_sync": "parameter server, synchronous", "ps_async": "parameter server, asynchronous",
-                  "sandblaster": "Sandblaster L-BFGS"}
-STRATEGY_HATCH = {"independent": "", "allreduce": "//", "allreduce_nosync": "xx", "ps_sync": "..", "ps_async": "oo"}
 DIST_PHASE_COLOURS = {"forward": PHASE_COLOURS["forward"], "backward": PHASE_COLOURS["backward"],
                       "forward_backward": "#d2a35c", "update": PHASE_COLOURS["update"],
                       "exposed_comm": PHASE_COLOURS["communication"], "other": "#bbbbbb"}
@@ -59,7 +55,7 @@ def _bar_label(row) -> str:
     label = f"{row['strategy']} x{row['workers']}"
     if row["link"] != "loopback":
         label += f"\n{row['link']}"
-    if row["strategy"] == "allreduce" and row["bucket_mb"] != 25.0:
+    if strategy(row["strategy"]).overlaps_backward and row["bucket_mb"] != 25.0:
         label += f"\nbucket {row['bucket_mb']:g} MB"
     if row["scaling"] == "strong":
         label += f"\nstrong: global bs {row['global_batch']}"
@@ -87,8 +83,8 @@ def throughput_and_comm(table: pd.DataFrame):
             flagged = not r["sound"]
             drawn.append(flagged)
             bars = ax.bar(i, r["images_per_sec"], color=framework_colour(fw), edgecolor="white",
-                          hatch=STRATEGY_HATCH.get(r["strategy"], "") + (FLAGGED_HATCH if flagged else ""),
-                          yerr=err, capsize=3, label=STRATEGY_NAMES.get(r["strategy"], r["strategy"]))
+                          hatch=strategy(r["strategy"]).hatch + (FLAGGED_HATCH if flagged else ""),
+                          yerr=err, capsize=3, label=strategy(r["strategy"]).legend)
             flag_bar(ax, bars[0], flagged)
         ax.set_xticks(x, [_bar_label(r) for _, r in g.iterrows()], fontsize=6.5, rotation=30, ha="right")
         ax.set_ylabel("images/s (all workers)")
@@ -136,7 +132,7 @@ def efficiency(table: pd.DataFrame):
         hi = r["eff_ci_high"] if r["eff_ci_high"] is not None and not pd.isna(r["eff_ci_high"]) else r["efficiency"]
         flagged = not r["sound"]
         ax.barh(i, r["efficiency"], color=framework_colour(r["framework"]),
-                hatch=STRATEGY_HATCH.get(r["strategy"], "") + (FLAGGED_HATCH if flagged else ""), edgecolor="white",
+                hatch=strategy(r["strategy"]).hatch + (FLAGGED_HATCH if flagged else ""), edgecolor="white",
                 xerr=[[r["efficiency"] - lo], [hi - r["efficiency"]]], capsize=3)
         clipped = bool(r.get("eff_clipped"))
         if clipped:  # the interval went on past what weak scaling can reach: its bar ends in an arrow, not a cap
@@ -144,7 +140,7 @@ def efficiency(table: pd.DataFrame):
         verdict = r["eff_verdict"].word if r.get("eff_verdict") is not None else ""
         ax.text(max(hi, r["efficiency"]) + 0.01, i, f"{r['efficiency']:.0%} {verdict}".strip()
                 + (" (CI clipped)" if clipped else "") + (" !" if flagged else ""), va="center", fontsize=7)
-        if r["strategy"] != "independent" and r["ceiling"] is not None and not pd.isna(r["ceiling"]):
+        if not strategy(r["strategy"]).baseline and r["ceiling"] is not None and not pd.isna(r["ceiling"]):
             ax.plot([r["ceiling"]] * 2, [i - 0.4, i + 0.4], color="black", lw=2, solid_capstyle="butt",
                     label="ceiling: independent workers, same N (no communication)")
     ax.set_yticks(range(len(t)), [_row_label(r) for _, r in t.iterrows()],
@@ -182,7 +178,7 @@ def phases(table: pd.DataFrame):
             ax.text(left + 1, i, "! " + ", ".join(names) + " (flagged)", va="center", fontsize=6.5)
         elif r["overlap_share"] is not None and not pd.isna(r["overlap_share"]):
             ax.text(left + 1, i, f"{r['overlap_share']:.0%} of comm. overlapped", va="center", fontsize=6.5)
-        elif r["strategy"] == "ps_async":
+        elif strategy(r["strategy"]).communicates and not strategy(r["strategy"]).synchronous:
             ax.text(1, i, "asynchronous: steps run on the servers' workers, no per-step phases", va="center",
                     fontsize=6.5)
     ax.set_yticks(range(len(t)), [_row_label(r) for _, r in t.iterrows()],
@@ -200,14 +196,13 @@ def accuracy_over_time(curves: pd.DataFrame):
     if curves.empty:
         return None
     fig, ax = plt.subplots(figsize=(7, 3.6))
-    styles = {"allreduce": "-", "ps_async": "--", "independent": ":", "sandblaster": "-."}
     drawn = []
-    for (fw, strategy, workers, _rep), g in curves.groupby(["framework", "strategy", "workers", "repeat"]):
+    for (fw, name, workers, _rep), g in curves.groupby(["framework", "strategy", "workers", "repeat"]):
         g = g.sort_values("train_s")
         flagged = "clean" in g and not bool(g["clean"].all())
         drawn.append(flagged)
-        ax.plot(g["train_s"], g["accuracy"], styles.get(strategy, "-."), color=framework_colour(fw), lw=1.2,
-                alpha=0.8, label=f"{fw} {STRATEGY_NAMES.get(strategy, strategy)} x{workers}",
+        ax.plot(g["train_s"], g["accuracy"], strategy(name).line, color=framework_colour(fw), lw=1.2,
+                alpha=0.8, label=f"{fw} {strategy(name).legend} x{workers}",
                 marker="o" if flagged else None, markerfacecolor="none", markevery=max(1, len(g) // 6), ms=5)
     if any(drawn):
         footnote(ax, "hollow-marked lines: a flagged (disturbed) process, its times are not a finding")
@@ -235,7 +230,7 @@ def predicted_vs_measured(pred: pd.DataFrame):
                    marker="o" if r["link"] == "loopback" else "s", s=36, zorder=3,
                    label=f"{k}: {r['framework']} {r['model']} {r['strategy']} x{r['workers']}, {r['link']}"
                          + (f", {r['bucket_mb']:g} MB buckets" if declared(r["framework"], "bucketed_allreduce")
-                            and r["strategy"] == "allreduce" else "") + f" ({r['error']:+.0%})")
+                            and strategy(r["strategy"]).overlaps_backward else "") + f" ({r['error']:+.0%})")
         ax.annotate(str(k), (r["measured_ms"], r["predicted_ms"]), fontsize=6.5, xytext=(3, 3),
                     textcoords="offset points")
     hi = float(max(pred["measured_ms"].max(), pred["predicted_ms"].max())) * 1.15

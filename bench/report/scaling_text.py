@@ -9,16 +9,16 @@ import statistics
 import pandas as pd
 
 from ..adapters import declared
-from ..config import PIPELINE_STRATEGIES
 from ..measurement import scaling_pairs as pairs
 from ..measurement.flags import not_available
 from ..results.links import SIZES
 from ..results.record import Record, as_records
 from ..stats.printed import quantity
 from ..stats.verdicts import UNDECIDED, Verdict, phrase, said
+from ..strategies import strategy
 from ..values import counted
 from .energy import energy_text
-from .scaling import _size
+from .scaling import _size, rows_where
 from .text import prose
 
 
@@ -74,7 +74,7 @@ def _ci(est, lo, hi, fmt: str) -> str:
 def data_parallel(table: pd.DataFrame) -> pd.DataFrame:
     """The scaling table's data-parallel configs (and their baselines): the model- and pipeline-parallel ones have
     their own section."""
-    return table if table.empty else table[~table["strategy"].isin(PIPELINE_STRATEGIES)]
+    return table if table.empty else table[~rows_where(table, lambda s: s.pipeline)]
 
 
 def scaling_for_display(table: pd.DataFrame) -> pd.DataFrame:
@@ -90,12 +90,12 @@ def scaling_for_display(table: pd.DataFrame) -> pd.DataFrame:
                 + (f" (strong, global bs {r.global_batch})" if r.scaling == "strong" else "") for r in t.itertuples()],
         "profile": t["profile"] if "profile" in t else "",
         "hardware": t["hardware_label"],
-        "link; buckets": [link + (f"; {b:g} MB" if s in ("allreduce", "allreduce_nosync") else "")
+        "link; buckets": [link + (f"; {b:g} MB" if strategy(s).buckets else "")
                           for link, b, s in zip(t["link"], t["bucket_mb"], t["strategy"])],
         "batch, threads per worker": [f"{b}, {n}" for b, n in zip(t["worker_batch"], t["threads"])],
         # Sandblaster's step is one L-BFGS iteration over the whole training set (about 2 evaluations): a per-step
         # batch count says nothing of its work, so its rate is read from its accuracy over time instead
-        "images/s [95% CI]": ["n/a: a batch method, see accuracy over time" if r.strategy == "sandblaster"
+        "images/s [95% CI]": ["n/a: a batch method, see accuracy over time" if not strategy(r.strategy).rate_is_images
                               else _ci(r.images_per_sec, r.ci_low, r.ci_high, ".1f") for r in t.itertuples()],
         "step ms": t["step_ms"].round(1),
         "comm. cost ms/step [CI]": [comm_text(r) for _, r in t.iterrows()],
@@ -192,9 +192,9 @@ def failures(records: list[Record]) -> pd.DataFrame:
                          for r in bad])
 
 
-def _bucketed(strategy: str, framework: str) -> bool:
+def _bucketed(name: str, framework: str) -> bool:
     """An all-reduce that sends gradients in buckets (PyTorch DDP): its bucket size is part of what was run."""
-    return strategy == "allreduce" and bool(declared(framework, "bucketed_allreduce", False))
+    return strategy(name).overlaps_backward and bool(declared(framework, "bucketed_allreduce", False))
 
 
 def _buckets(r) -> str:
@@ -212,7 +212,7 @@ def _profile(t: pd.DataFrame, r) -> str:
 
 def _comm_clause(r) -> str:
     """The part of a finding that says what communication cost, against the no-communication ceiling."""
-    if r["strategy"] == "independent":
+    if strategy(r["strategy"]).baseline:
         return (f"; it has no communication at all: on {counted(int(r['threads']), 'thread')} per worker instead of "
                 f"{r['threads'] * r['workers']}, what is lost is the shared cores, not the network; this is the "
                 f"ceiling for every strategy at {r['workers']} workers here")
@@ -261,7 +261,7 @@ def findings(data) -> list[str]:
     if t.empty:
         return ["No distributed run is recorded in these results (a profile's distributed configs over its budget "
                 "or not yet run are listed under *Not run*)."]
-    shown = (t["efficiency"].notna() | t["efficiency_flags"].map(bool)) & ~t["strategy"].isin(PIPELINE_STRATEGIES)
+    shown = (t["efficiency"].notna() | t["efficiency_flags"].map(bool)) & ~rows_where(t, lambda s: s.pipeline)
     for _, r in t[(t["workers"] > 1) & shown].sort_values(["framework", "strategy"]).iterrows():
         what = f"{r['framework']} {r['model']} {r['strategy']} x{r['workers']} ({r['link']}{_buckets(r)})" \
             + _profile(t, r)
@@ -273,7 +273,7 @@ def findings(data) -> list[str]:
             continue
         out.append(f"{what}: {_efficiency_finding(r)}{_comm_clause(r)}.")
     out += _overlap_findings(t)
-    split = int(t["strategy"].isin(PIPELINE_STRATEGIES).sum())
+    split = int(rows_where(t, lambda s: s.pipeline).sum())
     if split:
         out.append(f"{counted(split, 'model- or pipeline-parallel config')} ran too: they are in *Parallelism "
                    "strategies*, against data parallel and one worker of their own profile.")

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ..adapters import ADAPTERS, measures_a_framework
+from ..strategies import BATCH_METHOD, DATA_PARALLEL, PARAMETER_SERVER, names
 from ..values import counted
 from .hosts import cores_said, gpus_said
 from .input_pipeline import CLAIM_2019, CLAIM_HKBU, NOT_TESTABLE, QUESTION_CPU, claim_summary, claim_verdicts
@@ -104,7 +105,21 @@ def named_in(text: str) -> tuple[str, ...]:
                  ({n, (ADAPTERS.get(n).display_name or n).lower().replace(" ", "")} & words))
 
 
-def _strategies(d, strategies, frameworks=()) -> str:
+# The strategy families the studies' claims are about (bench/strategies/)
+def _parameter_server(s) -> bool:
+    return s.family == PARAMETER_SERVER
+
+
+def _asynchronous(s) -> bool:
+    return s.family == PARAMETER_SERVER and not s.synchronous
+
+
+def _no_overlap(s) -> bool:
+    return s.family == DATA_PARALLEL and not s.overlaps_backward
+
+def _strategies(d, test, frameworks=()) -> str:
+    """What ran of the strategies `test` holds of (bench/strategies/), per framework and worker count."""
+    strategies = names(test)
     t = d.scaling.table if d.scaling is not None else pd.DataFrame()
     if t.empty:
         return ""
@@ -180,8 +195,8 @@ CLAIMS = [
           "MXNet training, ONNX Runtime and OpenVINO inference; ResNet-18 beside ResNet-50); PROFILE=input-full "
           "(AlexNet too, every model at 224x224)"),
     Claim("SINGA", "ResNet-50 throughput and communication cost against 1-128 GPUs, all-reduce against a "
-          "parameter server", lambda d, claim: _strategies(d, ("ps_sync", "ps_async")) and _strategies(
-              d, ("allreduce", "ps_sync", "ps_async")),  # measured only with a parameter server beside all-reduce
+          "parameter server", lambda d, claim: _strategies(d, _parameter_server) and _strategies(
+              d, lambda s: s.communicates),  # measured only with a parameter server beside all-reduce
           "Distributed: throughput and communication cost; extrapolation to published set-ups",
           f"CPU workers share the cores ({CORES}), ResNet-18 at 32x32; GPUs here: {GPUS}; published points are drawn "
           "beside the alpha-beta model instead; the claim needs a parameter server beside all-reduce", "`make report "
@@ -194,8 +209,7 @@ CLAIMS = [
           f"a CPU run has no host-to-device copy to time (its data is resident); GPUs here: {GPUS}",
           "a GPU machine: `make report` there (phases are timed on every run)"),
     Claim("HKBU", "Overlapping communication with backward is what makes frameworks scale",
-          lambda d, claim: _strategies(d, ("allreduce_nosync",)) and _strategies(d, ("allreduce",
-                                                                                      "allreduce_nosync")),
+          lambda d, claim: _strategies(d, _no_overlap) and _strategies(d, lambda s: s.family == DATA_PARALLEL),
           "Distributed: step breakdown and overlap (details); extrapolation",
           "the claim needs all-reduce with and without overlap (allreduce_nosync: after backward); where only "
           "all-reduce ran, its overlap share is in the scaling table but nothing to set it against; and 2 workers "
@@ -212,23 +226,24 @@ CLAIMS = [
           "here",
           "none for CNTK and Caffe-MPI"),
     Claim("thesis", "TensorFlow ps/worker processes on localhost",
-          lambda d, claim: _strategies(d, ("ps_async",), named_in(claim)),
+          lambda d, claim: _strategies(d, _asynchronous, named_in(claim)),
           "Distributed: throughput and communication cost", "", "`make report PROFILE=distributed`"),
     Claim("thesis", "Asynchronous parameter servers against synchronous all-reduce: accuracy over time (Downpour "
           "SGD)", _accuracy, "Distributed: accuracy over time (details)", "",
           "`make report PROFILE=distributed` (digits MLP, 2 workers)"),
     Claim("thesis", "Model parallelism: the network's layers split across workers",
-          lambda d, claim: _strategies(d, ("model_parallel",)), "Parallelism strategies", "",
+          lambda d, claim: _strategies(d, lambda s: s.pipeline and not s.micro_batched), "Parallelism strategies", "",
           "`make sweep PROFILE=parallelism` (the naive split of ResNet-18 over 2 processes)"),
     Claim("thesis", "Layer pipelining: the split model fed micro-batches so the stages work at once",
-          lambda d, claim: _strategies(d, ("gpipe", "1f1b")), "Parallelism strategies", "",
+          lambda d, claim: _strategies(d, lambda s: s.micro_batch_sweep), "Parallelism strategies", "",
           "`make sweep PROFILE=parallelism` (GPipe and 1F1B, model parallel as m = 1, m = 2, 4 and 8, a "
           "time-balanced cut)"),
     Claim("thesis", "Downpour SGD (DistBelief): asynchronous SGD through a parameter server",
-          lambda d, claim: _strategies(d, ("ps_async",)), "Distributed: accuracy over time (details)", "",
+          lambda d, claim: _strategies(d, _asynchronous), "Distributed: accuracy over time (details)", "",
           "`make report PROFILE=distributed` (TensorFlow's asynchronous parameter server, digits MLP)"),
     Claim("thesis", "Sandblaster L-BFGS (DistBelief): a coordinator drives L-BFGS over workers' gradient work units",
-          lambda d, claim: _strategies(d, ("sandblaster",)), "Distributed: accuracy over time (details)",
+          lambda d, claim: _strategies(d, lambda s: s.family == BATCH_METHOD),
+          "Distributed: accuracy over time (details)",
           "PyTorch only (its torch.optim.LBFGS), beside TensorFlow's Downpour and all-reduce on the same digits task "
           "and process count; one parameter server here (the code shards over several)",
           "`make sweep PROFILE=parallelism` (digits MLP: a coordinator, a parameter server and 2 workers)"),

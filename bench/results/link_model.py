@@ -73,17 +73,18 @@ def fit_allreduce(sizes, times, workers: int, source: str = "") -> Link:
     return Link(a / (2 * (workers - 1)), 2 * (workers - 1) / workers / b, r2, source)
 
 
-def predict_step_s(strategy: str, compute_s: float, link: Link, workers: int, grad_bytes: float,
-                   overlap_share: float = 0.0) -> float | None:
-    """compute + communication - overlap for `strategy` (None where the model has no form)."""
-    if strategy == "independent":
+def predict_step_s(kind: str | None, compute_s: float, link: Link, workers: int, grad_bytes: float,
+                   overlap_share: float = 0.0) -> float:
+    """compute + communication - overlap, the communication by the strategy's link model `kind` (bench/strategies/:
+    'ring' all-reduce, 'ps' through a parameter server, None: none, the step is its compute)."""
+    if kind is None:
         return compute_s
-    if strategy in ("allreduce", "allreduce_nosync"):
+    if kind == "ring":
         comm = ring_allreduce_s(link, workers, grad_bytes)
-    elif strategy in ("ps_sync", "ps_async"):
+    elif kind == "ps":
         comm = ps_s(link, workers, grad_bytes)
     else:
-        return None
+        raise ValueError(f"link model {kind!r}: valid choices 'ring', 'ps' or None")
     return compute_s + comm * (1 - overlap_share)
 
 

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
+from .. import strategies
 from ..errors import SchemaError
 from ..host.devices import device_label
 from ..host.manifest import collect_manifest, host_name, mask_text, reduced_precision_features
@@ -235,7 +236,7 @@ class RunSettings(Section):
 
     @property
     def distributed(self) -> bool:
-        return self.strategy != "none"
+        return strategies.strategy(self.strategy).distributed
 
 
 @section

@@ -211,7 +211,7 @@ def _name(c: RunConfig) -> str:
 def spread_pool(c: RunConfig) -> str:
     """Configs that share a between-process spread: single processes apart from distributed runs (ranks add
     their own variation), so neither borrows the other's."""
-    return "single" if c.strategy == "none" else "distributed"
+    return "distributed" if c.distributed else "single"
 
 
 # Priority tiers of the next process (higher first): a config without an interval; an undecided page-1 row (the

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ... import strategies
 from ...measurement.flags import (
     FLAG_SCOPE,
     MIN_PROCESSES,
@@ -111,8 +112,8 @@ def spread_pool(processes: pd.DataFrame) -> tuple:
     """The configs a config may share its between-process spread with: the same platform, and single processes
     apart from distributed runs (ranks add variation of their own)."""
     first = processes.iloc[0]
-    strategy = first["strategy"] if "strategy" in processes and first["strategy"] == first["strategy"] else "none"
-    return first["platform"], strategy in (None, "none")
+    name = first["strategy"] if "strategy" in processes and first["strategy"] == first["strategy"] else None
+    return first["platform"], name is None or not strategies.strategy(name).distributed
 
 
 def spread_family(processes: pd.DataFrame) -> str:

@@ -14,10 +14,11 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-from ...config import PIPELINE_STRATEGIES, RunConfig
+from ...config import RunConfig
 from ...ranks.stages import BACKWARD_WEIGHT, PIPELINE_CHUNKS, bubble_formula
 from ...results import link_model as model
 from ...results.links import link_key, p2p_link
+from ...strategies import strategy
 from .rank_loop import RankResult
 
 # A pipeline run that has not finished in this long is stopped and recorded as an error (gloo's point-to-point
@@ -28,7 +29,7 @@ BACKWARD_PER_FORWARD = 2.0
 
 
 def is_pipeline(config: RunConfig) -> bool:
-    return config.strategy in PIPELINE_STRATEGIES
+    return config.strategy_of.pipeline
 
 
 def hard_timeout_s(config: RunConfig, default: float) -> float:
@@ -36,14 +37,14 @@ def hard_timeout_s(config: RunConfig, default: float) -> float:
     return HARD_TIMEOUT_S if is_pipeline(config) else default
 
 
-def schedule_order(strategy: str, stages: int, micro_batches: int) -> list[list[tuple[str, int]]]:
+def schedule_order(name: str, stages: int, micro_batches: int) -> list[list[tuple[str, int]]]:
     """Each stage's actions in order, ("F"|"B", micro-batch), as the schedule runs them: GPipe every forward then
     every backward; 1F1B p-1-s forwards to fill, then one forward one backward, then the remaining backwards.
     (torch 2.14.1's `_schedule_visualizer.get_schedule_ops` lists the last 1F1B stage's forwards as 1..m, so the
     order is written here from the schedules' definitions.)"""
     out = []
     for s in range(stages):
-        if strategy != "1f1b":
+        if not strategy(name).one_forward_one_backward:
             out.append([("F", i) for i in range(micro_batches)] + [("B", i) for i in range(micro_batches)])
             continue
         warm = min(stages - 1 - s, micro_batches)
@@ -59,7 +60,7 @@ def schedule_order(strategy: str, stages: int, micro_batches: int) -> list[list[
     return out
 
 
-def expected_timeline(strategy: str, forward_s: list[float], backward_s: list[float], micro_batches: int,
+def expected_timeline(name: str, forward_s: list[float], backward_s: list[float], micro_batches: int,
                       ops: list[list] | None = None) -> list[list[tuple[str, int, float, float]]]:
     """Each stage's (kind, micro-batch, start, end) if the schedule ran with these per-rank micro-batch times and
     nothing else (no transfer, no jitter): a forward waits for the previous stage's forward of its micro-batch, a
@@ -70,7 +71,7 @@ def expected_timeline(strategy: str, forward_s: list[float], backward_s: list[fl
     p = len(forward_s)
     if ops is None:
         ops = [[["forward" if k == "F" else "backward", i, s] for k, i in order]
-               for s, order in enumerate(schedule_order(strategy, p, micro_batches))]
+               for s, order in enumerate(schedule_order(name, p, micro_batches))]
     n = 1 + max(stage for line in ops for *_, stage in line)
     v = n // p
     split = any(k == BACKWARD_WEIGHT for line in ops for k, *_ in line)
@@ -96,7 +97,7 @@ def expected_timeline(strategy: str, forward_s: list[float], backward_s: list[fl
                 pos[r] += 1
                 progressed = True
         if not progressed:
-            raise ValueError(f"the {strategy} order deadlocks for {p} ranks and {micro_batches} micro-batches")
+            raise ValueError(f"the {name} order deadlocks for {p} ranks and {micro_batches} micro-batches")
     return out
 
 

@@ -13,11 +13,7 @@ from ...results.record import Distributed, Flag, Memory, Phases, Rank, Samples
 from ..fill import Measured
 from .rank_loop import RankResult
 
-SYNC_STRATEGIES = ("allreduce", "allreduce_nosync", "ps_sync")
-AGREE_TOLERANCE = 1e-4
-GLOBAL_STEP = {"ps_async": "chunk time / steps per worker (asynchronous: steps run on the workers as scheduled)",
-               "sandblaster": "one L-BFGS iteration (its gradient evaluations over the whole training set), slowest "
-                              "process"}  # relative difference of the ranks' weight checksums after training
+AGREE_TOLERANCE = 1e-4  # relative difference of the ranks' weight checksums after training
 
 
 def global_steps(config, ranks: list[RankResult]) -> list[float]:
@@ -40,7 +36,7 @@ def distributed_flags(config, ranks: list[Rank], fallback: str | None) -> list[F
     trainers = [r for r in ranks if r.checksum_after is not None]
     if any(r.checksum_after == r.checksum_before for r in trainers):
         out.append(flag("weights_unchanged", "a rank's weights did not change over the timed loop"))
-    if config.strategy in SYNC_STRATEGIES and len(trainers) > 1:
+    if config.strategy_of.synchronous and len(trainers) > 1:
         ref = trainers[0].checksum_after
         worst = max(abs(r.checksum_after - ref) / max(abs(ref), 1e-12) for r in trainers)
         if worst > AGREE_TOLERANCE:
@@ -116,5 +112,5 @@ def distributed_section(config, ranks: list[RankResult], servers: list[dict], li
         params=ranks[0].params, grad_bytes=ranks[0].grad_bytes,
         overlap_share=overlap_share(ranks), ranks=[r.section for r in ranks], servers=servers,
         accuracy=next((r.accuracy for r in ranks if r.accuracy), None),
-        global_step=GLOBAL_STEP.get(config.strategy, "slowest rank per step"),
+        global_step=config.strategy_of.global_step,
     )

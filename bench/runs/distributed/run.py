@@ -169,7 +169,7 @@ def execute(config: RunConfig, results_dir: Path | str | None = None, repeat: in
             if pipeline.is_pipeline(config):
                 record.distributed.pipeline = {**pipeline.section(config, ranks, results_dir),
                                                **({"smoke_test": smoke} if smoke else {})}
-            if config.strategy == sandblaster.STRATEGY:
+            if config.strategy_of.batch_method_section:
                 record.distributed.sandblaster = sandblaster.section(ranks)
             fill(record, config, records.measured(config, ranks, servers, interference),
                  lambda r: _utilisation(r, config, results_dir),

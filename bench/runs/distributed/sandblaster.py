@@ -9,8 +9,6 @@ import statistics
 from ...host import devices
 from .rank_loop import RankResult
 
-STRATEGY = "sandblaster"
-
 
 def section(ranks: list[RankResult]) -> dict:
     coordinator = next(r for r in ranks if r.section.role == "coordinator")
