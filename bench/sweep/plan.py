@@ -22,7 +22,7 @@ from ..measurement.loop import MIN_STEADY_ITERATIONS, MIN_WARMUP, STEADY_WINDOW,
 from ..results.record import Record
 from ..results.store import counted_attempts
 from ..results.sweep_manifest import SweepManifest, as_manifests, wall_key
-from ..stats.judge import Judge
+from ..stats.judge import Judge, SpreadJudge
 from ..stats.moderated import SweepSpreads
 from ..stats.printed import bounds
 from ..stats.verdicts import WINNER, Verdict
@@ -214,11 +214,27 @@ def spread_pool(c: RunConfig) -> str:
     return "distributed" if c.distributed else "single"
 
 
-# Priority tiers of the next process (higher first): a config without an interval; an undecided page-1 row (the
+# Priority tiers of the next process (higher first): a config without an interval, or with one on a single degree of
+# freedom (one_df_own_spread); an undecided page-1 row (the
 # fastest and the runner-up of a comparison group); another undecided pair, an undecided scaling comparison (a
 # distributed config without an interval first), or a config compared with nothing whose own interval is wider than
 # SOLO_TARGET.
 NO_INTERVAL, PAGE_ONE, OTHER = 3, 2, 1
+
+
+# Within the first tier, a config with no interval comes before one whose interval rests on one degree of freedom.
+ONE_DF_URGENCY = 1e6
+
+
+def one_df_own_spread(on: SpreadJudge, c: RunConfig, compared_with: int) -> bool:
+    """A compared single-process config whose two clean processes' spread is its own (set apart from the sweep's
+    prior as differing, so not moderated): its interval rests on one degree of freedom (t = 12.7) and says nothing
+    a reader can use (2026-11-28: PyTorch training batch 16, 4.6 and 5.8 img/s, gave page 1 [0.49-2.28] while the
+    plan spent its extra processes on a comparison it called undecidable)."""
+    if c.distributed or compared_with < 2 or on.processes(c.key) != 2:
+        return False
+    spread = on.spreads.spread(c.key)
+    return spread is not None and not spread.pooled
 
 
 def _urgency(v: Verdict) -> float:
@@ -287,6 +303,10 @@ def next_process(configs: Iterable[RunConfig], values: dict[str, list[float]], p
             if len(values.get(c.key, [])) < 2:  # a distributed config's after page 1's rows
                 offer(c, OTHER if c.distributed else NO_INTERVAL, math.inf,
                       f"{_name(c)}: fewer than two clean processes")
+            elif one_df_own_spread(on, c, len(members)):
+                offer(c, NO_INTERVAL, ONE_DF_URGENCY, f"{_name(c)}: its interval rests on its own spread from 2 "
+                                                      "processes (1 degree of freedom: the sweep's prior does not "
+                                                      "fit it); a third gives it one worth reading")
         ranked = sorted((c for c in members if len(values.get(c.key, [])) >= 2),
                         key=lambda c: -on.interval(c.key)["estimate"])
         if len(members) == 1 and ranked:
