@@ -464,13 +464,13 @@ class RunConfig:
     def worker_batch(self) -> int:
         """Images per worker per step (weak scaling: batch_size; strong: batch_size / workers; a pipeline stage: the
         whole batch)."""
-        if self.strategy_of.whole_batch_per_worker():
+        if self.strategy_of.pipeline:  # a stage sees the whole batch
             return self.batch_size
         return self.batch_size // self.workers if self.scaling == "strong" else self.batch_size
 
     @property
     def global_batch(self) -> int:
-        if self.strategy_of.whole_batch_per_worker():  # every stage trains on the same images
+        if self.strategy_of.pipeline:  # every stage trains on the same images
             return self.batch_size
         return self.worker_batch * self.workers
 

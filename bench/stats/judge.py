@@ -99,11 +99,7 @@ class SpreadJudge:
 
     def ratio(self, a: Hashable, b: Hashable, confidence: float | None = None, divisor: float = 1.0) -> dict:
         """(a / b) / divisor with its moderated interval (ratio None where a side has no value)."""
-        r = dict(self.spreads.ratio(a, b, confidence or self.rules.confidence))
-        for k in ("ratio", "ci_low", "ci_high"):
-            if r[k] is not None:
-                r[k] = r[k] / divisor
-        return r
+        return _divided(self.spreads.ratio(a, b, confidence or self.rules.confidence), divisor)
 
     def processes(self, key: Hashable) -> int:
         return len(self.spreads.values.get(key, []))
@@ -111,7 +107,10 @@ class SpreadJudge:
     def compare(self, a: Hashable, b: Hashable, divisor: float = 1.0) -> Verdict:
         """The verdict of (a / b) / divisor at the report's confidence; undecided without a ratio (a side with no
         value)."""
-        r = self.ratio(a, b, divisor=divisor)
+        return self._verdict(a, b, self.ratio(a, b, divisor=divisor))
+
+    def _verdict(self, a: Hashable, b: Hashable, r: dict) -> Verdict:
+        """The verdict of a / b's ratio `r` as computed (undecided without one)."""
         if r["ratio"] is None:
             return self.rules.undecided()
         return self.rules.verdict(r["ratio"], r["ci_low"], r["ci_high"], self.processes(a), self.processes(b),
@@ -131,7 +130,12 @@ class SpreadJudge:
         ratio of the sides' own values (`values_a`, `values_b`, with its Welch interval where each has two), shown
         but undecided, since a side that is not sound decides nothing."""
         if a in self.spreads.values and b in self.spreads.values:
-            return self.ratio(a, b, divisor=divisor), self.compare(a, b, divisor)
-        own = process_ratio(values_a, values_b)
-        r = {k: own[k] / divisor if own[k] is not None else None for k in ("ratio", "ci_low", "ci_high")}
+            r = self.ratio(a, b, divisor=divisor)
+            return r, self._verdict(a, b, r)
+        r = _divided(process_ratio(values_a, values_b), divisor)
         return r, self.rules.undecided(r["ratio"], r["ci_low"], r["ci_high"])
+
+
+def _divided(ratio: dict, divisor: float) -> dict:
+    """A ratio's keys (ratio, ci_low, ci_high; None stays None) divided by `divisor`, the rest as they are."""
+    return {**ratio, **{k: ratio[k] / divisor for k in ("ratio", "ci_low", "ci_high") if ratio[k] is not None}}

@@ -71,10 +71,6 @@ class Strategy:
         """A one-stage-per-worker schedule whose micro-batch count PROFILE=parallelism varies (GPipe, 1F1B)."""
         return self.micro_batched and self.chunks_per_worker == 1
 
-    def whole_batch_per_worker(self) -> bool:
-        """Every worker (a stage) sees the whole batch: the global batch is the batch size."""
-        return self.pipeline
-
 
 REGISTRY: dict[str, Strategy] = {}
 
