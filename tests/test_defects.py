@@ -169,6 +169,23 @@ def test_a_killed_launchers_scratch_and_kernel_folders_are_removed_by_the_next_r
         mine.rmdir()
 
 
+def test_the_kernel_folder_goes_even_while_an_exiting_kernel_still_writes_into_it(tmp_path):
+    """After Ctrl-C a kernel still exiting can write into the private folder while it is being removed: the
+    sweep waits for it and removes the folder (CI once found one left behind)."""
+    folder = tmp_path / "kernels"
+    folder.mkdir()
+    writer = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time, pathlib\n"
+        "f = pathlib.Path(sys.argv[1]); end = time.time() + 1.5; i = 0\n"
+        "while time.time() < end:\n"
+        "    try: (f / f'log{i}').write_text('x'); i += 1\n"
+        "    except OSError: break\n"), str(folder)])
+    time.sleep(0.3)
+    jupyter_kernels._remove(str(folder))
+    writer.wait(timeout=10)
+    assert not folder.exists()
+
+
 def _ranks_of(pid: int) -> list[psutil.Process]:
     try:
         return [p for p in psutil.Process(pid).children(recursive=True)  # the ranks, not their agents

@@ -41,6 +41,16 @@ def remove_stale() -> None:
             shutil.rmtree(folder, ignore_errors=True)
 
 
+def _remove(folder: str, attempts: int = 50) -> None:
+    """Remove the private folder. After Ctrl-C a kernel that is still exiting can write its log or a file into the
+    folder while it is being removed (rmtree then leaves it), so wait for our children a moment and try again."""
+    for _ in range(attempts):
+        shutil.rmtree(folder, ignore_errors=True)
+        if not os.path.exists(folder):
+            return
+        psutil.wait_procs(psutil.Process().children(recursive=True), timeout=0.1)
+
+
 def _private_kernelspecs(folder: str) -> None:
     """The main environment's kernel, and one per framework environment that is built (MXNet's; TensorFlow's CUDA
     build, which runs its GPU configs: Adapter.kernel_for)."""
@@ -84,7 +94,7 @@ def kernel_environment(log_path: Path | str | None = None):
             yield runtime
     finally:
         tempfile.tempdir = previous_tmp
-        shutil.rmtree(runtime, ignore_errors=True)
+        _remove(runtime)
         for k, v in previous.items():
             if v is None:
                 os.environ.pop(k, None)
