@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bench.report.estimates.intervals import config_intervals
+from bench.stats.config_intervals import config_intervals
 from bench.stats.mixtures import GAP_SIGMAS, two_groups
 from bench.stats.moderated import SweepSpreads, differing_families
 

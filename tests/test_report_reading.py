@@ -123,7 +123,7 @@ def test_the_degrees_of_freedom_in_the_methodology_come_from_the_configs(d, meth
     assert ("With 2-3 processes a config's own between-process variance has 1-2 degrees of freedom (t up to 12.7)"
             in method)
     assert "2-4 processes" not in method
-    assert methodology.own_spread_text(d.configs[d.configs["processes"] == 2]).startswith(
+    assert methodology.own_spread_text(d.configs[d.configs["processes"] == 2], d.judge).startswith(
         "With 2 processes a config's own between-process variance has 1 degree of freedom (t = 12.7)")
 
 

@@ -47,7 +47,7 @@ def test_mad():
 
 
 def test_welch_satterthwaite_is_the_classic_formula_and_ignores_known_variances():
-    from bench.stats.intervals import welch_satterthwaite
+    from bench.stats.quantiles import welch_satterthwaite
     va, vb = 0.04 / 3, 0.09 / 5
     classic = (va + vb) ** 2 / (va**2 / 2 + vb**2 / 4)
     assert welch_satterthwaite([(va, 2), (vb, 4)]) == pytest.approx(classic)

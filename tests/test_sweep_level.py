@@ -1,11 +1,12 @@
 """The sweep as a level above the process, its variance pooled over the configs (bench/stats/sweep_level.py), and how a
-comparison over two sweeps is judged (bench/report/estimates/intervals.py)."""
+comparison over two sweeps is judged (bench/stats/config_intervals.py, bench/report/estimates/pair_verdicts.py)."""
 
 import math
 
 import numpy as np
 
-from bench.report.estimates.intervals import compare_pair, config_intervals
+from bench.report.estimates.pair_verdicts import compare_pair
+from bench.stats.config_intervals import config_intervals
 from bench.stats.judge import Judge
 from bench.stats.sweep_level import fit_component, sweep_means
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .intervals import t_quantile
 from .printed import ratio_interval
+from .quantiles import t_quantile
 
 # Below this many configs with an interval, a common shift is not estimated (it would be one config's own).
 MIN_CONFIGS = 3

@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 
+from .quantiles import t_quantile, welch_satterthwaite
+
 
 def median_ci(samples, confidence: float = 0.95) -> tuple[float, float, float]:
     """(lower, upper, achieved coverage) of the median by binomial order statistics.
@@ -79,16 +81,6 @@ def cv(samples) -> float:
     return float(x.std(ddof=1) / x.mean()) if x.size > 1 and x.mean() > 0 else 0.0
 
 
-def t_quantile(confidence: float, df: float | None) -> float:
-    """The two-sided t quantile at `confidence` (the normal's where df is None, infinite or beyond 1e6): the one t
-    quantile of the statistics room."""
-    from scipy import stats as st  # lazily: a run process never needs scipy
-
-    if df is None or not math.isfinite(df) or df > 1e6:
-        return float(st.norm.ppf(0.5 + confidence / 2))
-    return float(st.t.ppf(0.5 + confidence / 2, df))
-
-
 def process_interval(values, confidence: float = 0.95) -> dict:
     """Geometric mean of per-process values (e.g. each process's median images/s) with a t-interval
     on the log scale (always positive, and the same scale as `process_ratio`).
@@ -124,14 +116,6 @@ def outer_level(values, levels) -> tuple[list[float], int]:
     for v, lv in zip(values, named):
         groups.setdefault(lv, []).append(math.log(v))
     return [math.exp(sum(g) / len(g)) for g in groups.values()], len(groups)
-
-
-def welch_satterthwaite(parts) -> float:
-    """Degrees of freedom of a sum of independent variances of means, [(variance, its df), ...]
-    (Welch-Satterthwaite). A part with zero variance or infinite df adds nothing to the denominator; 1e6 (the
-    normal quantile) when no part does."""
-    denominator = sum(v * v / df for v, df in parts if v and math.isfinite(df))
-    return sum(v for v, _ in parts) ** 2 / denominator if denominator > 0 else 1e6
 
 
 def welch_interval(a, b, confidence: float = 0.95) -> tuple[float, float | None, float | None]:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from .intervals import process_ratio
 from .moderated import SweepSpreads
+from .quantiles import t_quantile
 from .verdicts import (
     DEFAULT_MARGIN,
     INTERIM_CONFIDENCE,
@@ -59,6 +60,11 @@ class Judge:
     def within(self) -> str:
         """The margin as every sentence prints it: '+-5%'."""
         return f"+-{self.margin:.0%}"
+
+    def t(self, df: float | None) -> float:
+        """The t multiplier of an interval on `df` degrees of freedom at the report's confidence (what a sentence
+        about how wide few processes make an interval quotes)."""
+        return t_quantile(self.confidence, df)
 
     def verdict(self, ratio: float, ci_low: float | None, ci_high: float | None, n_a: int | None = None,
                 n_b: int | None = None, df: float | None = None) -> Verdict:

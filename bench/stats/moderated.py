@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .intervals import t_quantile, welch_satterthwaite
 from .mixtures import two_groups
+from .quantiles import t_quantile, welch_satterthwaite
 
 # A config's own variance beyond this upper-tail probability under the prior is not pooled; the search for configs
 # noisier than the rest uses it for the whole sweep (alpha / m a step).

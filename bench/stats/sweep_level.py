@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .intervals import welch_satterthwaite
 from .moderated import HETEROGENEITY_ALPHA
+from .quantiles import welch_satterthwaite
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .intervals import t_quantile
 from .printed import ratio_interval
+from .quantiles import t_quantile
 
 WINNER, SMALL, EQUIVALENT, UNDECIDED = "winner", "small difference", "equivalent", "undecided"
 VERDICTS = (WINNER, SMALL, EQUIVALENT, UNDECIDED)

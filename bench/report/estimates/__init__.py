@@ -2,13 +2,14 @@
 verdict, and the judgement of what is sound. The report's sections read these, never records or raw tables."""
 
 from ...measurement.flags import MIN_PROCESSES
+from ...stats.config_intervals import Interval, pair_ratio
 from .best_engines import REFERENCE, framework_grid
 from .comparisons import GROUP, NOT_COMPARED, best_batch_table, ratio_table, summary_table
 from .configs import Certificate, ConfigEstimate, estimate_configs
 from .engines import engines_table
 from .int8 import int8_pairs, int8_table
-from .intervals import UNRELIABLE, Interval, compare_pair, pair_ratio, pair_verdict
 from .judgement import join_reasons, sound, unsound_flags, unsound_reason
+from .pair_verdicts import UNRELIABLE, compare_pair, pair_verdict
 from .processes import process_table
 
 __all__ = ["GROUP", "MIN_PROCESSES", "NOT_COMPARED", "REFERENCE", "UNRELIABLE", "Certificate", "ConfigEstimate",

@@ -9,7 +9,7 @@ import pandas as pd
 from ...adapters import reference_adapter
 from ...stats.judge import Judge
 from .comparisons import GROUP, best_engine
-from .intervals import compare_pair
+from .pair_verdicts import compare_pair
 
 # The framework every row is also set against: the adapters' reference framework (the one most readers use, and the
 # 2019 study's baseline).

@@ -1,5 +1,5 @@
 """Every pair of frameworks per model, mode, precision and batch, and the answer per comparison: the fastest, its
-speed-up over the runner-up with the interval, and the verdict (bench/report/estimates/intervals.py computes all
+speed-up over the runner-up with the interval, and the verdict (bench/stats/config_intervals.py computes all
 three)."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pandas as pd
 
 from ...stats.judge import Judge
 from ...values import listed
-from .intervals import compare_pair
 from .judgement import unsound_flags
+from .pair_verdicts import compare_pair
 
 GROUP = ["platform", "model", "mode", "precision"]
 

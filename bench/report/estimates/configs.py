@@ -26,9 +26,9 @@ from ...measurement.flags import (
 from ...measurement.peak import peak_key
 from ...measurement.utilisation import peak_threads, utilisation
 from ...results.record import Flag
+from ...stats.config_intervals import Interval, config_intervals
 from ...stats.intervals import variance_components
 from .cross_run import cross_run_flags
-from .intervals import Interval, config_intervals
 from .judgement import join_reasons
 from .processes import throughput_flags
 

@@ -9,7 +9,7 @@ import pandas as pd
 from ...stats.judge import Judge
 from .comparisons import GROUP
 from .int8 import INT8, int8_table
-from .intervals import compare_pair
+from .pair_verdicts import compare_pair
 
 
 def engines_table(configs: pd.DataFrame, judge: Judge) -> pd.DataFrame:

@@ -9,7 +9,7 @@ import pandas as pd
 from ...stats.judge import Judge
 from ...stats.printed import bounds
 from ...stats.verdicts import UNDECIDED, phrase
-from .intervals import compare_pair
+from .pair_verdicts import compare_pair
 
 INT8 = "int8"
 # what an int8 config and its fp32 baseline must share besides the framework (the engine may differ)

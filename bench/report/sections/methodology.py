@@ -9,7 +9,7 @@ from ...adapters.base import OPTIMIZER
 from ...measurement import flags as checks
 from ...measurement.loop import STEADY_WINDOW, WARMUP_TOLERANCE
 from ...measurement.peak import PEAK_N, PEAK_TRIALS
-from ...stats.intervals import t_quantile
+from ...stats.judge import Judge
 from ...stats.sweep_level import sweep_means
 from ...values import counted
 from .. import calibration, coverage, not_run, overhead
@@ -56,7 +56,7 @@ def _own_df(values, sweeps) -> int:
     return int(sweep_means(values, sweeps).within_df)
 
 
-def own_spread_text(configs: pd.DataFrame) -> str:
+def own_spread_text(configs: pd.DataFrame, judge: Judge) -> str:
     """How little a config's own processes say about its spread, from this report's configs: 'With 2-6 processes a
     config's own between-process variance has 1-5 degrees of freedom (t up to 12.7)'."""
     ips = configs.get("process_ips", pd.Series(dtype=object))
@@ -66,7 +66,7 @@ def own_spread_text(configs: pd.DataFrame) -> str:
         return "No config has two processes, so none has a between-process variance of its own"
     lo, hi = pairs[0][0], pairs[-1][0]
     df_lo, df_hi = min(d for _, d in pairs), max(d for _, d in pairs)
-    t_max = t_quantile(0.95, df_lo)
+    t_max = judge.t(df_lo)
     per_sweep = " (less one per sweep where two sweeps measured it)" if any(n - d > 1 for n, d in pairs) else ""
     if lo == hi and df_lo == df_hi:
         return (f"With {lo} processes a config's own between-process variance has {counted(df_lo, 'degree')} of "
@@ -136,7 +136,7 @@ def methodology(d) -> str:
                  disturbed=n_disturbed, processes=len(procs),
                  peak_trials=PEAK_TRIALS, peak_n_cpu=PEAK_N["cpu"], peak_n_gpu=PEAK_N["gpu"],
                  impossible_guards="\n".join(r.methodology_line() for r in checks.RULES if r.impossible),
-                 pooling=pooling_text(d.configs), own_spread=own_spread_text(d.configs),
+                 pooling=pooling_text(d.configs), own_spread=own_spread_text(d.configs, d.judge),
                  pooled_winners=_after(pooled_winners_text(d.summary, d.best, d.judge)),
                  verdicts=d.judge.definition()) \
         + "".join(f"\n\n{part}" for part in (overhead.sweep_cost_text(all_records(d), sweeps),
