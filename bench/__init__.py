@@ -8,8 +8,9 @@ import os
 # number is unknown).
 os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
 
-from .config import RunConfig, make_config
+# Importing the package imports nothing else: loading a record (bench.results) must not import the config layer and
+# with it every adapter. A run is described by bench.config.RunConfig (make_config).
 from .errors import ConfigError, UnsupportedError
 from .version import __version__
 
-__all__ = ["RunConfig", "make_config", "ConfigError", "UnsupportedError", "__version__"]
+__all__ = ["ConfigError", "UnsupportedError", "__version__"]

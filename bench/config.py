@@ -21,6 +21,7 @@ from .host.machines import RENDEZVOUS, SLURM, check_cluster, parse_hosts
 from .images.files import check_data_dir
 from .masking import brief
 from .models import get_model
+from .run_fields import EXTRA, REQUIRED, RUN_FIELDS
 
 MODES = ("inference", "training")
 # fp32 is strict: TF32 tensor cores only as "tf32"; int8 is static post-training quantisation (CPU inference)
@@ -28,8 +29,8 @@ PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "int8")
 PROTOCOLS = ("adaptive", "seed")
 # files: JPEGs read and decoded by the framework's own input pipeline inside the step (bench/images/files.py)
 DATA_PLACEMENTS = ("device", "host", "files")
-# Distributed data-parallel training (bench/distributed/): "none" is a single process. Which
-# strategies a framework implements is declared by its adapter (`distributed_strategies`).
+# Distributed training (bench/runs/distributed/): strategies.ONE_PROCESS ("none") is a single process. Which
+# strategies a framework implements is declared by its adapter (`adapter.distributed.strategies`).
 STRATEGIES = strategies.names()  # bench/strategies/: each a registered object
 # The model's layers cut into one stage per worker (bench/runs/distributed/pipeline.py): every stage sees the whole
 # batch (split into `micro_batches` by a pipeline schedule), so the global batch is batch_size.
@@ -41,9 +42,22 @@ PROTOCOL_DEFAULTS = {
     "seed": dict(warmup=10, iterations=20, time_budget_s=0.0),
     "adaptive": dict(warmup=50, iterations=10, time_budget_s=60.0),
 }
-DEFAULT_CI_TARGET = 0.02  # +-2% relative half-width of the median's 95% CI
 # What one distributed rank needs at least: a whole framework process (interpreter, framework, model, batch).
 RANK_MEMORY_BYTES = 2**30
+
+
+def _with_run_fields(cls: type) -> type:
+    """Give RunConfig (before @dataclass) the run's settings as bench/run_fields.py declares them, each with its
+    default (`X | None` where it is resolved when the config is built), and the free-form `extra`."""
+    annotations: dict = {}
+    for f in RUN_FIELDS:
+        annotations[f.name] = f.type | None if f.default is None else f.type
+        if f.default is not REQUIRED:
+            setattr(cls, f.name, f.default)
+    annotations[EXTRA] = dict
+    setattr(cls, EXTRA, field(default_factory=dict, compare=False, hash=False))
+    cls.__annotations__ = annotations
+    return cls
 
 
 def _choice(field_name: str, value: object, valid) -> None:
@@ -104,48 +118,7 @@ _NUMBERS = {"batch_size": (True, False, MAX_VALUE), "seed": (True, True, 2**31 -
 # What each run setting means, for `--help` (bench/cli.py) and the docs; its choices, range and default are read from
 # the declarations the validator uses (_CHOICES, _NUMBERS, the registries, RunConfig's defaults), so the help and the
 # refusal of a bad value cannot drift apart.
-MEANING = {
-    "framework": "the framework to measure",
-    "model": "the network, from the catalogue (`bench list models`)",
-    "mode": "inference (a forward pass) or training (forward, backward and an optimizer update)",
-    "engine": "the framework's engine (eager, a compiler, a runtime option; `bench list frameworks` lists each "
-              "framework's, its first the default)",
-    "device": "where it runs",
-    "precision": "the numeric precision (int8 through the framework's own quantisation tool, inference only)",
-    "batch_size": "images per step (per worker with --scaling weak)",
-    "image_size": "the side of the square input images in pixels (default: the model's own, 224 for most)",
-    "threads": "intra-op threads (default: this machine's physical cores, divided among the workers)",
-    "protocol": "adaptive: warm up until steady, then at least 10 timed iterations to the CI target or the time "
-                "budget; seed: fixed counts (the 2019 study's 10 + 20)",
-    "warmup": "seed: warm-up iterations; adaptive: the most the warm-up may take while waiting for steady steps "
-              "(default 10 seed, 50 adaptive)",
-    "iterations": "seed: timed iterations; adaptive: the least (never below 10) (default 20 seed, 10 adaptive)",
-    "time_budget_s": "adaptive: seconds of timing beyond the minimum iterations, counted from the end of the first "
-                     "iteration (default 60; seed ignores it)",
-    "ci_target": "adaptive: stop once the median's 95% CI half-width is within this share of it",
-    "data": "device: synthetic batches already on the device; host: copied to it every step; files: JPEGs decoded "
-            "by the framework's own input pipeline (see --data-dir)",
-    "seed": "the random seed of the weights and the synthetic data",
-    "phase_iterations": "iterations of the instrumented pass after the timed loop (forward/backward/update times); "
-                        "0 skips it",
-    "strategy": "none: one process; the rest run several workers (data parallel, parameter servers, model and "
-                "pipeline parallel)",
-    "workers": "worker processes (ranks)",
-    "nodes": "emulated nodes on this machine (network namespaces joined by a link), or real machines with --cluster",
-    "link_gbit": "shape the emulated link to this rate in Gbit/s (0: unshaped)",
-    "link_delay_ms": "one-way delay added on the emulated link",
-    "bucket_mb": "the all-reduce's gradient bucket size (PyTorch DDP)",
-    "scaling": "weak: --batch-size per worker; strong: --batch-size is the global batch",
-    "backend": "collectives: auto (NCCL with a GPU per rank, gloo on CPUs), nccl or gloo",
-    "oversubscribe": "allow more workers than this machine has cores or memory for",
-    "cluster": "real machines: a comma-separated host list, or slurm (the Slurm step's nodes); empty: this machine",
-    "rendezvous": "torchrun's rendezvous on real machines",
-    "micro_batches": "pipeline strategies: micro-batches per step",
-    "pipeline_cut": "pipeline strategies: '' (stages balanced by counted FLOPs), 'time' (by measured time), or "
-                    "'a,b' (the unit where each stage after the first starts)",
-    "data_dir": "--data files: an ImageFolder tree of JPEGs (empty: a procedural set of --data-images images)",
-    "data_images": "--data files without --data-dir: how many procedural images",
-}
+MEANING = {f.name: f.meaning for f in RUN_FIELDS}  # each setting's --help, from bench/run_fields.py
 
 
 def choices_text(name: str) -> str:
@@ -224,55 +197,15 @@ def check_value(name: str, value: object) -> None:
 
 
 @dataclass(frozen=True)
+@_with_run_fields
 class RunConfig:
-    """One run. Fields left as None are resolved from the defaults when the object is built.
+    """One run: the settings bench/run_fields.py declares, checked. Fields left as None are resolved from the defaults
+    when the object is built.
 
     warmup/iterations mean: `seed` protocol - exact counts; `adaptive` - the warm-up cap and the
     minimum number of timed iterations, never below 10 (bench/measurement/loop.py: MIN_STEADY_ITERATIONS; timing
     continues until the CI target or the budget, and stops at the timed loop's cap).
     """
-
-    framework: str
-    model: str
-    mode: str = "inference"
-    engine: str | None = None
-    device: str = "cpu"
-    precision: str = "fp32"
-    batch_size: int = 32
-    image_size: int | None = None
-    threads: int | None = None
-    protocol: str = "adaptive"
-    warmup: int | None = None
-    iterations: int | None = None
-    time_budget_s: float | None = None
-    ci_target: float = DEFAULT_CI_TARGET
-    data: str = "device"
-    seed: int = 0
-    phase_iterations: int = 5  # instrumented pass after the timed loop; 0 skips it
-    # Distributed data-parallel training (defaults = one process; keys of older records unchanged)
-    strategy: str = "none"
-    workers: int = 1
-    nodes: int = 1  # > 1: emulated nodes (network namespaces joined by a veth link) on this machine
-    link_gbit: float = 0.0  # shape the emulated link to this rate (0 = unshaped)
-    link_delay_ms: float = 0.0  # one-way delay added on the emulated link
-    bucket_mb: float = 25.0  # DDP gradient bucket size (allreduce)
-    scaling: str = "weak"
-    backend: str = "auto"  # collectives: auto = NCCL with a GPU per rank, gloo on CPUs; gloo shares one GPU
-    # Run more workers than this machine has cores or memory for (an oversubscription experiment): refused otherwise.
-    oversubscribe: bool = False
-    # Real machines instead of this one: "" (this machine: loopback or emulated nodes), "slurm" (the Slurm step's
-    # tasks, bench/runs/distributed/cluster.py), or a host list "a,b" (node 0 first, one `bench run` per machine).
-    cluster: str = ""
-    rendezvous: str = "static"  # torchrun on real machines: "static" (fixed master) or "c10d"
-    # Pipeline strategies: micro-batches per step, and the cut ("" = balanced by counted FLOPs; "time": balanced by
-    # each unit's forward+backward time measured before the run; "a,b": the unit index where each stage after the
-    # first begins)
-    micro_batches: int = 1
-    pipeline_cut: str = ""
-    # data "files": a user's ImageFolder tree of JPEGs, or "" for the procedural set of `data_images` images
-    data_dir: str = ""
-    data_images: int = 2000
-    extra: dict = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         for name in FIELDS:  # every value given, on its own: the checks a profile makes of its blocks too
@@ -325,7 +258,7 @@ class RunConfig:
                 raise ConfigError(f"{', '.join(given)}: settings of a distributed run need a distributed strategy; "
                                   f"valid choices: {', '.join(STRATEGIES[1:])}")
             return
-        supported = getattr(adapter, "distributed_strategies", ())
+        supported = adapter.distributed.strategies
         if self.strategy not in supported:
             raise ConfigError(f"invalid strategy {self.strategy!r} for {self.framework}; valid choices: "
                               f"{', '.join(supported) or 'none (this framework has no distributed runs)'}")
@@ -351,19 +284,19 @@ class RunConfig:
         """The schedule's own checks run as every strategy's (bench/strategies/pipelines.py); the cut's units need
         the adapter."""
         if self.pipeline_cut and self.pipeline_cut != "time":  # the model's units, counted without running it
-            reason = ADAPTERS.get(self.framework).pipeline_cut_refusal(self)
+            reason = ADAPTERS.get(self.framework).distributed.pipeline_cut_refusal(self)
             if reason:
                 raise ConfigError(reason)
 
     def _tf_tasks_on_slurm(self, adapter) -> bool:
         """TF_CONFIG tasks on Slurm: one Slurm task (a `node` of the run) per TF task, SlurmClusterResolver's layout."""
-        return self.cluster == SLURM and adapter.slurm_tasks(self.strategy, self.workers) is not None
+        return self.cluster == SLURM and adapter.distributed.slurm_tasks(self.strategy, self.workers) is not None
 
     def _check_cluster(self, adapter) -> None:
         """Real machines: a framework that joins them, one host per node, no emulated link, a rendezvous its
         launcher has."""
         if self.rendezvous != "static":
-            if self.rendezvous not in adapter.rendezvous_kinds:
+            if self.rendezvous not in adapter.distributed.rendezvous_kinds:
                 raise ConfigError(f"invalid rendezvous {self.rendezvous!r} for {self.framework}: its tasks are given "
                                   "every address (TF_CONFIG); valid choice: static")
             if not self.on_real_cluster:
@@ -371,8 +304,8 @@ class RunConfig:
                                   f"'{SLURM}'); valid choice here: static")
         if not self.cluster:
             return
-        if not adapter.multi_machine:
-            able = [n for n in ADAPTERS if ADAPTERS.get(n).multi_machine]
+        if not adapter.distributed.multi_machine:
+            able = [n for n in ADAPTERS if ADAPTERS.get(n).distributed.multi_machine]
             raise ConfigError(f"invalid cluster {self.cluster!r} for {self.framework}: its ranks run on one machine; "
                               f"valid choices: framework {' or '.join(able)}")
         if self.nodes < 2:
@@ -384,11 +317,11 @@ class RunConfig:
         if self.cluster != SLURM and len(parse_hosts(self.cluster)) != self.nodes:
             raise ConfigError(f"cluster {self.cluster!r} lists {len(parse_hosts(self.cluster))} hosts for "
                               f"nodes={self.nodes}; valid: one host per node, node 0 first")
-        if not adapter.independent_workers_connect and self.strategy_of.baseline:
+        if not adapter.distributed.independent_workers_connect and self.strategy_of.baseline:
             raise ConfigError(f"independent {self.framework} workers never connect, so their results cannot reach one "
                               "machine: run the independent baseline without cluster (one machine)")
         if self._tf_tasks_on_slurm(adapter):
-            tasks = adapter.slurm_tasks(self.strategy, self.workers)
+            tasks = adapter.distributed.slurm_tasks(self.strategy, self.workers)
             if self.nodes != tasks:
                 raise ConfigError(f"invalid nodes {self.nodes} for {self.framework} on Slurm: one Slurm task per TF "
                                   f"task (SlurmClusterResolver), so nodes = {tasks} ({self.workers} workers"
@@ -421,16 +354,16 @@ class RunConfig:
         """GPU ranks need their GPUs (one each, or one shared over gloo when asked for); never CPU workers instead.
         torchrun ranks are judged by `rank_placement`; other frameworks' GPU layouts by their adapter."""
         adapter = ADAPTERS.get(self.framework)
-        if adapter.workers_in_one_process(self.strategy, self.device, self.nodes) and self.nodes > 1:
+        if adapter.distributed.workers_in_one_process(self.strategy, self.device, self.nodes) and self.nodes > 1:
             raise ConfigError(f"invalid nodes {self.nodes} for {self.framework} {self.strategy} on {self.device}: "
                               "its workers are the devices of one process on one machine; valid choice: nodes 1")
-        if self.backend != "auto" and not adapter.chooses_backend:
+        if self.backend != "auto" and not adapter.distributed.chooses_backend:
             raise ConfigError(f"invalid backend {self.backend!r} for {self.framework}: its collectives are its own; "
                               "valid choice: auto")
         if not devices.is_gpu(self.device) and self.backend == "auto":
             return
-        if devices.is_gpu(self.device) and not adapter.chooses_backend:
-            reason = adapter.gpu_layout_refusal(self.strategy, ranks, self.nodes, len(devices.gpus()))
+        if devices.is_gpu(self.device) and not adapter.distributed.chooses_backend:
+            reason = adapter.distributed.gpu_layout_refusal(self.strategy, ranks, self.nodes, len(devices.gpus()))
             if reason:
                 raise ConfigError(f"invalid distributed config: {reason}")
             return
@@ -522,10 +455,8 @@ class RunConfig:
         return label
 
 
-FIELDS = tuple(f.name for f in dataclasses.fields(RunConfig) if f.name != "extra")
-# Each field's value type, read from its annotation ("int | None" -> int): what a command-line flag parses to.
-FIELD_TYPES = {f.name: {"str": str, "int": int, "float": float, "bool": bool}[f.type.split(" | ")[0]]
-               for f in dataclasses.fields(RunConfig) if f.name != "extra"}
+FIELDS = tuple(f.name for f in RUN_FIELDS)
+FIELD_TYPES = {f.name: f.type for f in RUN_FIELDS}  # what a command-line flag parses to
 DISTRIBUTED_FIELDS = ("strategy", "workers", "nodes", "link_gbit", "link_delay_ms", "bucket_mb", "scaling",
                       "oversubscribe", "backend", "cluster", "rendezvous", "micro_batches", "pipeline_cut")
 # Distributed settings a single-process config may carry at their values (a profile's `settings` apply to every

@@ -9,9 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bench import make_config
 from bench.adapters import ADAPTERS
-from bench.config import RunConfig
+from bench.config import RunConfig, make_config
 from bench.results.record import (
     Distributed,
     Flag,

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from bench import make_config
+from bench.config import make_config
 from bench.errors import ConfigError
 from bench.results.record import Record
 from bench.stats.judge import Judge

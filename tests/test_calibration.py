@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from bench import make_config
+from bench.config import make_config
 from bench.report.calibration import aa_check, aa_false_verdicts, chance_of_at_least, methodology_text, same_code_sweeps
 from bench.results.record import GitInfo, Record
 from bench.stats.judge import Judge

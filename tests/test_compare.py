@@ -6,7 +6,7 @@ import matplotlib.pyplot as plt
 import papermill
 import pytest
 
-from bench import make_config
+from bench.config import make_config
 from bench.errors import ConfigError
 from bench.report.compare import COLUMNS, compare_results, identical_line, plot_comparison
 from bench.stats.judge import Judge

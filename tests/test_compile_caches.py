@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench import make_config
 from bench.adapters import ADAPTERS, compile_cache
 from bench.adapters.compile_cache import FolderWatch, build_key, outcomes
 from bench.adapters.onnx_export import export_key, export_onnx
+from bench.config import make_config
 from bench.results.record import Record
 from bench.results.sweep_manifest import SweepManifest, as_manifests
 

@@ -2,7 +2,8 @@
 
 import pytest
 
-from bench import ConfigError, make_config
+from bench import ConfigError
+from bench.config import make_config
 from bench.host.devices import gpus
 
 from .conftest import bench_cli

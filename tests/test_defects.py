@@ -468,7 +468,7 @@ def test_the_exported_report_is_masked_as_it_is_written(tmp_path, monkeypatch):
 def test_a_worker_killed_on_one_node_is_named_in_the_reason(tmp_path):
     import threading
 
-    from bench import make_config
+    from bench.config import make_config
     from bench.runs.single import execute
 
     config = make_config(framework="torch", model="tiny_cnn", mode="training", batch_size=4, image_size=16,

@@ -14,8 +14,7 @@ import numpy as np
 import psutil
 import pytest
 
-from bench import make_config
-from bench.config import DISTRIBUTED_FIELDS
+from bench.config import DISTRIBUTED_FIELDS, make_config
 from bench.errors import ConfigError
 from bench.ranks.timeline import step_phases, union_length
 from bench.results import link_model as netmodel

@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from bench import make_config
 from bench.cli import _parser
-from bench.config import FIELD_TYPES
+from bench.config import FIELD_TYPES, make_config
 from bench.sweep.profiles import load_profile
 
 ROOT = Path(__file__).parents[1]

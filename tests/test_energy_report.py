@@ -189,7 +189,7 @@ def _fill_from_ranks(record, config, ranks) -> None:
 
 
 def test_a_gpu_run_s_record_sums_energy_and_keeps_gpu_memory_and_utilisation_per_rank(monkeypatch):
-    from bench import make_config
+    from bench.config import make_config
     from bench.results.record import ModelInfo, Peak, Record
     from bench.runs.distributed.run import gpu_utilisation
 

@@ -7,9 +7,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from bench import make_config
 from bench.adapters import ADAPTERS
 from bench.adapters.onnx_export import input_batch, seeded_torch_model
+from bench.config import make_config
 from bench.measurement.certificate import placement_matches, run_checks
 from bench.measurement.flags import certificate_flags
 from bench.runs.single import execute

@@ -353,8 +353,8 @@ def test_tensorflow_gpu_configs_launch_by_layout_and_refuse_what_cannot_run(monk
     from bench.adapters import ADAPTERS
 
     tf = ADAPTERS.get("tensorflow")
-    assert tf.launch_for("allreduce", "cuda:0", 1) == "local_devices"  # MirroredStrategy: one process
-    assert [tf.launch_for(*a) for a in (("allreduce", "cuda:0", 2), ("allreduce", "cpu", 1),
+    assert tf.distributed.launch_for("allreduce", "cuda:0", 1) == "local_devices"  # MirroredStrategy: one process
+    assert [tf.distributed.launch_for(*a) for a in (("allreduce", "cuda:0", 2), ("allreduce", "cpu", 1),
                                         ("ps_async", "cuda:0", 1))] == ["tf_config"] * 3
     monkeypatch.setattr(tf, "not_applicable", lambda *a: None)  # this machine's TF build is beside the point here
     _gpus(monkeypatch, 2)
@@ -398,7 +398,7 @@ config = make_config(framework="tensorflow", model="tiny_cnn", mode="training", 
 worker._plan = lambda *a: strategies.StrategyPlan(strategies.MIRRORED, None, ("/cpu:0", "/cpu:1"), ())
 from bench.adapters import ADAPTERS
 from bench.runs.distributed.rank_loop import run_group
-run_group(ADAPTERS.get("tensorflow").rank_group(config, {}), config, {"out_dir": sys.argv[1]})
+run_group(ADAPTERS.get("tensorflow").distributed.rank_group(config, {}), config, {"out_dir": sys.argv[1]})
 """
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from bench import make_config
+from bench.config import make_config
 from bench.measurement.peak import peak_key
 from bench.measurement.utilisation import utilisation
 from bench.report.data import config_tables

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench import make_config
+from bench.config import make_config
 from bench.errors import ConfigError
 from bench.host import devices
 from bench.results.record import validate_record

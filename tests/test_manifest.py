@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from bench import make_config
+from bench.config import make_config
 from bench.errors import ConfigError
 from bench.host import manifest
 from bench.host.manifest import RECORDED_ENV_VARS, collect_manifest, host_name, recorded_environment

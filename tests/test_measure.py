@@ -2,7 +2,7 @@
 
 import itertools
 
-from bench import make_config
+from bench.config import make_config
 from bench.measurement.loop import MIN_STEADY_ITERATIONS, NEVER_STEADY, TIMED_CAP_S, WARMUP_CAP_S, measure
 
 

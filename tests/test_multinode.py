@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from bench import make_config
 from bench.adapters.tensorflow.launch import (
     place_tf_tasks,
     slurm_tf_jobs,
@@ -24,6 +23,7 @@ from bench.adapters.tensorflow.launch import (
     tf_tasks,
 )
 from bench.adapters.torch.launch import torchrun_tasks
+from bench.config import make_config
 from bench.errors import ConfigError
 from bench.host.machines import expand_nodelist, expand_tasks_per_node, parse_hosts
 from bench.results.links import link_key

@@ -3,7 +3,7 @@ records with known timestamps."""
 
 import pytest
 
-from bench import make_config
+from bench.config import make_config
 from bench.report.overhead import estimate_text, overhead_table, process_seconds, sweep_cost_text, to_text
 from bench.results.record import Record, Startup, SweepPlacement
 from bench.results.sweep_manifest import estimate_error, wall_key

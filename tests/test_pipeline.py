@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from bench import make_config
+from bench.config import make_config
 from bench.errors import ConfigError
 from bench.ranks.stages import balanced_cut, bubble_formula, given_cut, stage_summary
 from bench.results.record import validate_record
@@ -448,7 +448,7 @@ def test_a_schedule_that_failed_its_smoke_test_is_refused_before_any_process_sta
 
     hung = {"passed": False, "reason": "hung: the step unfinished 30 s after both ranks began it", "version": "torch x",
             "when": "then", "conclusive": True}
-    monkeypatch.setattr(type(ADAPTERS.get("torch")), "pipeline_smoke", lambda self, config, cache: hung)
+    monkeypatch.setattr(type(ADAPTERS.get("torch").distributed), "pipeline_smoke", lambda self, config, cache: hung)
     monkeypatch.setattr(pipeline, "section", lambda *a: pytest.fail("a run started"))
     record = execute(make_config(**MLP, strategy="zbv", micro_batches=4), tmp_path)
     assert record["status"] == "skipped"

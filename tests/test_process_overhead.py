@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from bench import make_config
 from bench.adapters.base import Workload, subtractive_phases
+from bench.config import make_config
 from bench.results.record import Record, Samples, Startup
 from bench.runs import single
 from bench.sweep import kernel_launcher

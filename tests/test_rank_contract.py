@@ -23,7 +23,7 @@ from bench.adapters.tensorflow.adapter import TFWorkload
 from bench.config import make_config
 from bench.runs.distributed.rank_loop import run_group
 config = make_config(framework="tensorflow", {TINY}, workers=1)
-group = ADAPTERS.get("tensorflow").rank_group(config, {{}})
+group = ADAPTERS.get("tensorflow").distributed.rank_group(config, {{}})
 assert type(group.workload) is TFWorkload, type(group.workload)
 variable = group.workload.model.trainable_variables[0].value
 assert group.strategy.extended.variable_created_in_scope(variable)  # the model was built in the strategy's scope
@@ -38,7 +38,7 @@ from bench.adapters import ADAPTERS
 from bench.config import make_config
 from bench.runs.distributed.rank_loop import run_group
 config = make_config(framework="jax", {TINY}, workers=2)
-group = ADAPTERS.get("jax").rank_group(config, {{}})
+group = ADAPTERS.get("jax").distributed.rank_group(config, {{}})
 assert type(group.workload).__name__ == "JaxWorkload", type(group.workload)
 start = group.workload.weights_checksum()  # every replica starts from the workload's weights
 assert all(abs(c - start) <= 1e-6 * start for c in group.checksums()), (group.checksums(), start)

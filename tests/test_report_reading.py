@@ -10,7 +10,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pytest
 
-from bench import make_config
+from bench.config import make_config
 from bench.report import answer, context, coverage, overhead, parallelism, scaling, scaling_text
 from bench.report import diagnostics as D
 from bench.report import figures as F

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from bench import make_config
 from bench.adapters import ADAPTERS
+from bench.config import make_config
 from bench.report import coverage, sections
 from bench.report.context import load
 from bench.report.sections.environment import environment_name, environment_table

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from bench import make_config
 from bench.adapters import ADAPTERS
+from bench.config import make_config
 from bench.errors import UnsupportedError
 from bench.host.devices import gpus
 from bench.measurement.certificate import parity_table

@@ -11,7 +11,7 @@ import socket
 
 import pytest
 
-from bench import make_config
+from bench.config import make_config
 from bench.errors import ConfigError
 from bench.ranks.workunits import WorkUnits, unit_bounds
 
@@ -154,7 +154,7 @@ def test_sandblaster_converges_to_the_single_process_lbfgs_loss():
     from bench.ranks import digits
 
     config = make_config(**SANDBLASTER, threads=1)
-    model = ADAPTERS.get("torch").prepare_rank(config.for_rank(0, "cpu")).module
+    model = ADAPTERS.get("torch").distributed.prepare_rank(config.for_rank(0, "cpu")).module
     x, y = (torch.from_numpy(a) for a in digits.load(channels_last=False, seed=config.seed)["train"])
     opt = torch.optim.LBFGS(model.parameters(), **LBFGS)
 

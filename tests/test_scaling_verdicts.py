@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from matplotlib.text import Text
 
-from bench import make_config
+from bench.config import make_config
 from bench.measurement import scaling_pairs as C
 from bench.report import scaling_figures as SF
 from bench.report import scaling_text as ST

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from bench import make_config
 from bench.commands import EXIT_INTERRUPTED
+from bench.config import make_config
 from bench.errors import ConfigError
 from bench.report.data import config_tables
 from bench.results.record import validate_record

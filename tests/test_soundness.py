@@ -7,8 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bench import make_config
-from bench.config import RunConfig
+from bench.config import RunConfig, make_config
 from bench.measurement.peak import peak_key
 from bench.report import tables as T
 from bench.report.data import config_tables

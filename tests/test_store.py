@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from bench import make_config
+from bench.config import make_config
 from bench.errors import SchemaError
 from bench.results.store import atomic_write_json, load_records, runs_frame, write_record
 from bench.runs.single import execute

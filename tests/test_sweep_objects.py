@@ -126,7 +126,7 @@ def test_an_interrupted_sweep_closes_the_executor_and_says_how_far_it_got(tmp_pa
 
 
 def test_a_retry_waits_for_a_quiet_machine_and_its_record_says_how_long(monkeypatch, tmp_path):
-    from bench import make_config
+    from bench.config import make_config
     from bench.sweep import executors
     from bench.sweep.executors import LocalExecutor, Submission
     from bench.sweep.plan import Task
@@ -146,7 +146,7 @@ def test_a_device_peak_that_cannot_be_measured_leaves_the_other_runs_running(mon
     import copy
     from dataclasses import replace
 
-    from bench import make_config
+    from bench.config import make_config
     from bench.sweep import measurements
     from bench.sweep.profiles import load_profile
 

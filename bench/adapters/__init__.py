@@ -21,9 +21,15 @@ def measures_a_framework(name: str) -> bool:
 
 
 def declared(name: str, attribute: str, default=None):
-    """What framework `name` declares as `attribute`, or `default` for a name no adapter here answers to (a record
-    from another checkout)."""
-    return getattr(ADAPTERS.get(name), attribute, default) if name in ADAPTERS else default
+    """What framework `name` declares as `attribute` (dotted for its distributed runs: "distributed.own_collectives"),
+    or `default` for a name no adapter here answers to (a record from another checkout)."""
+    if name not in ADAPTERS:
+        return default
+    owner = ADAPTERS.get(name)
+    *path, last = attribute.split(".")
+    for part in path:
+        owner = getattr(owner, part)
+    return getattr(owner, last, default)
 
 
 def says_out_of_memory(text: str) -> bool:

@@ -1,7 +1,8 @@
 """A distributed run's launch plan: the processes to start (argv, environment) and the kind of launch it is.
 
-Each adapter returns its own plan (`Adapter.launch_plan`), so the launcher (bench/runs/distributed/) starts tasks
-without knowing how any framework's ranks find each other (torchrun agents, TF_CONFIG tasks, one process).
+Each adapter returns its own plan (`DistributedRuns.launch_plan`, bench/adapters/distributed_runs.py), so the
+launcher (bench/runs/distributed/) starts tasks without knowing how any framework's ranks find each other (torchrun
+agents, TF_CONFIG tasks, one process).
 """
 
 from __future__ import annotations

@@ -129,7 +129,7 @@ class WorkloadRanks(RankGroup):
     def of_this_process(cls, adapter, config: RunConfig) -> WorkloadRanks:
         """The rank the launcher started this process as (its RANK_ENV), training the adapter's rank workload."""
         rank = int(os.environ.get(RANK_ENV, 0))
-        return cls(adapter.prepare_rank(config.for_rank(rank)), config, rank)
+        return cls(adapter.distributed.prepare_rank(config.for_rank(rank)), config, rank)
 
     def step(self) -> dict[str, float]:
         workload = self.workload

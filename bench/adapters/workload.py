@@ -49,7 +49,7 @@ class Workload(ABC):
 
     `settings` is what the record keeps of how the run was set up (written as the record's `settings`, free-form
     beyond the names CertificateFacts declares, which `certificate_facts` reads). A distributed strategy runs the
-    same workload per rank (Adapter.prepare_rank) and puts its communication between the step's parts."""
+    same workload per rank (DistributedRuns.prepare_rank) and puts its communication between the step's parts."""
 
     params: int = 0
     settings: dict

@@ -27,6 +27,7 @@ from ..paths import PROJECT_ROOT, default_results_dir
 from ..results.schema import VALIDATOR
 from ..results.store import atomic_write_json, host_dir
 from ..runs import maxbatch
+from ..strategies import ALL_REDUCE
 from . import EXIT_OK, EXIT_RUN_ERROR
 from .doctor import ask, host_facts, table
 
@@ -104,16 +105,16 @@ def distributed_steps(adapter, device: str, size: dict) -> list[Step]:
     """A framework's data-parallel runs on the one device: for one whose ranks pick their collectives, one rank over
     NCCL (the GPU's own collectives) and two ranks sharing the GPU over gloo; else one process over its devices."""
     name, gpu = adapter.name, device != "cpu"
-    if "allreduce" not in adapter.distributed_strategies:
+    if ALL_REDUCE not in adapter.distributed.strategies:
         return []
-    if adapter.chooses_backend:
+    if adapter.distributed.chooses_backend:
         return [Step(f"{name} DDP 1 rank {'NCCL' if gpu else 'gloo'}",
-                     run_argv(name, "training", "fp32", device, size, strategy="allreduce", workers=1)),
+                     run_argv(name, "training", "fp32", device, size, strategy=ALL_REDUCE, workers=1)),
                 Step(f"{name} DDP 2 ranks gloo on one {'GPU' if gpu else 'CPU'}",
-                     run_argv(name, "training", "fp32", device, size, strategy="allreduce", workers=2,
+                     run_argv(name, "training", "fp32", device, size, strategy=ALL_REDUCE, workers=2,
                               backend="gloo", oversubscribe="true"))]
     return [Step(f"{name} data parallel over 1 device",
-                 run_argv(name, "training", "fp32", device, size, strategy="allreduce", workers=1))]
+                 run_argv(name, "training", "fp32", device, size, strategy=ALL_REDUCE, workers=1))]
 
 
 # What the runs at the best batch need once the search is done (two ResNet-50 processes on a GPU): the search

@@ -45,7 +45,7 @@ def _cluster(args: argparse.Namespace, config) -> Machines | None:
                 raise ConfigError(f"{flag} is for a run across real machines: give --cluster (or --master-addr)")
         return None
     adapter = ADAPTERS.get(config.framework)
-    if not config.distributed or not adapter.rendezvous_kinds:
+    if not config.distributed or not adapter.distributed.rendezvous_kinds:
         raise ConfigError("--master-addr/--node-rank start this machine's torchrun agent of a run across machines; "
                           "valid choices: --strategy with a torchrun framework, or --cluster host0,host1,... "
                           "--node-rank k (every framework that runs on several machines)")
@@ -109,9 +109,9 @@ def listing(args: argparse.Namespace) -> int:
         for name in ADAPTERS.names(args.pattern):
             a = ADAPTERS.get(name)
             print(f"{name:12s} engines: {', '.join(a.engines):22s} version: {a.version() or 'not installed'}")
-            if a.distributed_strategies:
-                strategies = ", ".join(a.distributed_strategies)
-                print(f"{'':12s} distributed: {strategies} (started by {a.distributed_launch})")
+            if a.distributed.strategies:
+                strategies = ", ".join(a.distributed.strategies)
+                print(f"{'':12s} distributed: {strategies} (started by {a.distributed.launch})")
         print("\nsystems compared by the source studies and by users today:")
         for row in status_rows():
             why = f" - {row['reason']}" if row["reason"] else ""

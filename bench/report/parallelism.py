@@ -10,7 +10,7 @@ import statistics
 
 import pandas as pd
 
-from ..results.record import Record, as_records
+from ..results.record import Pipeline, Record, as_records
 from ..stats.judge import Judge, SpreadJudge
 from ..stats.moderated import SweepSpreads
 from ..stats.printed import quantity
@@ -44,11 +44,11 @@ def _pipeline_facts(records: list[Record]) -> dict[str, dict]:
     return out
 
 
-def _per_stage(sections: list[dict], key: str) -> list[float] | None:
+def _per_stage(sections: list[Pipeline], key: str) -> list[float] | None:
     """Each stage's `key`, the mean over processes; None when a process's section lacks it."""
     if not sections:
         return None
-    per = [[s["stages"][i].get(key) for s in sections] for i in range(len(sections[0]["stages"]))]
+    per = [[getattr(s.stages[i], key) for s in sections] for i in range(len(sections[0].stages))]
     return None if any(v is None for values in per for v in values) else [statistics.mean(v) for v in per]
 
 
@@ -96,9 +96,9 @@ def table(records: list[Record], scaling_table: pd.DataFrame, judge: Judge,
 
 def _row(row, facts: dict, dp: pd.DataFrame, on: SpreadJudge) -> dict:
     sections = facts.get("sections", [])
-    m = sections[0]["micro_batches"] if sections else None
-    predicted = [s["predicted"].get("step_s") or s["predicted"].get("compute_step_s") for s in sections]
-    with_link = all(s["predicted"].get("step_s") is not None for s in sections) if sections else None
+    m = sections[0].micro_batches if sections else None
+    predicted = [s.predicted.step_s or s.predicted.compute_step_s for s in sections]
+    with_link = all(s.predicted.step_s is not None for s in sections) if sections else None
     verdict = None
     me = strategy(row["strategy"])
     if len(dp) and not me.pipeline_baseline and not me.baseline:
@@ -124,31 +124,31 @@ def _row(row, facts: dict, dp: pd.DataFrame, on: SpreadJudge) -> dict:
                               "data parallel faster", "as fast as data parallel", verdict.interval())
         if verdict else None,
         "ratio_vs_dp": verdict.interval() if verdict else None,
-        "bubble_measured": _mean(s["measured_bubble"] for s in sections),
-        "bubble_formula": sections[0]["predicted"]["bubble"] if sections else None,
-        "step_measured_ms": _mean(s["measured_step_s"] for s in sections) * 1e3 if sections else None,
+        "bubble_measured": _mean(s.measured_bubble for s in sections),
+        "bubble_formula": sections[0].predicted.bubble if sections else None,
+        "step_measured_ms": _mean(s.measured_step_s for s in sections) * 1e3 if sections else None,
         "step_predicted_ms": _mean(predicted) * 1e3 if sections and _mean(predicted) else None,
         "prediction_has_link": with_link,
-        "cut": f"{sections[0]['cut_rule']}; starts {sections[0]['cut_starts']}" if sections else None,
-        "stage_params": sections[0]["stage_params"] if sections else None,
-        "micro_batches_held": [s_["micro_batches_held_max"] for s_ in sections[0]["stages"]] if sections else None,
+        "cut": f"{sections[0].cut_rule}; starts {sections[0].cut_starts}" if sections else None,
+        "stage_params": sections[0].stage_params if sections else None,
+        "micro_batches_held": [s_.micro_batches_held_max for s_ in sections[0].stages] if sections else None,
         # per stage, its compute and idle share (mean over processes): an unbalanced cut shows here
         "stage_compute_ms": _per_stage(sections, "compute_ms"),
         "stage_idle_share": _per_stage(sections, "bubble_share"),
         "activations_held_bytes": _held(sections),
-        "timeline": sections[-1]["timeline"] if sections else None,
-        "expected_timeline": sections[-1]["expected_timeline"] if sections else None,
+        "timeline": sections[-1].timeline if sections else None,
+        "expected_timeline": sections[-1].expected_timeline if sections else None,
     }
 
 
-def _timed(section: dict) -> bool:
+def _timed(section: Pipeline) -> bool:
     """Whether the run's cut was balanced by measured time (pipeline_cut "time"), not by counted FLOPs."""
-    return str(section.get("cut_rule", "")).startswith("balanced by measured time")
+    return (section.cut_rule or "").startswith("balanced by measured time")
 
 
-def _held(sections: list[dict]) -> int | None:
+def _held(sections: list[Pipeline]) -> int | None:
     """The most activation bytes any stage held for its backward (mean over processes)."""
-    peaks = [max((st.get("activations_held_peak_bytes") or 0) for st in s["stages"]) for s in sections]
+    peaks = [max((st.activations_held_peak_bytes or 0) for st in s.stages) for s in sections]
     peaks = [p for p in peaks if p]
     return int(statistics.mean(peaks)) if peaks else None
 

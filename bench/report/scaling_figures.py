@@ -226,10 +226,11 @@ def predicted_vs_measured(pred: pd.DataFrame):
         ax.set_axis_off()
         return mark_flags(_finish(fig, ax, "Alpha-beta model vs measurement"), guarded)
     for k, (_, r) in enumerate(pred.iterrows(), 1):
+        buckets = declared(r["framework"], "distributed.bucketed_allreduce")
         ax.scatter(r["measured_ms"], r["predicted_ms"], color=framework_colour(r["framework"]),
                    marker="o" if r["link"] == "loopback" else "s", s=36, zorder=3,
                    label=f"{k}: {r['framework']} {r['model']} {r['strategy']} x{r['workers']}, {r['link']}"
-                         + (f", {r['bucket_mb']:g} MB buckets" if declared(r["framework"], "bucketed_allreduce")
+                         + (f", {r['bucket_mb']:g} MB buckets" if buckets
                             and strategy(r["strategy"]).overlaps_backward else "") + f" ({r['error']:+.0%})")
         ax.annotate(str(k), (r["measured_ms"], r["predicted_ms"]), fontsize=6.5, xytext=(3, 3),
                     textcoords="offset points")

@@ -12,7 +12,7 @@ from ..adapters import declared
 from ..measurement import scaling_pairs as pairs
 from ..measurement.flags import not_available
 from ..results.links import SIZES
-from ..results.record import Record, as_records
+from ..results.record import BatchMethod, Record, as_records
 from ..stats.printed import quantity
 from ..stats.verdicts import UNDECIDED, Verdict, phrase, said
 from ..strategies import strategy
@@ -141,16 +141,16 @@ def sandblaster_for_display(procs: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame()
     rows = []
     for _, p in procs[procs["sandblaster"].notna()].iterrows():
-        s = p["sandblaster"]
-        cpu = ", ".join(f"{q['role']} {q['cpu_share_of_one_core']:.0%}" for q in s["processes"]
+        s: BatchMethod = p["sandblaster"]
+        cpu = ", ".join(f"{q['role']} {q['cpu_share_of_one_core']:.0%}" for q in s.processes
                         if q.get("cpu_share_of_one_core") is not None)
         rows.append({"framework": p["framework"], "workers": p["workers"], "repeat": p["repeat"],
-                     "processes on cores": f"{len(s['processes'])} on {s['cores']}",
+                     "processes on cores": f"{len(s.processes)} on {s.cores}",
                      "CPU of one core (timed window)": cpu,
                      "units per worker (taken from another's shard)":
-                         ", ".join(f"{t} ({k})" for t, k in zip(s["units_per_worker"], s["units_stolen_per_worker"])),
-                     "ms per unit per worker": ", ".join(f"{ms:.2f}" for ms in s["worker_ms_per_unit"]),
-                     "evaluations per iteration": round(s["evaluations_per_iteration"] or 0, 2)})
+                         ", ".join(f"{t} ({k})" for t, k in zip(s.units_per_worker, s.units_stolen_per_worker)),
+                     "ms per unit per worker": ", ".join(f"{ms:.2f}" for ms in s.worker_ms_per_unit),
+                     "evaluations per iteration": round(s.evaluations_per_iteration or 0, 2)})
     return pd.DataFrame(rows)
 
 
@@ -194,7 +194,7 @@ def failures(records: list[Record]) -> pd.DataFrame:
 
 def _bucketed(name: str, framework: str) -> bool:
     """An all-reduce that sends gradients in buckets (PyTorch DDP): its bucket size is part of what was run."""
-    return strategy(name).overlaps_backward and bool(declared(framework, "bucketed_allreduce", False))
+    return strategy(name).overlaps_backward and bool(declared(framework, "distributed.bucketed_allreduce", False))
 
 
 def _buckets(r) -> str:
@@ -286,9 +286,9 @@ def findings(data) -> list[str]:
                    f"on {p['link']}{_buckets(p)}{_profile(t, p)}: "
                    f"predicted {p['predicted_ms']:.0f} ms, measured {p['measured_ms']:.0f} ms ({p['error']:+.0%})"
                    + (f"; the fit is gloo's, and {declared(p['framework'], 'display_name')}'s own collectives "
-                      f"({declared(p['framework'], 'own_collectives')}) spent "
-                      f"{p['exposed_comm_ms']:.0f} ms per step where the model allows {p['comm_model_ms']:.0f}"
-                      if declared(p["framework"], "own_collectives") and p["exposed_comm_ms"] else "") + ".")
+                      f"({own}) spent {p['exposed_comm_ms']:.0f} ms per step where the model allows "
+                      f"{p['comm_model_ms']:.0f}" if (own := declared(p["framework"], "distributed.own_collectives"))
+                      and p["exposed_comm_ms"] else "") + ".")
     for _, a in data.accuracy.iterrows():
         out.append(f"After {a['at_s']:.2f} s of training, {a['framework']} {a['strategy']} x{a['workers']} reached "
                    f"{a['accuracy']:.1%} test accuracy on digits (range over {a['processes']} processes "

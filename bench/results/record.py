@@ -25,6 +25,7 @@ from .. import strategies
 from ..errors import SchemaError
 from ..host.devices import device_label
 from ..host.manifest import collect_manifest, host_name, mask_text, reduced_precision_features
+from ..run_fields import EXTRA, REQUIRED, RUN_FIELDS
 from .schema import JSON, OPTIONAL, VALIDATOR, compile_check, json_fields, json_schema, key, strip_none
 
 if TYPE_CHECKING:
@@ -194,45 +195,27 @@ class Flag(Section):
     reason: str
 
 
-@section
-class RunSettings(Section):
-    """The configuration measured, as plain data (the fields of bench.config.RunConfig, unchecked: loading
-    a record needs neither its framework nor its device). Keys older records lack read as their defaults.
-    tests/test_run_settings.py fails where these fields and RunConfig's disagree."""
+def _with_run_fields(cls: type) -> type:
+    """Give RunSettings (before @section) the run's settings as bench/run_fields.py declares them: each key's type
+    (nullable where a record may hold null or lacks it and reads as None), required or optional, and what a record
+    lacking it reads as."""
+    annotations: dict = {}
+    for f in RUN_FIELDS:
+        annotations[f.name] = f.type | None if f.nullable else f.type
+        value = f.absent_reads
+        setattr(cls, f.name, key(**f.schema) if f.recorded is REQUIRED else optional(value, **f.schema))
+    annotations[EXTRA] = dict[str, Any]
+    setattr(cls, EXTRA, optional({}))
+    cls.__annotations__ = {**cls.__dict__.get("__annotations__", {}), **annotations}
+    return cls
 
-    framework: str
-    model: str
-    mode: str
-    engine: str
-    device: str
-    precision: str
-    batch_size: int = key(minimum=1)
-    image_size: int | None
-    threads: int = key(minimum=1)
-    protocol: str
-    warmup: int | None
-    iterations: int | None
-    time_budget_s: float | None = optional()
-    ci_target: float | None = optional()
-    data: str
-    seed: int | None = optional()
-    phase_iterations: int | None = optional()
-    strategy: str = optional("none")
-    workers: int = optional(1)
-    nodes: int = optional(1)
-    link_gbit: float = optional(0.0)
-    link_delay_ms: float = optional(0.0)
-    bucket_mb: float = optional(25.0)
-    scaling: str | None = optional()
-    backend: str = optional("auto")
-    oversubscribe: bool = optional(False)
-    cluster: str = optional("")
-    rendezvous: str = optional("static")
-    micro_batches: int = optional(1)
-    pipeline_cut: str = optional("")
-    data_dir: str = optional("")
-    data_images: int = optional(2000)
-    extra: dict[str, Any] = optional({})
+
+@section
+@_with_run_fields
+class RunSettings(Section):
+    """The configuration measured, as plain data: the fields of bench.config.RunConfig, both made from
+    bench/run_fields.py, unchecked (loading a record needs neither its framework nor its device). Keys older records
+    lack read as their defaults."""
 
     @property
     def distributed(self) -> bool:
@@ -425,6 +408,91 @@ class Rank(Section):
 
 
 @section
+class PipelineStage(Section):
+    """One stage of a pipeline run: its times per step (medians over the timed steps), what it held and sent."""
+
+    stage: int | None = optional(minimum=0)
+    params: int | None = optional()
+    forward_ms: float | None = optional()
+    backward_ms: float | None = optional()
+    compute_ms: float | None = optional()  # forward, backward and (last stage) the loss
+    wait_ms: float | None = optional()
+    idle_ms: float | None = optional()
+    update_ms: float | None = optional()
+    bubble_share: float | None = optional()
+    activation_bytes_per_micro_batch: int | None = optional()
+    micro_batches_held_max: int | None = optional()
+    activations_held_peak_bytes: int | None = optional()  # the micro-batches held x the bytes one of them saves
+    sent_bytes_per_micro_batch: int | None = optional()
+    peak_rss_bytes: float | None = optional()
+    peak_memory_bytes: float | None = optional()
+
+
+@section
+class PipelinePrediction(Section):
+    """What the pipeline model predicted for a run's step: the bubble, compute and the transfers between stages."""
+
+    bubble: float | None = optional()
+    bubble_source: str | None = optional()
+    chunks_per_rank: int | None = optional()
+    compute_step_s: float | None = optional()
+    transfer_s: float | None = optional()
+    step_s: float | None = optional()  # None where no link was measured for the transfers
+    link: str | None = optional()
+    form: str | None = optional()
+
+
+@section
+class Pipeline(Section):
+    """A pipeline run (bench/runs/distributed/pipeline.py): the schedule and the cut its adapter set up, each stage's
+    times and memory, the measured step and bubble against the model's, and the timeline of the median step."""
+
+    strategy: str | None = optional()
+    micro_batches: int | None = optional(minimum=1)
+    stages: list[PipelineStage] = optional([])
+    stages_count: int | None = optional()
+    measured_step_s: float | None = optional()
+    measured_bubble: float | None = optional()
+    bubble_method: str | None = optional()
+    predicted: PipelinePrediction | None = optional()
+    # per stage, the median step's (kind, micro-batch, start s, end s) intervals; and the schedule's expected ones
+    timeline: list[Any] | None = optional()
+    timeline_step: str | None = optional()
+    expected_timeline: list[Any] | None = optional()
+    expected_bubble: float | None = optional()
+    # the set-up the adapter reports (bench/adapters/torch/pipeline.py): schedule, chunks, the cut and its units
+    schedule: str | None = optional()
+    chunks_per_rank: int | None = optional()
+    rank_stages: list[list[int]] | None = optional()
+    schedule_ops: list[Any] | None = optional()
+    cut_rule: str | None = optional()
+    cut_starts: list[int] | None = optional()
+    units: int | None = optional()
+    batchnorm: str | None = optional()
+    stage_params: list[int] | None = optional()
+    stage_flops_per_image: list[float] | None = optional()
+    unit_ms: list[float] | None = optional()
+    stage_ms_timed: list[float] | None = optional()
+    smoke_test: Any = optional()
+
+
+@section
+class BatchMethod(Section):
+    """A batch method's run (Sandblaster L-BFGS, bench/runs/distributed/sandblaster.py): its processes and how they
+    shared the cores, the work units each worker took and stole, evaluations per iteration."""
+
+    processes: list[dict[str, Any]] = optional([])  # rank, role, pid, CPU seconds and share of one core
+    cores: int | None = optional()
+    core_sharing: str | None = optional()
+    units_per_worker: list[int] = optional([])
+    units_stolen_per_worker: list[int] = optional([])
+    worker_ms_per_unit: list[float] = optional([])
+    evaluations_per_iteration: float | None = optional()
+    iterations: int | None = optional()
+    loss_last: float | None = optional()
+
+
+@section
 class Distributed(Section):
     """A distributed run: strategy, workers, link and one section per rank."""
 
@@ -445,9 +513,9 @@ class Distributed(Section):
     accuracy: list[dict[str, Any]] | None = optional()
     global_step: str | None = optional()
     # pipeline strategies: the cut, per-stage times and memory, the schedule's timeline, the model's prediction
-    pipeline: dict[str, Any] | None = optional()
-    # Sandblaster L-BFGS: its processes and how they shared the cores, work units per worker, evaluations per step
-    sandblaster: dict[str, Any] | None = optional()
+    pipeline: Pipeline | None = optional()
+    # a batch method (Sandblaster L-BFGS): its processes and how they shared the cores, work units per worker
+    sandblaster: BatchMethod | None = optional()
 
 
 @section

@@ -4,9 +4,11 @@ imported below in the order the report lists them."""
 from importlib import import_module
 
 from .base import (
+    ALL_REDUCE,
     BASELINE,
     BATCH_METHOD,
     DATA_PARALLEL,
+    ONE_PROCESS,
     PARAMETER_SERVER,
     PIPELINE,
     REGISTRY,
@@ -22,5 +24,5 @@ from .base import (
 for _module in ("single", "independent", "allreduce", "parameter_server", "pipelines", "sandblaster"):
     import_module(f"{__name__}.{_module}")
 
-__all__ = ["BASELINE", "BATCH_METHOD", "DATA_PARALLEL", "PARAMETER_SERVER", "PIPELINE", "REGISTRY", "SGD_RECIPE",
-           "SINGLE", "Strategy", "has", "names", "strategy"]
+__all__ = ["ALL_REDUCE", "BASELINE", "BATCH_METHOD", "DATA_PARALLEL", "ONE_PROCESS", "PARAMETER_SERVER", "PIPELINE",
+           "REGISTRY", "SGD_RECIPE", "SINGLE", "Strategy", "has", "names", "strategy"]

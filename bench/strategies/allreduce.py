@@ -2,9 +2,9 @@
 (`allreduce`: DDP, MultiWorkerMirroredStrategy, MXNet's kvstore) or after backward (`allreduce_nosync`: the same
 without overlap, what the overlap comparison divides by)."""
 
-from .base import DATA_PARALLEL, Strategy, register
+from .base import ALL_REDUCE, DATA_PARALLEL, Strategy, register
 
-ALLREDUCE = register(Strategy("allreduce", "data parallel (DDP all-reduce)", "all-reduce (DDP / MWMS)", DATA_PARALLEL,
+ALLREDUCE = register(Strategy(ALL_REDUCE, "data parallel (DDP all-reduce)", "all-reduce (DDP / MWMS)", DATA_PARALLEL,
                               link_model="ring", synchronous=True, overlaps_backward=True,
                               overlap_baseline="allreduce_nosync", buckets=True, pipeline_baseline=True, hatch="//",
                               line="-"))

@@ -14,6 +14,9 @@ from dataclasses import dataclass, field
 
 from ..errors import ConfigError
 
+# The names other rooms need without comparing strings: one process (the default), and the data-parallel strategy a
+# check or a probe runs when it needs one (the network probe, the GPU check, a distributed block's default)
+ONE_PROCESS, ALL_REDUCE = "none", "allreduce"
 SINGLE, BASELINE, DATA_PARALLEL, PARAMETER_SERVER, PIPELINE, BATCH_METHOD = (
     "single process", "no communication", "data parallel", "parameter server", "pipeline", "batch method")
 

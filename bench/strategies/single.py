@@ -1,5 +1,5 @@
 """`none`: one process, no workers."""
 
-from .base import SINGLE, Strategy, register
+from .base import ONE_PROCESS, SINGLE, Strategy, register
 
-NONE = register(Strategy("none", "one process", "one process", SINGLE))
+NONE = register(Strategy(ONE_PROCESS, "one process", "one process", SINGLE))

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import yaml
 
+from .. import strategies
 from ..adapters import ADAPTERS, reference_adapter
 from ..config import FIELDS, RunConfig, check_value, make_config
 from ..errors import ConfigError
@@ -321,12 +322,13 @@ def _expand_distributed(where: str, block: dict, settings: dict) -> tuple[list[R
     merged = {**settings, **(block.get("settings") or {})}
     rank_devices, skipped = _rank_devices(block.get("devices", ["cpu"]))
     for model, bs, strategy, workers, bucket, (device, gpus), fw in itertools.product(
-            block.get("models", ["resnet18"]), block.get("batch_sizes", [16]), block.get("strategies", ["allreduce"]),
-            block.get("workers", [2]), block.get("bucket_mbs", [None]), rank_devices,
+            block.get("models", ["resnet18"]), block.get("batch_sizes", [16]),
+            block.get("strategies", [strategies.ALL_REDUCE]), block.get("workers", [2]),
+            block.get("bucket_mbs", [None]), rank_devices,
             [_framework(fw) for fw in block.get("frameworks", DEFAULT_AXES["frameworks"])]):
-        if strategy not in ("none", *ADAPTERS.get(fw).distributed_strategies):
+        if strategies.strategy(strategy).distributed and strategy not in ADAPTERS.get(fw).distributed.strategies:
             skipped.append(f"{fw} {strategy}: {fw} does not implement {strategy} (it has: "
-                           f"{', '.join(ADAPTERS.get(fw).distributed_strategies) or 'no distributed runs'})")
+                           f"{', '.join(ADAPTERS.get(fw).distributed.strategies) or 'no distributed runs'})")
             continue
         if devices.is_gpu(device) and workers > gpus:
             skipped.append(f"{fw} {strategy} {workers} workers on GPUs: this machine has {gpus}")

@@ -13,6 +13,7 @@ from ...models import get_model
 from .. import keras_backend
 from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, register, subtractive_phases
 from ..compile_cache import configure_xla
+from ..distributed_runs import DistributedRuns
 from ..keras_models import build_keras_model
 from ..launch import LOCAL_DEVICES, LaunchPlan, local_device_plan
 from ..ranks import RankGroup
@@ -160,6 +161,24 @@ def files_feed(config: RunConfig):
                    " (JAX has no loader of its own: tf.data, as the Flax examples feed it) + jax.device_put")
 
 
+class JaxDistributed(DistributedRuns):
+    """Data parallel over one process's devices (a 1-D mesh): the workers are its replicas
+    (bench/adapters/jax/worker.py)."""
+
+    strategies = ("independent", "allreduce")
+    launch = LOCAL_DEVICES
+    own_collectives = "XLA's all-reduce between one process's devices"
+
+    def rank_group(self, config: RunConfig, spec: dict) -> RankGroup:
+        return worker.MeshRanks(self.adapter, config)
+
+    def launch_plan(self, config: RunConfig, module: str, env: dict, nodes, cluster) -> LaunchPlan:
+        return local_device_plan(config, module, env, nodes, cluster)
+
+    def gpu_layout_refusal(self, strategy: str, ranks_here: int, nodes: int, gpu_count: int) -> str | None:
+        return worker.gpu_refusal(ranks_here, gpu_count)
+
+
 @register
 class JaxAdapter(Adapter):
     name = "jax"
@@ -180,10 +199,7 @@ class JaxAdapter(Adapter):
                        "path to lower one to (int8 libraries for JAX, such as AQT, target matmuls on TPUs and GPUs)")
     libraries = ("jaxlib", "keras")
     requires = ("keras",)  # the models are Keras 3's, run on its JAX backend
-    # data parallel over one process's devices (a 1-D mesh): the workers are its replicas (bench/adapters/jax/worker.py)
-    distributed_strategies = ("independent", "allreduce")
-    distributed_launch = LOCAL_DEVICES
-    own_collectives = "XLA's all-reduce between one process's devices"
+    distributed_runs = JaxDistributed
 
     def doctor(self) -> dict:
         return doctor.gpu_facts()
@@ -236,12 +252,3 @@ class JaxAdapter(Adapter):
     def prepare(self, config: RunConfig) -> Workload:
         self.check_available()
         return JaxWorkload(config)
-
-    def rank_group(self, config: RunConfig, spec: dict) -> RankGroup:
-        return worker.MeshRanks(self, config)
-
-    def launch_plan(self, config: RunConfig, module: str, env: dict, nodes, cluster) -> LaunchPlan:
-        return local_device_plan(config, module, env, nodes, cluster)
-
-    def gpu_layout_refusal(self, strategy: str, ranks_here: int, nodes: int, gpu_count: int) -> str | None:
-        return worker.gpu_refusal(ranks_here, gpu_count)

@@ -170,7 +170,7 @@ class MeshRanks(RankGroup):
         self.config, self.gpu = config, gpu
         self.devices = devices = mesh_devices(jax, config)
         # the adapter's workload as rank 0 prepares it: the model, loss and weights every replica starts from
-        self.workload = adapter.prepare_rank(config.for_rank(0, self.replica_device(0)))
+        self.workload = adapter.distributed.prepare_rank(config.for_rank(0, self.replica_device(0)))
         self.trainer = MeshTrainer(jax, self.workload, config, devices)
         self.replicas = [Replica(k, f"cuda:{d.id}" if gpu else str(d)) for k, d in enumerate(devices)]
         settings = mesh_settings(keras, config, devices)

@@ -12,6 +12,7 @@ from ...host.devices import is_gpu
 from ...models import get_model
 from .. import keras_backend
 from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, dist_version, register, subtractive_phases
+from ..distributed_runs import DistributedRuns
 from ..launch import LOCAL_DEVICES, LaunchPlan
 from ..precision import INT8
 from ..ranks import RankGroup
@@ -170,11 +171,39 @@ class TFWorkload(Workload):
         return {"peak_bytes": int(info["peak"]), "kind": "TensorFlow allocator peak (get_memory_info)"}
 
 
+class TensorFlowDistributed(DistributedRuns):
+    """TF_CONFIG tasks (MultiWorkerMirroredStrategy, ParameterServerStrategy), or MirroredStrategy over one
+    process's GPUs; on real machines from a host list or SlurmClusterResolver."""
+
+    strategies = ("independent", "allreduce", "ps_async")
+    launch = launch.TF_CONFIG
+    independent_workers_connect = False  # independent workers have no cluster: nothing gathers their results
+    multi_machine = True  # TF_CONFIG from a host list, or SlurmClusterResolver inside Slurm
+    own_collectives = "a ring over gRPC"
+
+    def prepare_rank(self, config: RunConfig, scope: Callable[[], AbstractContextManager] | None = None) -> TFWorkload:
+        return TFWorkload(config, scope)
+
+    def rank_group(self, config: RunConfig, spec: dict) -> RankGroup | None:
+        return worker.rank_group(self.adapter, config, spec)
+
+    def launch_for(self, strategy: str, device: str, nodes: int) -> str | None:
+        return LOCAL_DEVICES if strategies.local_devices(strategy, device, nodes) else self.launch
+
+    def slurm_tasks(self, strategy: str, workers: int) -> int | None:
+        return workers + (2 if strategy == "ps_async" else 0)  # one Slurm task per TF task: a ps and a chief too
+
+    def launch_plan(self, config: RunConfig, module: str, env: dict, nodes, cluster) -> LaunchPlan:
+        return launch.launch_plan(config, module, env, nodes, cluster)
+
+    def gpu_layout_refusal(self, strategy: str, ranks_here: int, nodes: int, gpu_count: int) -> str | None:
+        return strategies.gpu_refusal(strategy, ranks_here, gpu_count)
+
+
 @register
 class TensorFlowAdapter(Adapter):
     name = "tensorflow"
     display_name = "TensorFlow"
-    own_collectives = "a ring over gRPC"
     colour = "#1f77b4"
     aliases = ("tf",)
     oom_markers = ("resourceexhausted", "outofmemory", "memoryerror", "badalloc")  # ResourceExhaustedError: OOM
@@ -184,10 +213,6 @@ class TensorFlowAdapter(Adapter):
                              "TF_USE_LEGACY_KERAS", "KERAS_BACKEND", "XLA_FLAGS")
     engines = ("graph", "xla", "eager", tflite.ENGINE)
     precisions = ("fp32", "tf32", "bf16", "fp16", INT8)
-    distributed_strategies = ("independent", "allreduce", "ps_async")
-    distributed_launch = launch.TF_CONFIG
-    independent_workers_connect = False  # independent workers have no cluster: nothing gathers their results
-    multi_machine = True  # TF_CONFIG from a host list, or SlurmClusterResolver inside Slurm
     module = "tensorflow"
     distribution = "tensorflow-cpu"
     other_distributions = ("tensorflow",)  # tensorflow[and-cuda]
@@ -195,6 +220,7 @@ class TensorFlowAdapter(Adapter):
     gpu_kernel = "bench-tensorflow-gpu"
     gpu_environment = ".venv-tensorflow-gpu"
     libraries = ("tensorflow", "keras")
+    distributed_runs = TensorFlowDistributed
 
     def doctor(self) -> dict:
         return doctor.gpu_facts()
@@ -257,24 +283,6 @@ class TensorFlowAdapter(Adapter):
                 raise UnsupportedError("tensorflow: the tflite engine runs on the CPU here; valid devices: cpu")
             return tflite.TFLiteWorkload(config)
         return TFWorkload(config)
-
-    def prepare_rank(self, config: RunConfig, scope: Callable[[], AbstractContextManager] | None = None) -> TFWorkload:
-        return TFWorkload(config, scope)
-
-    def rank_group(self, config: RunConfig, spec: dict) -> RankGroup | None:
-        return worker.rank_group(self, config, spec)
-
-    def launch_for(self, strategy: str, device: str, nodes: int) -> str | None:
-        return LOCAL_DEVICES if strategies.local_devices(strategy, device, nodes) else self.distributed_launch
-
-    def slurm_tasks(self, strategy: str, workers: int) -> int | None:
-        return workers + (2 if strategy == "ps_async" else 0)  # one Slurm task per TF task: a ps and a chief too
-
-    def launch_plan(self, config: RunConfig, module: str, env: dict, nodes, cluster) -> LaunchPlan:
-        return launch.launch_plan(config, module, env, nodes, cluster)
-
-    def gpu_layout_refusal(self, strategy: str, ranks_here: int, nodes: int, gpu_count: int) -> str | None:
-        return strategies.gpu_refusal(strategy, ranks_here, gpu_count)
 
     def not_applicable(self, mode: str, precision: str, device: str) -> str | None:
         # the CPU-only wheel (the default environment's) cannot run a GPU config: said before any work, unless the

@@ -148,7 +148,7 @@ class SyncRanks(RankGroup):
         self.wait = tf.test.experimental.sync_devices if gpu else (lambda: None)
         # the adapter's workload (same seed on every worker: identical initial weights), built in the strategy's
         # scope so that its variables are the strategy's replicas'
-        self.workload = workload = adapter.prepare_rank(config.for_rank(self.first), scope=strategy.scope)
+        self.workload = workload = adapter.distributed.prepare_rank(config.for_rank(self.first), scope=strategy.scope)
         self.model = workload.model
         # Keras's optimizer all-reduces the gradients inside apply_gradients; this worker all-reduces
         # them itself, in its own timed phase, so the optimizer is told they are already reduced (the
@@ -288,7 +288,7 @@ class ChiefRanks(RankGroup):
         strategy = tf.distribute.ParameterServerStrategy(resolver)
         self.coordinator = coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
         # the adapter's workload, its variables the parameter server's (built in the strategy's scope)
-        workload = adapter.prepare_rank(config, scope=strategy.scope)
+        workload = adapter.distributed.prepare_rank(config, scope=strategy.scope)
         model, opt, loss_fn = workload.model, workload.opt, workload.loss_fn
         self.model = model
         n = config.worker_batch

@@ -12,6 +12,7 @@ from ...models import get_model
 from ...ranks.stages import PIPELINE_CHUNKS, given_cut
 from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, dist_version, register, timed_phases
 from ..compile_cache import configure_inductor
+from ..distributed_runs import DistributedRuns
 from ..launch import LaunchPlan
 from ..precision import INT8, tf32_unavailable
 from ..ranks import RankGroup
@@ -245,6 +246,42 @@ class TorchWorkload(Workload):
                 "kind": "CUDA caching allocator peak (max_memory_allocated)"}
 
 
+class TorchDistributed(DistributedRuns):
+    """torchrun ranks over gloo or NCCL: data parallel (DDP), a parameter server, the pipeline schedules and
+    Sandblaster; on real machines too."""
+
+    strategies = ("independent", "allreduce", "allreduce_nosync", "ps_sync", *pipeline.SCHEDULES, sandblaster.STRATEGY)
+    launch = launch.TORCHRUN
+    rendezvous_kinds = ("static", "c10d")
+    chooses_backend = True
+    link_probe_worker = "bench.adapters.torch.netbench_worker"
+    multi_machine = True
+    bucketed_allreduce = True
+
+    def pipeline_cut_refusal(self, config: RunConfig) -> str | None:
+        try:
+            given_cut(config.pipeline_cut, pipeline.unit_count(config.model), pipeline.stage_count(config))
+        except ValueError as exc:
+            return str(exc)
+        return None
+
+    def rank_group(self, config: RunConfig, spec: dict) -> RankGroup:
+        if config.strategy in pipeline.SCHEDULES:
+            return pipeline.PipelineRanks(self.adapter, config, spec)
+        if config.strategy == sandblaster.STRATEGY:
+            return sandblaster.SandblasterRanks(self.adapter, config, spec)
+        return worker.TorchRanks(self.adapter, config, spec)
+
+    def launch_plan(self, config: RunConfig, module: str, env: dict, nodes, cluster) -> LaunchPlan:
+        return launch.launch_plan(config, module, env, nodes, cluster)
+
+    def pipeline_smoke(self, config: RunConfig, cache_dir) -> dict | None:
+        # over NCCL the schedules run as upstream tests them; over gloo only once their smoke test passed here
+        if config.strategy not in PIPELINE_CHUNKS or is_gpu(config.device):
+            return None
+        return pipeline_smoke.cached(pipeline.SCHEDULES[config.strategy], f"torch {self.adapter.version()}", cache_dir)
+
+
 @register
 class TorchAdapter(Adapter):
     name = "torch"
@@ -255,20 +292,13 @@ class TorchAdapter(Adapter):
     environment_variables = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_NO_CUDA_MEMORY_CACHING", "TORCHINDUCTOR_FREEZING",
                              "TORCHINDUCTOR_MAX_AUTOTUNE", "TORCH_CUDNN_V8_API_DISABLED")
     reference = True
-    link_probe_worker = "bench.adapters.torch.netbench_worker"
-    multi_machine = True
-    bucketed_allreduce = True
     engines = ("eager", "compile", "eager_nchw")
     precisions = ("fp32", "tf32", "bf16", "fp16", INT8)
     module = "torch"
     distribution = "torch"
     libraries = ("torchvision",)
     requires = ("torchvision",)  # the catalogue's models
-    distributed_strategies = ("independent", "allreduce", "allreduce_nosync", "ps_sync", *pipeline.SCHEDULES,
-                              sandblaster.STRATEGY)
-    distributed_launch = launch.TORCHRUN
-    rendezvous_kinds = ("static", "c10d")
-    chooses_backend = True
+    distributed_runs = TorchDistributed
 
     def doctor(self) -> dict:
         return doctor.gpu_facts()
@@ -323,29 +353,6 @@ class TorchAdapter(Adapter):
     def prepare(self, config: RunConfig) -> Workload:
         self.check_available()
         return TorchWorkload(config)
-
-    def pipeline_cut_refusal(self, config: RunConfig) -> str | None:
-        try:
-            given_cut(config.pipeline_cut, pipeline.unit_count(config.model), pipeline.stage_count(config))
-        except ValueError as exc:
-            return str(exc)
-        return None
-
-    def rank_group(self, config: RunConfig, spec: dict) -> RankGroup:
-        if config.strategy in pipeline.SCHEDULES:
-            return pipeline.PipelineRanks(self, config, spec)
-        if config.strategy == sandblaster.STRATEGY:
-            return sandblaster.SandblasterRanks(self, config, spec)
-        return worker.TorchRanks(self, config, spec)
-
-    def launch_plan(self, config: RunConfig, module: str, env: dict, nodes, cluster) -> LaunchPlan:
-        return launch.launch_plan(config, module, env, nodes, cluster)
-
-    def pipeline_smoke(self, config: RunConfig, cache_dir) -> dict | None:
-        # over NCCL the schedules run as upstream tests them; over gloo only once their smoke test passed here
-        if config.strategy not in PIPELINE_CHUNKS or is_gpu(config.device):
-            return None
-        return pipeline_smoke.cached(pipeline.SCHEDULES[config.strategy], f"torch {self.version()}", cache_dir)
 
     def gemm_label(self, device: str, precision: str) -> str | None:
         return "torch.mm"

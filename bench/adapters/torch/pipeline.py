@@ -263,7 +263,7 @@ class PipelineRanks(ProcessGroupRanks):
             torch.cuda.set_device(device)
         self.device = device
         # every stage the same data (stage 0 feeds its images, the last stage's loss reads its labels)
-        self.workload = workload = adapter.prepare_rank(config.for_rank(0, device))
+        self.workload = workload = adapter.distributed.prepare_rank(config.for_rank(0, device))
         flops = unit_flops(config.model, config.image_size)
         units = model_units(workload.module)
         dist.init_process_group(backend, timeout=timedelta(seconds=spec["timeout_s"]))

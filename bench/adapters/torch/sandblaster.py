@@ -209,7 +209,7 @@ class SandblasterRanks(ProcessGroupRanks):
         self.torch, self.dist, self.config, self.rank, self.world = torch, dist, config, rank, world
         self.role = role = role_of(rank)
         # every rank builds the model from the same seed (the same threads and settings as any rank's workload)
-        self.workload = workload = adapter.prepare_rank(config.for_rank(0, "cpu"))
+        self.workload = workload = adapter.distributed.prepare_rank(config.for_rank(0, "cpu"))
         model = workload.module
         self.params = list(model.parameters())
         sets = digits.load(channels_last=False, seed=config.seed)

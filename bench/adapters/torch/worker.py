@@ -295,7 +295,7 @@ class TorchRanks(ProcessGroupRanks):
         device, backend, self.measures_energy = rank_device(config, dict(os.environ), torch.cuda)
         if is_gpu(device):  # NCCL (and gather_object) use the current device: this rank's own
             torch.cuda.set_device(device)
-        self.workload = workload = adapter.prepare_rank(config.for_rank(rank, device))
+        self.workload = workload = adapter.distributed.prepare_rank(config.for_rank(rank, device))
         dist.init_process_group(backend, timeout=timedelta(seconds=spec["timeout_s"]))
         self.trainer = Trainer(workload, dist, config, rank, world)
         self.rank, self.world, self.device = rank, world, device

@@ -13,6 +13,7 @@ from ...config import make_config
 from ...results import link_model as model
 from ...results.links import NETWORK_FILE, SIZES, link_key, read_cache, with_fits
 from ...results.store import host_dir
+from ...strategies import ALL_REDUCE
 from .cluster import Machines
 from .run import NotLeadNode, launch, work_dir
 
@@ -38,14 +39,14 @@ def measure(results_dir: Path | str, workers: int = 2, nodes: int = 1, gbit: flo
         return cache[key]
     probe = reference_adapter()
     real = {"cluster": machines.name if machines.source != "master" else ""} if machines else {}
-    config = make_config(framework=probe.name, model="tiny_cnn", mode="training", strategy="allreduce",
+    config = make_config(framework=probe.name, model="tiny_cnn", mode="training", strategy=ALL_REDUCE,
                          workers=workers, nodes=nodes, link_gbit=gbit, link_delay_ms=delay_ms, threads=1, **real)
     if machines:  # torchrun's static rendezvous beside the run's port: node 0 writes the probe's result
         config = dataclasses.replace(config, extra={**config.extra, "real_cluster": True})
         machines = dataclasses.replace(machines, rendezvous="static", port=machines.port + PROBE_PORT_OFFSET)
     try:
         with work_dir() as work:
-            ranks, _, link, _, _ = launch(config, work, module=probe.link_probe_worker, cluster=machines,
+            ranks, _, link, _, _ = launch(config, work, module=probe.distributed.link_probe_worker, cluster=machines,
                                           extra_spec={"sizes": list(SIZES), "repeats": [repeats(b) for b in SIZES],
                                                       "warmup": WARMUP})
     except NotLeadNode:

@@ -18,6 +18,7 @@ from ...config import RunConfig
 from ...ranks.stages import BACKWARD_WEIGHT, PIPELINE_CHUNKS, bubble_formula
 from ...results import link_model as model
 from ...results.links import link_key, p2p_link
+from ...results.record import Pipeline
 from ...strategies import strategy
 from .rank_loop import RankResult
 
@@ -134,7 +135,7 @@ def predict(config: RunConfig, stage_mb_s: list[float], update_s: float, sent_by
                     "schedules, the expected timeline's"}
 
 
-def section(config: RunConfig, ranks: list[RankResult], results_dir: Path | str | None) -> dict:
+def section(config: RunConfig, ranks: list[RankResult], results_dir: Path | str | None) -> Pipeline:
     """The record's `pipeline` section: cut, per-stage times and memory, measured against predicted."""
     stages = sorted(ranks, key=lambda r: r.section.rank)
     setup = dict((stages[0].settings or {}).get("pipeline") or {})
@@ -170,7 +171,7 @@ def section(config: RunConfig, ranks: list[RankResult], results_dir: Path | str 
     middle = len(steps) // 2
     order = sorted(range(len(steps)), key=steps.__getitem__)
     median_step = order[middle] if steps else 0
-    return {**setup, "strategy": config.strategy, "micro_batches": m, "stages_count": p,
+    return Pipeline.from_json({**setup, "strategy": config.strategy, "micro_batches": m, "stages_count": p,
             "stages": per_stage, "measured_step_s": statistics.median(steps) if steps else None,
             "measured_bubble": measured_bubble, "predicted": prediction,
             "timeline": [r.steps[median_step].get("timeline") if r.steps else None for r in stages],
@@ -178,4 +179,4 @@ def section(config: RunConfig, ranks: list[RankResult], results_dir: Path | str 
             "expected_timeline": expected,
             "expected_bubble": idle_share(expected) if expected else None,
             "bubble_method": "per stage 1 - compute / (step - update), median over steps; mean over stages (every "
-                             "stage's own in `stages`)"}
+                             "stage's own in `stages`)"})

@@ -11,7 +11,7 @@ from .rank_loop import run_group
 def main() -> None:
     spec = rankio.read_spec()
     config = make_config(**spec["config"])
-    group = ADAPTERS.get(config.framework).rank_group(config, spec)
+    group = ADAPTERS.get(config.framework).distributed.rank_group(config, spec)
     if group is not None:  # a server task has served until the launcher stopped it
         run_group(group, config, spec)
 

@@ -89,7 +89,7 @@ def launch(config: RunConfig, work: Path, module: str | None = None, extra_spec:
     env = {SPEC_ENV: str(spec_path), **thread_env(config.threads)}
     servers: list[dict] = []
     with topology(config, cluster) as (nodes, link), TreeSampler() as sampler:
-        plan = adapter.launch_plan(config, module or rank_main.__name__, env, nodes, cluster)
+        plan = adapter.distributed.launch_plan(config, module or rank_main.__name__, env, nodes, cluster)
         tasks, kind = plan.tasks, plan.kind
         def read_servers(run: Launch) -> None:  # servers never exit by themselves: read them first
             servers.extend({"task": t.name, "peak_rss_bytes": _peak_rss(run.procs[t.name].pid)}
@@ -149,8 +149,8 @@ def execute(config: RunConfig, results_dir: Path | str | None = None, repeat: in
     record = Record.new(config, repeat, attempt, sweep)
     adapter = ADAPTERS.get(config.framework)
     reason = adapter.cannot_run(config.mode, config.precision, config.device)
-    smoke = adapter.pipeline_smoke(config, host_dir(results_dir)) if not reason and pipeline.is_pipeline(config) \
-        else None
+    smoke = adapter.distributed.pipeline_smoke(config, host_dir(results_dir)) \
+        if not reason and pipeline.is_pipeline(config) else None
     if smoke and not smoke["passed"]:  # a schedule that hung or failed its smoke test here is never run into a hang
         reason = (f"{config.strategy} refused on this {config.device}: its smoke test failed with "
                   f"{smoke.get('version', 'this version')} ({smoke['when']}): {smoke['reason']}")
@@ -167,8 +167,9 @@ def execute(config: RunConfig, results_dir: Path | str | None = None, repeat: in
             ranks = [RankResult.from_json(r) for r in results]
             record.distributed = records.distributed_section(config, ranks, servers, link, kind)
             if pipeline.is_pipeline(config):
-                record.distributed.pipeline = {**pipeline.section(config, ranks, results_dir),
-                                               **({"smoke_test": smoke} if smoke else {})}
+                record.distributed.pipeline = pipeline.section(config, ranks, results_dir)
+                if smoke:
+                    record.distributed.pipeline.smoke_test = smoke
             if config.strategy_of.batch_method_section:
                 record.distributed.sandblaster = sandblaster.section(ranks)
             fill(record, config, records.measured(config, ranks, servers, interference),

@@ -7,10 +7,11 @@ from __future__ import annotations
 import statistics
 
 from ...host import devices
+from ...results.record import BatchMethod
 from .rank_loop import RankResult
 
 
-def section(ranks: list[RankResult]) -> dict:
+def section(ranks: list[RankResult]) -> BatchMethod:
     coordinator = next(r for r in ranks if r.section.role == "coordinator")
     workers = sorted((r for r in ranks if r.section.role == "worker"), key=lambda r: r.section.rank)
     steps = coordinator.steps
@@ -27,7 +28,7 @@ def section(ranks: list[RankResult]) -> dict:
     cores = devices.usable_cpus()
     per_unit = [sum(s["forward_backward_s"] for s in w.steps) / max(1, sum(s.get("units", 0) for s in w.steps)) * 1e3
                 for w in workers]
-    return {
+    return BatchMethod.from_json({
         "processes": processes,
         "cores": cores,
         "core_sharing": f"{len(ranks)} processes (1 coordinator, "
@@ -41,4 +42,4 @@ def section(ranks: list[RankResult]) -> dict:
         "evaluations_per_iteration": statistics.mean(s["evaluations"] for s in steps) if steps else None,
         "iterations": len(steps),
         "loss_last": steps[-1].get("loss") if steps else None,
-    }
+    })
