@@ -176,3 +176,26 @@ def test_sandblaster_converges_to_the_single_process_lbfgs_loss():
     assert reference[-1] < 0.5 * reference[0]  # it trains
     assert losses == pytest.approx(reference, rel=1e-3)
     assert sum(taken) >= ITERATIONS * len(digits.load(False)["train"][1]) // 64  # every unit of every evaluation
+
+
+def test_the_batch_method_table_reads_the_typed_section_of_a_record(tmp_path):
+    from bench.report.context import load_scaling
+    from bench.report.scaling_text import sandblaster_for_display
+    from bench.results.record import BatchMethod, Record
+    from bench.stats.judge import Judge
+    from tests.synthetic import dist_record
+
+    rec = dist_record("sandblaster", 2, 400.0, model="digits_mlp", image_size=8)
+    rec["distributed"]["sandblaster"] = {
+        "processes": [{"rank": 0, "role": "coordinator", "cpu_share_of_one_core": 0.1},
+                      {"rank": 1, "role": "worker", "cpu_share_of_one_core": 0.9}],
+        "cores": 2, "units_per_worker": [7, 5], "units_stolen_per_worker": [2, 0], "worker_ms_per_unit": [1.5, 2.25],
+        "evaluations_per_iteration": 1.5, "iterations": 4}
+    record = Record.from_json(rec)
+    assert isinstance(record.distributed.sandblaster, BatchMethod) and record.to_json() == rec
+    table = sandblaster_for_display(load_scaling([record], tmp_path, Judge()).processes)
+    [row] = table.to_dict("records")
+    assert row["processes on cores"] == "2 on 2"
+    assert row["units per worker (taken from another's shard)"] == "7 (2), 5 (0)"
+    assert row["CPU of one core (timed window)"] == "coordinator 10%, worker 90%"
+    assert row["evaluations per iteration"] == 1.5

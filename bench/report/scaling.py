@@ -74,7 +74,7 @@ def processes(records: list[Record]) -> pd.DataFrame:
             "device": c.device, "backend": d.backend,
             "images_per_sec": r.summary.images_per_sec_median, "step_ms": r.summary.latency_ms_median,
             **{f"{p}_ms": phases.get(p) for p in PHASES}, "overlap_share": d.overlap_share,
-            "grad_bytes": d.grad_bytes, "accuracy": d.accuracy, "sandblaster": d.sandblaster,
+            "grad_bytes": d.grad_bytes, "accuracy": d.accuracy, "batch_method": d.sandblaster,
             "flags": [f for f in r.flags if FLAG_SCOPE.get(f.name, "throughput") == "throughput"],
             "link_gbit": c.link_gbit, "link_delay_ms": c.link_delay_ms,
             "server_update_ms": _server_update_ms(d),

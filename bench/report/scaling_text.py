@@ -137,11 +137,11 @@ def predictions_for_display(pred: pd.DataFrame) -> pd.DataFrame:
 def sandblaster_for_display(procs: pd.DataFrame) -> pd.DataFrame:
     """One row per Sandblaster process run: its processes and their CPU use (how the cores were shared), the work
     units each worker took (load balancing) and the gradient evaluations per L-BFGS iteration."""
-    if procs.empty or "sandblaster" not in procs:
+    if procs.empty or "batch_method" not in procs:
         return pd.DataFrame()
     rows = []
-    for _, p in procs[procs["sandblaster"].notna()].iterrows():
-        s: BatchMethod = p["sandblaster"]
+    for _, p in procs[procs["batch_method"].notna()].iterrows():
+        s: BatchMethod = p["batch_method"]
         cpu = ", ".join(f"{q['role']} {q['cpu_share_of_one_core']:.0%}" for q in s.processes
                         if q.get("cpu_share_of_one_core") is not None)
         rows.append({"framework": p["framework"], "workers": p["workers"], "repeat": p["repeat"],
