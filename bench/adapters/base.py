@@ -12,6 +12,7 @@ from .. import strategies
 from ..errors import FrameworkUnavailableError, UnsupportedError
 from ..host.devices import is_gpu
 from ..host.manifest import declare_framework, dist_version
+from ..models.catalogue import get_model
 from ..paths import PROJECT_ROOT
 from ..registry import Registry
 from .distributed_runs import DistributedRuns
@@ -79,6 +80,9 @@ class Adapter(ABC):
     precisions: ClassVar[tuple[str, ...]] = ("fp32", "tf32", "bf16", "fp16")
     # Why a framework without "int8" in `precisions` has no int8 path (the framework table and the refusal say it).
     no_int8_because: ClassVar[str] = ""
+    # The model families it runs (bench/models/catalogue.py: "cnn", "transformer"), and why not the others.
+    model_families: ClassVar[tuple[str, ...]] = ("cnn", "transformer")
+    no_family_because: ClassVar[dict[str, str]] = {}
     # The Jupyter kernel a sweep runs this framework's notebooks in (MAIN_KERNEL: the main environment),
     # and for another kernel the virtual environment it runs in (a folder under the project root, built
     # by `make setup-<name>`): a framework whose pins conflict with the main environment's (MXNet).
@@ -166,10 +170,18 @@ class Adapter(ABC):
             return f"{self.name} does not run {precision} (it runs {', '.join(self.precisions)})"
         return precision_unsupported(self.name, device, precision)
 
-    def cannot_run(self, mode: str, precision: str, device: str) -> str | None:
-        """Why a run of (mode, precision, device) would be skipped here before it starts, or None: what it cannot
-        do, or the framework not being available. A run, a largest-batch search and a sweep ask this first."""
-        reason = self.not_applicable(mode, precision, device)
+    def model_refusal(self, model: str) -> str | None:
+        """Why this framework has no definition of catalogue model `model` (its family is not one it runs), or None."""
+        family = get_model(model).family
+        if family in self.model_families:
+            return None
+        return f"{self.name} runs no {family} model" + (f": {self.no_family_because[family]}"
+                                                           if family in self.no_family_because else "")
+
+    def cannot_run(self, mode: str, precision: str, device: str, model: str | None = None) -> str | None:
+        """Why a run of (mode, precision, device) of `model` would be skipped here before it starts, or None: what it
+        cannot do, or the framework not being available. A run, a largest-batch search and a sweep ask this first."""
+        reason = (self.model_refusal(model) if model else None) or self.not_applicable(mode, precision, device)
         if reason:
             return reason
         try:

@@ -11,6 +11,7 @@ import functools
 
 from ..models.architecture import RESNETS, mobilenet_v2_units, resnet_units
 from ..models.catalogue import get_model
+from ..models.transformers import LAYER_NORM_EPS, VITS, vit_shape, vit_weights
 
 _BN = dict(epsilon=1e-5, momentum=0.9)  # torch BatchNorm2d defaults (momentum 0.1 = keras 0.9)
 
@@ -152,6 +153,71 @@ def _googlenet(x, num_classes):
     return L.Dense(num_classes)(x)
 
 
+@functools.cache
+def _tokens_layer():
+    """A layer that prepends the class token and adds the position embeddings (torchvision's `class_token` and
+    `encoder.pos_embedding`): Keras has no layer holding either."""
+    import keras
+
+    class ClassTokenAndPositions(keras.layers.Layer):
+        def build(self, input_shape):
+            _, n, d = input_shape
+            self.class_token = self.add_weight(shape=(1, 1, d), initializer="zeros", name="class_token")
+            self.positions = self.add_weight(shape=(1, n + 1, d), initializer="zeros", name="positions")
+
+        def call(self, x):
+            ops = keras.ops
+            token = ops.broadcast_to(ops.cast(self.class_token, x.dtype), (ops.shape(x)[0], 1, ops.shape(x)[2]))
+            return ops.concatenate([token, x], axis=1) + ops.cast(self.positions, x.dtype)
+
+    return ClassTokenAndPositions
+
+
+def _vit(x, num_classes, name):
+    """torchvision's VisionTransformer layer for layer (pre-norm blocks, exact GELU, the head on the class token);
+    `load_vit_weights` gives it the catalogue's weights."""
+    L, s = _layers(), vit_shape(name)
+    x = L.Conv2D(s.hidden, s.patch_size, strides=s.patch_size, name="conv_proj")(x)
+    x = L.Reshape(((s.image_size // s.patch_size) ** 2, s.hidden))(x)  # row-major patches, as torch's flatten(2)
+    x = _tokens_layer()(name="tokens")(x)
+    for i in range(s.layers):
+        y = L.LayerNormalization(epsilon=LAYER_NORM_EPS, name=f"block{i}_ln1")(x)
+        y = L.MultiHeadAttention(s.heads, s.hidden // s.heads, name=f"block{i}_attention")(y, y)
+        x = L.Add()([x, y])
+        y = L.LayerNormalization(epsilon=LAYER_NORM_EPS, name=f"block{i}_ln2")(x)
+        y = L.Dense(s.mlp, activation="gelu", name=f"block{i}_mlp1")(y)  # keras' gelu is exact unless asked
+        x = L.Add()([x, L.Dense(s.hidden, name=f"block{i}_mlp2")(y)])
+    x = L.LayerNormalization(epsilon=LAYER_NORM_EPS, name="ln")(x)
+    return L.Dense(num_classes, name="head")(x[:, 0])
+
+
+def load_vit_weights(model, name: str, num_classes: int) -> None:
+    """Set a Keras ViT's weights to the catalogue's (torchvision's names and layouts mapped onto Keras')."""
+    w, s = vit_weights(name, num_classes), vit_shape(name)
+    d, heads = s.hidden, s.heads
+
+    def linear(prefix):  # torch (out, in) -> keras (in, out)
+        return [w[prefix + ".weight"].T, w[prefix + ".bias"]]
+
+    model.get_layer("conv_proj").set_weights([w["conv_proj.weight"].transpose(2, 3, 1, 0), w["conv_proj.bias"]])
+    model.get_layer("tokens").set_weights([w["class_token"], w["encoder.pos_embedding"]])
+    for i in range(s.layers):
+        p = f"encoder.layers.encoder_layer_{i}."
+        model.get_layer(f"block{i}_ln1").set_weights([w[p + "ln_1.weight"], w[p + "ln_1.bias"]])
+        model.get_layer(f"block{i}_ln2").set_weights([w[p + "ln_2.weight"], w[p + "ln_2.bias"]])
+        qkv, qkv_bias = w[p + "self_attention.in_proj_weight"], w[p + "self_attention.in_proj_bias"]
+        per_head = []
+        for k in range(3):  # query, key, value: (in, heads, head width) and (heads, head width)
+            per_head += [qkv[k * d:(k + 1) * d].T.reshape(d, heads, d // heads),
+                         qkv_bias[k * d:(k + 1) * d].reshape(heads, d // heads)]
+        out = w[p + "self_attention.out_proj.weight"].T.reshape(heads, d // heads, d)
+        model.get_layer(f"block{i}_attention").set_weights(per_head + [out, w[p + "self_attention.out_proj.bias"]])
+        model.get_layer(f"block{i}_mlp1").set_weights(linear(p + "mlp.0"))
+        model.get_layer(f"block{i}_mlp2").set_weights(linear(p + "mlp.3"))
+    model.get_layer("ln").set_weights([w["encoder.ln.weight"], w["encoder.ln.bias"]])
+    model.get_layer("head").set_weights(linear("heads.head"))
+
+
 _BUILDERS = {
     "tiny_cnn": _tiny_cnn,
     "digits_mlp": _digits_mlp,
@@ -160,6 +226,7 @@ _BUILDERS = {
     "googlenet": _googlenet,
     **{name: functools.partial(lambda x, k, spec: _resnet(x, k, *spec), spec=spec) for name, spec in RESNETS.items()},
     "mobilenet_v2": _mobilenet_v2,
+    **{name: functools.partial(lambda x, k, vit: _vit(x, k, vit), vit=name) for name in VITS},
 }
 
 
@@ -169,7 +236,10 @@ def build_keras_model(name: str, image_size: int):
 
     spec = get_model(name)
     inputs = keras.Input((image_size, image_size, 3))
-    return keras.Model(inputs, _BUILDERS[name](inputs, spec.num_classes), name=name)
+    model = keras.Model(inputs, _BUILDERS[name](inputs, spec.num_classes), name=name)
+    if name in VITS:  # the one seeded set of weights every framework loads
+        load_vit_weights(model, name, spec.num_classes)
+    return model
 
 
 def build_in_policy(keras, model: str, image_size: int, policy: str):

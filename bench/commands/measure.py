@@ -152,7 +152,7 @@ def largest_batch(args: argparse.Namespace) -> int:
         maxbatch.check_limit("memory_cap_gb", args.memory_cap_gb, "--memory-cap-gb")
     maxbatch.check_limit("max_batch", args.max_batch, "--max-batch")
     # what `run` would skip: refused before the device peak or a probe
-    reason = ADAPTERS.get(config.framework).cannot_run(config.mode, config.precision, config.device)
+    reason = ADAPTERS.get(config.framework).cannot_run(config.mode, config.precision, config.device, config.model)
     if reason:
         raise ConfigError(f"no largest batch to search for {config.label}: {reason}")
     cap = maxbatch.host_cap(config.device, int(args.memory_cap_gb * 2**30) if args.memory_cap_gb

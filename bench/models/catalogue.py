@@ -23,6 +23,13 @@ class ModelSpec:
     source: str = ""
     tiny: bool = False  # a model for tests, not in published figures
     note: str = ""
+    # "cnn", or "transformer": a transformer's weights are one seeded set every framework loads
+    # (bench/models/transformers.py), and its outputs are compared with PyTorch's before any timing
+    family: str = "cnn"
+
+    @property
+    def transformer(self) -> bool:
+        return self.family == "transformer"
 
 
 MODELS: Registry[ModelSpec] = Registry("model")
@@ -82,6 +89,16 @@ def _register_catalogue() -> None:
                  "accuracy over time in distributed runs",
         ),
     )
+
+
+    MODELS.add("vit_b16", ModelSpec(
+        name="vit_b16", min_image_size=224, max_image_size=224, family="transformer",
+        published_gmacs_224=float(published["vit_b16"]["forward_gmacs_224"]),
+        published_params_millions=float(published["vit_b16"]["params_millions"]), source=published["vit_b16"]["source"],
+        note="ViT-B/16 (torchvision's VisionTransformer): 16x16 patches, 12 pre-norm blocks of 12 heads, width 768"))
+    MODELS.add("tiny_vit", ModelSpec(
+        name="tiny_vit", num_classes=10, default_image_size=32, min_image_size=32, max_image_size=32, tiny=True,
+        family="transformer", note="a 2-block ViT (8x8 patches, 4 heads, width 64) on 32x32 images: for tests"))
 
 
 _register_catalogue()

@@ -89,7 +89,7 @@ def execute(config: RunConfig, results_dir: Path | str | None = None, repeat: in
 
 
 def _measure_into(record: Record, adapter, config: RunConfig, results_dir: Path) -> None:
-    reason = adapter.cannot_run(config.mode, config.precision, config.device)
+    reason = adapter.cannot_run(config.mode, config.precision, config.device, config.model)
     if reason:
         raise UnsupportedError(reason)
     t0 = time.perf_counter()

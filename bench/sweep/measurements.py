@@ -68,7 +68,7 @@ def measure_memory(profile: Profile, results_dir: Path, announce: Callable[[str]
     for config, cap, max_batch in profile.memory_searches:
         cap = cap or maxbatch.default_cap_bytes(config.device)
         what = f"{config.framework}/{config.engine} {config.model} {config.mode} {config.precision} {config.device}"
-        reason = ADAPTERS.get(config.framework).cannot_run(config.mode, config.precision, config.device)
+        reason = ADAPTERS.get(config.framework).cannot_run(config.mode, config.precision, config.device, config.model)
         if reason:  # what a run would skip (the profile already left out what the framework cannot do)
             announce(f"largest batch for {what}: skipped ({reason})")
             continue

@@ -148,7 +148,7 @@ def execute(config: RunConfig, results_dir: Path | str | None = None, repeat: in
     started = time.perf_counter()
     record = Record.new(config, repeat, attempt, sweep)
     adapter = ADAPTERS.get(config.framework)
-    reason = adapter.cannot_run(config.mode, config.precision, config.device)
+    reason = adapter.cannot_run(config.mode, config.precision, config.device, config.model)
     smoke = adapter.distributed.pipeline_smoke(config, host_dir(results_dir)) \
         if not reason and pipeline.is_pipeline(config) else None
     if smoke and not smoke["passed"]:  # a schedule that hung or failed its smoke test here is never run into a hang
