@@ -22,9 +22,9 @@ from .paths import PROJECT_ROOT, checked_dir
 # Each command's handler, loaded only when it is the command given: the report's commands import pandas and
 # matplotlib, which `bench run` must not need (it also runs in a framework's own lean environment).
 COMMANDS = {"run": "measure:run_one", "list": "measure:listing", "env": "measure:env", "peak": "measure:peak",
-            "flops": "measure:flops", "fidelity": "measure:fidelity_check", "maxbatch": "measure:largest_batch",
-            "sweep": "sweep:sweep", "report": "report:report", "compare": "report:compare", "doctor": "doctor:doctor",
-            "gpucheck": "gpucheck:gpucheck"}
+            "flops": "measure:flops", "outputs": "measure:reference_outputs", "fidelity": "measure:fidelity_check",
+            "maxbatch": "measure:largest_batch", "sweep": "sweep:sweep", "report": "report:report",
+            "compare": "report:compare", "doctor": "doctor:doctor", "gpucheck": "gpucheck:gpucheck"}
 
 # CLI flag -> RunConfig field, every one, with its type from RunConfig (choices are validated by RunConfig
 # itself, so the CLI, notebooks and tests all get the same messages).
@@ -154,6 +154,11 @@ def _parser() -> argparse.ArgumentParser:
     flops = sub.add_parser("flops", help="count a model's forward FLOPs per image (prints JSON)")
     flops.add_argument("--model", required=True, help=option_help("model"))
     flops.add_argument("--image-size", type=int, required=True, help="the input's side in pixels (required)")
+    outputs = sub.add_parser("outputs", help="the reference framework's logits for a transformer's probe batch, the "
+                                            "output check's reference (prints JSON)")
+    outputs.add_argument("--model", required=True, help=option_help("model"))
+    outputs.add_argument("--image-size", type=int, required=True, help="the input's side in pixels (required)")
+    outputs.add_argument("--batch-size", type=int, required=True, help="the probe batch's size (required)")
     return p
 
 
@@ -173,7 +178,7 @@ def _check_inputs(args: argparse.Namespace) -> None:
         checked_dir(folder, "folder of --csv")
     if getattr(args, "out", None) is not None or args.command == "report":
         args.out = str(checked_dir(args.out, "output folder", PROJECT_ROOT / "report"))
-    if args.command in ("peak", "flops"):
+    if args.command in ("peak", "flops", "outputs"):
         if args.command == "peak":
             check_value("device", args.device)  # a GPU this machine lacks is refused here, as `run` refuses it
             check_value("precision", args.precision)
@@ -186,6 +191,8 @@ def _check_inputs(args: argparse.Namespace) -> None:
                 raise ConfigError(f"invalid --precision {args.precision} on {args.device}: {reason}")
         else:
             spec = get_model(args.model)
+            if args.command == "outputs":
+                check_value("batch_size", args.batch_size)
             if not spec.min_image_size <= args.image_size <= spec.max_image_size:
                 raise ConfigError(f"invalid --image-size {args.image_size} for {args.model}; it must be from "
                                   f"{spec.min_image_size} to {spec.max_image_size}")

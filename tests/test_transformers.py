@@ -80,3 +80,52 @@ def test_mxnet_has_no_transformer_and_says_so(tmp_path):
     [path] = (tmp_path).rglob("*.json")
     record = json.loads(path.read_text())
     assert record["status"] == "skipped" and "no maintained transformer" in record["reason"], proc.stderr[-1000:]
+
+
+def _checked_record(check: dict | None, framework: str = "tensorflow"):
+    from bench.config import make_config
+    from bench.results.record import Record
+
+    record = Record.new(make_config(framework=framework, model="tiny_vit"), 0, 0, None)
+    record.settings = {"outputs_check": check} if check is not None else {}
+    return record
+
+
+def test_outputs_beyond_the_tolerance_are_flagged_and_never_a_winner():
+    from bench.measurement.agreement import compare_outputs
+    from bench.measurement.flags import RULE, run_flags
+    from bench.report.estimates.processes import throughput_flags
+
+    reference = np.array([[1.0, -2.0], [0.5, 0.25]])
+    same = compare_outputs(reference + 1e-6, reference, "fp32")
+    assert same["passed"] and same["relative_diff"] == pytest.approx(5e-7)
+    other = compare_outputs(reference * 1.01, reference, "fp32")  # 1% off: another network, or another weight
+    assert not other["passed"] and compare_outputs(reference * 1.01, reference, "bf16")["passed"]
+    assert not compare_outputs(reference[:1], reference, "fp32")["passed"]  # another shape
+    names = lambda check: [f.name for f in run_flags(_checked_record(check))]  # noqa: E731
+    flagged = [f for f in run_flags(_checked_record({**other, "reference": "torch eager fp32"}))
+               if f.name == "outputs_disagree"]
+    assert flagged and "0.01 of its largest logit" in flagged[0].reason and "torch eager fp32" in flagged[0].reason
+    assert "outputs_disagree" not in names({**same, "reference": "torch"}) + names(None)
+    assert "outputs_disagree" not in names({"passed": None, "reason": "no reference"})  # said, not failed
+    assert RULE["outputs_disagree"].scope == "throughput" and RULE["outputs_disagree"].why_no_winner
+    assert not throughput_flags(flagged)  # the config's, not a disturbance: no retry clears it
+
+
+def test_a_run_records_its_outputs_against_pytorchs_and_the_report_shows_them(tmp_path):
+    from bench.config import make_config
+    from bench.report.sections.same_network import same_network_table
+    from bench.runs.single import measure_run
+
+    config = make_config(framework="onnxruntime", model="tiny_vit", batch_size=2, protocol="seed", warmup=1,
+                         iterations=2, phase_iterations=0, threads=2)
+    record = measure_run(config, tmp_path)
+    assert record.status == "ok", record.reason
+    check = record.settings["outputs_check"]
+    assert check["passed"] is True and check["reference"].startswith("torch ") and check["max_abs_diff"] < 1e-5
+    assert not [f for f in record.flags if f.name == "outputs_disagree"]
+    import pandas as pd
+
+    row = {**record.to_row(), "batch_size": 2}
+    [shown] = same_network_table(pd.DataFrame([row])).to_dict("records")
+    assert shown["same network"] == "yes" and shown["framework/engine"] == "onnxruntime/all"

@@ -155,6 +155,12 @@ class Workload(ABC):
             return "forward"
         return "step" if self.subtractive else None
 
+    def logits(self, x):
+        """This workload's model's outputs (logits) for `x`, a NumPy NCHW float32 batch of its batch size, computed as
+        its engine computes them, before any timing: what the output check compares with PyTorch's
+        (bench/measurement/outputs_check.py). None: this engine does not expose them."""
+        return None
+
     def weights_checksum(self) -> float | None:
         """A sum over the trainable weights (None: this workload does not train), read before and
         after the timed loop: a training step that updates nothing is caught by the certificate."""

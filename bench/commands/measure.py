@@ -14,6 +14,7 @@ from ..errors import ConfigError
 from ..host.machines import check_host, check_port, check_rank
 from ..host.manifest import collect_manifest
 from ..measurement.flops import count_forward_flops
+from ..measurement.outputs_check import compute_reference
 from ..measurement.peak import matmul_peak
 from ..models import MODELS
 from ..paths import default_results_dir
@@ -132,6 +133,11 @@ def peak(args: argparse.Namespace) -> int:
 
 def flops(args: argparse.Namespace) -> int:
     print(json.dumps(count_forward_flops(args.model, args.image_size)))
+    return EXIT_OK
+
+
+def reference_outputs(args: argparse.Namespace) -> int:
+    print(json.dumps(compute_reference(args.model, args.image_size, args.batch_size)))
     return EXIT_OK
 
 

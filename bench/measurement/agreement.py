@@ -7,11 +7,16 @@ most 1% of the fp32 logits' energy as error: SQNR >= 20 dB (noise power <= 1% of
 similarity >= 0.99. Top-1 agreement is reported, not judged: a random network's logits are near ties (a flipped
 arg-max says little), and one that predicts a single class for most inputs agrees trivially, hence the count of
 distinct classes fp32 predicted beside it.
+
+The same metrics' simpler sibling judges a transformer run's logits against the reference framework's on one probe
+batch (`compare_outputs`, bench/measurement/outputs_check.py): the same weights everywhere, so the largest difference
+must stay within a share of the largest logit.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
@@ -76,3 +81,30 @@ def judged(settings_int8: dict | None) -> list[str]:
 def attach(settings: dict, fp32, int8) -> None:
     """Add the agreement of `int8` with `fp32` to a run's `settings["int8"]` (what the flag rule judges)."""
     settings["int8"] = {**settings.get("int8", {}), "agreement": agreement(fp32, int8).to_json()}
+
+
+# The largest |difference| allowed, as a share of the reference's largest |logit|: float32 in another summation
+# order stays near 1e-6 (measured: ViT-B/16 in TensorFlow and JAX 1.4e-6); reduced precisions round every layer.
+OUTPUTS_TOLERANCE = {"fp32": 1e-4, "tf32": 1e-2, "bf16": 5e-2, "fp16": 5e-2}
+
+
+def compare_outputs(logits: np.ndarray, reference: np.ndarray, precision: str) -> dict[str, Any]:
+    """A framework's logits against the reference framework's for the same input (bench/measurement/outputs_check.py):
+    the largest difference, the reference's largest logit and whether the difference is within the tolerance."""
+    logits, reference = np.asarray(logits, dtype=np.float64), np.asarray(reference, dtype=np.float64)
+    if logits.shape != reference.shape:
+        return {"passed": False, "reason": f"outputs of shape {logits.shape}, the reference's {reference.shape}"}
+    diff, scale = float(np.abs(logits - reference).max()), float(np.abs(reference).max())
+    tolerance = OUTPUTS_TOLERANCE[precision]
+    return {"max_abs_diff": diff, "reference_max_abs": scale, "relative_diff": diff / scale if scale else None,
+            "tolerance": tolerance, "passed": bool(diff <= tolerance * scale)}
+
+
+def outputs_judged(settings_check: dict | None) -> str | None:
+    """Why a run's outputs disagree with the reference's (None: they agree, or no check applied)."""
+    if not settings_check or settings_check.get("passed") is not False:
+        return None
+    if "max_abs_diff" not in settings_check:
+        return settings_check.get("reason", "outputs differ")
+    return (f"largest difference {settings_check['max_abs_diff']:.3g} against {settings_check['reference']}, "
+            f"{settings_check['relative_diff']:.2g} of its largest logit (allowed: {settings_check['tolerance']:g})")

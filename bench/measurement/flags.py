@@ -19,7 +19,7 @@ from ..host.interference import (
     interference_reasons,
 )
 from ..results.record import Certificate, Flag, Record
-from .agreement import COSINE_MIN, SQNR_MIN_DB, judged
+from .agreement import COSINE_MIN, SQNR_MIN_DB, judged, outputs_judged
 from .loop import (
     MIN_STEADY_ITERATIONS,
     NEVER_STEADY,
@@ -130,6 +130,11 @@ RULES: tuple[Rule, ...] = (
          f"MLPerf's 99%-of-fp32 anchor allows here: SQNR below {SQNR_MIN_DB:g} dB or mean cosine similarity below "
          f"{COSINE_MIN:g} (random weights: the fp32 output, not an accuracy, is what is kept)",
          why_no_winner="the int8 model's output strays from fp32's (a quantisation that loses the model)"),
+    # a transformer whose outputs on the probe batch stray from PyTorch's (bench/measurement/outputs_check.py)
+    Rule("outputs_disagree", "throughput",
+         "a transformer run whose logits on a seeded probe batch differ from PyTorch's eager fp32 logits by more than "
+         "the tolerance of its precision (a share of the largest logit: fp32 1e-4): it did not run the same network",
+         why_no_winner="its outputs differ from PyTorch's: it did not run the same network"),
     # the run's fairness certificate (bench/measurement/certificate.py) has a failed check
     Rule("certificate_failed", "throughput",
          why_no_winner="a fairness check failed: the frameworks did not do the same work"),
@@ -137,7 +142,7 @@ RULES: tuple[Rule, ...] = (
 RULE = {r.name: r for r in RULES}
 # Flags about what was measured rather than the machine it ran on: a process carrying one is not "disturbed" (a retry
 # or another process cannot clear it); its config keeps it under its own name and is never a finding.
-MODEL_FLAGS = ("int8_disagrees",)
+MODEL_FLAGS = ("int8_disagrees", "outputs_disagree")
 # What each flag makes unusable, by name (the rules' scopes).
 FLAG_SCOPE = {r.name: r.scope for r in RULES}
 # The impossible-number guards: name -> the rule as the methodology states it.
@@ -231,6 +236,9 @@ def run_flags(record: Record | Mapping[str, Any]) -> list[Flag]:
     out += depth_flags(record)
     out += [flag("int8_disagrees", f"int8 against fp32 on held-out images: {why}")
             for why in judged(record.settings.get("int8")) if record.config.precision == "int8"]
+    why = outputs_judged(record.settings.get("outputs_check"))
+    if why:
+        out.append(flag("outputs_disagree", f"outputs against the reference framework's: {why}"))
     return out + certificate_flags(record.fairness)
 
 

@@ -736,14 +736,19 @@ class Record(Versioned):
         return row
 
     def _precision_columns(self) -> dict[str, Any]:
-        """The CPU's int8/bf16 features (older records: read from their CPU flags) and an int8 run's quantisation and
-        agreement with fp32 (bench/measurement/agreement.py)."""
+        """The CPU's int8/bf16 features (older records: read from their CPU flags), an int8 run's quantisation and
+        agreement with fp32 (bench/measurement/agreement.py), and a transformer run's outputs against the reference
+        framework's (bench/measurement/outputs_check.py)."""
         cpu = self.manifest.cpu if self.manifest else None
         features = (cpu.precision_features or reduced_precision_features(cpu.flags)) if cpu else {}
         int8 = (self.settings or {}).get("int8") or {}
         agreement = int8.get("agreement") or {}
         calibration = (int8.get("sets") or {}).get("calibration") or {}
+        outputs = (self.settings or {}).get("outputs_check") or {}
         return {"cpu_precision_features": ", ".join(k for k, v in features.items() if v) or "none",
+                "outputs_passed": outputs.get("passed"), "outputs_relative_diff": outputs.get("relative_diff"),
+                "outputs_tolerance": outputs.get("tolerance"), "outputs_reference": outputs.get("reference"),
+                "outputs_reason": outputs.get("reason"),
                 "int8_tool": int8.get("tool"), "int8_quantise_s": int8.get("quantise_s"),
                 "int8_cached": int8.get("cached"),
                 "int8_calibration_images": calibration.get("images"),

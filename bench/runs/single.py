@@ -17,6 +17,7 @@ from ..config import RunConfig
 from ..errors import UnsupportedError
 from ..host.energy import energy_meter
 from ..host.interference import InterferenceMonitor
+from ..measurement import outputs_check
 from ..measurement.agreement import attach
 from ..measurement.loop import measure
 from ..measurement.utilisation import apply_utilisation
@@ -99,6 +100,9 @@ def _measure_into(record: Record, adapter, config: RunConfig, results_dir: Path)
     quantised = getattr(workload, "quantised", None)  # an int8 run: its held-out logits against fp32's
     if quantised is not None:
         attach(settings, quantised.fp32_logits, quantised.int8_logits)
+    same_network = outputs_check.check(workload, config, results_dir)  # before any timing: the same network?
+    if same_network is not None:
+        settings["outputs_check"] = same_network
     workload.reset_memory()
     weights_before = workload.weights_checksum()
     t0 = time.perf_counter()

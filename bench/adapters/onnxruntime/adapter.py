@@ -100,9 +100,8 @@ class ORTWorkload(InferenceRuntimeWorkload):
         else:
             self.session.run(None, {INPUT: x})
 
-    def output(self):
-        """The logits for the batch (for the agreement check against PyTorch)."""
-        return self.session.run(None, {INPUT: self.host_x})[0]
+    def logits(self, x):
+        return self.session.run(None, {INPUT: x})[0]
 
 
 @register

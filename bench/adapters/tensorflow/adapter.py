@@ -129,6 +129,12 @@ class TFWorkload(Workload):
     def _location(self, batch) -> str:
         return "gpu" if ":GPU:" in batch.device.upper() else "cpu"
 
+    def logits(self, x):
+        """The Keras model's outputs, called eagerly (no graph traced before the timing's own)."""
+        with self.tf.device(self.tf_device):
+            out = self.model(self.tf.constant(x.transpose(0, 2, 3, 1)), training=False)
+        return self.tf.cast(out, self.tf.float32).numpy()
+
     def step(self) -> None:
         with self.tf.device(self.tf_device):
             x = self._input()

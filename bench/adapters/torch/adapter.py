@@ -145,6 +145,15 @@ class TorchWorkload(Workload):
     def _location(self, batch) -> str:
         return "cpu" if batch.device.type == "cpu" else "gpu"
 
+    def logits(self, x):
+        """The eager module's outputs (a compiled engine would compile again for the check, before its own timing;
+        int8: the quantised graph's)."""
+        torch = self.torch
+        model = self.model if self.quantised is not None else self.module
+        with torch.no_grad(), self.autocast():
+            out = model(torch.from_numpy(x).to(self.device).contiguous(memory_format=self.fmt))
+        return out.float().cpu().numpy()
+
     def _forward(self, x):
         with self.autocast():
             out = self.model(x)

@@ -1,0 +1,46 @@
+"""The same network in every framework: each transformer config's outputs on a seeded probe batch against PyTorch's,
+measured before any timing (bench/measurement/outputs_check.py)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ...measurement.agreement import OUTPUTS_TOLERANCE
+from .base import Section, Table, heading
+
+INTRO = (
+    "A transformer's weights are one seeded set that every framework loads (nothing downloaded), so each framework "
+    "must compute the same outputs. Before any timing, every run computes its logits for a seeded probe batch "
+    "(standard-normal images, its own batch size) the way its engine does, and they are compared with PyTorch's "
+    "eager fp32 logits for the same batch. Allowed: a largest difference of "
+    + ", ".join(f"{t:g} ({p})" for p, t in OUTPUTS_TOLERANCE.items())
+    + " of the largest logit. A run beyond it is flagged `outputs_disagree` and is never a winner: it did not run "
+    "the same network. PyTorch's own eager runs are the reference (difference 0); a compiled engine is checked "
+    "through its eager module.")
+
+
+def same_network_table(configs: pd.DataFrame) -> pd.DataFrame:
+    """One row per config whose runs made the output check."""
+    if configs.empty or "outputs_passed" not in configs:
+        return pd.DataFrame()
+    checked = configs[configs["outputs_passed"].notna() | configs["outputs_reason"].notna()]
+    rows = []
+    for _, c in checked.sort_values(["model", "precision", "framework", "engine", "batch_size"]).iterrows():
+        passed = c["outputs_passed"]
+        rows.append({"model": c["model"], "framework/engine": f"{c['framework']}/{c['engine']}",
+                     "precision": c["precision"], "batch": int(c["batch_size"]),
+                     "largest difference (of the largest logit)": f"{c['outputs_relative_diff']:.1e}"
+                     if c["outputs_relative_diff"] == c["outputs_relative_diff"]
+                     and c["outputs_relative_diff"] is not None else "",
+                     "allowed": f"{c['outputs_tolerance']:g}" if c["outputs_tolerance"] == c["outputs_tolerance"]
+                     and c["outputs_tolerance"] is not None else "",
+                     "same network": "yes" if passed is True else "NO: flagged" if passed is False
+                     else f"not checked: {c['outputs_reason']}"})
+    return pd.DataFrame(rows)
+
+
+def render(d) -> Section:
+    table = same_network_table(d.configs)
+    if table.empty:
+        return Section()
+    return Section([heading("The same network in every framework", INTRO), Table(table)])
