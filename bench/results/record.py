@@ -744,11 +744,10 @@ class Record(Versioned):
         int8 = (self.settings or {}).get("int8") or {}
         agreement = int8.get("agreement") or {}
         calibration = (int8.get("sets") or {}).get("calibration") or {}
-        outputs = (self.settings or {}).get("outputs_check") or {}
-        return {"cpu_precision_features": ", ".join(k for k, v in features.items() if v) or "none",
-                "outputs_passed": outputs.get("passed"), "outputs_relative_diff": outputs.get("relative_diff"),
-                "outputs_tolerance": outputs.get("tolerance"), "outputs_reference": outputs.get("reference"),
-                "outputs_reason": outputs.get("reason"),
+        outputs = (self.settings or {}).get("outputs_check")
+        checked = {f"outputs_{k}": outputs.get(k) for k in ("passed", "relative_diff", "tolerance", "reference",
+                                                             "reason")} if outputs else {}  # transformers only
+        return {"cpu_precision_features": ", ".join(k for k, v in features.items() if v) or "none", **checked,
                 "int8_tool": int8.get("tool"), "int8_quantise_s": int8.get("quantise_s"),
                 "int8_cached": int8.get("cached"),
                 "int8_calibration_images": calibration.get("images"),
