@@ -53,3 +53,16 @@ def test_welch_satterthwaite_is_the_classic_formula_and_ignores_known_variances(
     assert welch_satterthwaite([(va, 2), (vb, 4)]) == pytest.approx(classic)
     assert welch_satterthwaite([(va, 2), (vb, math.inf)]) == pytest.approx((va + vb) ** 2 / (va**2 / 2))
     assert welch_satterthwaite([(0.0, 2), (0.0, 3)]) == 1e6
+
+
+def test_an_interval_too_wide_to_exponentiate_is_unbounded_not_an_overflow():
+    # a noisy tiny sweep (a full-tier run, 2026-11-28): one degree of freedom at the plan's stopping confidence
+    from bench.stats.judge import Judge
+    from bench.stats.moderated import Spread, moderated_ratio
+    from bench.stats.quantiles import exp_bounds
+
+    assert exp_bounds(0.0, 800.0) == (0.0, math.inf) and exp_bounds(0.0, math.log(2)) == pytest.approx((0.5, 2.0))
+    wide = Spread(1e4, 1.0, False, float("nan"), 0.0)
+    r = moderated_ratio([10.0, 1e6], [10.0, 12.0], wide, wide, confidence=0.999)
+    assert r["ci_high"] == math.inf and r["within_noise"]
+    assert Judge().verdict(r["ratio"], r["ci_low"], r["ci_high"]).word == "undecided"

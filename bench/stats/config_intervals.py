@@ -25,7 +25,7 @@ from typing import Any
 
 from .intervals import outer_level, process_interval, process_ratio
 from .moderated import Spread, SweepSpreads, log_spread, moderated_interval, moderated_ratio
-from .quantiles import t_quantile, welch_satterthwaite
+from .quantiles import exp_bounds, t_quantile, welch_satterthwaite
 from .sweep_level import Component, LevelMean, differs, fit_component, level_mean, per_sweep_ratios, sweep_means
 
 
@@ -112,8 +112,8 @@ def config_interval(values: Sequence[float], nodes: Sequence, sweeps: Sequence, 
     est = own
     if levels == 1 and level is not None:
         half = t_quantile(0.95, max(level.df, 1.0)) * math.sqrt(level.var)
-        est = {"estimate": math.exp(level.mean), "ci_low": math.exp(level.mean - half),
-               "ci_high": math.exp(level.mean + half)}
+        lo, hi = exp_bounds(level.mean, half)
+        est = {"estimate": math.exp(level.mean), "ci_low": lo, "ci_high": hi}
     elif levels == 1 and spread is not None:
         est = moderated_interval(replicates, spread)
     mine = levels == 1 and spread is not None
@@ -194,7 +194,7 @@ def pair_ratio(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict:
     se = math.sqrt(va + vb)
     df = welch_satterthwaite([(va, da), (vb, db)]) if se > 0 else math.inf
     half = t_quantile(0.95, max(df, 1.0)) * se
-    lo, hi = math.exp(ma - mb - half), math.exp(ma - mb + half)
+    lo, hi = exp_bounds(ma - mb, half)
     out.update(ci_low=lo, ci_high=hi, within_noise=bool(lo <= 1.0 <= hi), df=df)
     return out
 

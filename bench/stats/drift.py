@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .printed import ratio_interval
-from .quantiles import t_quantile
+from .quantiles import exp_bounds, t_quantile
 
 # Below this many configs with an interval, a common shift is not estimated (it would be one config's own).
 MIN_CONFIGS = 3
@@ -64,7 +64,7 @@ def common_shift(log_ratios: Sequence[float], ses: Sequence[float], confidence: 
     w_star = 1 / (v + tau2)
     mu = float((w_star * y).sum() / w_star.sum())
     half = t_quantile(confidence, k - 1) * math.sqrt(1 / float(w_star.sum()))
-    return Shift(math.exp(mu), math.exp(mu - half), math.exp(mu + half), k, math.sqrt(tau2))
+    return Shift(math.exp(mu), *exp_bounds(mu, half), k, math.sqrt(tau2))
 
 
 def own_change(log_ratio: float, se: float, df: float | None, shift: Shift, all_ses: Sequence[float],
@@ -78,4 +78,4 @@ def own_change(log_ratio: float, se: float, df: float | None, shift: Shift, all_
     var = max(se**2 + var_mu - 2 * mine * var_mu * se**2, 1e-12)
     half = t_quantile(confidence, df if df and math.isfinite(df) else 1e6) * math.sqrt(var)
     d = log_ratio - mu
-    return math.exp(d), math.exp(d - half), math.exp(d + half)
+    return (math.exp(d), *exp_bounds(d, half))

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from .quantiles import t_quantile, welch_satterthwaite
+from .quantiles import exp_bounds, t_quantile, welch_satterthwaite
 
 
 def median_ci(samples, confidence: float = 0.95) -> tuple[float, float, float]:
@@ -98,7 +98,8 @@ def process_interval(values, confidence: float = 0.95) -> dict:
         return {"estimate": math.exp(mean), "ci_low": None, "ci_high": None, "n": n, "sd_log": None}
     sd = float(x.std(ddof=1))
     half = t_quantile(confidence, n - 1) * sd / math.sqrt(n)
-    return {"estimate": math.exp(mean), "ci_low": math.exp(mean - half), "ci_high": math.exp(mean + half),
+    lo, hi = exp_bounds(mean, half)
+    return {"estimate": math.exp(mean), "ci_low": lo, "ci_high": hi,
             "n": n, "sd_log": sd}
 
 

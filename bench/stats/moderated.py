@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .mixtures import two_groups
-from .quantiles import t_quantile, welch_satterthwaite
+from .quantiles import exp_bounds, t_quantile, welch_satterthwaite
 
 # A config's own variance beyond this upper-tail probability under the prior is not pooled; the search for configs
 # noisier than the rest uses it for the whole sweep (alpha / m a step).
@@ -193,7 +193,7 @@ def moderated_ratio(a, b, spread_a: Spread | None, spread_b: Spread | None, conf
                 "pooled": spread_a.pooled and spread_b.pooled}
     df = welch_satterthwaite([(va, spread_a.df), (vb, spread_b.df)])
     half = t_quantile(confidence, max(df, 1.0)) * se
-    lo, hi = math.exp(ma - mb - half), math.exp(ma - mb + half)
+    lo, hi = exp_bounds(ma - mb, half)
     return {"ratio": ratio, "ci_low": lo, "ci_high": hi, "within_noise": bool(lo <= 1 <= hi), "df": df,
             "pooled": spread_a.pooled and spread_b.pooled}
 
@@ -208,7 +208,8 @@ def moderated_interval(values, spread: Spread | None, confidence: float = 0.95) 
                 "pooled": False}
     half = t_quantile(confidence, max(spread.df, 1.0) if math.isfinite(spread.df) else 1e6) * math.sqrt(
         spread.var / n)
-    return {"estimate": math.exp(mean), "ci_low": math.exp(mean - half), "ci_high": math.exp(mean + half), "n": n,
+    lo, hi = exp_bounds(mean, half)
+    return {"estimate": math.exp(mean), "ci_low": lo, "ci_high": hi, "n": n,
             "sd_log": math.sqrt(spread.var), "df": spread.df, "pooled": spread.pooled}
 
 

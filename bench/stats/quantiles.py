@@ -25,3 +25,11 @@ def welch_satterthwaite(parts) -> float:
     normal quantile) when no part does."""
     denominator = sum(v * v / df for v, df in parts if v and math.isfinite(df))
     return sum(v for v, _ in parts) ** 2 / denominator if denominator > 0 else 1e6
+
+
+def exp_bounds(center: float, half: float) -> tuple[float, float]:
+    """exp(center - half), exp(center + half): a log-scale interval on the original scale. A half-width too wide to
+    exponentiate (a side with one degree of freedom at the plan's stopping confidence, on a noisy machine) gives
+    infinity, an interval that decides nothing, instead of an overflow."""
+    high = center + half
+    return math.exp(center - half), (math.exp(high) if high < 709.0 else math.inf)
