@@ -129,3 +129,20 @@ def test_a_run_records_its_outputs_against_pytorchs_and_the_report_shows_them(tm
     row = {**record.to_row(), "batch_size": 2}
     [shown] = same_network_table(pd.DataFrame([row])).to_dict("records")
     assert shown["same network"] == "yes" and shown["framework/engine"] == "onnxruntime/all"
+
+
+@pytest.mark.parametrize("framework", ["torch", "onnxruntime", "openvino"])
+def test_each_engine_records_how_it_ran_the_attention(framework):
+    from bench.config import make_config
+
+    config = make_config(framework=framework, model="tiny_vit", batch_size=2, threads=2)
+    attention = ADAPTERS.get(framework).prepare(config).settings["attention"]
+    assert attention["implementation"] and attention["evidence"] and attention["fused"] in (True, False)
+    if framework == "onnxruntime":  # read from the graph ONNX Runtime's optimiser wrote
+        assert "Softmax" in attention["evidence"] and attention["fused"] == ("Softmax 0" in attention["evidence"])
+    if framework == "openvino":  # read from the CPU plugin's runtime model
+        assert attention["fused"] == ("Softmax 0" in attention["evidence"])
+    if framework == "torch":  # the backend torch picks for the run's shapes
+        assert "scaled_dot_product_attention backend" in attention["evidence"]
+    assert "attention" not in ADAPTERS.get(framework).prepare(
+        make_config(framework=framework, model="tiny_cnn", batch_size=2, threads=2)).settings  # a CNN has none

@@ -251,3 +251,19 @@ def build_in_policy(keras, model: str, image_size: int, policy: str):
         return build_keras_model(model, image_size)
     finally:
         keras.config.set_dtype_policy(previous)
+
+
+def keras_attention(backend: str, gpu: bool) -> dict:
+    """How Keras 3 runs a transformer's attention on `backend` (the record's settings.attention): MultiHeadAttention
+    calls keras.ops.dot_product_attention (no dropout, no scores returned), which each backend implements its own
+    way."""
+    if backend == "jax":
+        return {"implementation": "keras MultiHeadAttention -> keras.ops.dot_product_attention -> "
+                                  "jax.nn.dot_product_attention",
+                "fused": None if gpu else False,
+                "evidence": "jax.nn.dot_product_attention implementation 'xla': einsum, softmax, einsum as XLA fuses "
+                            "them (cuDNN flash attention only on a GPU, where Keras' checks pass)"}
+    return {"implementation": "keras MultiHeadAttention -> keras.ops.dot_product_attention (TensorFlow backend)",
+            "fused": False,
+            "evidence": "einsum, softmax, einsum as TensorFlow ops (Keras' TensorFlow backend has no fused attention "
+                        "kernel)"}

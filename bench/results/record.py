@@ -747,6 +747,10 @@ class Record(Versioned):
         outputs = (self.settings or {}).get("outputs_check")
         checked = {f"outputs_{k}": outputs.get(k) for k in ("passed", "relative_diff", "tolerance", "reference",
                                                              "reason")} if outputs else {}  # transformers only
+        attention = (self.settings or {}).get("attention")
+        if attention:  # how its engine ran the attention (settings.attention)
+            checked.update(attention_fused=attention.get("fused"), attention=attention.get("implementation"),
+                           attention_evidence=attention.get("evidence"))
         return {"cpu_precision_features": ", ".join(k for k, v in features.items() if v) or "none", **checked,
                 "int8_tool": int8.get("tool"), "int8_quantise_s": int8.get("quantise_s"),
                 "int8_cached": int8.get("cached"),

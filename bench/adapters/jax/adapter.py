@@ -14,7 +14,7 @@ from .. import keras_backend
 from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, register, subtractive_phases
 from ..compile_cache import configure_xla
 from ..distributed_runs import DistributedRuns
-from ..keras_models import build_keras_model
+from ..keras_models import build_keras_model, keras_attention
 from ..launch import LOCAL_DEVICES, LaunchPlan, local_device_plan
 from ..ranks import RankGroup
 from . import doctor, worker
@@ -95,6 +95,8 @@ class JaxWorkload(Workload):
             "timer": "time.perf_counter after jax.block_until_ready",
             "autograd_in_inference": False if not self.training else None,  # no jax.grad in the inference path
         }
+        if get_model(config.model).transformer:
+            self.settings["attention"] = keras_attention("jax", gpu)
 
     def _inside_timer(self) -> str:
         h2d = {"host": "jax.device_put of the batch + ",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ...models import get_model
 from ..base import Adapter, InferenceRuntimeWorkload, Workload, register
 from ..compile_cache import openvino_cache
 from ..onnx_export import export_onnx
@@ -26,6 +27,21 @@ def compile_exported(path: str, engine: str, precision: str, threads: int, **opt
     return core.compile_model(core.read_model(path), "CPU", {
         "PERFORMANCE_HINT": HINTS[engine], "INFERENCE_NUM_THREADS": threads,
         "INFERENCE_PRECISION_HINT": _PRECISION[precision], **options})
+
+
+def runtime_attention(compiled) -> dict:
+    """How the CPU plugin runs a transformer's attention, read from its runtime model's layers: a separate Softmax or
+    MatMul layer left means attention is not fused; none left, it runs inside fused subgraphs (Snippets' MHA) or an
+    SDPA node."""
+    layers: dict[str, int] = {}
+    for op in compiled.get_runtime_model().get_ordered_ops():
+        info = op.get_rt_info()
+        kind = info["layerType"].astype(str) if "layerType" in info else op.get_type_name()
+        layers[kind] = layers.get(kind, 0) + 1
+    softmax = layers.get("Softmax", 0) + layers.get("SoftMax", 0)
+    counted = {k: layers.get(k, 0) for k in ("ScaledDotProductAttention", "Subgraph", "MatMul", "Softmax")}
+    return {"implementation": "OpenVINO CPU plugin on the exported graph", "fused": softmax == 0,
+            "evidence": "runtime layers: " + ", ".join(f"{k} {v}" for k, v in counted.items())}
 
 
 class OpenVINOWorkload(InferenceRuntimeWorkload):
@@ -62,6 +78,8 @@ class OpenVINOWorkload(InferenceRuntimeWorkload):
         }
         if self.quantised is not None:
             self.settings["int8"] = self.quantised.describe()
+        if get_model(config.model).transformer:
+            self.settings["attention"] = runtime_attention(self.compiled)
 
     def step(self) -> None:
         self.request.infer({0: self._input()})

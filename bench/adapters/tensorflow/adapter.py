@@ -13,6 +13,7 @@ from ...models import get_model
 from .. import keras_backend
 from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, dist_version, register, subtractive_phases
 from ..distributed_runs import DistributedRuns
+from ..keras_models import keras_attention
 from ..launch import LOCAL_DEVICES, LaunchPlan
 from ..precision import INT8
 from ..ranks import RankGroup
@@ -84,6 +85,8 @@ class TFWorkload(Workload):
                                             else " (synchronous eager execution on the CPU)"),
             "autograd_in_inference": False if not self.training else None,
         }
+        if get_model(config.model).transformer:
+            self.settings["attention"] = keras_attention("tensorflow", is_gpu(config.device))
 
     def _compiler(self):
         engine = self.config.engine

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from ...errors import UnsupportedError
 from ...host.devices import is_gpu
 from ...models import get_model
+from ...models.transformers import vit_shape
 from ...ranks.stages import PIPELINE_CHUNKS, given_cut
 from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, dist_version, register, timed_phases
 from ..compile_cache import configure_inductor
@@ -45,6 +46,25 @@ def select_gpu(torch, device, precision: str) -> None:
             raise UnsupportedError(reason)
     torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = precision == "tf32"
     torch.backends.cudnn.benchmark = True
+
+
+def sdpa_attention(torch, config: RunConfig, device, dtype) -> dict:
+    """How torchvision's ViT runs its attention here (the record's settings.attention): nn.MultiheadAttention with
+    need_weights=False calls scaled_dot_product_attention, whose backend torch picks per call for the shapes, dtype
+    and device (asked here for the run's: torch._fused_sdp_choice); in inference without autograd the module takes
+    its fast path (torch._native_multi_head_attention), whose attention is the same call."""
+    from torch.nn.attention import SDPBackend
+
+    s = vit_shape(config.model)
+    q = torch.empty(config.batch_size, s.heads, s.tokens, s.hidden // s.heads, device=device, dtype=dtype)
+    names = {int(getattr(SDPBackend, n)): n for n in dir(SDPBackend) if n.isupper()}
+    backend = names.get(int(torch._fused_sdp_choice(q, q, q)), "unknown")
+    fast = config.mode == "inference" and torch.backends.mha.get_fastpath_enabled()
+    path = ", inference fast path (torch._native_multi_head_attention)" if fast else ""
+    return {"implementation": "torchvision nn.MultiheadAttention (need_weights=False) -> "
+                              "F.scaled_dot_product_attention" + path,
+            "fused": backend not in ("MATH", "ERROR", "unknown"),
+            "evidence": f"scaled_dot_product_attention backend for these shapes: {backend} (torch._fused_sdp_choice)"}
 
 
 class TorchWorkload(Workload):
@@ -104,6 +124,8 @@ class TorchWorkload(Workload):
         }
         if self.quantised is not None:
             self.settings["int8"] = self.quantised.describe()
+        if get_model(config.model).transformer:
+            self.settings["attention"] = sdpa_attention(torch, config, self.device, dtype or torch.float32)
         if not self.training:
             with torch.inference_mode(), self.autocast():
                 out = self.model(self.autograd_probe(model))

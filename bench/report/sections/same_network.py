@@ -16,7 +16,20 @@ INTRO = (
     + ", ".join(f"{t:g} ({p})" for p, t in OUTPUTS_TOLERANCE.items())
     + " of the largest logit. A run beyond it is flagged `outputs_disagree` and is never a winner: it did not run "
     "the same network. PyTorch's own eager runs are the reference (difference 0); a compiled engine is checked "
-    "through its eager module.")
+    "through its eager module. The attention column says how each engine ran the attention (each record's "
+    "settings.attention): an engine that fuses it into one kernel and one that runs matrix products and a softmax "
+    "apart are different engines, whatever their outputs.")
+
+
+def _attention(c) -> str:
+    """'fused: optimised graph: Attention 0, ...' - whether the engine fused the attention, and what says so."""
+    fused = c.get("attention_fused")
+    if fused is None or fused != fused:
+        word = "as the backend picks" if c.get("attention") else ""
+    else:
+        word = "fused" if fused else "not fused"
+    evidence = c.get("attention_evidence")
+    return f"{word} ({evidence})" if word and isinstance(evidence, str) else word
 
 
 def same_network_table(configs: pd.DataFrame) -> pd.DataFrame:
@@ -35,7 +48,8 @@ def same_network_table(configs: pd.DataFrame) -> pd.DataFrame:
                      "allowed": f"{c['outputs_tolerance']:g}" if c["outputs_tolerance"] == c["outputs_tolerance"]
                      and c["outputs_tolerance"] is not None else "",
                      "same network": "yes" if passed is True else "NO: flagged" if passed is False
-                     else f"not checked: {c['outputs_reason']}"})
+                     else f"not checked: {c['outputs_reason']}",
+                     "attention": _attention(c)})
     return pd.DataFrame(rows)
 
 
