@@ -146,3 +146,16 @@ def test_each_engine_records_how_it_ran_the_attention(framework):
         assert "scaled_dot_product_attention backend" in attention["evidence"]
     assert "attention" not in ADAPTERS.get(framework).prepare(
         make_config(framework=framework, model="tiny_cnn", batch_size=2, threads=2)).settings  # a CNN has none
+
+
+def test_a_p99_latency_is_stated_only_over_at_least_100_timed_iterations(tmp_path):
+    from bench.measurement.loop import P99_MIN_TIMED
+    from bench.report.context import load
+    from tests.synthetic import record, write
+
+    few = [record(model="resnet50", batch_size=1, repeat=r, n=12) for r in range(2)]  # 24 timed iterations
+    many = [record(model="resnet18", batch_size=1, repeat=r, n=60) for r in range(2)]  # 120
+    configs = load(write(few + many, tmp_path)).configs.set_index("model")
+    assert configs.loc["resnet50", "latency_ms_p99"] != configs.loc["resnet50", "latency_ms_p99"]  # not given
+    assert configs.loc["resnet18", "latency_ms_p99"] >= configs.loc["resnet18", "latency_ms_p50"] > 0
+    assert P99_MIN_TIMED == 100

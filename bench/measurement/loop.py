@@ -20,6 +20,8 @@ STEADY_WINDOW = 3
 # iterations, of steps still climbing 6.5 -> 8.2 img/s. A process with fewer, or whose warm-up never steadied, is
 # flagged (bench/measurement/flags.py: short_process, unsteady) and decides nothing.
 MIN_STEADY_ITERATIONS = 10
+# A p99 latency needs at least this many timed iterations (below, it is the slowest iteration or next to it).
+P99_MIN_TIMED = 100
 # The warm-up waits for steadiness this long at most (from the end of the first iteration); then the process is timed
 # anyway and flagged unsteady.
 WARMUP_CAP_S = 30.0

@@ -7,6 +7,7 @@ import html
 import math
 
 from ..measurement.flags import FLAG_SCOPE
+from ..measurement.loop import P99_MIN_TIMED
 from ..results.record import Record
 from .marks import energy_text, mark_flags
 
@@ -23,7 +24,9 @@ def run_summary(record: Record):
             "images/s (median)": f"{s.images_per_sec_median:.3f}",
             # the coverage the median's interval reached: below 95% with fewer than 6 timed iterations
             f"{_coverage(s.ci_coverage)} CI": f"{s.images_per_sec_ci_low:.3f} - {s.images_per_sec_ci_high:.3f}",
-            "latency p50/p90/p99 (ms)": f"{s.latency_ms_p50:.2f} / {s.latency_ms_p90:.2f} / {s.latency_ms_p99:.2f}",
+            "latency p50/p90/p99 (ms)": f"{s.latency_ms_p50:.2f} / {s.latency_ms_p90:.2f} / "
+                                        + (f"{s.latency_ms_p99:.2f}" if s.n >= P99_MIN_TIMED
+                                           else f"n/a (fewer than {P99_MIN_TIMED} timed)"),
             "timed iterations": f"{s.n} ({samples.timed_stop or ''})",
             "warm-up iterations": f"{len(samples.warmup_s)} ({samples.warmup_stop or ''})",
             "utilisation of measured peak": f"{record.utilisation:.1%}" if record.utilisation else "n/a",

@@ -23,6 +23,7 @@ from ...measurement.flags import (
     phase_sum_flag,
     utilisation_flag,
 )
+from ...measurement.loop import P99_MIN_TIMED
 from ...measurement.peak import peak_key
 from ...measurement.utilisation import peak_threads, utilisation
 from ...results.record import Flag
@@ -172,7 +173,9 @@ def estimate_config(g: pd.DataFrame, interval: Interval, columns: list[str],
         ci_high=used["images_per_sec_ci_high"].max() if one else interval.ci_high,
         processes=len(g), clean_processes=len(clean), sweeps=used["sweep_id"].nunique(),
         latency_ms={"p50": float(np.percentile(lat, 50)), "p90": float(np.percentile(lat, 90)),
-                    "p99": float(np.percentile(lat, 99)), "median": float(np.median(lat))},
+                    # the 99th percentile of fewer than 100 iterations is their largest or next to it: not given
+                    "p99": float(np.percentile(lat, 99)) if len(lat) >= P99_MIN_TIMED else float("nan"),
+                    "median": float(np.median(lat))},
         peak_memory_bytes=used["peak_memory_bytes"].max(), utilisation=share, cv_median=float(used["cv"].median()),
         variance=variance_components(list(g["timed_ips"])), duration_s=float(g["duration_s"].median()),
         certificate=_certificate(used), prepare_s=_median(used, "prepare_s"),

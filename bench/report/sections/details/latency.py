@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from ...estimates import P99_MIN_TIMED
 from ...figures import latency_batch1
 from ..base import Figures, Section, heading
 
 INTRO = ("p50 bars with p90/p99 markers over the timed iterations of the processes that make each config's number "
-         "(the rule in the report's methodology).")
+         f"(the rule in the report's methodology); a p99 only where they timed at least {P99_MIN_TIMED} iterations "
+         "(below that it is the slowest iteration or next to it).")
 
 
 def render(d) -> Section:
