@@ -23,11 +23,18 @@ def _layers():
 
 
 def _conv_bn(x, filters, kernel, stride=1, act="relu", groups=1):
+    """Convolution, BatchNorm and activation, padded as torchvision pads: kernel // 2 on every side. Keras' "same"
+    pads a strided convolution asymmetrically (ResNet's 7x7 stem on 224: 2 above and left, 3 below and right,
+    against torchvision's 3 and 3), which samples other pixels: a strided one is padded explicitly instead."""
     L = _layers()
+    padding = "same"
+    if stride > 1 and kernel > 1:
+        x = L.ZeroPadding2D(kernel // 2)(x)
+        padding = "valid"
     if groups > 1:
-        x = L.DepthwiseConv2D(kernel, strides=stride, padding="same", use_bias=False)(x)
+        x = L.DepthwiseConv2D(kernel, strides=stride, padding=padding, use_bias=False)(x)
     else:
-        x = L.Conv2D(filters, kernel, strides=stride, padding="same", use_bias=False)(x)
+        x = L.Conv2D(filters, kernel, strides=stride, padding=padding, use_bias=False)(x)
     x = L.BatchNormalization(**_BN)(x)
     if act == "relu":
         x = L.ReLU()(x)
@@ -94,7 +101,8 @@ def _vgg16(x, num_classes):
 def _resnet(x, num_classes, blocks, bottleneck):
     L = _layers()
     x = _conv_bn(x, 64, 7, stride=2)
-    x = L.MaxPooling2D(3, strides=2, padding="same")(x)
+    # torchvision's MaxPool2d(3, 2, padding=1): one pixel on every side (zeros equal its -inf after the ReLU)
+    x = L.MaxPooling2D(3, strides=2)(L.ZeroPadding2D(1)(x))
     for width, stride, projection in resnet_units(blocks, bottleneck):
         shortcut = _conv_bn(x, width * (4 if bottleneck else 1), 1, stride=stride, act=None) if projection else x
         if bottleneck:  # v1.5: the stride sits in the 3x3 conv
