@@ -1,4 +1,4 @@
-"""The model catalogue: which CNNs exist, their published cost, and the smallest image they accept."""
+"""The model catalogue: which CNNs and transformers exist, their published cost, and the images they accept."""
 
 from __future__ import annotations
 

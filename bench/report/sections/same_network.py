@@ -38,9 +38,9 @@ def same_network_table(configs: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame()
     checked = configs[configs["outputs_passed"].notna() | configs["outputs_reason"].notna()]
     rows = []
-    for _, c in checked.sort_values(["model", "precision", "framework", "engine", "batch_size"]).iterrows():
+    for _, c in checked.sort_values(["model", "mode", "precision", "framework", "engine", "batch_size"]).iterrows():
         passed = c["outputs_passed"]
-        rows.append({"model": c["model"], "framework/engine": f"{c['framework']}/{c['engine']}",
+        rows.append({"model": c["model"], "mode": c["mode"], "framework/engine": f"{c['framework']}/{c['engine']}",
                      "precision": c["precision"], "batch": int(c["batch_size"]),
                      "largest difference (of the largest logit)": f"{c['outputs_relative_diff']:.1e}"
                      if c["outputs_relative_diff"] == c["outputs_relative_diff"]
