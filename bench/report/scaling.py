@@ -17,7 +17,7 @@ import pandas as pd
 from ..measurement import scaling_pairs as pairs
 from ..measurement.flags import FLAG_SCOPE, baseline_flag, efficiency_flag, flag, forward_backward_flag
 from ..results import link_model as netmodel
-from ..results.links import link_key
+from ..results.links import OPERATIONS, link_key
 from ..results.record import Distributed, Flag, Record, RunSettings, as_records
 from ..stats.intervals import process_interval
 from ..stats.judge import Judge
@@ -340,9 +340,8 @@ def network_table(networks: dict) -> pd.DataFrame:
     """One row per host, link and operation: the fitted latency and bandwidth."""
     rows = []
     for host, key, e in ((h, k, e) for h, links in networks.items() for k, e in links.items()):
-        for kind in ("allreduce", "p2p"):
+        for kind, operation in OPERATIONS.items():
             fit, sizes = e[f"fit_{kind}"], [p["bytes"] for p in e[kind]]
-            operation = "ring all-reduce" if kind == "allreduce" else "point to point"
             rows.append({"host": host, "link": key, "operation": operation,
                          "alpha (us)": round(fit["alpha_s"] * 1e6, 1),
                          "bandwidth (Gbit/s)": round(fit["bandwidth_Bps"] * 8 / 1e9, 2),

@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 from ..adapters import declared
+from ..results.links import OPERATIONS, RING
 from ..strategies import strategy
 from .style import (
     FLAGGED_BAR_NOTE,
@@ -253,7 +254,7 @@ def network_fit(networks: dict):
     if not networks:
         return None
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.4), squeeze=False)
-    for ax, kind in zip(axes[0], ("allreduce", "p2p")):
+    for ax, kind in zip(axes[0], OPERATIONS):
         for j, (key, e) in enumerate(sorted(networks.items())):
             size = np.array([p["bytes"] for p in e[kind]], float)
             t = np.array([p["median_s"] for p in e[kind]], float) * 1e3
@@ -261,7 +262,7 @@ def network_fit(networks: dict):
             colour = plt.cm.Dark2(j)
             ax.loglog(size, t, "o", color=colour, ms=4, label=f"{key}: measured")
             grid = np.geomspace(size.min(), size.max(), 50)
-            if kind == "allreduce":
+            if kind == RING:
                 n = e["workers"]
                 model = 2 * (n - 1) * fit["alpha_s"] + 2 * (n - 1) / n * grid / fit["bandwidth_Bps"]
             else:
@@ -271,7 +272,7 @@ def network_fit(networks: dict):
         ax.set_xlabel("message (bytes)")
         ax.set_ylabel("ms")
         plain_numbers(ax.yaxis)
-        ax.set_title("ring all-reduce (gloo)" if kind == "allreduce" else "point to point (one way)", fontsize=9)
+        ax.set_title(f"{OPERATIONS[kind]} ({'gloo' if kind == RING else 'one way'})", fontsize=9)
     legend_below(fig, axes)
     fig.tight_layout()
     return mark_flags(fig, [])  # a link fit has no flag: each size is a median over many exchanges

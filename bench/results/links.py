@@ -10,6 +10,10 @@ from . import link_model as model
 from .store import host_dir
 
 NETWORK_FILE = "network.json"
+# The link probe's two operations, as the network file keys them (collective benchmarks, not strategies), and how the
+# report names them.
+RING, P2P = "allreduce", "p2p"
+OPERATIONS = {RING: "ring all-reduce", P2P: "point to point"}
 # The message sizes the network micro-benchmark times (bench/runs/distributed/network.py), bytes.
 SIZES = (1_024, 4_096, 65_536, 262_144, 1_048_576, 4_194_304, 16_777_216, 50_331_648)
 
