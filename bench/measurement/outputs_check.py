@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..adapters import reference_adapter
+from ..adapters.onnx_export import input_batch
 from ..config import make_config
 from ..models import get_model
 from .agreement import OUTPUTS_TOLERANCE, compare_outputs
@@ -26,11 +27,9 @@ PROBE_SEED = 20261128
 OUTPUTS_FILE = "reference_outputs.json"
 
 
-
 def probe(batch_size: int, image_size: int) -> np.ndarray:
-    """The probe batch: NCHW float32, standard normal from PROBE_SEED (no framework needed)."""
-    return np.random.default_rng(PROBE_SEED).standard_normal((batch_size, 3, image_size, image_size),
-                                                             dtype=np.float32)
+    """The probe batch: the NCHW float32 batch the PyTorch adapter draws, from PROBE_SEED (no framework needed)."""
+    return input_batch(batch_size, image_size, PROBE_SEED)
 
 
 def applies(model: str, precision: str) -> bool:

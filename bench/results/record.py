@@ -202,8 +202,7 @@ def _with_run_fields(cls: type) -> type:
     annotations: dict = {}
     for f in RUN_FIELDS:
         annotations[f.name] = f.type | None if f.nullable else f.type
-        value = f.absent_reads
-        setattr(cls, f.name, key(**f.schema) if f.recorded is REQUIRED else optional(value, **f.schema))
+        setattr(cls, f.name, key(**f.schema) if f.recorded is REQUIRED else optional(f.absent_reads, **f.schema))
     annotations[EXTRA] = dict[str, Any]
     setattr(cls, EXTRA, optional({}))
     cls.__annotations__ = {**cls.__dict__.get("__annotations__", {}), **annotations}

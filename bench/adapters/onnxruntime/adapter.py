@@ -5,6 +5,7 @@ as PyTorch's ONNX path, and this is it."""
 from __future__ import annotations
 
 import tempfile
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -50,11 +51,9 @@ def optimised_attention(path: str) -> dict:
     (com.microsoft Attention / MultiHeadAttention nodes) or MatMul and Softmax nodes as exported."""
     import onnx
 
-    ops: dict[str, int] = {}
-    for node in onnx.load(path, load_external_data=False).graph.node:
-        ops[node.op_type] = ops.get(node.op_type, 0) + 1
-    fused = ops.get("Attention", 0) + ops.get("MultiHeadAttention", 0)
-    counted = {k: ops.get(k, 0) for k in ("Attention", "MultiHeadAttention", "MatMul", "FusedMatMul", "Softmax")}
+    ops = Counter(node.op_type for node in onnx.load(path, load_external_data=False).graph.node)
+    fused = ops["Attention"] + ops["MultiHeadAttention"]
+    counted = {k: ops[k] for k in ("Attention", "MultiHeadAttention", "MatMul", "FusedMatMul", "Softmax")}
     return {"implementation": "ONNX Runtime's graph optimiser on the exported graph", "fused": fused > 0,
             "evidence": "optimised graph: " + ", ".join(f"{k} {v}" for k, v in counted.items())}
 

@@ -3,6 +3,7 @@ CPU plugin. Engines are its performance hints; the thread count is read back fro
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import TYPE_CHECKING
 
 from ...models import get_model
@@ -33,13 +34,13 @@ def runtime_attention(compiled) -> dict:
     """How the CPU plugin runs a transformer's attention, read from its runtime model's layers: a separate Softmax or
     MatMul layer left means attention is not fused; none left, it runs inside fused subgraphs (Snippets' MHA) or an
     SDPA node."""
-    layers: dict[str, int] = {}
-    for op in compiled.get_runtime_model().get_ordered_ops():
+    def kind(op) -> str:
         info = op.get_rt_info()
-        kind = info["layerType"].astype(str) if "layerType" in info else op.get_type_name()
-        layers[kind] = layers.get(kind, 0) + 1
-    softmax = layers.get("Softmax", 0) + layers.get("SoftMax", 0)
-    counted = {k: layers.get(k, 0) for k in ("ScaledDotProductAttention", "Subgraph", "MatMul", "Softmax")}
+        return info["layerType"].astype(str) if "layerType" in info else op.get_type_name()
+
+    layers = Counter(map(kind, compiled.get_runtime_model().get_ordered_ops()))
+    softmax = layers["Softmax"] + layers["SoftMax"]
+    counted = {k: layers[k] for k in ("ScaledDotProductAttention", "Subgraph", "MatMul", "Softmax")}
     return {"implementation": "OpenVINO CPU plugin on the exported graph", "fused": softmax == 0,
             "evidence": "runtime layers: " + ", ".join(f"{k} {v}" for k, v in counted.items())}
 
