@@ -153,11 +153,13 @@ def _parser() -> argparse.ArgumentParser:
     cmp.add_argument("--csv", default=None, help="also write the table to this CSV file")
     flops = sub.add_parser("flops", help="count a model's forward FLOPs per image (prints JSON)")
     flops.add_argument("--model", required=True, help=option_help("model"))
-    flops.add_argument("--image-size", type=int, required=True, help="the input's side in pixels (required)")
+    flops.add_argument("--input-size", type=int, required=True,
+                       help="the images' side in pixels, or a token model's sequence length (required)")
     outputs = sub.add_parser("outputs", help="the reference framework's logits for a transformer's probe batch, the "
                                             "output check's reference (prints JSON)")
     outputs.add_argument("--model", required=True, help=option_help("model"))
-    outputs.add_argument("--image-size", type=int, required=True, help="the input's side in pixels (required)")
+    outputs.add_argument("--input-size", type=int, required=True,
+                         help="the images' side in pixels, or a token model's sequence length (required)")
     outputs.add_argument("--batch-size", type=int, required=True, help="the probe batch's size (required)")
     return p
 
@@ -193,9 +195,10 @@ def _check_inputs(args: argparse.Namespace) -> None:
             spec = get_model(args.model)
             if args.command == "outputs":
                 check_value("batch_size", args.batch_size)
-            if not spec.min_image_size <= args.image_size <= spec.max_image_size:
-                raise ConfigError(f"invalid --image-size {args.image_size} for {args.model}; it must be from "
-                                  f"{spec.min_image_size} to {spec.max_image_size}")
+            low, high = spec.input_sizes
+            if not low <= args.input_size <= high:
+                raise ConfigError(f"invalid --input-size {args.input_size} for {args.model}; it must be from "
+                                  f"{low} to {high}")
 
 
 def _framework_interpreter(args: argparse.Namespace):

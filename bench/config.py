@@ -106,7 +106,8 @@ _CHOICES = {"mode": MODES, "precision": PRECISIONS, "protocol": PROTOCOLS, "data
             "strategy": STRATEGIES, "scaling": SCALINGS, "backend": devices.BACKENDS, "rendezvous": RENDEZVOUS}
 # name -> (a count: integers only, zero allowed, upper bound)
 _NUMBERS = {"batch_size": (True, False, MAX_VALUE), "seed": (True, True, 2**31 - 1),
-            "image_size": (True, False, MAX_VALUE), "threads": (True, False, MAX_VALUE),
+            "image_size": (True, False, MAX_VALUE), "sequence_length": (True, False, MAX_VALUE),
+            "threads": (True, False, MAX_VALUE),
             "warmup": (True, True, MAX_VALUE), "iterations": (True, False, MAX_VALUE),
             "time_budget_s": (False, True, MAX_VALUE), "ci_target": (False, False, 1.0),
             "phase_iterations": (True, True, MAX_VALUE), "workers": (True, False, 1024), "nodes": (True, False, 1024),
@@ -218,10 +219,7 @@ class RunConfig:
         at = "" if engines == adapter.engines else f" at {self.mode} {self.precision}"
         _choice(f"engine for {self.framework}{at}", engine, engines)
         device = devices.normalise_device(self.device)
-        image_size = spec.default_image_size if self.image_size is None else self.image_size
-        if not spec.min_image_size <= image_size <= spec.max_image_size:
-            raise ConfigError(f"image_size {image_size} does not suit {self.model}; "
-                              f"it accepts {spec.min_image_size} to {spec.max_image_size}")
+        image_size, sequence_length = self._input_size(spec)
         self._check_distributed(adapter)
         self._check_files()
         if self.precision == INT8:  # refused before any work: a framework without an int8 path, training, a GPU
@@ -234,10 +232,48 @@ class RunConfig:
         warmup = proto["warmup"] if self.warmup is None else self.warmup
         iterations = proto["iterations"] if self.iterations is None else self.iterations
         budget = proto["time_budget_s"] if self.time_budget_s is None else self.time_budget_s
-        for name, value in dict(engine=engine, device=device, image_size=image_size,
+        for name, value in dict(engine=engine, device=device, image_size=image_size, sequence_length=sequence_length,
                                 threads=threads, warmup=warmup, iterations=iterations,
                                 time_budget_s=float(budget)).items():
             object.__setattr__(self, name, value)
+
+    def _input_size(self, spec) -> tuple[int | None, int | None]:
+        """(image_size, sequence_length), resolved from the model's defaults: an image model takes an image side and
+        no sequence length; a token model the reverse, and neither image files nor several workers (no text input
+        pipeline, no distributed transformer runs yet)."""
+        if spec.tokens:
+            if self.image_size is not None:
+                raise ConfigError(f"image_size {self.image_size} does not suit {self.model}: it reads token ids; "
+                                  "give sequence_length instead")
+            n = spec.default_sequence_length if self.sequence_length is None else self.sequence_length
+            if not 1 <= n <= spec.max_sequence_length:
+                raise ConfigError(f"sequence_length {n} does not suit {self.model}; "
+                                  f"it accepts 1 to {spec.max_sequence_length}")
+            if self.data == "files":
+                raise ConfigError(f"data 'files' reads image files; {self.model} reads token ids: "
+                                  "valid choices: device, host")
+            if self.precision == INT8:
+                raise ConfigError(f"invalid precision 'int8' for {self.model}: int8 here is calibrated on images "
+                                  "(bench/adapters/int8.py); token models have no int8 path yet; valid choices: "
+                                  "fp32, tf32, bf16, fp16")
+            if self.strategy_of.distributed:
+                raise ConfigError(f"strategy {self.strategy!r}: distributed runs take image models; "
+                                  f"{self.model} runs as one process (strategy {STRATEGIES[0]})")
+            return None, n
+        if self.sequence_length is not None:
+            raise ConfigError(f"sequence_length {self.sequence_length} does not suit {self.model}: it reads "
+                              "images; give image_size instead")
+        image_size = spec.default_image_size if self.image_size is None else self.image_size
+        if not spec.min_image_size <= image_size <= spec.max_image_size:
+            raise ConfigError(f"image_size {image_size} does not suit {self.model}; "
+                              f"it accepts {spec.min_image_size} to {spec.max_image_size}")
+        return image_size, None
+
+    @property
+    def input_size(self) -> int:
+        """The side of the images, or a token model's sequence length: what its synthetic batch's shape takes
+        (bench/models/inputs.py)."""
+        return self.image_size if self.sequence_length is None else self.sequence_length
 
     def _check_files(self) -> None:
         """Image files are read only in data mode `files`; a data dir is checked before any work (exit 2)."""

@@ -65,8 +65,11 @@ RUN_FIELDS: tuple[RunField, ...] = (
     RunField("batch_size", int, "images per step (per worker with --scaling weak)",
              default=32, schema={"minimum": 1}),
     RunField("image_size", int, "the side of the square input images in pixels (default: the model's own, 224 for "
-             "most)",
+             "most); token models take none",
              default=None, nullable=True),
+    RunField("sequence_length", int, "a token model's tokens per sequence (default: the model's own, 128 for "
+             "BERT-base); image models take none",
+             default=None, recorded=None, nullable=True),
     RunField("threads", int, "intra-op threads (default: this machine's physical cores, divided among the workers)",
              default=None, schema={"minimum": 1}),
     RunField("protocol", str, "adaptive: warm up until steady, then at least 10 timed iterations to the CI target "

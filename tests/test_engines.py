@@ -50,8 +50,9 @@ def test_exported_engines_agree_with_pytorch(fw):
     import torch
 
     with torch.inference_mode():
-        ref = seeded_torch_model("resnet18", config.seed, 2)(torch.from_numpy(input_batch(2, 64, config.seed))).numpy()
-    out = workload.logits(input_batch(2, 64, config.seed))
+        x = torch.from_numpy(input_batch("resnet18", 2, 64, config.seed))
+        ref = seeded_torch_model("resnet18", config.seed, 2)(x).numpy()
+    out = workload.logits(input_batch("resnet18", 2, 64, config.seed))
     assert out.shape == ref.shape == (2, 1000)
     np.testing.assert_allclose(out, ref, rtol=1e-3, atol=1e-4)
     assert workload.params == 11_689_512

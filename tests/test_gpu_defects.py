@@ -247,7 +247,7 @@ def test_a_run_without_the_reference_framework_keeps_its_numbers_and_says_why_it
         raise RuntimeError("'python -m bench peak --device cpu' failed: torch is not installed")
 
     monkeypatch.setattr(utilisation, "run_peak", no_peak)
-    monkeypatch.setattr(utilisation, "flops_per_image", lambda *_: (1e6, "counted"))
+    monkeypatch.setattr(utilisation, "flops_per_sample", lambda *_: (1e6, "counted"))
     record = Record.new(RunConfig(framework="null", model="tiny_cnn"))
     utilisation.apply_utilisation(record, tmp_path, RunConfig(framework="null", model="tiny_cnn"), 10)
     assert record.utilisation is None and record.peak.when.startswith("not measured: ") and "torch" in \

@@ -53,8 +53,9 @@ BAD = [
     (("peak", "--threads", "0"), "--threads 0"),
     (("peak", "--threads", "2", "--device", "gpu9"), "gpu9"),
     (("peak", "--threads", "2", "--precision", "fp64"), "fp64"),
-    (("flops", "--model", "resnet9000", "--image-size", "224"), "resnet9000"),
-    (("flops", "--model", "resnet50", "--image-size", "0"), "--image-size 0"),
+    (("flops", "--model", "resnet9000", "--input-size", "224"), "resnet9000"),
+    (("flops", "--model", "resnet50", "--input-size", "0"), "--input-size 0"),
+    (("flops", "--model", "bert_base", "--input-size", "513"), "--input-size 513"),
     (("fidelity", "--framework", "null", "--model", "tiny_cnn"), "no hand-written loop"),
     (("fidelity", "--framework", "torch", "--model", "tiny_cnn", "--rounds", "0"), "--rounds 0"),
 ]

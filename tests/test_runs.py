@@ -89,7 +89,8 @@ def test_all_catalogue_models_have_the_same_parameter_count_in_both_frameworks()
 
     for name in list_models():
         torch_params = sum(p.numel() for p in build_torch_model(name).parameters())
-        keras_model = build_keras_model(name, get_model(name).default_image_size)
+        spec = get_model(name)
+        keras_model = build_keras_model(name, spec.default_sequence_length if spec.tokens else spec.default_image_size)
         keras_params = int(sum(np.prod(v.shape) for v in keras_model.trainable_weights))
         assert keras_params == torch_params, name
 

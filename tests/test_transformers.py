@@ -11,8 +11,10 @@ import numpy as np
 import pytest
 
 from bench.adapters import ADAPTERS
+from bench.errors import ConfigError
 from bench.models import get_model
-from bench.models.transformers import parameter_count, vit_weights
+from bench.models.inputs import synthetic_batch
+from bench.models.transformers import bert_weights, parameter_count, vit_weights
 
 from .conftest import ROOT, bench_cli
 
@@ -20,26 +22,30 @@ from .conftest import ROOT, bench_cli
 # of order one: float32 summation orders differ, nothing else may).
 TOLERANCE = 1e-4
 
+SIZES = {"tiny_vit": 32, "tiny_bert": 16}  # an image's side, a sequence's length
+
 _KERAS_OUTPUTS = """
 import os, sys, json, numpy as np
 os.environ["KERAS_BACKEND"] = sys.argv[1]
-from bench.adapters.keras_models import build_keras_model
-x = np.random.default_rng(1).standard_normal((2, 3, 32, 32), dtype=np.float32)
-model = build_keras_model("tiny_vit", 32)
-print(json.dumps({"params": model.count_params(),
-                  "logits": np.asarray(model(x.transpose(0, 2, 3, 1), training=False)).tolist()}))
+from bench.adapters.keras_models import build_keras_model, keras_batch
+from bench.models.inputs import synthetic_batch
+model, size = sys.argv[2], int(sys.argv[3])
+x = synthetic_batch(model, 2, size, np.random.default_rng(1))
+net = build_keras_model(model, size)
+print(json.dumps({"params": net.count_params(),
+                  "logits": np.asarray(net(keras_batch(x), training=False)).tolist()}))
 """
 
 
-def _torch_logits():
+def _torch_logits(model: str):
     import torch
 
     from bench.adapters.torch.models import build_torch_model
 
-    x = np.random.default_rng(1).standard_normal((2, 3, 32, 32), dtype=np.float32)
-    model = build_torch_model("tiny_vit").eval()
+    x = synthetic_batch(model, 2, SIZES[model], np.random.default_rng(1))
+    net = build_torch_model(model).eval()
     with torch.no_grad():
-        return model(torch.from_numpy(x)).numpy(), sum(p.numel() for p in model.parameters())
+        return net(torch.from_numpy(x)).numpy(), sum(p.numel() for p in net.parameters())
 
 
 def test_the_catalogue_holds_vit_b16_with_its_published_size_and_a_tiny_vit_for_tests():
@@ -51,24 +57,69 @@ def test_the_catalogue_holds_vit_b16_with_its_published_size_and_a_tiny_vit_for_
     assert vit.published_params_millions == pytest.approx(86.57) and "torchvision" in vit.source
 
 
-def test_the_weights_are_one_seeded_set_with_nothing_degenerate():
-    a, b = vit_weights("tiny_vit", 10), vit_weights.__wrapped__("tiny_vit", 10)
+def test_the_catalogue_holds_bert_base_on_token_ids_and_a_tiny_bert_for_tests():
+    from bench.config import make_config
+
+    bert, tiny = get_model("bert_base"), get_model("tiny_bert")
+    assert bert.transformer and bert.tokens and tiny.tiny and not get_model("vit_b16").tokens
+    assert (bert.sample_unit, bert.rate_unit, bert.default_sequence_length) == ("sequences", "seq/s", 128)
+    # Hugging Face's BertModel has 109,482,240 parameters; the 2-class classifier adds 768 x 2 + 2
+    assert parameter_count("bert_base", 2) == 109_482_240 + 1538
+    assert bert.published_params_millions == 110 and "Devlin" in bert.source
+    config = make_config(framework="torch", model="bert_base")
+    assert (config.sequence_length, config.image_size, config.input_size) == (128, None, 128)
+    assert make_config(framework="torch", model="resnet50").sequence_length is None
+    ids = synthetic_batch("tiny_bert", 3, 16, np.random.default_rng(0))
+    assert ids.shape == (3, 16) and ids.dtype == np.int64 and 0 <= ids.min() and ids.max() < 1000
+
+
+@pytest.mark.parametrize("given, needle", [
+    (dict(model="bert_base", image_size=224), "image_size 224 does not suit bert_base: it reads token ids"),
+    (dict(model="resnet50", sequence_length=128), "sequence_length 128 does not suit resnet50: it reads images"),
+    (dict(model="bert_base", sequence_length=513), "sequence_length 513 does not suit bert_base; it accepts 1 to 512"),
+    (dict(model="tiny_bert", data="files"), "data 'files' reads image files; tiny_bert reads token ids"),
+    (dict(model="tiny_bert", strategy="allreduce", workers=2), "distributed runs take image models"),
+    (dict(model="tiny_bert", precision="int8"), "token models have no int8 path yet"),
+])
+def test_a_token_models_inputs_are_checked_before_any_work(given, needle):
+    from bench.config import make_config
+
+    with pytest.raises(ConfigError, match=needle.replace("(", r"\(")):
+        make_config(framework="torch", **given)
+
+
+@pytest.mark.parametrize("model, weights, head", [("tiny_vit", vit_weights, "heads.head.weight"),
+                                                  ("tiny_bert", bert_weights, "classifier.weight")])
+def test_the_weights_are_one_seeded_set_with_nothing_degenerate(model, weights, head):
+    a, b = weights(model, 10), weights.__wrapped__(model, 10)
     assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
-    assert np.abs(a["heads.head.weight"]).max() > 0  # a zero head would make every output equal
+    assert np.abs(a[head]).max() > 0  # a zero head would make every output equal
     assert all(v.dtype == np.float32 for v in a.values())
 
 
+def test_pytorch_holds_exactly_the_catalogues_weights():
+    from bench.adapters.torch.models import build_torch_model
+
+    for model in SIZES:
+        state = build_torch_model(model).state_dict()
+        weights = (vit_weights if model == "tiny_vit" else bert_weights)(model, get_model(model).num_classes)
+        assert state.keys() == weights.keys()
+        assert all(np.array_equal(state[k].numpy(), weights[k]) for k in weights)
+
+
+@pytest.mark.parametrize("model", list(SIZES))
 @pytest.mark.parametrize("backend", ["tensorflow", "jax"])
-def test_keras_runs_the_same_vit_as_pytorch_its_outputs_agree(backend):
+def test_keras_runs_the_same_transformer_as_pytorch_its_outputs_agree(backend, model):
     # in a process of its own: TensorFlow and torch in one process is not a supported combination
-    out = subprocess.run([sys.executable, "-c", _KERAS_OUTPUTS, backend], cwd=ROOT, capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-c", _KERAS_OUTPUTS, backend, model, str(SIZES[model])], cwd=ROOT,
+                         capture_output=True, text=True,
                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "TF_CPP_MIN_LOG_LEVEL": "3"},
                          timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     keras = json.loads(out.stdout.strip().splitlines()[-1])
-    reference, params = _torch_logits()
+    reference, params = _torch_logits(model)
     assert keras["params"] == params
-    assert np.abs(np.array(keras["logits"]) - reference).max() < TOLERANCE
+    assert np.abs(np.array(keras["logits"]) - reference).max() < TOLERANCE * np.abs(reference).max()
 
 
 def test_mxnet_has_no_transformer_and_says_so(tmp_path):
@@ -112,18 +163,24 @@ def test_outputs_beyond_the_tolerance_are_flagged_and_never_a_winner():
     assert not throughput_flags(flagged)  # the config's, not a disturbance: no retry clears it
 
 
-def test_a_run_records_its_outputs_against_pytorchs_and_the_report_shows_them(tmp_path):
+@pytest.mark.parametrize("model", list(SIZES))
+def test_a_run_records_its_outputs_against_pytorchs_and_the_report_shows_them(tmp_path, model):
     from bench.config import make_config
     from bench.report.sections.same_network import same_network_table
     from bench.runs.single import measure_run
 
-    config = make_config(framework="onnxruntime", model="tiny_vit", batch_size=2, protocol="seed", warmup=1,
+    config = make_config(framework="onnxruntime", model=model, batch_size=2, protocol="seed", warmup=1,
                          iterations=2, phase_iterations=0, threads=2)
     record = measure_run(config, tmp_path)
     assert record.status == "ok", record.reason
     check = record.settings["outputs_check"]
-    assert check["passed"] is True and check["reference"].startswith("torch ") and check["max_abs_diff"] < 1e-5
+    assert check["passed"] is True and check["reference"].startswith("torch ") and check["relative_diff"] < 1e-5
     assert not [f for f in record.flags if f.name == "outputs_disagree"]
+    unit = get_model(model).sample_unit
+    assert record.summary.sample_unit == unit and ("token ids" in check["inputs"]) == (unit == "sequences")
+    tokens = record.summary.tokens_per_sec_median
+    per_sequence = record.summary.images_per_sec_median * 16
+    assert (tokens == pytest.approx(per_sequence)) if unit == "sequences" else tokens is None
     import pandas as pd
 
     row = {**record.to_row(), "batch_size": 2}
@@ -159,3 +216,15 @@ def test_a_p99_latency_is_stated_only_over_at_least_100_timed_iterations(tmp_pat
     assert configs.loc["resnet50", "latency_ms_p99"] != configs.loc["resnet50", "latency_ms_p99"]  # not given
     assert configs.loc["resnet18", "latency_ms_p99"] >= configs.loc["resnet18", "latency_ms_p50"] > 0
     assert P99_MIN_TIMED == 100
+
+
+def test_a_training_runs_output_check_sees_its_model_without_dropout():
+    from bench.config import make_config
+    from bench.measurement.outputs_check import probe
+
+    workload = ADAPTERS.get("torch").prepare(make_config(framework="torch", model="tiny_bert", mode="training",
+                                                         batch_size=2, threads=2))
+    x = probe("tiny_bert", 2, 16)
+    first, second = workload.logits(x), workload.logits(x)
+    assert np.array_equal(first, second)  # BERT's dropout (0.1) would make two calls differ
+    assert workload.module.training  # and the run still trains with it

@@ -11,7 +11,16 @@ import functools
 
 from ..models.architecture import RESNETS, mobilenet_v2_units, resnet_units
 from ..models.catalogue import get_model
-from ..models.transformers import LAYER_NORM_EPS, VITS, vit_shape, vit_weights
+from ..models.transformers import (
+    BERT_LAYER_NORM_EPS,
+    BERTS,
+    LAYER_NORM_EPS,
+    VITS,
+    bert_shape,
+    bert_weights,
+    vit_shape,
+    vit_weights,
+)
 
 _BN = dict(epsilon=1e-5, momentum=0.9)  # torch BatchNorm2d defaults (momentum 0.1 = keras 0.9)
 
@@ -199,13 +208,28 @@ def _vit(x, num_classes, name):
     return L.Dense(num_classes, name="head")(x[:, 0])
 
 
+def _linear(w: dict, prefix: str) -> list:
+    """A torch Linear's weights as a Dense layer's: (out, in) -> (in, out), and the bias."""
+    return [w[prefix + ".weight"].T, w[prefix + ".bias"]]
+
+
+def _attention(w: dict, prefix: str, d: int, heads: int) -> list:
+    """A torch nn.MultiheadAttention's weights (`prefix`in_proj_weight/bias, out_proj) as a Keras MultiHeadAttention's:
+    query, key and value kernels (in, heads, head width) with their biases (heads, head width), then the output's
+    kernel (heads, head width, out) and bias."""
+    qkv, qkv_bias = w[prefix + "in_proj_weight"], w[prefix + "in_proj_bias"]
+    per_head = []
+    for k in range(3):
+        per_head += [qkv[k * d:(k + 1) * d].T.reshape(d, heads, d // heads),
+                     qkv_bias[k * d:(k + 1) * d].reshape(heads, d // heads)]
+    return per_head + [w[prefix + "out_proj.weight"].T.reshape(heads, d // heads, d), w[prefix + "out_proj.bias"]]
+
+
 def load_vit_weights(model, name: str, num_classes: int) -> None:
     """Set a Keras ViT's weights to the catalogue's (torchvision's names and layouts mapped onto Keras')."""
     w, s = vit_weights(name, num_classes), vit_shape(name)
     d, heads = s.hidden, s.heads
-
-    def linear(prefix):  # torch (out, in) -> keras (in, out)
-        return [w[prefix + ".weight"].T, w[prefix + ".bias"]]
+    linear = functools.partial(_linear, w)
 
     model.get_layer("conv_proj").set_weights([w["conv_proj.weight"].transpose(2, 3, 1, 0), w["conv_proj.bias"]])
     model.get_layer("tokens").set_weights([w["class_token"], w["encoder.pos_embedding"]])
@@ -213,17 +237,74 @@ def load_vit_weights(model, name: str, num_classes: int) -> None:
         p = f"encoder.layers.encoder_layer_{i}."
         model.get_layer(f"block{i}_ln1").set_weights([w[p + "ln_1.weight"], w[p + "ln_1.bias"]])
         model.get_layer(f"block{i}_ln2").set_weights([w[p + "ln_2.weight"], w[p + "ln_2.bias"]])
-        qkv, qkv_bias = w[p + "self_attention.in_proj_weight"], w[p + "self_attention.in_proj_bias"]
-        per_head = []
-        for k in range(3):  # query, key, value: (in, heads, head width) and (heads, head width)
-            per_head += [qkv[k * d:(k + 1) * d].T.reshape(d, heads, d // heads),
-                         qkv_bias[k * d:(k + 1) * d].reshape(heads, d // heads)]
-        out = w[p + "self_attention.out_proj.weight"].T.reshape(heads, d // heads, d)
-        model.get_layer(f"block{i}_attention").set_weights(per_head + [out, w[p + "self_attention.out_proj.bias"]])
+        model.get_layer(f"block{i}_attention").set_weights(_attention(w, p + "self_attention.", d, heads))
         model.get_layer(f"block{i}_mlp1").set_weights(linear(p + "mlp.0"))
         model.get_layer(f"block{i}_mlp2").set_weights(linear(p + "mlp.3"))
     model.get_layer("ln").set_weights([w["encoder.ln.weight"], w["encoder.ln.bias"]])
     model.get_layer("head").set_weights(linear("heads.head"))
+
+
+@functools.cache
+def _bert_embeddings_layer():
+    """A layer holding BERT's word, position and token-type embeddings, summing a token's word embedding, its
+    position's (0..n-1) and token type 0's, as the PyTorch definition does (one segment)."""
+    import keras
+
+    class BertEmbeddings(keras.layers.Layer):
+        def __init__(self, vocab: int, positions: int, types: int, hidden: int, **kwargs) -> None:
+            super().__init__(**kwargs)
+            self.sizes = (vocab, positions, types, hidden)
+
+        def build(self, input_shape):
+            vocab, positions, types, d = self.sizes
+            self.word = self.add_weight(shape=(vocab, d), initializer="zeros", name="word")
+            self.position = self.add_weight(shape=(positions, d), initializer="zeros", name="position")
+            self.token_type = self.add_weight(shape=(types, d), initializer="zeros", name="token_type")
+
+        def call(self, ids):
+            ops = keras.ops
+            n = ops.shape(ids)[1]
+            x = ops.take(self.word, ids, axis=0) + self.position[:n] + self.token_type[0]
+            return ops.cast(x, self.compute_dtype)
+
+    return BertEmbeddings
+
+
+def _bert(ids, num_classes, name):
+    """The PyTorch BERT (bench/adapters/torch/models.py) layer for layer: embeddings, LayerNorm, post-norm blocks
+    (attention, add, LayerNorm; exact-GELU MLP, add, LayerNorm; BERT's dropout 0.1 where torch has it), the tanh
+    pooler on the first token and the classifier; `load_bert_weights` gives it the catalogue's weights."""
+    L, s = _layers(), bert_shape(name)
+    d, eps, drop = s.hidden, BERT_LAYER_NORM_EPS, 0.1
+    x = _bert_embeddings_layer()(s.vocab, s.max_positions, s.type_vocab, d, name="embeddings")(ids)
+    x = L.Dropout(drop)(L.LayerNormalization(epsilon=eps, name="embeddings_ln")(x))
+    for i in range(s.layers):
+        y = L.MultiHeadAttention(s.heads, d // s.heads, dropout=drop, name=f"block{i}_attention")(x, x)
+        x = L.LayerNormalization(epsilon=eps, name=f"block{i}_ln1")(L.Add()([x, L.Dropout(drop)(y)]))
+        y = L.Dropout(drop)(L.Dense(s.mlp, activation="gelu", name=f"block{i}_mlp1")(x))
+        y = L.Dropout(drop)(L.Dense(d, name=f"block{i}_mlp2")(y))
+        x = L.LayerNormalization(epsilon=eps, name=f"block{i}_ln2")(L.Add()([x, y]))
+    x = L.Dropout(drop)(L.Dense(d, activation="tanh", name="pooler")(x[:, 0]))
+    return L.Dense(num_classes, name="classifier")(x)
+
+
+def load_bert_weights(model, name: str, num_classes: int) -> None:
+    """Set a Keras BERT's weights to the catalogue's (the PyTorch definition's names and layouts mapped onto
+    Keras')."""
+    w, s = bert_weights(name, num_classes), bert_shape(name)
+    linear = functools.partial(_linear, w)
+    model.get_layer("embeddings").set_weights([w["embeddings.word.weight"], w["embeddings.position.weight"],
+                                              w["embeddings.token_type.weight"]])
+    model.get_layer("embeddings_ln").set_weights([w["embeddings.norm.weight"], w["embeddings.norm.bias"]])
+    for i in range(s.layers):
+        p = f"encoder.layers.{i}."
+        model.get_layer(f"block{i}_attention").set_weights(_attention(w, p + "self_attn.", s.hidden, s.heads))
+        model.get_layer(f"block{i}_ln1").set_weights([w[p + "norm1.weight"], w[p + "norm1.bias"]])
+        model.get_layer(f"block{i}_mlp1").set_weights(linear(p + "linear1"))
+        model.get_layer(f"block{i}_mlp2").set_weights(linear(p + "linear2"))
+        model.get_layer(f"block{i}_ln2").set_weights([w[p + "norm2.weight"], w[p + "norm2.bias"]])
+    model.get_layer("pooler").set_weights(linear("pooler"))
+    model.get_layer("classifier").set_weights(linear("classifier"))
 
 
 _BUILDERS = {
@@ -235,28 +316,43 @@ _BUILDERS = {
     **{name: functools.partial(lambda x, k, spec: _resnet(x, k, *spec), spec=spec) for name, spec in RESNETS.items()},
     "mobilenet_v2": _mobilenet_v2,
     **{name: functools.partial(lambda x, k, vit: _vit(x, k, vit), vit=name) for name in VITS},
+    **{name: functools.partial(lambda x, k, bert: _bert(x, k, bert), bert=name) for name in BERTS},
 }
 
 
-def build_keras_model(name: str, image_size: int):
-    """Return an untrained channels-last keras.Model for catalogue model `name`."""
+def build_keras_model(name: str, input_size: int):
+    """Return an untrained keras.Model for catalogue model `name`: channels-last images of side `input_size`, or
+    int32 token ids of sequence length `input_size`."""
     import keras
 
     spec = get_model(name)
-    inputs = keras.Input((image_size, image_size, 3))
+    if spec.tokens:
+        inputs = keras.Input((input_size,), dtype="int32")
+    else:
+        inputs = keras.Input((input_size, input_size, 3))
     model = keras.Model(inputs, _BUILDERS[name](inputs, spec.num_classes), name=name)
     if name in VITS:  # the one seeded set of weights every framework loads
         load_vit_weights(model, name, spec.num_classes)
+    if name in BERTS:
+        load_bert_weights(model, name, spec.num_classes)
     return model
 
 
-def build_in_policy(keras, model: str, image_size: int, policy: str):
+def keras_batch(x):
+    """A batch drawn as the PyTorch adapter draws it (bench/models/inputs.py) in the Keras models' layout: NCHW images
+    to NHWC, int64 token ids to int32 (the models' input dtype)."""
+    import numpy as np
+
+    return x.astype(np.int32) if x.ndim == 2 else np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+
+
+def build_in_policy(keras, model: str, input_size: int, policy: str):
     """The untrained Keras model, its layers in dtype `policy` (set only while building, so nothing built later
     inherits it): TensorFlow's and JAX's runs build through this one place."""
     previous = keras.config.dtype_policy()
     keras.config.set_dtype_policy(policy)
     try:
-        return build_keras_model(model, image_size)
+        return build_keras_model(model, input_size)
     finally:
         keras.config.set_dtype_policy(previous)
 

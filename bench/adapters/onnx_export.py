@@ -13,10 +13,17 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..models import get_model
+from ..models.inputs import batch_shape, synthetic_batch
 from .compile_cache import HIT, MISS, build_key, cache_dir, package_version, source_digest
 
 OPSET = 17
-INPUT, OUTPUT = "images", "logits"
+INPUT, TOKENS_INPUT, OUTPUT = "images", "input_ids", "logits"
+
+
+def input_name(model: str) -> str:
+    """The exported graph's input: `images` (NCHW float32) or, for a token model, `input_ids` (int64)."""
+    return TOKENS_INPUT if get_model(model).tokens else INPUT
 
 
 class _Kept:
@@ -32,7 +39,7 @@ class Exported:
     path: Path  # the .onnx file (inside `folder`; a temporary one is removed when the object is dropped)
     folder: tempfile.TemporaryDirectory | _Kept
     params: int  # trainable parameters of the exported PyTorch module
-    x: object  # the NCHW float32 input batch (NumPy), the same as the PyTorch adapter's
+    x: object  # the input batch (NumPy: NCHW float32 images or int64 token ids), the same as the PyTorch adapter's
     method: str
     cache: str | None = None  # "hit" (read from the export cache), "miss" (exported and cached), None (no cache)
 
@@ -48,38 +55,41 @@ def seeded_torch_model(model: str, seed: int, threads: int):
     return build_torch_model(model).eval()
 
 
-def input_batch(batch_size: int, image_size: int, seed: int):
-    """The NCHW batch the PyTorch adapter draws for a seed (NumPy's generator, no framework needed)."""
+def input_batch(model: str, batch_size: int, input_size: int, seed: int):
+    """The batch the PyTorch adapter draws for a seed (NCHW images or token ids; NumPy's generator, no framework
+    needed)."""
     import numpy as np
 
-    return np.random.default_rng(seed).standard_normal((batch_size, 3, image_size, image_size), dtype=np.float32)
+    return synthetic_batch(model, batch_size, input_size, np.random.default_rng(seed))
 
 
-def export_key(model: str, batch_size: int, image_size: int, seed: int) -> str:
+def export_key(model: str, batch_size: int, input_size: int, seed: int) -> str:
     """Everything that decides the exported file's bytes: the model, the batch and input shape, the opset, the seed
     of its weights, the exporter's versions and the code that builds the model and exports it."""
     here = Path(__file__).resolve().parent
-    return build_key(model=model, batch_size=batch_size, input_shape=(3, image_size, image_size), opset=OPSET,
+    return build_key(model=model, batch_size=batch_size, input_shape=batch_shape(model, 1, input_size)[1:], opset=OPSET,
                      seed=seed, dtype="float32", torch=package_version("torch"), onnx=package_version("onnx"),
-                     code=source_digest(here / "onnx_export.py", here / "torch" / "models.py"))
+                     code=source_digest(here / "onnx_export.py", here / "torch" / "models.py",
+                                        here.parent / "models" / "transformers.py"))
 
 
 def _method(model: str, seed: int) -> str:
     return f"torch.onnx.export (TorchScript exporter, opset {OPSET}) of the PyTorch {model} in eval mode, seed {seed}"
 
 
-def export_onnx(model: str, batch_size: int, image_size: int, seed: int, threads: int) -> Exported:
+def export_onnx(model: str, batch_size: int, input_size: int, seed: int, threads: int) -> Exported:
     """The seeded PyTorch model exported to ONNX (batch dimension dynamic): from the export cache where an export
     of the same key exists (no torch import, no build), else exported, and kept there for the next process."""
     folder = cache_dir("onnx", "export")
     if folder is None:
-        return _export(model, batch_size, image_size, seed, threads)
-    key = export_key(model, batch_size, image_size, seed)
+        return _export(model, batch_size, input_size, seed, threads)
+    key = export_key(model, batch_size, input_size, seed)
     path, facts = folder / f"{model}-{key}.onnx", folder / f"{model}-{key}.json"
     if path.is_file() and facts.is_file():
         params = json.loads(facts.read_text())["params"]
-        return Exported(path, _Kept(), params, input_batch(batch_size, image_size, seed), _method(model, seed), HIT)
-    fresh = _export(model, batch_size, image_size, seed, threads)
+        return Exported(path, _Kept(), params, input_batch(model, batch_size, input_size, seed), _method(model, seed),
+                        HIT)
+    fresh = _export(model, batch_size, input_size, seed, threads)
     _write_atomically(path, fresh.path.read_bytes())
     _write_atomically(facts, json.dumps({"params": fresh.params}).encode())  # last: a hit needs both files
     fresh.cache = MISS
@@ -95,17 +105,19 @@ def _write_atomically(dst: Path, data: bytes) -> None:
     os.replace(tmp, dst)
 
 
-def _export(model: str, batch_size: int, image_size: int, seed: int, threads: int) -> Exported:
-    """Export the seeded PyTorch model to a temporary ONNX file."""
+def _export(model: str, batch_size: int, input_size: int, seed: int, threads: int) -> Exported:
+    """Export the seeded PyTorch model to a temporary ONNX file (input `images`, or `input_ids` int64 for a token
+    model; its batch dimension dynamic)."""
     import torch
 
     module = seeded_torch_model(model, seed, threads)
-    x = input_batch(batch_size, image_size, seed)
+    x = input_batch(model, batch_size, input_size, seed)
+    name = input_name(model)
     folder = tempfile.TemporaryDirectory(prefix="bench-onnx-")
     path = Path(folder.name) / f"{model}.onnx"
     with warnings.catch_warnings():  # the TorchScript exporter announces its successor on every call
         warnings.simplefilter("ignore")
         torch.onnx.export(module, (torch.from_numpy(x),), str(path), dynamo=False, opset_version=OPSET,
-                          input_names=[INPUT], output_names=[OUTPUT], dynamic_axes={INPUT: {0: "batch"}})
+                          input_names=[name], output_names=[OUTPUT], dynamic_axes={name: {0: "batch"}})
     params = sum(p.numel() for p in module.parameters())
     return Exported(path, folder, params, x, _method(model, seed))

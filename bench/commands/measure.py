@@ -16,7 +16,7 @@ from ..host.manifest import collect_manifest
 from ..measurement.flops import count_forward_flops
 from ..measurement.outputs_check import compute_reference
 from ..measurement.peak import matmul_peak
-from ..models import MODELS
+from ..models import MODELS, get_model
 from ..paths import default_results_dir
 from ..report.systems import status_rows
 from ..results.store import write_record
@@ -87,7 +87,8 @@ def run_one(args: argparse.Namespace) -> int:
     s = record.summary
     if record.status == "ok":
         util = record.utilisation
-        print(f"{config.label}: {s.images_per_sec_median:.2f} img/s "
+        tokens = f" ({s.tokens_per_sec_median:.0f} tokens/s)" if s.tokens_per_sec_median else ""
+        print(f"{config.label}: {s.images_per_sec_median:.2f} {get_model(config.model).rate_unit}{tokens} "
               f"[95% CI {s.images_per_sec_ci_low:.2f}-{s.images_per_sec_ci_high:.2f}], "
               f"median latency {s.latency_ms_median:.2f} ms over {s.n} iterations"
               + (f", utilisation {util:.1%}" if util is not None else ""))
@@ -132,12 +133,12 @@ def peak(args: argparse.Namespace) -> int:
 
 
 def flops(args: argparse.Namespace) -> int:
-    print(json.dumps(count_forward_flops(args.model, args.image_size)))
+    print(json.dumps(count_forward_flops(args.model, args.input_size)))
     return EXIT_OK
 
 
 def reference_outputs(args: argparse.Namespace) -> int:
-    print(json.dumps(compute_reference(args.model, args.image_size, args.batch_size)))
+    print(json.dumps(compute_reference(args.model, args.input_size, args.batch_size)))
     return EXIT_OK
 
 

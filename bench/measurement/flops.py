@@ -1,4 +1,5 @@
-"""Model FLOPs per image: counted by the reference framework on its definition (meta tensors), or published figures."""
+"""Model FLOPs per sample (an image, or a token model's sequence): counted by the reference framework on its definition
+(meta tensors), or published figures."""
 
 from __future__ import annotations
 
@@ -14,24 +15,24 @@ TRAINING_FLOPS_FACTOR = 3  # forward + backward (about 2x forward): the usual co
 FLOPS_FILE = "model_flops.json"
 
 
-def count_forward_flops(model: str, image_size: int) -> dict:
-    """FLOPs per image for one forward pass and how they were obtained. 1 MAC = 2 FLOPs."""
-    counter = reference_adapter()
+def count_forward_flops(model: str, input_size: int) -> dict:
+    """FLOPs per sample for one forward pass and how they were obtained. 1 MAC = 2 FLOPs."""
+    counter, spec = reference_adapter(), get_model(model)
     if counter.runs_here():
-        return {"flops": counter.count_forward_flops(model, image_size),
-                "method": f"counted ({counter.name} FlopCounterMode on the torchvision definition)"}
-    spec = get_model(model)
-    if spec.published_gmacs_224 is None:
+        definition = "bench/adapters/torch/models.py BERT" if spec.tokens else "torchvision"
+        return {"flops": counter.count_forward_flops(model, input_size),
+                "method": f"counted ({counter.name} FlopCounterMode on the {definition} definition)"}
+    if spec.published_gmacs_224 is None or spec.tokens:
         return {"flops": None, "method": f"unknown ({counter.name} not installed, no published figure)"}
-    scale = (image_size / 224) ** 2
+    scale = (input_size / 224) ** 2
     return {"flops": 2e9 * spec.published_gmacs_224 * scale,
             "method": f"published ({spec.source}), scaled by image area"}
 
 
-def flops_per_image(results_dir: Path | str, model: str, image_size: int, mode: str) -> tuple[float | None, str]:
-    """(FLOPs per image for `mode`, method), counted once per host in a fresh process."""
-    c = cached(results_dir, FLOPS_FILE, f"{model}|{image_size}",
-               ["flops", "--model", model, "--image-size", str(image_size)])
+def flops_per_sample(results_dir: Path | str, model: str, input_size: int, mode: str) -> tuple[float | None, str]:
+    """(FLOPs per sample for `mode`, method), counted once per host in a fresh process."""
+    c = cached(results_dir, FLOPS_FILE, f"{model}|{input_size}",
+               ["flops", "--model", model, "--input-size", str(input_size)])
     fwd, how = c["flops"], c["method"]
     if fwd is None:
         return None, how

@@ -1,7 +1,7 @@
 """Whether a framework ran the same network as PyTorch: its outputs on one seeded input against PyTorch's.
 
 A transformer's weights are one seeded set every framework loads (bench/models/transformers.py), so before any timing
-each run computes its model's logits for a probe batch (PROBE_SEED, the run's batch size and image size) the way its
+each run computes its model's logits for a probe batch (PROBE_SEED, the run's batch size and input size) the way its
 engine computes them, and compares them with the reference framework's eager fp32 logits for the same batch (computed
 once per host in a fresh process of the main environment, cached like the FLOP counts). The difference allowed is a
 share of the reference's largest logit, per precision; a run whose outputs stray further is flagged
@@ -20,6 +20,7 @@ from ..adapters import reference_adapter
 from ..adapters.onnx_export import input_batch
 from ..config import make_config
 from ..models import get_model
+from ..models.inputs import describe
 from .agreement import OUTPUTS_TOLERANCE, compare_outputs
 from .fresh_process import cached
 
@@ -27,9 +28,10 @@ PROBE_SEED = 20261128
 OUTPUTS_FILE = "reference_outputs.json"
 
 
-def probe(batch_size: int, image_size: int) -> np.ndarray:
-    """The probe batch: the NCHW float32 batch the PyTorch adapter draws, from PROBE_SEED (no framework needed)."""
-    return input_batch(batch_size, image_size, PROBE_SEED)
+def probe(model: str, batch_size: int, input_size: int) -> np.ndarray:
+    """The probe batch: the batch the PyTorch adapter draws (NCHW float32 images or int64 token ids), from PROBE_SEED
+    (no framework needed)."""
+    return input_batch(model, batch_size, input_size, PROBE_SEED)
 
 
 def applies(model: str, precision: str) -> bool:
@@ -37,19 +39,20 @@ def applies(model: str, precision: str) -> bool:
     return get_model(model).transformer and precision in OUTPUTS_TOLERANCE
 
 
-def compute_reference(model: str, image_size: int, batch_size: int) -> dict:
+def compute_reference(model: str, input_size: int, batch_size: int) -> dict:
     """The reference framework's eager fp32 logits for the probe batch (run in the fresh process)."""
     adapter = reference_adapter()
+    size = {"sequence_length" if get_model(model).tokens else "image_size": input_size}
     config = make_config(framework=adapter.name, model=model, mode="inference", batch_size=batch_size,
-                         image_size=image_size, engine=adapter.engines_for("inference", "fp32")[0])
-    logits = adapter.prepare(config).logits(probe(batch_size, image_size))
+                         engine=adapter.engines_for("inference", "fp32")[0], **size)
+    logits = adapter.prepare(config).logits(probe(model, batch_size, input_size))
     return {"logits": np.asarray(logits, dtype=np.float32).tolist(),
             "method": f"{adapter.name} {adapter.version()} {config.engine} fp32"}
 
 
-def _reference(results_dir: Path | str, model: str, image_size: int, batch_size: int) -> dict:
-    return cached(results_dir, OUTPUTS_FILE, f"{model}|{image_size}|{batch_size}",
-                  ["outputs", "--model", model, "--image-size", str(image_size), "--batch-size", str(batch_size)])
+def _reference(results_dir: Path | str, model: str, input_size: int, batch_size: int) -> dict:
+    return cached(results_dir, OUTPUTS_FILE, f"{model}|{input_size}|{batch_size}",
+                  ["outputs", "--model", model, "--input-size", str(input_size), "--batch-size", str(batch_size)])
 
 
 def check(workload, config, results_dir: Path | str) -> dict[str, Any] | None:
@@ -57,12 +60,13 @@ def check(workload, config, results_dir: Path | str) -> dict[str, Any] | None:
     A reference that cannot be computed, or an engine that does not expose its outputs, is said, not failed."""
     if not applies(config.model, config.precision):
         return None
-    head = {"inputs": f"{config.batch_size} standard-normal images (seed {PROBE_SEED})", "precision": config.precision}
-    logits = workload.logits(probe(config.batch_size, config.image_size))
+    head = {"inputs": f"{describe(config.model, config.batch_size, config.input_size)} (seed {PROBE_SEED})",
+            "precision": config.precision}
+    logits = workload.logits(probe(config.model, config.batch_size, config.input_size))
     if logits is None:
         return {**head, "passed": None, "reason": f"{config.framework}/{config.engine} does not expose its outputs"}
     try:
-        reference = _reference(results_dir, config.model, config.image_size, config.batch_size)
+        reference = _reference(results_dir, config.model, config.input_size, config.batch_size)
     except (OSError, RuntimeError, ValueError) as exc:
         return {**head, "passed": None, "reason": f"no reference: {exc}"}
     return {**head, "reference": reference["method"],

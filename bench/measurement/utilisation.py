@@ -9,7 +9,7 @@ from ..adapters.precision import has_gemm_peak
 from ..models import get_model
 from ..results.record import ModelInfo, Peak, Record, SweepPlacement
 from ..results.sweep_manifest import read_sweep
-from .flops import flops_per_image
+from .flops import flops_per_sample
 from .peak import device_peak, peak_key
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ def apply_utilisation(record: Record, results_dir: Path, config: RunConfig, para
     host), the peak the run is judged against, and the share of it that the run's median throughput used (None
     when the FLOPs or the throughput are unknown)."""
     spec = get_model(config.model)
-    flops, how = flops_per_image(results_dir, config.model, config.image_size, config.mode)
+    flops, how = flops_per_sample(results_dir, config.model, config.input_size, config.mode)
     record.model = ModelInfo(params=params, params_published_millions=spec.published_params_millions,
                              flops_per_image=flops, flops_method=how, note=spec.note)
     if not has_gemm_peak(config.precision):  # int8: a speed-up against fp32, no utilisation

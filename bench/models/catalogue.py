@@ -1,4 +1,5 @@
-"""The model catalogue: which CNNs and transformers exist, their published cost, and the images they accept."""
+"""The model catalogue: which CNNs and transformers exist, their published cost, and the inputs they accept (images of
+a side, or sequences of token ids of a length)."""
 
 from __future__ import annotations
 
@@ -26,10 +27,33 @@ class ModelSpec:
     # "cnn", or "transformer": a transformer's weights are one seeded set every framework loads
     # (bench/models/transformers.py), and its outputs are compared with PyTorch's before any timing
     family: str = "cnn"
+    # "images" (NCHW float batches, `image_size` their side) or "tokens" (int64 token ids, `sequence_length` each)
+    inputs: str = "images"
+    default_sequence_length: int | None = None
+    max_sequence_length: int | None = None
 
     @property
     def transformer(self) -> bool:
         return self.family == "transformer"
+
+    @property
+    def tokens(self) -> bool:
+        return self.inputs == "tokens"
+
+    @property
+    def input_sizes(self) -> tuple[int, int]:
+        """The least and the most input size: an image's side, or a token model's sequence length."""
+        return (1, self.max_sequence_length) if self.tokens else (self.min_image_size, self.max_image_size)
+
+    @property
+    def sample_unit(self) -> str:
+        """What one sample of a batch is: 'images' or 'sequences' (throughput is samples/s in that unit)."""
+        return "sequences" if self.tokens else "images"
+
+    @property
+    def rate_unit(self) -> str:
+        """The throughput's short unit: 'img/s' or 'seq/s'."""
+        return "seq/s" if self.tokens else "img/s"
 
 
 MODELS: Registry[ModelSpec] = Registry("model")
@@ -99,6 +123,16 @@ def _register_catalogue() -> None:
     MODELS.add("tiny_vit", ModelSpec(
         name="tiny_vit", num_classes=10, default_image_size=32, min_image_size=32, max_image_size=32, tiny=True,
         family="transformer", note="a 2-block ViT (8x8 patches, 4 heads, width 64) on 32x32 images: for tests"))
+    bert = published["bert_base"]
+    MODELS.add("bert_base", ModelSpec(
+        name="bert_base", num_classes=2, family="transformer", inputs="tokens", default_sequence_length=128,
+        max_sequence_length=512, published_params_millions=float(bert["params_millions"]), source=bert["source"],
+        note="BERT-base (12 post-norm blocks of 12 heads, width 768, vocabulary 30522) with a 2-class "
+             "sequence-classification head, on token ids: one segment, no padding"))
+    MODELS.add("tiny_bert", ModelSpec(
+        name="tiny_bert", num_classes=2, family="transformer", inputs="tokens", default_sequence_length=16,
+        max_sequence_length=64, tiny=True,
+        note="a 2-block BERT (4 heads, width 64, vocabulary 1000) on 16-token sequences: for tests"))
 
 
 _register_catalogue()

@@ -6,6 +6,13 @@ ViT-B/16 is torchvision's VisionTransformer (Dosovitskiy et al. 2021): 16x16 pat
 class token and learned position embeddings, pre-norm encoder blocks (LayerNorm eps 1e-6, multi-head self-attention,
 an MLP with exact GELU), a final LayerNorm and a linear head on the class token. The weights are named as torchvision's
 state dict names them; a Keras model maps them onto its layers (bench/adapters/keras_models.py).
+
+BERT-base is Devlin et al.'s encoder (2019) with a sequence-classification head, as Hugging Face's
+BertForSequenceClassification: word, position and token-type embeddings summed and layer-normalised, post-norm
+encoder blocks (LayerNorm eps 1e-12, exact GELU), a pooler (dense + tanh on the first token) and a linear classifier.
+Its input is token ids only: one segment (token type 0), positions 0..n-1, no padding (every sequence is the run's
+sequence length, so no attention mask). The weights are named as PyTorch's nn.TransformerEncoderLayer names them (the
+PyTorch definition, bench/adapters/torch/models.py).
 """
 
 from __future__ import annotations
@@ -17,7 +24,8 @@ import numpy as np
 
 # The seed of every transformer's weights: the same arrays in every framework and every process.
 WEIGHTS_SEED = 20261128
-LAYER_NORM_EPS = 1e-6
+LAYER_NORM_EPS = 1e-6  # ViT's
+BERT_LAYER_NORM_EPS = 1e-12
 
 
 @dataclass(frozen=True)
@@ -47,6 +55,46 @@ def vit_shape(name: str) -> VitShape:
     return VITS[name]
 
 
+@dataclass(frozen=True)
+class BertShape:
+    """A BERT encoder's dimensions."""
+
+    layers: int
+    heads: int
+    hidden: int
+    mlp: int
+    vocab: int
+    max_positions: int  # the longest sequence its position embeddings cover
+    type_vocab: int = 2
+
+
+BERTS = {
+    "bert_base": BertShape(layers=12, heads=12, hidden=768, mlp=3072, vocab=30522, max_positions=512),
+    "tiny_bert": BertShape(layers=2, heads=4, hidden=64, mlp=128, vocab=1000, max_positions=64),  # for tests
+}
+
+
+def bert_shape(name: str) -> BertShape:
+    return BERTS[name]
+
+
+def attention_shape(name: str, input_size: int) -> tuple[int, int, int]:
+    """(heads, tokens, head width) of a transformer's self-attention for an input of `input_size` (an image's side
+    for a ViT, the sequence length for BERT)."""
+    if name in VITS:
+        s = VITS[name]
+        return s.heads, s.tokens, s.hidden // s.heads
+    b = BERTS[name]
+    return b.heads, input_size, b.hidden // b.heads
+
+
+def _truncated_normal(rng: np.random.Generator):
+    def normal(*shape: int) -> np.ndarray:
+        return np.clip(rng.standard_normal(shape, dtype=np.float32), -2.0, 2.0) * np.float32(0.02)
+
+    return normal
+
+
 @functools.lru_cache(maxsize=2)
 def vit_weights(name: str, num_classes: int) -> dict[str, np.ndarray]:
     """Model `name`'s weights in torchvision's state-dict names, float32, from WEIGHTS_SEED: linear and convolution
@@ -54,11 +102,7 @@ def vit_weights(name: str, num_classes: int) -> dict[str, np.ndarray]:
     head is drawn as the other linears (torchvision zeroes it; a zero head would make every output equal, and the
     output check meaningless)."""
     s = vit_shape(name)
-    rng = np.random.default_rng(WEIGHTS_SEED)
-
-    def normal(*shape: int) -> np.ndarray:
-        return np.clip(rng.standard_normal(shape, dtype=np.float32), -2.0, 2.0) * np.float32(0.02)
-
+    normal = _truncated_normal(np.random.default_rng(WEIGHTS_SEED))
     zeros, ones = (lambda n: np.zeros(n, np.float32)), (lambda n: np.ones(n, np.float32))
     d = s.hidden
     w = {"class_token": normal(1, 1, d), "conv_proj.weight": normal(d, 3, s.patch_size, s.patch_size),
@@ -77,5 +121,35 @@ def vit_weights(name: str, num_classes: int) -> dict[str, np.ndarray]:
     return w
 
 
+@functools.lru_cache(maxsize=2)
+def bert_weights(name: str, num_classes: int) -> dict[str, np.ndarray]:
+    """Model `name`'s weights in the PyTorch definition's state-dict names, float32, from WEIGHTS_SEED: embeddings,
+    linear weights and the classifier from a truncated normal of sd 0.02 (BERT's own initialiser range), biases zero,
+    LayerNorm scale one."""
+    s = bert_shape(name)
+    normal = _truncated_normal(np.random.default_rng(WEIGHTS_SEED))
+    zeros, ones = (lambda n: np.zeros(n, np.float32)), (lambda n: np.ones(n, np.float32))
+    d = s.hidden
+    w = {"embeddings.word.weight": normal(s.vocab, d), "embeddings.position.weight": normal(s.max_positions, d),
+         "embeddings.token_type.weight": normal(s.type_vocab, d),
+         "embeddings.norm.weight": ones(d), "embeddings.norm.bias": zeros(d)}
+    for i in range(s.layers):
+        p = f"encoder.layers.{i}."
+        w.update({p + "self_attn.in_proj_weight": normal(3 * d, d), p + "self_attn.in_proj_bias": zeros(3 * d),
+                  p + "self_attn.out_proj.weight": normal(d, d), p + "self_attn.out_proj.bias": zeros(d),
+                  p + "linear1.weight": normal(s.mlp, d), p + "linear1.bias": zeros(s.mlp),
+                  p + "linear2.weight": normal(d, s.mlp), p + "linear2.bias": zeros(d),
+                  p + "norm1.weight": ones(d), p + "norm1.bias": zeros(d),
+                  p + "norm2.weight": ones(d), p + "norm2.bias": zeros(d)})
+    w.update({"pooler.weight": normal(d, d), "pooler.bias": zeros(d),
+              "classifier.weight": normal(num_classes, d), "classifier.bias": zeros(num_classes)})
+    return w
+
+
+def weights(name: str, num_classes: int) -> dict[str, np.ndarray]:
+    """Transformer `name`'s one seeded set of weights, in the PyTorch definition's state-dict names."""
+    return vit_weights(name, num_classes) if name in VITS else bert_weights(name, num_classes)
+
+
 def parameter_count(name: str, num_classes: int) -> int:
-    return sum(a.size for a in vit_weights(name, num_classes).values())
+    return sum(a.size for a in weights(name, num_classes).values())

@@ -29,6 +29,7 @@ from .style import (
     platform_rows,
     series_styles,
 )
+from .units import in_unit, rate_unit
 
 
 def _flagged(row) -> bool:
@@ -146,7 +147,7 @@ def _lines_vs_batch(ok: pd.DataFrame, value: str, ylabel: str, title: str, scale
             ax.set_xscale("log", base=2)
             ax.set_xticks(ticks, labels=[str(b) for b in ticks])
             ax.set_xlabel("batch size")
-            ax.set_ylabel(ylabel)
+            ax.set_ylabel(in_unit(ylabel, model))
             ax.set_ylim(0, WIDE_CI_CUT * top if cut else None)
             ax.set_title(f"{model} - {mode}", fontsize=9)
 
@@ -224,7 +225,7 @@ def per_framework(runs: pd.DataFrame, common_batch: int = 32) -> list:
         ax.set_xticks(range(len(slots)), labels=ticks, fontsize=7)
         ax.set_xlim(-0.6, len(slots) - 0.4)  # a panel of one pair keeps its bars' width
         ax.set_title(f"{model} - {mode}", fontsize=10)
-        ax.set_ylabel("images/s")
+        ax.set_ylabel(rate_unit(model))
         ax.margins(y=0.12)  # room for the '!' above the tallest bar (a cut axis keeps its limit)
 
     # a slot an inch wide holds its two-line label level; many slots: one panel per row

@@ -1,6 +1,7 @@
-"""Page 1's table: images/s [95% CI] of every framework at its best engine, a row per model, mode, precision and batch
-(int8 beside fp32), the fastest starred, the row's verdict (fastest against runner-up) and the fastest against
-PyTorch. The numbers are the estimate layer's (estimates/best_engines.py, the summary and best-batch tables)."""
+"""Page 1's table: images/s (a token model's sequences/s) [95% CI] of every framework at its best engine, a row per
+model, mode, precision and batch (int8 beside fp32), the fastest starred, the row's verdict (fastest against
+runner-up) and the fastest against PyTorch. The numbers are the estimate layer's (estimates/best_engines.py, the
+summary and best-batch tables)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from ..stats.printed import ratio_interval
 from ..stats.verdicts import SMALL, UNDECIDED, WINNER
 from .answer import batch_order, rests_on_pooling
 from .estimates import NOT_COMPARED, REFERENCE
+from .units import IMAGES_PER_SEC, rate_unit, token_models
 
 FASTEST = "★"
 FASTEST_OPEN = "☆"  # the fastest measured on a row whose verdict does not decide it
@@ -110,6 +112,8 @@ def images_table(grid: list[dict], summary: pd.DataFrame, best: pd.DataFrame | N
     for col in ("platform", "precision", "model"):
         if table[col].nunique() == 1:
             table = table.drop(columns=col)
+    if "model" in table and token_models(table["model"]):  # a row of sequences/s among rows of images/s
+        table["model"] = [m if rate_unit(m) == IMAGES_PER_SEC else f"{m} ({rate_unit(m)})" for m in table["model"]]
     return table.reset_index(drop=True)
 
 

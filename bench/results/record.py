@@ -244,7 +244,9 @@ class SweepPlacement(Section):
 
 @section
 class Summary(Section):
-    """Throughput and latency of the timed iterations (bench.stats.summarize_latencies, plus cv)."""
+    """Throughput and latency of the timed iterations (bench.stats.summarize_latencies, plus cv). Throughput is in
+    samples per second under the `images_per_sec` names: images, or a token model's sequences (`sample_unit`), whose
+    tokens per second are the median times the sequence length."""
 
     n: int
     images_per_sec_median: float
@@ -264,6 +266,8 @@ class Summary(Section):
     latency_ms_min: float | None = optional()
     latency_ms_max: float | None = optional()
     cv: float | None = optional()
+    sample_unit: str = optional("images", enum=["images", "sequences"])
+    tokens_per_sec_median: float | None = optional()  # a token model's: samples/s x the sequence length
 
 
 _SECONDS = {"items": {"type": "number", "minimum": 0}}

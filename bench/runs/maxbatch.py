@@ -32,7 +32,7 @@ from ..config import RunConfig
 from ..errors import ConfigError
 from ..host.devices import is_gpu
 from ..host.manifest import host_name
-from ..measurement.flops import FLOPS_FILE, flops_per_image
+from ..measurement.flops import FLOPS_FILE, flops_per_sample
 from ..measurement.fresh_process import bench_environ, main_python
 from ..measurement.peak import PEAK_FILE, device_peak
 from ..results.searches import MEMORY_DIR
@@ -99,7 +99,7 @@ def host_facts(config: RunConfig, results_dir: Path | str) -> tuple[Path, tuple[
     results folder, so no probe spends its time re-measuring them in its scratch folder."""
 
     device_peak(results_dir, config.device, config.precision, config.threads)
-    flops_per_image(results_dir, config.model, config.image_size, config.mode)
+    flops_per_sample(results_dir, config.model, config.input_size, config.mode)
     return host_dir(results_dir), (PEAK_FILE, FLOPS_FILE)
 
 

@@ -25,7 +25,7 @@ from ..config import RunConfig
 from ..errors import ConfigError
 from ..host.interference import OTHER_CPU_LIMIT, QUIET_MAX_WAIT_S, machine_share_busy, wait_until_quiet
 from ..host.manifest import host_name
-from ..measurement.flops import flops_per_image
+from ..measurement.flops import flops_per_sample
 from ..measurement.peak import peak_key
 from ..measurement.utilisation import peak_threads
 from ..paths import default_results_dir
@@ -132,7 +132,7 @@ class _Estimator:
         flops = None
         if measures_a_framework(c.framework) and not self.history.get(c.key):
             with contextlib.suppress(Exception):  # an estimate never stops a sweep
-                flops, _ = flops_per_image(self.results_dir, c.model, c.image_size, c.mode)
+                flops, _ = flops_per_sample(self.results_dir, c.model, c.input_size, c.mode)
         startup = self.startup.get((c.framework, c.engine, c.model, c.precision),
                                    self.startup.get((c.framework, c.engine, c.precision)))
         startup = default_startup_s(c, task.repeat) if startup is None else startup

@@ -10,11 +10,12 @@ from typing import TYPE_CHECKING
 
 from ...host.devices import is_gpu
 from ...models import get_model
+from ...models.inputs import synthetic_batch
 from .. import keras_backend
 from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, register, subtractive_phases
 from ..compile_cache import configure_xla
 from ..distributed_runs import DistributedRuns
-from ..keras_models import build_keras_model, keras_attention
+from ..keras_models import build_keras_model, keras_attention, keras_batch
 from ..launch import LOCAL_DEVICES, LaunchPlan, local_device_plan
 from ..ranks import RankGroup
 from . import doctor, worker
@@ -49,9 +50,9 @@ class JaxWorkload(Workload):
         gpu = is_gpu(config.device)
         device = jax.devices("gpu")[int(config.device.split(":")[1])] if gpu else jax.devices("cpu")[0]
         self.device = device
-        n, s = config.batch_size, config.image_size
+        n = config.batch_size
         rng = np.random.default_rng(config.seed)
-        self.host_x = rng.standard_normal((n, s, s, 3), dtype=np.float32)
+        self.host_x = keras_batch(synthetic_batch(config.model, n, config.input_size, rng))
         put = lambda a: jax.device_put(a, device)
         self.x = put(self.host_x)
         self.y = put(rng.integers(0, get_model(config.model).num_classes, n).astype(np.int32))
@@ -81,7 +82,8 @@ class JaxWorkload(Workload):
         self.settings = {
             "intra_op_threads": len(affinity) if affinity else None,
             "threads_how": "XLA's CPU pool follows the process's CPU affinity (read back)",
-            "layout": "NHWC (Keras default)",
+            "layout": ("token ids (batch, sequence), int32" if get_model(config.model).tokens
+                       else "NHWC (Keras default)"),
             "engine": "jax.jit of Keras stateless_call" + (" + value_and_grad + SGD-momentum" if self.training else ""),
             "xla_compiler_options": options,  # the engine's XLA compile options ({}: XLA's defaults)
             "xla_flags": os.environ.get("XLA_FLAGS", ""),
@@ -120,7 +122,7 @@ class JaxWorkload(Workload):
         timing's own compile)."""
         import numpy as np
 
-        x = self.jax.device_put(x.transpose(0, 2, 3, 1), self.device)
+        x = self.jax.device_put(keras_batch(x), self.device)
         out = self.keras_model.stateless_call(self.trainable, self.non_trainable, x, training=False)[0]
         return np.asarray(out, dtype=np.float32)
 
@@ -229,10 +231,11 @@ class JaxAdapter(Adapter):
         import jax
         import numpy as np
 
-        model = build_keras_model(c.model, c.image_size)
+        model = build_keras_model(c.model, c.input_size)
         params = [v.value for v in model.trainable_variables]
         state = [v.value for v in model.non_trainable_variables]
-        x = jax.numpy.asarray(np.random.standard_normal((c.batch_size, c.image_size, c.image_size, 3)), "float32")
+        batch = synthetic_batch(c.model, c.batch_size, c.input_size, np.random.default_rng())
+        x = jax.numpy.asarray(keras_batch(batch))
         y = jax.numpy.asarray(np.random.randint(0, get_model(c.model).num_classes, c.batch_size))
 
         jit = functools.partial(jax.jit, compiler_options=compiler_options(c.engine) or None)

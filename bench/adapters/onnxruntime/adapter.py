@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING
 
 from ...host.devices import is_gpu
 from ...models import get_model
+from ...models.inputs import synthetic_batch
 from ..base import Adapter, InferenceRuntimeWorkload, Workload, register
-from ..onnx_export import INPUT, export_onnx
+from ..onnx_export import export_onnx, input_name
 from ..precision import INT8
 from . import doctor, quantize
 
@@ -63,7 +64,8 @@ class ORTWorkload(InferenceRuntimeWorkload):
         import onnxruntime as ort
 
         self.config = config
-        exported = export_onnx(config.model, config.batch_size, config.image_size, config.seed, config.threads)
+        exported = export_onnx(config.model, config.batch_size, config.input_size, config.seed, config.threads)
+        self.input = input_name(config.model)
         self.params = exported.params
         self.compile_caches = {"onnx_export": exported.cache} if exported.cache else {}
         self.gpu = is_gpu(config.device)
@@ -90,12 +92,13 @@ class ORTWorkload(InferenceRuntimeWorkload):
         if self.gpu and config.data == "device":  # the batch stays on the GPU: bind it once
             self.binding = self.session.io_binding()
             self.bound_x = ort.OrtValue.ortvalue_from_numpy(self.host_x, "cuda", options["device_id"])
-            self.binding.bind_ortvalue_input(INPUT, self.bound_x)
+            self.binding.bind_ortvalue_input(self.input, self.bound_x)
             self.binding.bind_output(self.session.get_outputs()[0].name, "cuda", options["device_id"])
         self.settings = {
             "intra_op_threads": so.intra_op_num_threads,  # ORT has no read-back: the value it was given
             "inter_op_threads": so.inter_op_num_threads,
-            "layout": "NCHW (the exported PyTorch graph)",
+            "layout": ("token ids (batch, sequence), int64" if get_model(config.model).tokens
+                       else "NCHW (the exported PyTorch graph)"),
             "engine": f"graph_optimization_level={LEVELS[config.engine]}",
             "providers": self.session.get_providers(),
             "export": exported.method,
@@ -123,10 +126,10 @@ class ORTWorkload(InferenceRuntimeWorkload):
         if self.binding is not None:
             self.session.run_with_iobinding(self.binding)
         else:
-            self.session.run(None, {INPUT: x})
+            self.session.run(None, {self.input: x})
 
     def logits(self, x):
-        return self.session.run(None, {INPUT: x})[0]
+        return self.session.run(None, {self.input: x})[0]
 
 
 @register
@@ -169,11 +172,11 @@ class ORTAdapter(Adapter):
         import numpy as np
         import onnxruntime as ort
 
-        exported = export_onnx(c.model, c.batch_size, c.image_size, c.seed, c.threads)
+        exported = export_onnx(c.model, c.batch_size, c.input_size, c.seed, c.threads)
         so = ort.SessionOptions()
         so.intra_op_num_threads = c.threads
         session = ort.InferenceSession(str(exported.path), so, providers=["CPUExecutionProvider"])
-        x = np.random.standard_normal((c.batch_size, 3, c.image_size, c.image_size)).astype(np.float32)
+        x = synthetic_batch(c.model, c.batch_size, c.input_size, np.random.default_rng())
         name = session.get_inputs()[0].name
         return lambda: session.run(None, {name: x})
 

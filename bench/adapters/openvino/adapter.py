@@ -7,6 +7,7 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 from ...models import get_model
+from ...models.inputs import synthetic_batch
 from ..base import Adapter, InferenceRuntimeWorkload, Workload, register
 from ..compile_cache import openvino_cache
 from ..onnx_export import export_onnx
@@ -48,7 +49,7 @@ def runtime_attention(compiled) -> dict:
 class OpenVINOWorkload(InferenceRuntimeWorkload):
     def __init__(self, config: RunConfig) -> None:
         self.config = config
-        exported = export_onnx(config.model, config.batch_size, config.image_size, config.seed, config.threads)
+        exported = export_onnx(config.model, config.batch_size, config.input_size, config.seed, config.threads)
         self.params = exported.params
         path = str(exported.path)
         if config.precision == INT8:  # NNCF's int8 IR of the same export (bench/adapters/int8.py)
@@ -68,7 +69,8 @@ class OpenVINOWorkload(InferenceRuntimeWorkload):
         self.settings = {
             "intra_op_threads": int(prop("INFERENCE_NUM_THREADS")),
             "streams": int(prop("NUM_STREAMS")),
-            "layout": "NCHW (the exported PyTorch graph)",
+            "layout": ("token ids (batch, sequence), int64" if get_model(config.model).tokens
+                       else "NCHW (the exported PyTorch graph)"),
             "engine": f"PERFORMANCE_HINT={HINTS[config.engine]}",
             "inference_precision": str(prop("INFERENCE_PRECISION_HINT")),
             "export": exported.method,
@@ -121,9 +123,9 @@ class OpenVINOAdapter(Adapter):
         import numpy as np
         import openvino as ov
 
-        exported = export_onnx(c.model, c.batch_size, c.image_size, c.seed, c.threads)
+        exported = export_onnx(c.model, c.batch_size, c.input_size, c.seed, c.threads)
         compiled = ov.Core().compile_model(str(exported.path), "CPU", {"INFERENCE_NUM_THREADS": c.threads})
-        x = np.random.standard_normal((c.batch_size, 3, c.image_size, c.image_size)).astype(np.float32)
+        x = synthetic_batch(c.model, c.batch_size, c.input_size, np.random.default_rng())
         return lambda: compiled(x)
 
     def prepare(self, config: RunConfig) -> Workload:

@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING
 from ...errors import UnsupportedError
 from ...host.devices import is_gpu
 from ...models import get_model
+from ...models.inputs import synthetic_batch
 from .. import keras_backend
 from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, dist_version, register, subtractive_phases
 from ..distributed_runs import DistributedRuns
-from ..keras_models import keras_attention
+from ..keras_models import keras_attention, keras_batch
 from ..launch import LOCAL_DEVICES, LaunchPlan
 from ..precision import INT8
 from ..ranks import RankGroup
@@ -50,9 +51,9 @@ class TFWorkload(Workload):
         tf.config.experimental.enable_tensor_float_32_execution(config.precision == "tf32")
         with scope() if scope is not None else tf.device(self.tf_device):
             self.model = build_model(keras, config)
-            n, s = config.batch_size, config.image_size
+            n = config.batch_size
             rng = np.random.default_rng(config.seed)
-            self.host_x = rng.standard_normal((n, s, s, 3), dtype=np.float32)
+            self.host_x = keras_batch(synthetic_batch(config.model, n, config.input_size, rng))
             self.x = tf.identity(tf.constant(self.host_x))
             self.y = tf.constant(rng.integers(0, get_model(config.model).num_classes, n), dtype=tf.int32)
             self.opt = make_optimizer(keras, config.precision, self.model.trainable_variables)
@@ -74,7 +75,8 @@ class TFWorkload(Workload):
         self.apply = tf.function(lambda grads: self.opt.apply(grads, self.model.trainable_variables))
         self.settings = {
             **threads,
-            "layout": "NHWC (channels_last, Keras default; oneDNN's preferred layout on CPU)",
+            "layout": ("token ids (batch, sequence), int32" if get_model(config.model).tokens
+                       else "NHWC (channels_last, Keras default; oneDNN's preferred layout on CPU)"),
             "engine": config.engine,
             "data_placement": config.data,
             "inside_timer": self._inside_timer(),
@@ -135,7 +137,7 @@ class TFWorkload(Workload):
     def logits(self, x):
         """The Keras model's outputs, called eagerly (no graph traced before the timing's own)."""
         with self.tf.device(self.tf_device):
-            out = self.model(self.tf.constant(x.transpose(0, 2, 3, 1)), training=False)
+            out = self.model(self.tf.constant(keras_batch(x)), training=False)
         return self.tf.cast(out, self.tf.float32).numpy()
 
     def step(self) -> None:
@@ -253,14 +255,15 @@ class TensorFlowAdapter(Adapter):
 
         keras_backend.choose("tensorflow")
         import keras
+        import numpy as np
         import tensorflow as tf
 
         from ..keras_models import build_keras_model
 
         tf.config.threading.set_intra_op_parallelism_threads(c.threads)
         tf.config.threading.set_inter_op_parallelism_threads(c.threads)
-        model = build_keras_model(c.model, c.image_size)
-        x = tf.random.normal((c.batch_size, c.image_size, c.image_size, 3))
+        model = build_keras_model(c.model, c.input_size)
+        x = tf.constant(keras_batch(synthetic_batch(c.model, c.batch_size, c.input_size, np.random.default_rng())))
         y = tf.random.uniform((c.batch_size,), 0, get_model(c.model).num_classes, dtype=tf.int32)
         opt = keras.optimizers.SGD(learning_rate=LEARNING_RATE, momentum=MOMENTUM)
         loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)

@@ -14,8 +14,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ...models.inputs import synthetic_batch
 from ..base import Workload
 from ..int8 import ImageSets, Quantised, Stopwatch, logits_of, normalise
+from ..keras_models import keras_batch
 from ..precision import INT8
 from .recipe import build_model, import_tf
 
@@ -94,12 +96,11 @@ class TFLiteWorkload(Workload):
             flatbuffer = convert(tf, model)
         self.interpreter = interpreter(tf, flatbuffer, config.batch_size, config.threads)
         rng = np.random.default_rng(config.seed)
-        self.host_x = rng.standard_normal((config.batch_size, config.image_size, config.image_size, 3),
-                                          dtype=np.float32)
+        self.host_x = keras_batch(synthetic_batch(config.model, config.batch_size, config.input_size, rng))
         self.index = self.interpreter.get_input_details()[0]["index"]
         self.settings = {
             "intra_op_threads": config.threads,  # the interpreter's num_threads (no read-back)
-            "layout": "NHWC (the Keras model's)",
+            "layout": "token ids (batch, sequence), int32" if config.sequence_length else "NHWC (the Keras model's)",
             "engine": f"{ENGINE}: tf.lite.Interpreter (XNNPACK delegate by default), "
                       f"{'full-integer int8' if config.precision == INT8 else 'fp32'} flatbuffer",
             "data_placement": config.data,

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 from ...errors import UnsupportedError
 from ...host.devices import is_gpu
 from ...models import get_model
-from ...models.transformers import vit_shape
+from ...models.inputs import synthetic_batch
+from ...models.transformers import attention_shape
 from ...ranks.stages import PIPELINE_CHUNKS, given_cut
 from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, dist_version, register, timed_phases
 from ..compile_cache import configure_inductor
@@ -49,19 +50,20 @@ def select_gpu(torch, device, precision: str) -> None:
 
 
 def sdpa_attention(torch, config: RunConfig, device, dtype) -> dict:
-    """How torchvision's ViT runs its attention here (the record's settings.attention): nn.MultiheadAttention with
-    need_weights=False calls scaled_dot_product_attention, whose backend torch picks per call for the shapes, dtype
-    and device (asked here for the run's: torch._fused_sdp_choice); in inference without autograd the module takes
-    its fast path (torch._native_multi_head_attention), whose attention is the same call."""
+    """How a transformer runs its attention here (the record's settings.attention): nn.MultiheadAttention (in
+    torchvision's ViT and in the encoder layers of our BERT) with need_weights=False calls
+    scaled_dot_product_attention, whose backend torch picks per call for the shapes, dtype and device (asked here for
+    the run's: torch._fused_sdp_choice); in inference without autograd the module takes its fast path
+    (torch._native_multi_head_attention), whose attention is the same call."""
     from torch.nn.attention import SDPBackend
 
-    s = vit_shape(config.model)
-    q = torch.empty(config.batch_size, s.heads, s.tokens, s.hidden // s.heads, device=device, dtype=dtype)
+    heads, tokens, width = attention_shape(config.model, config.input_size)
+    q = torch.empty(config.batch_size, heads, tokens, width, device=device, dtype=dtype)
     names = {int(getattr(SDPBackend, n)): n for n in dir(SDPBackend) if n.isupper()}
     backend = names.get(int(torch._fused_sdp_choice(q, q, q)), "unknown")
     fast = config.mode == "inference" and torch.backends.mha.get_fastpath_enabled()
     path = ", inference fast path (torch._native_multi_head_attention)" if fast else ""
-    return {"implementation": "torchvision nn.MultiheadAttention (need_weights=False) -> "
+    return {"implementation": "nn.MultiheadAttention (need_weights=False) -> "
                               "F.scaled_dot_product_attention" + path,
             "fused": backend not in ("MATH", "ERROR", "unknown"),
             "evidence": f"scaled_dot_product_attention backend for these shapes: {backend} (torch._fused_sdp_choice)"}
@@ -95,8 +97,8 @@ class TorchWorkload(Workload):
         n, s = config.batch_size, config.image_size
         num_classes = get_model(config.model).num_classes
         rng = np.random.default_rng(config.data_seed)
-        self.host_x = rng.standard_normal((n, 3, s, s), dtype=np.float32)
-        self.x = torch.from_numpy(self.host_x).to(self.device).contiguous(memory_format=fmt)
+        self.host_x = synthetic_batch(config.model, n, config.input_size, rng)
+        self.x = self._placed(torch.from_numpy(self.host_x))
         self.y = torch.from_numpy(rng.integers(0, num_classes, n)).to(self.device)
         dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(config.precision)
         self.autocast = (lambda: torch.autocast(self.device.type, dtype=dtype)) if dtype else contextlib.nullcontext
@@ -110,8 +112,9 @@ class TorchWorkload(Workload):
         self.opt = torch.optim.SGD(model.parameters(), lr=LEARNING_RATE, momentum=MOMENTUM)
         self.settings = {
             **threads,
-            "layout": "NCHW logical, " + ("contiguous NCHW memory format" if fmt == torch.contiguous_format
-                                          else "channels_last memory format"),
+            "layout": ("token ids (batch, sequence)" if self.x.dim() == 2 else
+                       "NCHW logical, " + ("contiguous NCHW memory format" if fmt == torch.contiguous_format
+                                           else "channels_last memory format")),
             "engine": config.engine,
             "data_placement": config.data,
             "inside_timer": self._inside_timer(),
@@ -162,18 +165,27 @@ class TorchWorkload(Workload):
             self.y = y.to(self.device, non_blocking=True)
             return x.to(self.device, non_blocking=True).contiguous(memory_format=self.fmt)
         # host-fed: a fresh copy of the NumPy batch into a device tensor, every iteration
-        return self.torch.tensor(self.host_x).to(self.device).contiguous(memory_format=self.fmt)
+        return self._placed(self.torch.tensor(self.host_x))
+
+    def _placed(self, batch):
+        """`batch` on the run's device, an image batch in the run's memory format (token ids have none)."""
+        batch = batch.to(self.device)
+        return batch.contiguous(memory_format=self.fmt) if batch.dim() == 4 else batch
 
     def _location(self, batch) -> str:
         return "cpu" if batch.device.type == "cpu" else "gpu"
 
     def logits(self, x):
-        """The eager module's outputs (a compiled engine would compile again for the check, before its own timing;
-        int8: the quantised graph's)."""
+        """The eager module's outputs in eval mode (a compiled engine would compile again for the check, before its
+        own timing; int8: the quantised graph's)."""
         torch = self.torch
         model = self.model if self.quantised is not None else self.module
-        with torch.no_grad(), self.autocast():
-            out = model(torch.from_numpy(x).to(self.device).contiguous(memory_format=self.fmt))
+        model.eval()  # a training run's model too: its dropout off, as the reference computes them
+        try:
+            with torch.no_grad(), self.autocast():
+                out = model(self._placed(torch.from_numpy(x)))
+        finally:
+            model.train(self.training)
         return out.float().cpu().numpy()
 
     def _forward(self, x):
@@ -352,11 +364,14 @@ class TorchAdapter(Adapter):
     has_hand_loop = True
 
     def hand_loop(self, c: RunConfig):
+        import numpy as np
         import torch
 
         torch.set_num_threads(c.threads)
         model = build_torch_model(c.model).to(memory_format=torch.channels_last).train(c.mode == "training")
-        x = torch.randn(c.batch_size, 3, c.image_size, c.image_size).contiguous(memory_format=torch.channels_last)
+        x = torch.from_numpy(synthetic_batch(c.model, c.batch_size, c.input_size, np.random.default_rng(c.seed)))
+        if x.dim() == 4:
+            x = x.contiguous(memory_format=torch.channels_last)
         y = torch.randint(0, get_model(c.model).num_classes, (c.batch_size,))
         opt = torch.optim.SGD(model.parameters(), lr=LEARNING_RATE, momentum=MOMENTUM)
         loss_fn = torch.nn.CrossEntropyLoss()
@@ -404,14 +419,15 @@ class TorchAdapter(Adapter):
                 torch.cuda.synchronize(device)
         return run
 
-    def count_forward_flops(self, model: str, image_size: int) -> float | None:
+    def count_forward_flops(self, model: str, input_size: int) -> float | None:
         """Counted with FlopCounterMode on meta tensors (no memory, no arithmetic): 1 MAC = 2 FLOPs."""
         import torch
         from torch.utils.flop_counter import FlopCounterMode
 
+        tokens = get_model(model).tokens
         with torch.device("meta"):
             net = build_torch_model(model).eval()
-            x = torch.empty(1, 3, image_size, image_size)
+            x = torch.zeros(1, input_size, dtype=torch.long) if tokens else torch.empty(1, 3, input_size, input_size)
         with FlopCounterMode(display=False) as counter, torch.no_grad():
             net(x)
         return float(counter.get_total_flops())

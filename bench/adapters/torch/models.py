@@ -1,10 +1,10 @@
 """PyTorch model builders: torchvision for catalogue models (its VisionTransformer with the catalogue's seeded weights
-for the transformers), a small CNN for tests."""
+for the ViTs), BERT written here from nn.TransformerEncoderLayer, a small CNN for tests."""
 
 from __future__ import annotations
 
 from ...models.catalogue import get_model
-from ...models.transformers import VITS, vit_shape, vit_weights
+from ...models.transformers import BERT_LAYER_NORM_EPS, BERTS, VITS, bert_shape, bert_weights, vit_shape, vit_weights
 
 
 def _tiny_cnn(num_classes: int):
@@ -43,11 +43,58 @@ def _vit(name: str, num_classes: int):
     return model
 
 
+BERT_DROPOUT = 0.1  # BERT's hidden and attention dropout (active in training only)
+
+
+def _bert(name: str, num_classes: int):
+    """BERT for sequence classification (bench/models/transformers.py) on token ids, holding the catalogue's seeded
+    weights: embeddings, post-norm nn.TransformerEncoderLayers (exact GELU, LayerNorm eps 1e-12; its inference fast
+    path and scaled_dot_product_attention as torch chooses), the pooler and the classifier."""
+    import torch
+    from torch import nn
+
+    s = bert_shape(name)
+
+    class Embeddings(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.word = nn.Embedding(s.vocab, s.hidden)
+            self.position = nn.Embedding(s.max_positions, s.hidden)
+            self.token_type = nn.Embedding(s.type_vocab, s.hidden)
+            self.norm = nn.LayerNorm(s.hidden, eps=BERT_LAYER_NORM_EPS)
+            self.dropout = nn.Dropout(BERT_DROPOUT)
+
+        def forward(self, ids):  # one segment (token type 0), positions 0..n-1
+            x = self.word(ids) + self.position.weight[: ids.shape[1]] + self.token_type.weight[0]
+            return self.dropout(self.norm(x))
+
+    class Bert(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.embeddings = Embeddings()
+            layer = nn.TransformerEncoderLayer(s.hidden, s.heads, s.mlp, BERT_DROPOUT, activation="gelu",
+                                               layer_norm_eps=BERT_LAYER_NORM_EPS, batch_first=True)
+            self.encoder = nn.TransformerEncoder(layer, s.layers, enable_nested_tensor=False)
+            self.pooler = nn.Linear(s.hidden, s.hidden)
+            self.dropout = nn.Dropout(BERT_DROPOUT)
+            self.classifier = nn.Linear(s.hidden, num_classes)
+
+        def forward(self, ids):
+            x = self.encoder(self.embeddings(ids))
+            return self.classifier(self.dropout(torch.tanh(self.pooler(x[:, 0]))))
+
+    model = Bert()
+    model.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in bert_weights(name, num_classes).items()})
+    return model
+
+
 def build_torch_model(name: str):
     """Return an untrained torch.nn.Module for catalogue model `name` (random init, no download)."""
     spec = get_model(name)
     if name in VITS:
         return _vit(name, spec.num_classes)
+    if name in BERTS:
+        return _bert(name, spec.num_classes)
     if name == "tiny_cnn":
         return _tiny_cnn(spec.num_classes)
     if name == "digits_mlp":

@@ -7,6 +7,7 @@ from __future__ import annotations
 from ..answer import decided_line
 from ..estimates import framework_grid, int8_pairs
 from ..throughput_grid import LEGEND, engines_line, images_table
+from ..units import units_note
 from ..verdict_figure import verdict_forest, verdict_points
 from .base import Figures, Section, Table, Text, heading
 
@@ -25,11 +26,20 @@ def _one_model(table, configs) -> str:
     return f" ({', '.join(same)} in every row)" if same else ""
 
 
+def _units(configs) -> str:
+    """What a token model's numbers count, where the table has one (its rows are sequences/s, not images/s)."""
+    if configs.empty:
+        return ""
+    lengths = ({m: [int(v) for v in g.dropna()] for m, g in configs.groupby("model")["sequence_length"]}
+               if "sequence_length" in configs else {})
+    return units_note(configs["model"].unique(), lengths)
+
+
 def render(d) -> Section:
     grid = framework_grid(d.configs, d.judge)
     table = images_table(grid, d.summary, d.best, d.judge)
     points = verdict_points(d.summary, d.best, grid, int8_pairs(d.configs, d.judge))
-    intro = INTRO.format(model=_one_model(table, d.configs))
+    intro = INTRO.format(model=_one_model(table, d.configs)) + _units(d.configs)
     return Section([heading("Answer"), Text(f"{decided_line(d.summary, d.best, d.judge)} {intro}"),
                     Table(table, d.only_distributed() or "no successful runs yet"),
                     *([Text(f"{engines_line(grid)} {LEGEND}")] if not table.empty else []),
