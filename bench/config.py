@@ -252,10 +252,9 @@ class RunConfig:
             if self.data == "files":
                 raise ConfigError(f"data 'files' reads image files; {self.model} reads token ids: "
                                   "valid choices: device, host")
-            if self.precision == INT8:
-                raise ConfigError(f"invalid precision 'int8' for {self.model}: int8 here is calibrated on images "
-                                  "(bench/adapters/int8.py); token models have no int8 path yet; valid choices: "
-                                  "fp32, tf32, bf16, fp16")
+            refusal = ADAPTERS.get(self.framework).model_refusal(self.model, self.precision)
+            if self.precision == INT8 and refusal:
+                raise ConfigError(f"invalid precision 'int8' for {self.model}: {refusal}")
             if self.strategy_of.distributed:
                 raise ConfigError(f"strategy {self.strategy!r}: distributed runs take image models; "
                                   f"{self.model} runs as one process (strategy {STRATEGIES[0]})")

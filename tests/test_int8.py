@@ -104,7 +104,7 @@ def _ort_quantised(sets, calibration=None):
     exported = export_onnx("tiny_cnn", 4, SIZE, 0, 2)
     if calibration is not None:
         sets = ImageSets(calibration, sets.held_out, calibration_seed=-1)
-    _, q = quantize.quantise(exported.path, {"model": "tiny_cnn", "seed": 0, "image_size": SIZE}, 4,
+    _, q = quantize.quantise(exported.path, {"model": "tiny_cnn", "seed": 0, "input_size": SIZE}, 4,
                              lambda p: ort.InferenceSession(str(p), providers=["CPUExecutionProvider"]), sets)
     return q
 

@@ -79,13 +79,13 @@ def test_the_catalogue_holds_bert_base_on_token_ids_and_a_tiny_bert_for_tests():
     (dict(model="bert_base", sequence_length=513), "sequence_length 513 does not suit bert_base; it accepts 1 to 512"),
     (dict(model="tiny_bert", data="files"), "data 'files' reads image files; tiny_bert reads token ids"),
     (dict(model="tiny_bert", strategy="allreduce", workers=2), "distributed runs take image models"),
-    (dict(model="tiny_bert", precision="int8"), "token models have no int8 path yet"),
+    (dict(model="tiny_bert", precision="int8", framework="tensorflow"), "a token model's embedding lookup"),
 ])
 def test_a_token_models_inputs_are_checked_before_any_work(given, needle):
     from bench.config import make_config
 
     with pytest.raises(ConfigError, match=needle.replace("(", r"\(")):
-        make_config(framework="torch", **given)
+        make_config(**{"framework": "torch", **given})
 
 
 @pytest.mark.parametrize("model, weights, head", [("tiny_vit", vit_weights, "heads.head.weight"),
@@ -228,3 +228,63 @@ def test_a_training_runs_output_check_sees_its_model_without_dropout():
     first, second = workload.logits(x), workload.logits(x)
     assert np.array_equal(first, second)  # BERT's dropout (0.1) would make two calls differ
     assert workload.module.training  # and the run still trains with it
+
+
+@pytest.mark.parametrize("framework", ["onnxruntime", "openvino", "torch"])
+def test_a_token_model_quantises_through_each_frameworks_own_tool_and_agrees_with_fp32(framework, tmp_path,
+                                                                                       monkeypatch):
+    from bench.adapters.int8 import TokenSets
+    from bench.config import make_config
+    from bench.measurement.agreement import attach, judged
+
+    monkeypatch.setenv("BENCH_INT8_CACHE", str(tmp_path))
+    config = make_config(framework=framework, model="tiny_bert", precision="int8", batch_size=4, threads=2)
+    workload = ADAPTERS.get(framework).prepare(config)
+    q = workload.quantised
+    assert q is not None and "token ids" in q.sets["source"] and q.sets["held_out"]["sequences"] == 32
+    # ORT's dynamic quantisation calibrates nothing, and says so; the others calibrate on 32 sequences
+    assert q.sets["calibration"] == ({"used": False, "why": "dynamic quantisation calibrates nothing"}
+                                     if framework == "onnxruntime" else {"seed": 3301, "sequences": 32, "length": 16})
+    settings = {"int8": q.describe()}
+    attach(settings, q.fp32_logits, q.int8_logits)
+    assert settings["int8"]["agreement"]["images"] == 32 and not judged(settings["int8"]), settings["int8"]
+    if framework == "onnxruntime":  # ORT's advice for transformers: dynamic quantisation, no calibration
+        assert "quantize_dynamic" in q.tool and "dynamic" in q.method
+    workload.step()
+    sets = TokenSets.for_model("tiny_bert", 16)
+    assert not np.array_equal(sets.calibration, sets.held_out) and sets.calibration.dtype == np.int64
+
+
+def test_a_profile_leaves_a_token_models_refused_int8_out_with_the_reason(tmp_path):
+    from bench.sweep.profiles import load_profile
+
+    path = tmp_path / "p.yaml"
+    path.write_text("description: t\nframeworks: [tensorflow, onnxruntime]\nmodels: [tiny_bert]\n"
+                    "modes: [inference]\nbatch_sizes: [2]\nprecisions: [int8]\ndevices: [cpu]\n")
+    profile = load_profile(str(path))
+    assert [(c.framework, c.precision) for c in profile.configs] == [("onnxruntime", "int8")]
+    assert any("tensorflow" in n and "token model" in n for n in profile.not_applicable), profile.not_applicable
+
+
+def test_an_int8_config_of_a_token_model_finds_its_fp32_baseline():
+    import pandas as pd
+
+    from bench.report.estimates.int8 import _fastest_fp32
+
+    row = dict(platform="p", framework="onnxruntime", model="tiny_bert", mode="inference", batch_size=2,
+               image_size=None, sequence_length=16, device="cpu", data="device")
+    configs = pd.DataFrame([{**row, "precision": "fp32", "images_per_sec_median": 10.0},
+                            {**row, "precision": "fp32", "sequence_length": 32, "images_per_sec_median": 20.0},
+                            {**row, "precision": "int8", "images_per_sec_median": 15.0}])
+    base = _fastest_fp32(configs, configs.iloc[2])
+    assert base is not None and base["sequence_length"] == 16 and base["images_per_sec_median"] == 10.0
+
+
+@pytest.mark.parametrize("training", [False, True])
+def test_keras_bert_takes_the_dot_product_attention_path_in_inference_and_says_how_it_trains(training):
+    from bench.adapters.keras_models import attention_dropout, keras_attention
+
+    dropout = attention_dropout("bert_base", training)
+    said = keras_attention("jax", False, dropout)
+    assert (dropout == 0.1) == training and attention_dropout("vit_b16", True) == 0.0
+    assert ("dot_product_attention only without attention dropout" in said["evidence"]) == training

@@ -82,6 +82,8 @@ class Adapter(ABC):
     no_int8_because: ClassVar[str] = ""
     # The model families it runs (bench/models/catalogue.py: "cnn", "transformer"), and why not the others.
     model_families: ClassVar[tuple[str, ...]] = ("cnn", "transformer")
+    # Why its int8 path cannot take a token model (BERT), or None where it can.
+    no_token_int8_because: ClassVar[str | None] = None
     no_family_because: ClassVar[dict[str, str]] = {}
     # The Jupyter kernel a sweep runs this framework's notebooks in (MAIN_KERNEL: the main environment),
     # and for another kernel the virtual environment it runs in (a folder under the project root, built
@@ -170,18 +172,22 @@ class Adapter(ABC):
             return f"{self.name} does not run {precision} (it runs {', '.join(self.precisions)})"
         return precision_unsupported(self.name, device, precision)
 
-    def model_refusal(self, model: str) -> str | None:
-        """Why this framework has no definition of catalogue model `model` (its family is not one it runs), or None."""
-        family = get_model(model).family
-        if family in self.model_families:
-            return None
-        return f"{self.name} runs no {family} model" + (f": {self.no_family_because[family]}"
-                                                           if family in self.no_family_because else "")
+    def model_refusal(self, model: str, precision: str | None = None) -> str | None:
+        """Why this framework cannot run catalogue model `model` (at `precision`): its family is not one it runs, or
+        its int8 path takes no token model; None where it can."""
+        spec = get_model(model)
+        if spec.family not in self.model_families:
+            return f"{self.name} runs no {spec.family} model" + (f": {self.no_family_because[spec.family]}"
+                                                                 if spec.family in self.no_family_because else "")
+        if precision == INT8 and spec.tokens and self.no_token_int8_because:
+            return f"{self.name} int8 takes no token model: {self.no_token_int8_because}"
+        return None
 
     def cannot_run(self, mode: str, precision: str, device: str, model: str | None = None) -> str | None:
         """Why a run of (mode, precision, device) of `model` would be skipped here before it starts, or None: what it
         cannot do, or the framework not being available. A run, a largest-batch search and a sweep ask this first."""
-        reason = (self.model_refusal(model) if model else None) or self.not_applicable(mode, precision, device)
+        reason = (self.model_refusal(model, precision) if model else None) or self.not_applicable(mode, precision,
+                                                                                                   device)
         if reason:
             return reason
         try:
@@ -223,8 +229,9 @@ class Adapter(ABC):
         """A callable that multiplies two n x n matrices on `device` and waits for the result (see gemm_label)."""
         raise NotImplementedError
 
-    def count_forward_flops(self, model: str, image_size: int) -> float | None:
-        """FLOPs of one image's forward pass counted on this framework's definition (None: it cannot count)."""
+    def count_forward_flops(self, model: str, input_size: int) -> float | None:
+        """FLOPs of one sample's forward pass (an image of side `input_size`, or a sequence of that length) counted
+        on this framework's definition (None: it cannot count)."""
         return None
 
 

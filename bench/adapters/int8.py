@@ -1,8 +1,10 @@
-"""What every framework's int8 path shares: the calibration and held-out image sets (procedural, ImageNet-normalised),
-how a quantisation is described in the record, and the fp32/int8 logits its agreement is judged on.
+"""What every framework's int8 path shares: the calibration and held-out sets (procedural ImageNet-normalised images
+for an image model, uniform token ids for a token model), how a quantisation is described in the record, and the
+fp32/int8 logits its agreement is judged on.
 
 Weights are random (no download here), so the images are what gives activations realistic ranges: calibration runs
-on one seeded set that is never measured, agreement on another seed's set that calibration never saw.
+on one seeded set that is never measured, agreement on another seed's set that calibration never saw. A token model
+has no such images: its two sets are token ids drawn from two seeds.
 """
 
 from __future__ import annotations
@@ -18,6 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+
+from ..models import get_model
+from ..models.inputs import synthetic_batch
 
 CALIBRATION_SEED, HELD_OUT_SEED = 3301, 3302  # two sets of the procedural generator, never the same images
 CALIBRATION_COUNT, HELD_OUT_COUNT = 32, 32
@@ -107,12 +112,51 @@ class ImageSets:
                  held_out_count: int = HELD_OUT_COUNT) -> ImageSets:
         return cls(image_set(CALIBRATION_SEED, calibration_count, size), image_set(HELD_OUT_SEED, held_out_count, size))
 
+    def inputs(self, which: str, layout: str = "NCHW") -> np.ndarray:
+        """Set `which` ("calibration" or "held_out") as the model reads it: normalised float32 in `layout`."""
+        return normalise(getattr(self, which), layout)
+
     def describe(self) -> dict:
         """The record's description of the two sets."""
         return {"source": "bench.images.procedural.sample_arrays (procedural ImageNet-like JPEGs, centre-cropped and "
                           "resized), ImageNet mean/std normalisation",
                 "calibration": {"seed": self.calibration_seed, "images": len(self.calibration)},
                 "held_out": {"seed": self.held_out_seed, "images": len(self.held_out)}}
+
+
+@dataclass(frozen=True)
+class TokenSets:
+    """A token model's calibration set (never measured) and held-out agreement set: int64 token ids, uniform over
+    its vocabulary, of its sequence length (bench/models/inputs.py)."""
+
+    calibration: np.ndarray
+    held_out: np.ndarray
+    calibration_seed: int = CALIBRATION_SEED
+    held_out_seed: int = HELD_OUT_SEED
+
+    @classmethod
+    def for_model(cls, model: str, length: int, calibration_count: int = CALIBRATION_COUNT,
+                  held_out_count: int = HELD_OUT_COUNT) -> TokenSets:
+        draw = lambda seed, n: synthetic_batch(model, n, length, np.random.default_rng(seed))  # noqa: E731
+        return cls(draw(CALIBRATION_SEED, calibration_count), draw(HELD_OUT_SEED, held_out_count))
+
+    def inputs(self, which: str, layout: str = "NCHW") -> np.ndarray:
+        """Set `which` as the model reads it: the token ids themselves (a layout is an image's)."""
+        return getattr(self, which)
+
+    def describe(self) -> dict:
+        return {"source": "uniform token ids over the model's vocabulary (bench/models/inputs.py)",
+                "calibration": {"seed": self.calibration_seed, "sequences": len(self.calibration),
+                                "length": int(self.calibration.shape[1])},
+                "held_out": {"seed": self.held_out_seed, "sequences": len(self.held_out),
+                             "length": int(self.held_out.shape[1])}}
+
+
+def input_sets(model: str, input_size: int) -> ImageSets | TokenSets:
+    """The calibration and held-out sets of `model` at `input_size` (an image's side, or a sequence length)."""
+    if get_model(model).tokens:
+        return TokenSets.for_model(model, input_size)
+    return ImageSets.for_size(input_size)
 
 
 def batches(x: np.ndarray, batch_size: int) -> list[np.ndarray]:
@@ -128,7 +172,7 @@ def full_batches(x: np.ndarray, batch_size: int) -> list[np.ndarray]:
 
 
 def logits_of(predict: Callable[[np.ndarray], np.ndarray], x: np.ndarray, batch_size: int) -> np.ndarray:
-    """The model's logits for every image of `x`, `batch_size` at a time, as float32 (N, classes)."""
+    """The model's logits for every sample of `x`, `batch_size` at a time, as float32 (N, classes)."""
     return np.concatenate([np.asarray(predict(b), dtype=np.float32).reshape(len(b), -1)
                            for b in batches(x, batch_size)])
 

@@ -12,6 +12,7 @@ import functools
 from ..models.architecture import RESNETS, mobilenet_v2_units, resnet_units
 from ..models.catalogue import get_model
 from ..models.transformers import (
+    BERT_DROPOUT,
     BERT_LAYER_NORM_EPS,
     BERTS,
     LAYER_NORM_EPS,
@@ -270,16 +271,23 @@ def _bert_embeddings_layer():
     return BertEmbeddings
 
 
-def _bert(ids, num_classes, name):
+def attention_dropout(model: str, training: bool) -> float:
+    """The attention dropout a Keras model is built with: BERT's in training; none in inference, where it does
+    nothing but keeps MultiHeadAttention off keras.ops.dot_product_attention (and so off fused kernels)."""
+    return BERT_DROPOUT if training and model in BERTS else 0.0
+
+
+def _bert(ids, num_classes, name, training: bool = False):
     """The PyTorch BERT (bench/adapters/torch/models.py) layer for layer: embeddings, LayerNorm, post-norm blocks
     (attention, add, LayerNorm; exact-GELU MLP, add, LayerNorm; BERT's dropout 0.1 where torch has it), the tanh
     pooler on the first token and the classifier; `load_bert_weights` gives it the catalogue's weights."""
     L, s = _layers(), bert_shape(name)
-    d, eps, drop = s.hidden, BERT_LAYER_NORM_EPS, 0.1
+    d, eps, drop = s.hidden, BERT_LAYER_NORM_EPS, BERT_DROPOUT
     x = _bert_embeddings_layer()(s.vocab, s.max_positions, s.type_vocab, d, name="embeddings")(ids)
     x = L.Dropout(drop)(L.LayerNormalization(epsilon=eps, name="embeddings_ln")(x))
     for i in range(s.layers):
-        y = L.MultiHeadAttention(s.heads, d // s.heads, dropout=drop, name=f"block{i}_attention")(x, x)
+        y = L.MultiHeadAttention(s.heads, d // s.heads, dropout=attention_dropout(name, training),
+                                 name=f"block{i}_attention")(x, x)
         x = L.LayerNormalization(epsilon=eps, name=f"block{i}_ln1")(L.Add()([x, L.Dropout(drop)(y)]))
         y = L.Dropout(drop)(L.Dense(s.mlp, activation="gelu", name=f"block{i}_mlp1")(x))
         y = L.Dropout(drop)(L.Dense(d, name=f"block{i}_mlp2")(y))
@@ -316,21 +324,22 @@ _BUILDERS = {
     **{name: functools.partial(lambda x, k, spec: _resnet(x, k, *spec), spec=spec) for name, spec in RESNETS.items()},
     "mobilenet_v2": _mobilenet_v2,
     **{name: functools.partial(lambda x, k, vit: _vit(x, k, vit), vit=name) for name in VITS},
-    **{name: functools.partial(lambda x, k, bert: _bert(x, k, bert), bert=name) for name in BERTS},
 }
 
 
-def build_keras_model(name: str, input_size: int):
+def build_keras_model(name: str, input_size: int, training: bool = False):
     """Return an untrained keras.Model for catalogue model `name`: channels-last images of side `input_size`, or
-    int32 token ids of sequence length `input_size`."""
+    int32 token ids of sequence length `input_size`; `training`: built for training (BERT's attention dropout)."""
     import keras
 
     spec = get_model(name)
     if spec.tokens:
         inputs = keras.Input((input_size,), dtype="int32")
+        outputs = _bert(inputs, spec.num_classes, name, training)
     else:
         inputs = keras.Input((input_size, input_size, 3))
-    model = keras.Model(inputs, _BUILDERS[name](inputs, spec.num_classes), name=name)
+        outputs = _BUILDERS[name](inputs, spec.num_classes)
+    model = keras.Model(inputs, outputs, name=name)
     if name in VITS:  # the one seeded set of weights every framework loads
         load_vit_weights(model, name, spec.num_classes)
     if name in BERTS:
@@ -346,21 +355,26 @@ def keras_batch(x):
     return x.astype(np.int32) if x.ndim == 2 else np.ascontiguousarray(x.transpose(0, 2, 3, 1))
 
 
-def build_in_policy(keras, model: str, input_size: int, policy: str):
+def build_in_policy(keras, model: str, input_size: int, policy: str, training: bool = False):
     """The untrained Keras model, its layers in dtype `policy` (set only while building, so nothing built later
     inherits it): TensorFlow's and JAX's runs build through this one place."""
     previous = keras.config.dtype_policy()
     keras.config.set_dtype_policy(policy)
     try:
-        return build_keras_model(model, input_size)
+        return build_keras_model(model, input_size, training)
     finally:
         keras.config.set_dtype_policy(previous)
 
 
-def keras_attention(backend: str, gpu: bool) -> dict:
+def keras_attention(backend: str, gpu: bool, dropout: float = 0.0) -> dict:
     """How Keras 3 runs a transformer's attention on `backend` (the record's settings.attention): MultiHeadAttention
     calls keras.ops.dot_product_attention (no dropout, no scores returned), which each backend implements its own
-    way."""
+    way; with attention dropout (BERT in training) it computes einsum, softmax, dropout, einsum itself."""
+    if dropout:
+        return {"implementation": f"keras MultiHeadAttention with attention dropout {dropout:g}: its own einsum, "
+                                  "softmax, dropout, einsum",
+                "fused": False,
+                "evidence": "Keras 3 calls keras.ops.dot_product_attention only without attention dropout"}
     if backend == "jax":
         return {"implementation": "keras MultiHeadAttention -> keras.ops.dot_product_attention -> "
                                   "jax.nn.dot_product_attention",

@@ -10,6 +10,8 @@ state dict names them; a Keras model maps them onto its layers (bench/adapters/k
 BERT-base is Devlin et al.'s encoder (2019) with a sequence-classification head, as Hugging Face's
 BertForSequenceClassification: word, position and token-type embeddings summed and layer-normalised, post-norm
 encoder blocks (LayerNorm eps 1e-12, exact GELU), a pooler (dense + tanh on the first token) and a linear classifier.
+In training one dropout differs from Hugging Face's: nn.TransformerEncoderLayer also drops after the GELU (the Keras
+definition copies PyTorch's, so the frameworks train the same network).
 Its input is token ids only: one segment (token type 0), positions 0..n-1, no padding (every sequence is the run's
 sequence length, so no attention mask). The weights are named as PyTorch's nn.TransformerEncoderLayer names them (the
 PyTorch definition, bench/adapters/torch/models.py).
@@ -26,6 +28,7 @@ import numpy as np
 WEIGHTS_SEED = 20261128
 LAYER_NORM_EPS = 1e-6  # ViT's
 BERT_LAYER_NORM_EPS = 1e-12
+BERT_DROPOUT = 0.1  # BERT's hidden and attention dropout (active in training only)
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ from .style import mark_flags
 COLUMNS = ["model", "mode", "precision", "batch_size", "series", "platform_a", "platform_b", "ips_a", "ips_b",
            "ratio_b_over_a", "ci_low", "ci_high", "processes_a", "processes_b", "verdict", "note"]
 # What was measured, whatever the machine (series = framework, plus engine and precision when not default).
-MEASURED = ["series", "model", "mode", "precision", "batch_size", "image_size", "data"]
+MEASURED = ["series", "model", "mode", "precision", "batch_size", "image_size", "sequence_length", "data"]
 # Settings that may differ between matched configs; named in `note` so a reader sees what else changed.
 SETTINGS = ["device", "threads", "protocol", "warmup", "iterations", "time_budget_s", "ci_target", "seed",
             "phase_iterations"]

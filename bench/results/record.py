@@ -757,7 +757,7 @@ class Record(Versioned):
         return {"cpu_precision_features": ", ".join(k for k, v in features.items() if v) or "none", **checked,
                 "int8_tool": int8.get("tool"), "int8_quantise_s": int8.get("quantise_s"),
                 "int8_cached": int8.get("cached"),
-                "int8_calibration_images": calibration.get("images"),
+                "int8_calibration_images": calibration.get("images", calibration.get("sequences")),
                 **{f"int8_{k}": agreement.get(k) for k in ("sqnr_db", "cosine_mean", "cosine_min", "top1_agreement",
                                                           "fp32_distinct_classes", "images")}}
 

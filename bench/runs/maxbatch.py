@@ -198,7 +198,8 @@ def execute(config: RunConfig, results_dir: Path | str, cap_bytes: int | None, m
                                                                                         time.gmtime()),
               "config": {"framework": config.framework, "engine": config.engine, "model": config.model,
                          "mode": config.mode, "precision": config.precision, "device": config.device,
-                         "image_size": config.image_size, "threads": config.threads},
+                         "image_size": config.image_size, "sequence_length": config.sequence_length,
+                         "threads": config.threads},
               "cap_bytes": cap_bytes, "max_batch": max_batch, "seconds": round(time.monotonic() - t0, 1),
               **found}
     if found.get("limited_by") != "time":

@@ -281,7 +281,7 @@ def _expand(where: str, axes: dict, engines, settings: dict) -> tuple[list[RunCo
     for model, mode, bs, precision, device, fw in itertools.product(
             axes["models"], axes["modes"], axes["batch_sizes"], axes["precisions"], device_list, frameworks):
         adapter = ADAPTERS.get(fw)
-        reason = adapter.model_refusal(model) or adapter.not_applicable(mode, precision, device)
+        reason = adapter.model_refusal(model, precision) or adapter.not_applicable(mode, precision, device)
         if isinstance(engines, list):  # a listed engine applies to the frameworks that have it
             names = [e for e in engines if e in adapter.engines_for(mode, precision)]
             if not names:  # never the default engine in place of the ones asked for

@@ -15,7 +15,7 @@ from .. import keras_backend
 from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, register, subtractive_phases
 from ..compile_cache import configure_xla
 from ..distributed_runs import DistributedRuns
-from ..keras_models import build_keras_model, keras_attention, keras_batch
+from ..keras_models import attention_dropout, build_keras_model, keras_attention, keras_batch
 from ..launch import LOCAL_DEVICES, LaunchPlan, local_device_plan
 from ..ranks import RankGroup
 from . import doctor, worker
@@ -98,7 +98,7 @@ class JaxWorkload(Workload):
             "autograd_in_inference": False if not self.training else None,  # no jax.grad in the inference path
         }
         if get_model(config.model).transformer:
-            self.settings["attention"] = keras_attention("jax", gpu)
+            self.settings["attention"] = keras_attention("jax", gpu, attention_dropout(config.model, self.training))
 
     def _inside_timer(self) -> str:
         h2d = {"host": "jax.device_put of the batch + ",
@@ -231,7 +231,7 @@ class JaxAdapter(Adapter):
         import jax
         import numpy as np
 
-        model = build_keras_model(c.model, c.input_size)
+        model = build_keras_model(c.model, c.input_size, c.mode == "training")
         params = [v.value for v in model.trainable_variables]
         state = [v.value for v in model.non_trainable_variables]
         batch = synthetic_batch(c.model, c.batch_size, c.input_size, np.random.default_rng())

@@ -64,7 +64,8 @@ def build_model(keras, config: RunConfig):
     """The untrained Keras model of `config` (seeded: the same weights in every process), its layers in the
     precision's dtype policy (set only while building, so nothing built later inherits it)."""
     keras.utils.set_random_seed(config.seed)
-    return build_in_policy(keras, config.model, config.input_size, POLICIES[config.precision])
+    return build_in_policy(keras, config.model, config.input_size, POLICIES[config.precision],
+                           config.mode == "training")
 
 
 def cross_entropy(jax, logits, labels):

@@ -74,7 +74,7 @@ class ORTWorkload(InferenceRuntimeWorkload):
         so = session_options(ort, config.engine, config.threads)
         path = exported.path
         if config.precision == INT8:  # the int8 graph of the same export, calibrated here (bench/adapters/int8.py)
-            model = {"model": config.model, "seed": config.seed, "image_size": config.image_size}
+            model = {"model": config.model, "seed": config.seed, "input_size": config.input_size}
             path, self.quantised = quantize.quantise(path, model, config.batch_size, lambda p: (
                 open_session(ort, p, so, provider, options)))
         attention, scratch = None, None

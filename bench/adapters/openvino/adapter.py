@@ -53,7 +53,7 @@ class OpenVINOWorkload(InferenceRuntimeWorkload):
         self.params = exported.params
         path = str(exported.path)
         if config.precision == INT8:  # NNCF's int8 IR of the same export (bench/adapters/int8.py)
-            model = {"model": config.model, "seed": config.seed, "image_size": config.image_size}
+            model = {"model": config.model, "seed": config.seed, "input_size": config.input_size}
             quantised_path, self.quantised = quantize.quantise(exported.path, model, config.batch_size, lambda p: (
                 compile_exported(p, config.engine, "fp32", config.threads)))
             path = str(quantised_path)

@@ -6,40 +6,45 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..int8 import ImageSets, Quantised, Stopwatch, batches, cached_build, fingerprint, logits_of, normalise
+from ...models import get_model
+from ..int8 import ImageSets, Quantised, Stopwatch, TokenSets, batches, cached_build, fingerprint, input_sets, logits_of
 
 IR = "model.int8.xml"
 
 
-def quantise_ir(fp32_path: Path, out_path: Path, calibration, batch_size: int) -> None:
-    """Write the NNCF-quantised IR of the ONNX graph `fp32_path` to `out_path`, calibrated on the NCHW float32
-    `calibration` images fed `batch_size` at a time (every image: subset_size = the set's size)."""
+def quantise_ir(fp32_path: Path, out_path: Path, calibration, batch_size: int, transformer: bool = False) -> None:
+    """Write the NNCF-quantised IR of the ONNX graph `fp32_path` to `out_path`, calibrated on the `calibration` set
+    (NCHW float32 images or token ids) fed `batch_size` at a time (every sample: subset_size = the set's size); a
+    transformer with NNCF's transformer model type (its documented setting: attention's softmax and the like kept out
+    of int8)."""
     import nncf
     import openvino as ov
 
     model = ov.Core().read_model(str(fp32_path))
     feed = batches(calibration, batch_size)
-    quantised = nncf.quantize(model, nncf.Dataset(feed), subset_size=len(feed))
+    kind = {"model_type": nncf.ModelType.TRANSFORMER} if transformer else {}
+    quantised = nncf.quantize(model, nncf.Dataset(feed), subset_size=len(feed), **kind)
     ov.save_model(quantised, str(out_path))
 
 
 def quantise(fp32_path: Path, model: dict, batch_size: int, compile_path,
-             sets: ImageSets | None = None) -> tuple[Path, Quantised]:
-    """The int8 IR of the exported `fp32_path` (`model`: the export's model, seed and image_size, which name it in
+             sets: ImageSets | TokenSets | None = None) -> tuple[Path, Quantised]:
+    """The int8 IR of the exported `fp32_path` (`model`: the export's model, seed and input_size, which name it in
     the cache) and its description with the held-out logits of both models; `compile_path(path)` compiles a model
-    file as the run does; `sets` (default: the procedural sets at the image size) are the calibration and held-out
-    images."""
+    file as the run does; `sets` (default: the model's sets at its input size) are the calibration and held-out
+    sets."""
     import nncf
     import openvino as ov
 
-    sets = sets or ImageSets.for_size(model["image_size"])
+    sets = sets or input_sets(model["model"], model["input_size"])
+    transformer = get_model(model["model"]).transformer
     clock = Stopwatch()
-    calib = normalise(sets.calibration)
+    calib = sets.inputs("calibration")
     inputs = {"tool": f"nncf {nncf.__version__} quantize, openvino {ov.get_version()}", **model,
-              "calibration": fingerprint(calib), "calibration_batch": batch_size}
-    folder, cached = cached_build(inputs, lambda f: quantise_ir(fp32_path, f / IR, calib, batch_size))
+              "calibration": fingerprint(calib), "calibration_batch": batch_size, "transformer": transformer}
+    folder, cached = cached_build(inputs, lambda f: quantise_ir(fp32_path, f / IR, calib, batch_size, transformer))
     quantise_s = clock()
-    held_out = normalise(sets.held_out)
+    held_out = sets.inputs("held_out")
     logits = {}
     for name, path in (("fp32", fp32_path), ("int8", folder / IR)):
         compiled = compile_path(str(path))
@@ -52,5 +57,6 @@ def quantise(fp32_path: Path, model: dict, batch_size: int, compile_path,
         fp32_reference="the same exported graph in OpenVINO (fp32, INFERENCE_PRECISION_HINT f32)",
         fp32_logits=logits["fp32"], int8_logits=logits["int8"],
         details={"settings": {"preset": "performance", "subset_size": len(calib),
+                              "model_type": "transformer" if transformer else "default",
                               "inference_precision_hint": "f32 (the layers left in floating point)"},
                  "cached": cached})

@@ -14,7 +14,7 @@ from ...models.inputs import synthetic_batch
 from .. import keras_backend
 from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, dist_version, register, subtractive_phases
 from ..distributed_runs import DistributedRuns
-from ..keras_models import keras_attention, keras_batch
+from ..keras_models import attention_dropout, keras_attention, keras_batch
 from ..launch import LOCAL_DEVICES, LaunchPlan
 from ..precision import INT8
 from ..ranks import RankGroup
@@ -88,7 +88,8 @@ class TFWorkload(Workload):
             "autograd_in_inference": False if not self.training else None,
         }
         if get_model(config.model).transformer:
-            self.settings["attention"] = keras_attention("tensorflow", is_gpu(config.device))
+            self.settings["attention"] = keras_attention("tensorflow", is_gpu(config.device),
+                                                         attention_dropout(config.model, self.training))
 
     def _compiler(self):
         engine = self.config.engine
@@ -232,6 +233,9 @@ class TensorFlowAdapter(Adapter):
     gpu_environment = ".venv-tensorflow-gpu"
     libraries = ("tensorflow", "keras")
     distributed_runs = TensorFlowDistributed
+    no_token_int8_because = ("TensorFlow's int8 is TFLite's full-integer conversion, calibrated on images here; a "
+                             "token model's embedding lookup has no such path (onnxruntime, openvino and torch "
+                             "quantise BERT)")
 
     def doctor(self) -> dict:
         return doctor.gpu_facts()
@@ -262,7 +266,7 @@ class TensorFlowAdapter(Adapter):
 
         tf.config.threading.set_intra_op_parallelism_threads(c.threads)
         tf.config.threading.set_inter_op_parallelism_threads(c.threads)
-        model = build_keras_model(c.model, c.input_size)
+        model = build_keras_model(c.model, c.input_size, c.mode == "training")
         x = tf.constant(keras_batch(synthetic_batch(c.model, c.batch_size, c.input_size, np.random.default_rng())))
         y = tf.random.uniform((c.batch_size,), 0, get_model(c.model).num_classes, dtype=tf.int32)
         opt = keras.optimizers.SGD(learning_rate=LEARNING_RATE, momentum=MOMENTUM)

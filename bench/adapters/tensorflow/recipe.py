@@ -42,7 +42,8 @@ def set_tf_threads(tf, threads: int) -> dict:
 def build_model(keras, config: RunConfig):
     """The untrained model of `config`, its layers in the precision's dtype policy (set only while building, so
     nothing built later inherits it). Call it inside the device or distribution-strategy scope that owns it."""
-    return build_in_policy(keras, config.model, config.input_size, POLICIES[config.precision])
+    return build_in_policy(keras, config.model, config.input_size, POLICIES[config.precision],
+                           config.mode == "training")
 
 
 def make_loss(keras):

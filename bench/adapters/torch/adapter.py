@@ -10,7 +10,7 @@ from ...errors import UnsupportedError
 from ...host.devices import is_gpu
 from ...models import get_model
 from ...models.inputs import synthetic_batch
-from ...models.transformers import attention_shape
+from ...models.transformers import BERT_DROPOUT, BERTS, attention_shape
 from ...ranks.stages import PIPELINE_CHUNKS, given_cut
 from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, dist_version, register, timed_phases
 from ..compile_cache import configure_inductor
@@ -60,9 +60,11 @@ def sdpa_attention(torch, config: RunConfig, device, dtype) -> dict:
     heads, tokens, width = attention_shape(config.model, config.input_size)
     q = torch.empty(config.batch_size, heads, tokens, width, device=device, dtype=dtype)
     names = {int(getattr(SDPBackend, n)): n for n in dir(SDPBackend) if n.isupper()}
-    backend = names.get(int(torch._fused_sdp_choice(q, q, q)), "unknown")
-    fast = config.mode == "inference" and torch.backends.mha.get_fastpath_enabled()
-    path = ", inference fast path (torch._native_multi_head_attention)" if fast else ""
+    training = config.mode == "training"
+    dropout = BERT_DROPOUT if training and config.model in BERTS else 0.0  # asked with the dropout it trains with
+    backend = names.get(int(torch._fused_sdp_choice(q, q, q, dropout_p=dropout)), "unknown")
+    fast = not training and torch.backends.mha.get_fastpath_enabled()
+    path = ", inference fast path (nn.MultiheadAttention's native kernels)" if fast else ""
     return {"implementation": "nn.MultiheadAttention (need_weights=False) -> "
                               "F.scaled_dot_product_attention" + path,
             "fused": backend not in ("MATH", "ERROR", "unknown"),
@@ -91,7 +93,8 @@ class TorchWorkload(Workload):
         model.train(self.training)
         self.module = model  # what trains: a strategy wraps it (`wrap`), the checksum reads its weights
         if config.precision == INT8:  # the pt2e int8 graph, compiled (bench/adapters/torch/quantize.py)
-            self.model, self.quantised = quantize.quantise(model, config.batch_size, config.image_size, fmt)
+            self.model, self.quantised = quantize.quantise(model, config.batch_size, config.model, config.input_size,
+                                                           fmt)
         else:
             self.model = self._engine(model)
         n, s = config.batch_size, config.image_size

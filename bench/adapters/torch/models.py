@@ -4,7 +4,16 @@ for the ViTs), BERT written here from nn.TransformerEncoderLayer, a small CNN fo
 from __future__ import annotations
 
 from ...models.catalogue import get_model
-from ...models.transformers import BERT_LAYER_NORM_EPS, BERTS, VITS, bert_shape, bert_weights, vit_shape, vit_weights
+from ...models.transformers import (
+    BERT_DROPOUT,
+    BERT_LAYER_NORM_EPS,
+    BERTS,
+    VITS,
+    bert_shape,
+    bert_weights,
+    vit_shape,
+    vit_weights,
+)
 
 
 def _tiny_cnn(num_classes: int):
@@ -41,9 +50,6 @@ def _vit(name: str, num_classes: int):
                               hidden_dim=s.hidden, mlp_dim=s.mlp, num_classes=num_classes)
     model.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in vit_weights(name, num_classes).items()})
     return model
-
-
-BERT_DROPOUT = 0.1  # BERT's hidden and attention dropout (active in training only)
 
 
 def _bert(name: str, num_classes: int):

@@ -10,24 +10,27 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..int8 import ImageSets, Quantised, Stopwatch, full_batches, logits_of, normalise
+from ..int8 import ImageSets, Quantised, Stopwatch, TokenSets, full_batches, input_sets, logits_of
 
 
-def quantise(module, batch_size: int, image_size: int, memory_format, sets: ImageSets | None = None):
+def quantise(module, batch_size: int, model: str, input_size: int, memory_format,
+             sets: ImageSets | TokenSets | None = None):
     """(the compiled int8 model, its Quantised description with held-out logits against `module`'s fp32 ones).
-    `module` is the eval-mode fp32 model; the graph is exported at `batch_size` (calibration batches wrap)."""
+    `module` is the eval-mode fp32 model of catalogue `model`; the graph is exported at `batch_size` (calibration
+    batches wrap)."""
     import torch
     import torch._inductor.config as inductor_config
     import torchao.quantization.pt2e.quantizer.x86_inductor_quantizer as xiq
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
-    sets = sets or ImageSets.for_size(image_size)
+    sets = sets or input_sets(model, input_size)
 
     def tensor(b: np.ndarray):
-        return torch.from_numpy(b).contiguous(memory_format=memory_format)
+        t = torch.from_numpy(b)
+        return t.contiguous(memory_format=memory_format) if t.dim() == 4 else t  # token ids have no memory format
 
     clock = Stopwatch()
-    calibration = [tensor(b) for b in full_batches(normalise(sets.calibration), batch_size)]
+    calibration = [tensor(b) for b in full_batches(sets.inputs("calibration"), batch_size)]
     # strict (TorchDynamo) export: with torch 2.14 the non-strict export's source partitions make the x86 quantizer
     # fail on ResNet's conv-add-relu ("Input partition has more than one output node")
     exported = torch.export.export(module, (calibration[0],), strict=True).module()
@@ -39,7 +42,7 @@ def quantise(module, batch_size: int, image_size: int, memory_format, sets: Imag
         converted = convert_pt2e(prepared)
     inductor_config.freezing = True
     compiled = torch.compile(converted)
-    held_out = normalise(sets.held_out)
+    held_out = sets.inputs("held_out")
     padded = np.concatenate(full_batches(held_out, batch_size))
 
     def run(model):

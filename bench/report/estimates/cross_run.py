@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 # What else must match for two configs to be neighbours in batch size (or the same config in two modes): the
 # image size, the data placement and a distributed run's layout (strategy, workers, nodes), so that, e.g., one
 # worker's and two workers' batch 16 are never read as one curve.
-SAME_SETTINGS = ["image_size", "data", "strategy", "workers", "nodes", "scaling"]
+SAME_SETTINGS = ["image_size", "sequence_length", "data", "strategy", "workers", "nodes", "scaling"]
 
 
 def _lo(r) -> float:

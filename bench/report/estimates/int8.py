@@ -13,14 +13,14 @@ from .pair_verdicts import compare_pair
 
 INT8 = "int8"
 # what an int8 config and its fp32 baseline must share besides the framework (the engine may differ)
-SAME = ["platform", "model", "mode", "batch_size", "image_size", "device", "data"]
+SAME = ["platform", "model", "mode", "batch_size", "image_size", "sequence_length", "device", "data"]
 
 
 def _fastest_fp32(configs: pd.DataFrame, q: pd.Series) -> pd.Series | None:
     same = configs[(configs["precision"] == "fp32") & (configs["framework"] == q["framework"])]
     for column in SAME:
-        if column in configs:
-            same = same[same[column] == q[column]]
+        if column in configs:  # a missing value (a token model's image size) matches a missing one
+            same = same[same[column].isna() if pd.isna(q[column]) else same[column] == q[column]]
     if same.empty:
         return None
     return same.loc[same["images_per_sec_median"].idxmax()]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from ..answer import decided_line
 from ..estimates import framework_grid, int8_pairs
 from ..throughput_grid import LEGEND, engines_line, images_table
-from ..units import units_note
+from ..units import token_models, units_note
 from ..verdict_figure import verdict_forest, verdict_points
 from .base import Figures, Section, Table, Text, heading
 
@@ -40,6 +40,9 @@ def render(d) -> Section:
     table = images_table(grid, d.summary, d.best, d.judge)
     points = verdict_points(d.summary, d.best, grid, int8_pairs(d.configs, d.judge))
     intro = INTRO.format(model=_one_model(table, d.configs)) + _units(d.configs)
+    models = d.configs["model"].unique() if not d.configs.empty else []
+    if len(models) and len(token_models(models)) == len(models):  # every row counts sequences, none images
+        intro = intro.replace("Images/s", "Sequences/s", 1)
     return Section([heading("Answer"), Text(f"{decided_line(d.summary, d.best, d.judge)} {intro}"),
                     Table(table, d.only_distributed() or "no successful runs yet"),
                     *([Text(f"{engines_line(grid)} {LEGEND}")] if not table.empty else []),

@@ -11,8 +11,8 @@ from .base import Section, Table, heading
 INTRO = (
     "A transformer's weights are one seeded set that every framework loads (nothing downloaded), so each framework "
     "must compute the same outputs. Before any timing, every run computes its logits for a seeded probe batch "
-    "(standard-normal images, its own batch size) the way its engine does, and they are compared with PyTorch's "
-    "eager fp32 logits for the same batch. Allowed: a largest difference of "
+    "(standard-normal images, or uniform token ids for BERT; its own batch size) the way its engine does, and they "
+    "are compared with PyTorch's eager fp32 logits for the same batch. Allowed: a largest difference of "
     + ", ".join(f"{t:g} ({p})" for p, t in OUTPUTS_TOLERANCE.items())
     + " of the largest logit. A run beyond it is flagged `outputs_disagree` and is never a winner: it did not run "
     "the same network. PyTorch's own eager runs are the reference (difference 0); a compiled engine is checked "
