@@ -136,8 +136,9 @@ def _pairs(a: pd.DataFrame, b: pd.DataFrame) -> list[tuple[int, int, str]]:
     pairs = [(i, j, "") for i, key in a["config_key"].items() for j in b_by_key.get(key, [])]
     done_a, done_b = {i for i, _, _ in pairs}, {j for _, j, _ in pairs}
     rest_a, rest_b = a.drop(index=list(done_a)), b.drop(index=list(done_b))
-    for key, ga in rest_a.groupby(MEASURED, dropna=False, sort=False):
-        gb = rest_b[[all(_same(v, k) for v, k in zip(row, key)) for row in rest_b[MEASURED].itertuples(index=False)]]
+    measured = [c for c in MEASURED if c in a.columns and c in b.columns]  # older records lack sequence_length
+    for key, ga in rest_a.groupby(measured, dropna=False, sort=False):
+        gb = rest_b[[all(_same(v, k) for v, k in zip(row, key)) for row in rest_b[measured].itertuples(index=False)]]
         cands = [(i, j, _differences(x, y)) for i, x in ga.iterrows() for j, y in gb.iterrows()]
         if not cands:
             continue
