@@ -230,7 +230,9 @@ def test_a_training_runs_output_check_sees_its_model_without_dropout():
     assert workload.module.training  # and the run still trains with it
 
 
-@pytest.mark.parametrize("framework", ["onnxruntime", "openvino", "torch"])
+# ONNX Runtime's dynamic path in the default tier; NNCF's and PT2E's (35 s more) in the full tier
+@pytest.mark.parametrize("framework", ["onnxruntime", pytest.param("openvino", marks=pytest.mark.full),
+                                       pytest.param("torch", marks=pytest.mark.full)])
 def test_a_token_model_quantises_through_each_frameworks_own_tool_and_agrees_with_fp32(framework, tmp_path):
     from bench.adapters.int8 import TokenSets
 
