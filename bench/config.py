@@ -219,7 +219,7 @@ class RunConfig:
         at = "" if engines == adapter.engines else f" at {self.mode} {self.precision}"
         _choice(f"engine for {self.framework}{at}", engine, engines)
         device = devices.normalise_device(self.device)
-        image_size, sequence_length = self._input_size(spec)
+        image_size, sequence_length = self._input_size(spec, adapter)
         self._check_distributed(adapter)
         self._check_files()
         if self.precision == INT8:  # refused before any work: a framework without an int8 path, training, a GPU
@@ -237,7 +237,7 @@ class RunConfig:
                                 time_budget_s=float(budget)).items():
             object.__setattr__(self, name, value)
 
-    def _input_size(self, spec) -> tuple[int | None, int | None]:
+    def _input_size(self, spec, adapter) -> tuple[int | None, int | None]:
         """(image_size, sequence_length), resolved from the model's defaults: an image model takes an image side and
         no sequence length; a token model the reverse, and neither image files nor several workers (no text input
         pipeline, no distributed transformer runs yet)."""
@@ -252,7 +252,7 @@ class RunConfig:
             if self.data == "files":
                 raise ConfigError(f"data 'files' reads image files; {self.model} reads token ids: "
                                   "valid choices: device, host")
-            refusal = ADAPTERS.get(self.framework).model_refusal(self.model, self.precision)
+            refusal = adapter.model_refusal(self.model, self.precision)
             if self.precision == INT8 and refusal:
                 raise ConfigError(f"invalid precision 'int8' for {self.model}: {refusal}")
             if self.strategy_of.distributed:

@@ -284,7 +284,8 @@ def test_an_int8_config_of_a_token_model_finds_its_fp32_baseline():
 
 @pytest.mark.parametrize("training", [False, True])
 def test_keras_bert_takes_the_dot_product_attention_path_in_inference_and_says_how_it_trains(training):
-    from bench.adapters.keras_models import attention_dropout, keras_attention
+    from bench.adapters.keras_models import keras_attention
+    from bench.models.transformers import attention_dropout
 
     dropout = attention_dropout("bert_base", training)
     said = keras_attention("jax", False, dropout)

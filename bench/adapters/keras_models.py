@@ -17,6 +17,7 @@ from ..models.transformers import (
     BERTS,
     LAYER_NORM_EPS,
     VITS,
+    attention_dropout,
     bert_shape,
     bert_weights,
     vit_shape,
@@ -269,12 +270,6 @@ def _bert_embeddings_layer():
             return ops.cast(x, self.compute_dtype)
 
     return BertEmbeddings
-
-
-def attention_dropout(model: str, training: bool) -> float:
-    """The attention dropout a Keras model is built with: BERT's in training; none in inference, where it does
-    nothing but keeps MultiHeadAttention off keras.ops.dot_product_attention (and so off fused kernels)."""
-    return BERT_DROPOUT if training and model in BERTS else 0.0
 
 
 def _bert(ids, num_classes, name, training: bool = False):

@@ -31,6 +31,14 @@ def synthetic_batch(model: str, batch_size: int, input_size: int, rng: np.random
     return rng.standard_normal(shape, dtype=np.float32)
 
 
+def layout(model: str, images: str, token_dtype: str | None = None) -> str:
+    """The record's `layout` setting: `images` (how the framework lays out an image batch) for an image model; for a
+    token model its ids, with the dtype the framework feeds them in where it names one."""
+    if not get_model(model).tokens:
+        return images
+    return "token ids (batch, sequence)" + (f", {token_dtype}" if token_dtype else "")
+
+
 def describe(model: str, batch_size: int, input_size: int) -> str:
     """'8 standard-normal 224x224 images' or '8 sequences of 128 uniform token ids'."""
     if get_model(model).tokens:

@@ -91,6 +91,13 @@ def attention_shape(name: str, input_size: int) -> tuple[int, int, int]:
     return b.heads, input_size, b.hidden // b.heads
 
 
+def attention_dropout(name: str, training: bool) -> float:
+    """The attention dropout model `name` runs with: BERT's in training, none otherwise (ViT has none; in inference
+    it would do nothing, but Keras' MultiHeadAttention with any dropout keeps off keras.ops.dot_product_attention and
+    so off fused kernels, and torch picks its SDPA backend knowing it)."""
+    return BERT_DROPOUT if training and name in BERTS else 0.0
+
+
 def _truncated_normal(rng: np.random.Generator):
     def normal(*shape: int) -> np.ndarray:
         return np.clip(rng.standard_normal(shape, dtype=np.float32), -2.0, 2.0) * np.float32(0.02)

@@ -10,12 +10,13 @@ from typing import TYPE_CHECKING
 
 from ...host.devices import is_gpu
 from ...models import get_model
-from ...models.inputs import synthetic_batch
+from ...models.inputs import layout, synthetic_batch
+from ...models.transformers import attention_dropout
 from .. import keras_backend
 from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, register, subtractive_phases
 from ..compile_cache import configure_xla
 from ..distributed_runs import DistributedRuns
-from ..keras_models import attention_dropout, build_keras_model, keras_attention, keras_batch
+from ..keras_models import build_keras_model, keras_attention, keras_batch
 from ..launch import LOCAL_DEVICES, LaunchPlan, local_device_plan
 from ..ranks import RankGroup
 from . import doctor, worker
@@ -82,8 +83,7 @@ class JaxWorkload(Workload):
         self.settings = {
             "intra_op_threads": len(affinity) if affinity else None,
             "threads_how": "XLA's CPU pool follows the process's CPU affinity (read back)",
-            "layout": ("token ids (batch, sequence), int32" if get_model(config.model).tokens
-                       else "NHWC (Keras default)"),
+            "layout": layout(config.model, "NHWC (Keras default)", "int32"),
             "engine": "jax.jit of Keras stateless_call" + (" + value_and_grad + SGD-momentum" if self.training else ""),
             "xla_compiler_options": options,  # the engine's XLA compile options ({}: XLA's defaults)
             "xla_flags": os.environ.get("XLA_FLAGS", ""),

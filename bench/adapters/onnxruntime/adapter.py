@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from ...host.devices import is_gpu
 from ...models import get_model
-from ...models.inputs import synthetic_batch
+from ...models.inputs import layout, synthetic_batch
 from ..base import Adapter, InferenceRuntimeWorkload, Workload, register
 from ..onnx_export import export_onnx, input_name
 from ..precision import INT8
@@ -97,8 +97,7 @@ class ORTWorkload(InferenceRuntimeWorkload):
         self.settings = {
             "intra_op_threads": so.intra_op_num_threads,  # ORT has no read-back: the value it was given
             "inter_op_threads": so.inter_op_num_threads,
-            "layout": ("token ids (batch, sequence), int64" if get_model(config.model).tokens
-                       else "NCHW (the exported PyTorch graph)"),
+            "layout": layout(config.model, "NCHW (the exported PyTorch graph)", "int64"),
             "engine": f"graph_optimization_level={LEVELS[config.engine]}",
             "providers": self.session.get_providers(),
             "export": exported.method,

@@ -7,7 +7,7 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 from ...models import get_model
-from ...models.inputs import synthetic_batch
+from ...models.inputs import layout, synthetic_batch
 from ..base import Adapter, InferenceRuntimeWorkload, Workload, register
 from ..compile_cache import openvino_cache
 from ..onnx_export import export_onnx
@@ -69,8 +69,7 @@ class OpenVINOWorkload(InferenceRuntimeWorkload):
         self.settings = {
             "intra_op_threads": int(prop("INFERENCE_NUM_THREADS")),
             "streams": int(prop("NUM_STREAMS")),
-            "layout": ("token ids (batch, sequence), int64" if get_model(config.model).tokens
-                       else "NCHW (the exported PyTorch graph)"),
+            "layout": layout(config.model, "NCHW (the exported PyTorch graph)", "int64"),
             "engine": f"PERFORMANCE_HINT={HINTS[config.engine]}",
             "inference_precision": str(prop("INFERENCE_PRECISION_HINT")),
             "export": exported.method,

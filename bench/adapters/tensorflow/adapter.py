@@ -10,11 +10,12 @@ from typing import TYPE_CHECKING
 from ...errors import UnsupportedError
 from ...host.devices import is_gpu
 from ...models import get_model
-from ...models.inputs import synthetic_batch
+from ...models.inputs import layout, synthetic_batch
+from ...models.transformers import attention_dropout
 from .. import keras_backend
 from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, dist_version, register, subtractive_phases
 from ..distributed_runs import DistributedRuns
-from ..keras_models import attention_dropout, keras_attention, keras_batch
+from ..keras_models import keras_attention, keras_batch
 from ..launch import LOCAL_DEVICES, LaunchPlan
 from ..precision import INT8
 from ..ranks import RankGroup
@@ -75,8 +76,8 @@ class TFWorkload(Workload):
         self.apply = tf.function(lambda grads: self.opt.apply(grads, self.model.trainable_variables))
         self.settings = {
             **threads,
-            "layout": ("token ids (batch, sequence), int32" if get_model(config.model).tokens
-                       else "NHWC (channels_last, Keras default; oneDNN's preferred layout on CPU)"),
+            "layout": layout(config.model, "NHWC (channels_last, Keras default; oneDNN's preferred layout on CPU)",
+                             "int32"),
             "engine": config.engine,
             "data_placement": config.data,
             "inside_timer": self._inside_timer(),

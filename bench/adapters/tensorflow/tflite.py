@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...models.inputs import synthetic_batch
+from ...models.inputs import layout, synthetic_batch
 from ..base import Workload
 from ..int8 import ImageSets, Quantised, Stopwatch, logits_of, normalise
 from ..keras_models import keras_batch
@@ -100,7 +100,7 @@ class TFLiteWorkload(Workload):
         self.index = self.interpreter.get_input_details()[0]["index"]
         self.settings = {
             "intra_op_threads": config.threads,  # the interpreter's num_threads (no read-back)
-            "layout": "token ids (batch, sequence), int32" if config.sequence_length else "NHWC (the Keras model's)",
+            "layout": layout(config.model, "NHWC (the Keras model's)", "int32"),
             "engine": f"{ENGINE}: tf.lite.Interpreter (XNNPACK delegate by default), "
                       f"{'full-integer int8' if config.precision == INT8 else 'fp32'} flatbuffer",
             "data_placement": config.data,

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 from ...errors import UnsupportedError
 from ...host.devices import is_gpu
 from ...models import get_model
-from ...models.inputs import synthetic_batch
-from ...models.transformers import BERT_DROPOUT, BERTS, attention_shape
+from ...models.inputs import layout, synthetic_batch
+from ...models.transformers import attention_dropout, attention_shape
 from ...ranks.stages import PIPELINE_CHUNKS, given_cut
 from ..base import LEARNING_RATE, MOMENTUM, OPTIMIZER, Adapter, Workload, dist_version, register, timed_phases
 from ..compile_cache import configure_inductor
@@ -53,15 +53,15 @@ def sdpa_attention(torch, config: RunConfig, device, dtype) -> dict:
     """How a transformer runs its attention here (the record's settings.attention): nn.MultiheadAttention (in
     torchvision's ViT and in the encoder layers of our BERT) with need_weights=False calls
     scaled_dot_product_attention, whose backend torch picks per call for the shapes, dtype and device (asked here for
-    the run's: torch._fused_sdp_choice); in inference without autograd the module takes its fast path
-    (torch._native_multi_head_attention), whose attention is the same call."""
+    the run's: torch._fused_sdp_choice, with the attention dropout the model trains with); in inference without
+    autograd the module takes its fast path (its native kernels), whose attention is the same call."""
     from torch.nn.attention import SDPBackend
 
     heads, tokens, width = attention_shape(config.model, config.input_size)
     q = torch.empty(config.batch_size, heads, tokens, width, device=device, dtype=dtype)
     names = {int(getattr(SDPBackend, n)): n for n in dir(SDPBackend) if n.isupper()}
     training = config.mode == "training"
-    dropout = BERT_DROPOUT if training and config.model in BERTS else 0.0  # asked with the dropout it trains with
+    dropout = attention_dropout(config.model, training)
     backend = names.get(int(torch._fused_sdp_choice(q, q, q, dropout_p=dropout)), "unknown")
     fast = not training and torch.backends.mha.get_fastpath_enabled()
     path = ", inference fast path (nn.MultiheadAttention's native kernels)" if fast else ""
@@ -115,9 +115,9 @@ class TorchWorkload(Workload):
         self.opt = torch.optim.SGD(model.parameters(), lr=LEARNING_RATE, momentum=MOMENTUM)
         self.settings = {
             **threads,
-            "layout": ("token ids (batch, sequence)" if self.x.dim() == 2 else
-                       "NCHW logical, " + ("contiguous NCHW memory format" if fmt == torch.contiguous_format
-                                           else "channels_last memory format")),
+            "layout": layout(config.model, "NCHW logical, " + ("contiguous NCHW memory format"
+                                                                if fmt == torch.contiguous_format
+                                                                else "channels_last memory format")),
             "engine": config.engine,
             "data_placement": config.data,
             "inside_timer": self._inside_timer(),
