@@ -253,3 +253,18 @@ def test_slurm_job_logs_keep_no_secret(slurm_cluster, tmp_path):
     text = "".join(p.read_text(errors="replace") for p in logs)
     assert logs and "<masked>" in text  # the job's processes printed, masked
     assert not any(v in text for k, v in SECRETS.items() if k != "LEAK_TEST")
+
+
+def test_run_json_prints_the_record_alone_on_stdout(tmp_path):
+    """`bench run --json | jq` must read one JSON document: the summary lines (and what a framework prints while it
+    works, NNCF's progress bar for one) go to stderr. Until 2026-11-28 the summary followed the JSON on stdout."""
+    import json
+
+    from .conftest import bench_cli
+
+    out = bench_cli("run", "--framework", "null", "--model", "tiny_cnn", "--image-size", "16", "--batch-size", "2",
+                    "--protocol", "seed", "--warmup", "1", "--iterations", "2", "--json", results=tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    record = json.loads(out.stdout)  # raises on anything beside the one document
+    assert record["status"] == "ok" and record["config"]["framework"] == "null"
+    assert "record: " in out.stderr and "img/s" in out.stderr

@@ -1,16 +1,21 @@
-"""Keras 3 model builders written to match torchvision layer for layer.
+"""Keras 3 model builders written to match torchvision layer for layer, holding the catalogue's seeded weights.
 
 keras.applications differs from torchvision (ResNet v1 with conv bias, a different MobileNetV2
 stem, no AlexNet/GoogLeNet), so parameter counts and FLOPs would not match; these definitions
-do, which is what the cross-framework parity check requires.
+do, and with the same weights they compute torchvision's outputs (bench/measurement/outputs_check.py). A CNN's
+layers of each kind are created in the order torchvision registers them (a residual block's main path before its
+projection shortcut), which is how `load_cnn_weights` finds each one's arrays (bench/models/cnn_weights.py).
 """
 
 from __future__ import annotations
 
 import functools
+import re
+from collections import defaultdict
 
 from ..models.architecture import RESNETS, mobilenet_v2_units, resnet_units
 from ..models.catalogue import get_model
+from ..models.cnn_weights import draw
 from ..models.transformers import (
     BERT_DROPOUT,
     BERT_LAYER_NORM_EPS,
@@ -25,6 +30,7 @@ from ..models.transformers import (
 )
 
 _BN = dict(epsilon=1e-5, momentum=0.9)  # torch BatchNorm2d defaults (momentum 0.1 = keras 0.9)
+GOOGLENET_BN_EPS = 1e-3  # torchvision's GoogLeNet (BasicConv2d) sets its BatchNorms' epsilon to 0.001
 
 
 def _layers():
@@ -33,7 +39,7 @@ def _layers():
     return keras.layers
 
 
-def _conv_bn(x, filters, kernel, stride=1, act="relu", groups=1):
+def _conv_bn(x, filters, kernel, stride=1, act="relu", groups=1, eps=_BN["epsilon"]):
     """Convolution, BatchNorm and activation, padded as torchvision pads: kernel // 2 on every side. Keras' "same"
     pads a strided convolution asymmetrically (ResNet's 7x7 stem on 224: 2 above and left, 3 below and right,
     against torchvision's 3 and 3), which samples other pixels: a strided one is padded explicitly instead."""
@@ -46,7 +52,7 @@ def _conv_bn(x, filters, kernel, stride=1, act="relu", groups=1):
         x = L.DepthwiseConv2D(kernel, strides=stride, padding=padding, use_bias=False)(x)
     else:
         x = L.Conv2D(filters, kernel, strides=stride, padding=padding, use_bias=False)(x)
-    x = L.BatchNormalization(**_BN)(x)
+    x = L.BatchNormalization(**{**_BN, "epsilon": eps})(x)
     if act == "relu":
         x = L.ReLU()(x)
     elif act == "relu6":
@@ -54,16 +60,48 @@ def _conv_bn(x, filters, kernel, stride=1, act="relu", groups=1):
     return x
 
 
+def adaptive_pool_matrix(n_in: int, n_out: int):
+    """torch's AdaptiveAvgPool over one axis as an (n_out, n_in) matrix: output i averages inputs
+    floor(i * n_in / n_out) to ceil((i + 1) * n_in / n_out) - 1."""
+    import numpy as np
+
+    m = np.zeros((n_out, n_in), np.float32)
+    for i in range(n_out):
+        start, end = (i * n_in) // n_out, -(-((i + 1) * n_in) // n_out)
+        m[i, start:end] = 1.0 / (end - start)
+    return m
+
+
+@functools.cache
+def _adaptive_pool_layer():
+    """A layer computing torch's AdaptiveAvgPool2d on NHWC maps: the averaging matrix over the rows and the columns."""
+    import keras
+
+    class AdaptiveAvgPool(keras.layers.Layer):
+        def __init__(self, size: int, **kwargs):
+            super().__init__(**kwargs)
+            self.size = size
+
+        def call(self, x):
+            ops = keras.ops
+            rows = ops.cast(adaptive_pool_matrix(x.shape[1], self.size), x.dtype)
+            cols = ops.cast(adaptive_pool_matrix(x.shape[2], self.size), x.dtype)
+            return ops.einsum("bhwc,ih,jw->bijc", x, rows, cols)
+
+    return AdaptiveAvgPool
+
+
 def _adaptive_pool(x, size: int):
-    """torch AdaptiveAvgPool2d((size, size)): identity at the default input, resize otherwise."""
+    """torch AdaptiveAvgPool2d((size, size)): identity at the default input (AlexNet's and VGG's maps are then 6x6
+    and 7x7 already), its averaging windows otherwise."""
     if x.shape[1] == size and x.shape[2] == size:
         return x
-    return _layers().Resizing(size, size, interpolation="bilinear")(x)
+    return _adaptive_pool_layer()(size)(x)
 
 
 def _classifier_head(x, num_classes, hidden, dropout=0.5):
     L = _layers()
-    x = L.Flatten()(x)
+    x = L.Flatten()(L.Permute((3, 1, 2))(x))  # torch flattens (C, H, W): the same order, so the same weights
     for width in hidden:
         x = L.Dense(width, activation="relu")(x)
         x = L.Dropout(dropout)(x)
@@ -115,7 +153,6 @@ def _resnet(x, num_classes, blocks, bottleneck):
     # torchvision's MaxPool2d(3, 2, padding=1): one pixel on every side (zeros equal its -inf after the ReLU)
     x = L.MaxPooling2D(3, strides=2)(L.ZeroPadding2D(1)(x))
     for width, stride, projection in resnet_units(blocks, bottleneck):
-        shortcut = _conv_bn(x, width * (4 if bottleneck else 1), 1, stride=stride, act=None) if projection else x
         if bottleneck:  # v1.5: the stride sits in the 3x3 conv
             y = _conv_bn(x, width, 1)
             y = _conv_bn(y, width, 3, stride=stride)
@@ -123,6 +160,8 @@ def _resnet(x, num_classes, blocks, bottleneck):
         else:
             y = _conv_bn(x, width, 3, stride=stride)
             y = _conv_bn(y, width, 3, act=None)
+        # the projection after the main path, as torchvision registers its `downsample`
+        shortcut = _conv_bn(x, width * (4 if bottleneck else 1), 1, stride=stride, act=None) if projection else x
         x = L.ReLU()(L.Add()([y, shortcut]))
     x = L.GlobalAveragePooling2D()(x)
     return L.Dense(num_classes)(x)
@@ -145,19 +184,19 @@ def _mobilenet_v2(x, num_classes):
 
 
 def _inception(x, c1, c3r, c3, c5r, c5, pool_proj):
-    L = _layers()
-    b1 = _conv_bn(x, c1, 1)
-    b2 = _conv_bn(_conv_bn(x, c3r, 1), c3, 3)
-    b3 = _conv_bn(_conv_bn(x, c5r, 1), c5, 3)  # torchvision uses 3x3 here (a kept quirk)
-    b4 = _conv_bn(L.MaxPooling2D(3, strides=1, padding="same")(x), pool_proj, 1)
+    L, conv = _layers(), functools.partial(_conv_bn, eps=GOOGLENET_BN_EPS)
+    b1 = conv(x, c1, 1)
+    b2 = conv(conv(x, c3r, 1), c3, 3)
+    b3 = conv(conv(x, c5r, 1), c5, 3)  # torchvision uses 3x3 here (a kept quirk)
+    b4 = conv(L.MaxPooling2D(3, strides=1, padding="same")(x), pool_proj, 1)
     return L.Concatenate()([b1, b2, b3, b4])
 
 
 def _googlenet(x, num_classes):
-    L = _layers()
-    pool = lambda t: L.MaxPooling2D(3, strides=2, padding="same")(t)  # noqa: E731
-    x = pool(_conv_bn(x, 64, 7, stride=2))
-    x = pool(_conv_bn(_conv_bn(x, 64, 1), 192, 3))
+    L, conv = _layers(), functools.partial(_conv_bn, eps=GOOGLENET_BN_EPS)
+    pool = lambda t: L.MaxPooling2D(3, strides=2, padding="same")(t)  # noqa: E731  (torch's ceil_mode)
+    x = pool(conv(x, 64, 7, stride=2))
+    x = pool(conv(conv(x, 64, 1), 192, 3))
     x = _inception(x, 64, 96, 128, 16, 32, 32)
     x = pool(_inception(x, 128, 128, 192, 32, 96, 64))
     for cfg in ((192, 96, 208, 16, 48, 64), (160, 112, 224, 24, 64, 64),
@@ -337,9 +376,40 @@ def build_keras_model(name: str, input_size: int, training: bool = False):
     model = keras.Model(inputs, outputs, name=name)
     if name in VITS:  # the one seeded set of weights every framework loads
         load_vit_weights(model, name, spec.num_classes)
-    if name in BERTS:
+    elif name in BERTS:
         load_bert_weights(model, name, spec.num_classes)
+    elif spec.shared_weights:
+        load_cnn_weights(model)
     return model
+
+
+_CNN_KINDS = {"Conv2D": "conv", "DepthwiseConv2D": "depthwise", "BatchNormalization": "bn", "Dense": "linear"}
+
+
+def _created(layer) -> int:
+    """When a layer was created, among its class's: Keras names them conv2d, conv2d_1, ... in creation order."""
+    return int(re.fullmatch(r".*?(?:_(\d+))?", layer.name).group(1) or 0)
+
+
+def load_cnn_weights(model) -> None:
+    """Give a Keras CNN the catalogue's seeded weights (bench/models/cnn_weights.py): its layers of each kind in
+    creation order, which is torchvision's registration order; torch's layouts mapped onto Keras' (convolution
+    kernels (kh, kw, in, out), depthwise ones (kh, kw, channels, 1), dense kernels (in, out))."""
+    by_kind = defaultdict(list)
+    for layer in model.layers:
+        if type(layer).__name__ in _CNN_KINDS:
+            by_kind[_CNN_KINDS[type(layer).__name__]].append(layer)
+    for kind, layers in by_kind.items():
+        for j, layer in enumerate(sorted(layers, key=_created)):
+            if kind == "bn":
+                layer.set_weights(draw("bn", j, (layer.gamma.shape[0],)))
+                continue
+            kernel = layer.kernel
+            shape = {"conv": lambda k: (k[3], k[2], k[0], k[1]), "depthwise": lambda k: (k[2], 1, k[0], k[1]),
+                     "linear": lambda k: (k[1], k[0])}[kind](tuple(kernel.shape))
+            arrays = draw(kind, j, shape, bias=layer.use_bias)
+            layout = {"conv": (2, 3, 1, 0), "depthwise": (2, 3, 0, 1), "linear": (1, 0)}[kind]
+            layer.set_weights([arrays[0].transpose(layout)] + arrays[1:])
 
 
 def keras_batch(x):

@@ -70,7 +70,8 @@ def export_key(model: str, batch_size: int, input_size: int, seed: int) -> str:
     return build_key(model=model, batch_size=batch_size, input_shape=batch_shape(model, 1, input_size)[1:], opset=OPSET,
                      seed=seed, dtype="float32", torch=package_version("torch"), onnx=package_version("onnx"),
                      code=source_digest(here / "onnx_export.py", here / "torch" / "models.py",
-                                        here.parent / "models" / "transformers.py"))
+                                        here.parent / "models" / "transformers.py",
+                                        here.parent / "models" / "cnn_weights.py"))
 
 
 def _method(model: str, seed: int) -> str:

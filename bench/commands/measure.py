@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
@@ -61,7 +62,24 @@ def _cluster(args: argparse.Namespace, config) -> Machines | None:
     return Machines((args.master_addr,), args.node_rank, port, config.rendezvous, f"dlbench-{config.key}", "master")
 
 
+def _print_json(value_of) -> None:
+    """Print the JSON of `value_of()` alone on stdout: whatever the work prints meanwhile (a quantiser's progress bar,
+    say) goes to stderr, so a caller reading stdout as JSON (a pipe, `fresh_process`) reads only it."""
+    with contextlib.redirect_stdout(sys.stderr):
+        value = value_of()
+    print(json.dumps(value))
+
+
 def run_one(args: argparse.Namespace) -> int:
+    if args.json:  # the record's JSON alone on stdout; the work's output and the summary lines on stderr
+        with contextlib.redirect_stdout(sys.stderr):
+            code, record = _run_one(args)
+        print(json.dumps(record.to_json(), indent=1))
+        return code
+    return _run_one(args)[0]
+
+
+def _run_one(args: argparse.Namespace):
     config = make_config(**{k: getattr(args, k) for k in FIELD_TYPES})
     cluster = _cluster(args, config)
     remove_stale_kernels()  # what a killed run or sweep left: connection files, scratch folders, namespaces
@@ -78,12 +96,10 @@ def run_one(args: argparse.Namespace) -> int:
         record = execute(config, args.results_dir, cluster=cluster)
         if record.status == "skipped":
             print(record.reason)
-            return EXIT_OK
+            return EXIT_OK, record
         path = write_record(record, results_dir)
     else:
         record, path = run(config, args.results_dir)
-    if args.json:
-        print(json.dumps(record.to_json(), indent=1))
     s = record.summary
     if record.status == "ok":
         util = record.utilisation
@@ -95,7 +111,7 @@ def run_one(args: argparse.Namespace) -> int:
     else:
         print(f"{config.label}: {record.status}: {record.reason}", file=sys.stderr)
     print(f"record: {path}")
-    return EXIT_RUN_ERROR if record.status == "error" else EXIT_OK
+    return (EXIT_RUN_ERROR if record.status == "error" else EXIT_OK), record
 
 
 def listing(args: argparse.Namespace) -> int:
@@ -128,17 +144,17 @@ def env(args: argparse.Namespace) -> int:
 
 
 def peak(args: argparse.Namespace) -> int:
-    print(json.dumps(matmul_peak(args.device, args.precision, args.threads)))
+    _print_json(lambda: matmul_peak(args.device, args.precision, args.threads))
     return EXIT_OK
 
 
 def flops(args: argparse.Namespace) -> int:
-    print(json.dumps(count_forward_flops(args.model, args.input_size)))
+    _print_json(lambda: count_forward_flops(args.model, args.input_size))
     return EXIT_OK
 
 
 def reference_outputs(args: argparse.Namespace) -> int:
-    print(json.dumps(compute_reference(args.model, args.input_size, args.batch_size)))
+    _print_json(lambda: compute_reference(args.model, args.input_size, args.batch_size))
     return EXIT_OK
 
 
@@ -146,9 +162,9 @@ def fidelity_check(args: argparse.Namespace) -> int:
     config = make_config(framework=args.framework or reference_adapter().name, model=args.model or "resnet50",
                          mode=args.mode, batch_size=args.batch_size, threads=args.threads)
     if args.baseline_only:
-        print(json.dumps({"images_per_sec": fidelity.baseline(config)}))
+        _print_json(lambda: {"images_per_sec": fidelity.baseline(config)})
     else:
-        print(json.dumps(fidelity.execute(config, args.results_dir, args.rounds)))
+        _print_json(lambda: fidelity.execute(config, args.results_dir, args.rounds))
     return EXIT_OK
 
 

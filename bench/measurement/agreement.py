@@ -8,7 +8,7 @@ similarity >= 0.99. Top-1 agreement is reported, not judged: a random network's 
 arg-max says little), and one that predicts a single class for most inputs agrees trivially, hence the count of
 distinct classes fp32 predicted beside it.
 
-The same metrics' simpler sibling judges a transformer run's logits against the reference framework's on one probe
+The same metrics' simpler sibling judges a run's logits against the reference framework's on one probe
 batch (`compare_outputs`, bench/measurement/outputs_check.py): the same weights everywhere, so the largest difference
 must stay within a share of the largest logit.
 """

@@ -130,9 +130,9 @@ RULES: tuple[Rule, ...] = (
          f"MLPerf's 99%-of-fp32 anchor allows here: SQNR below {SQNR_MIN_DB:g} dB or mean cosine similarity below "
          f"{COSINE_MIN:g} (random weights: the fp32 output, not an accuracy, is what is kept)",
          why_no_winner="the int8 model's output strays from fp32's (a quantisation that loses the model)"),
-    # a transformer whose outputs on the probe batch stray from PyTorch's (bench/measurement/outputs_check.py)
+    # a run whose outputs on the probe batch stray from PyTorch's (bench/measurement/outputs_check.py)
     Rule("outputs_disagree", "throughput",
-         "a transformer run whose logits on a seeded probe batch differ from PyTorch's eager fp32 logits by more than "
+         "a run whose logits on a seeded probe batch differ from PyTorch's eager fp32 logits by more than "
          "the tolerance of its precision (a share of the largest logit: fp32 1e-4): it did not run the same network",
          why_no_winner="its outputs differ from PyTorch's: it did not run the same network"),
     # the run's fairness certificate (bench/measurement/certificate.py) has a failed check

@@ -1,6 +1,7 @@
 """Whether a framework ran the same network as PyTorch: its outputs on one seeded input against PyTorch's.
 
-A transformer's weights are one seeded set every framework loads (bench/models/transformers.py), so before any timing
+A catalogue model's weights are one seeded set every framework loads (bench/models/cnn_weights.py for the CNNs,
+bench/models/transformers.py for the transformers), so before any timing
 each run computes its model's logits for a probe batch (PROBE_SEED, the run's batch size and input size) the way its
 engine computes them, and compares them with the reference framework's eager fp32 logits for the same batch (computed
 once per host in a fresh process of the main environment, cached like the FLOP counts). The difference allowed is a
@@ -35,8 +36,9 @@ def probe(model: str, batch_size: int, input_size: int) -> np.ndarray:
 
 
 def applies(model: str, precision: str) -> bool:
-    """The check runs for a transformer (one set of weights everywhere) at a precision with a tolerance."""
-    return get_model(model).transformer and precision in OUTPUTS_TOLERANCE
+    """The check runs for a model with one set of weights everywhere (every catalogue model but the smoke-test CNN
+    and the digits MLP) at a precision with a tolerance."""
+    return get_model(model).shared_weights and precision in OUTPUTS_TOLERANCE
 
 
 def compute_reference(model: str, input_size: int, batch_size: int) -> dict:

@@ -24,13 +24,17 @@ class ModelSpec:
     source: str = ""
     tiny: bool = False  # a model for tests, not in published figures
     note: str = ""
-    # "cnn", or "transformer": a transformer's weights are one seeded set every framework loads
-    # (bench/models/transformers.py), and its outputs are compared with PyTorch's before any timing
+    # "cnn" or "transformer"
     family: str = "cnn"
     # "images" (NCHW float batches, `image_size` their side) or "tokens" (int64 token ids, `sequence_length` each)
     inputs: str = "images"
     default_sequence_length: int | None = None
     max_sequence_length: int | None = None
+    # one seeded set of weights every framework loads (bench/models/cnn_weights.py for a CNN,
+    # bench/models/transformers.py for a transformer), so its outputs are compared with PyTorch's before any timing;
+    # False: each framework's own initialiser (the smoke-test CNN and the digits MLP, whose distributed runs record
+    # accuracy over time from their framework's initialisation)
+    shared_weights: bool = True
 
     @property
     def transformer(self) -> bool:
@@ -97,6 +101,7 @@ def _register_catalogue() -> None:
             default_image_size=32,
             min_image_size=8,
             tiny=True,
+            shared_weights=False,
             note="two conv+BN+ReLU blocks, global pool, linear: for tests",
         ),
     )
@@ -109,6 +114,7 @@ def _register_catalogue() -> None:
             min_image_size=8,
             max_image_size=8,
             tiny=True,
+            shared_weights=False,
             note="MLP 192-64-10 on scikit-learn's 8x8 digits (grey replicated to 3 channels): "
                  "accuracy over time in distributed runs",
         ),

@@ -740,7 +740,7 @@ class Record(Versioned):
 
     def _precision_columns(self) -> dict[str, Any]:
         """The CPU's int8/bf16 features (older records: read from their CPU flags), an int8 run's quantisation and
-        agreement with fp32 (bench/measurement/agreement.py), and a transformer run's outputs against the reference
+        agreement with fp32 (bench/measurement/agreement.py), and the run's outputs against the reference
         framework's (bench/measurement/outputs_check.py)."""
         cpu = self.manifest.cpu if self.manifest else None
         features = (cpu.precision_features or reduced_precision_features(cpu.flags)) if cpu else {}
@@ -749,7 +749,7 @@ class Record(Versioned):
         calibration = (int8.get("sets") or {}).get("calibration") or {}
         outputs = (self.settings or {}).get("outputs_check")
         checked = {f"outputs_{k}": outputs.get(k) for k in ("passed", "relative_diff", "tolerance", "reference",
-                                                             "reason")} if outputs else {}  # transformers only
+                                                             "reason")} if outputs else {}
         attention = (self.settings or {}).get("attention")
         if attention:  # how its engine ran the attention (settings.attention)
             checked.update(attention_fused=attention.get("fused"), attention=attention.get("implementation"),

@@ -37,14 +37,17 @@ def _trainable(net) -> list:
 
 
 def _build(mx, config: RunConfig):
-    """The catalogue model, initialised (deferred shapes resolved by one forward), on the context."""
-    from .models import build_gluon_model
+    """The catalogue model, initialised (deferred shapes resolved by one forward) and holding the catalogue's seeded
+    weights where it has them, on the context."""
+    from .models import build_gluon_model, load_cnn_weights
 
     mx.random.seed(config.seed)
     ctx = mx.gpu(int(config.device.split(":")[1])) if is_gpu(config.device) else mx.cpu()
     net = build_gluon_model(config.model)
     net.initialize(mx.init.Xavier(), ctx=ctx)
     net(mx.nd.zeros((1, 3, config.image_size, config.image_size), ctx=ctx))
+    if get_model(config.model).shared_weights:
+        load_cnn_weights(mx, net, ctx)
     return net, ctx
 
 
@@ -150,6 +153,10 @@ class MXNetWorkload(Workload):
         if not self.training:
             return None
         return float(sum(p.data().abs().sum().asscalar() for p in _trainable(self.net)))
+
+    def logits(self, x):
+        """The network's outputs in predict mode (no autograd.record: BatchNorm's running statistics, no dropout)."""
+        return self.net(self.mx.nd.array(x, ctx=self.ctx)).asnumpy()
 
 
 @register

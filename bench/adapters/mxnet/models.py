@@ -1,4 +1,5 @@
-"""MXNet Gluon model builders written to match torchvision layer for layer (as keras_defs does for Keras).
+"""MXNet Gluon model builders written to match torchvision layer for layer (as keras_models does for Keras), holding
+the catalogue's seeded weights (`load_cnn_weights`, bench/models/cnn_weights.py).
 
 Gluon's model zoo differs from torchvision (ResNet v1 with the stride in the 1x1 conv, no GoogLeNet),
 so parameter counts or FLOPs would not match; these definitions do. Imported only inside the MXNet
@@ -8,13 +9,16 @@ environment (mxnet is imported at module load).
 from __future__ import annotations
 
 import functools
+from collections import Counter
 
 from mxnet.gluon import HybridBlock, nn
 
 from ...models.architecture import RESNETS, mobilenet_v2_units, resnet_units
 from ...models.catalogue import get_model
+from ...models.cnn_weights import draw
 
 _BN = dict(epsilon=1e-5, momentum=0.9)  # torch BatchNorm2d defaults (momentum 0.1 = gluon 0.9)
+GOOGLENET_BN_EPS = 1e-3  # torchvision's GoogLeNet (BasicConv2d) sets its BatchNorms' epsilon to 0.001
 
 
 class _Relu6(HybridBlock):
@@ -33,10 +37,10 @@ class _AdaptiveAvgPool(HybridBlock):
         return F.contrib.AdaptiveAvgPooling2D(x, output_size=self.size)
 
 
-def _conv_bn(filters, kernel, stride=1, act="relu", groups=1) -> nn.HybridSequential:
+def _conv_bn(filters, kernel, stride=1, act="relu", groups=1, eps=_BN["epsilon"]) -> nn.HybridSequential:
     block = nn.HybridSequential()
     block.add(nn.Conv2D(filters, kernel, strides=stride, padding=kernel // 2, groups=groups, use_bias=False),
-              nn.BatchNorm(**_BN))
+              nn.BatchNorm(**{**_BN, "epsilon": eps}))
     if act == "relu":
         block.add(nn.Activation("relu"))
     elif act == "relu6":
@@ -139,18 +143,19 @@ def _mobilenet_v2(num_classes):
 
 
 def _inception(c1, c3r, c3, c5r, c5, pool_proj):
+    conv = functools.partial(_conv_bn, eps=GOOGLENET_BN_EPS)
     pool = nn.HybridSequential()
-    pool.add(nn.MaxPool2D(3, 1, 1, ceil_mode=True), _conv_bn(pool_proj, 1))
+    pool.add(nn.MaxPool2D(3, 1, 1, ceil_mode=True), conv(pool_proj, 1))
     b2, b3 = nn.HybridSequential(), nn.HybridSequential()
-    b2.add(_conv_bn(c3r, 1), _conv_bn(c3, 3))
-    b3.add(_conv_bn(c5r, 1), _conv_bn(c5, 3))  # torchvision uses 3x3 here (a kept quirk)
-    return _Concat(_conv_bn(c1, 1), b2, b3, pool)
+    b2.add(conv(c3r, 1), conv(c3, 3))
+    b3.add(conv(c5r, 1), conv(c5, 3))  # torchvision uses 3x3 here (a kept quirk)
+    return _Concat(conv(c1, 1), b2, b3, pool)
 
 
 def _googlenet(num_classes):
-    net = nn.HybridSequential()
+    net, conv = nn.HybridSequential(), functools.partial(_conv_bn, eps=GOOGLENET_BN_EPS)
     pool = lambda: nn.MaxPool2D(3, 2, ceil_mode=True)  # noqa: E731
-    net.add(_conv_bn(64, 7, stride=2), pool(), _conv_bn(64, 1), _conv_bn(192, 3), pool(),
+    net.add(conv(64, 7, stride=2), pool(), conv(64, 1), conv(192, 3), pool(),
             _inception(64, 96, 128, 16, 32, 32), _inception(128, 128, 192, 32, 96, 64), pool())
     for cfg in ((192, 96, 208, 16, 48, 64), (160, 112, 224, 24, 64, 64),
                 (128, 128, 256, 24, 64, 64), (112, 144, 288, 32, 64, 64), (256, 160, 320, 32, 128, 128)):
@@ -175,3 +180,29 @@ _BUILDERS = {
 def build_gluon_model(name: str) -> HybridBlock:
     """Return an uninitialised NCHW Gluon block for catalogue model `name`."""
     return _BUILDERS[name](get_model(name).num_classes)
+
+
+def _blocks(block):
+    """A block and its children, depth first, in registration order (torchvision's order for these definitions)."""
+    yield block
+    for child in block._children.values():
+        yield from _blocks(child)
+
+
+def load_cnn_weights(mx, net, ctx) -> None:
+    """Give an initialised Gluon CNN (its shapes resolved) the catalogue's seeded weights: its layers of each kind in
+    registration order. Gluon's layouts are torch's (convolution (out, in / groups, kh, kw), dense (out, in))."""
+    seen = Counter()
+    for block in _blocks(net):
+        if isinstance(block, nn.BatchNorm):
+            kind, params = "bn", [block.gamma, block.beta, block.running_mean, block.running_var]
+        elif isinstance(block, (nn.Conv2D, nn.Dense)):
+            kind = "linear" if isinstance(block, nn.Dense) else \
+                ("depthwise" if block._kwargs["num_group"] > 1 else "conv")
+            params = [block.weight] + ([block.bias] if block.bias is not None else [])
+        else:
+            continue
+        shape = params[0].shape if kind != "bn" else (params[0].shape[0],)
+        for param, value in zip(params, draw(kind, seen[kind], shape, bias=len(params) == 2), strict=True):
+            param.set_data(mx.nd.array(value, ctx=ctx))
+        seen[kind] += 1

@@ -1,9 +1,13 @@
-"""PyTorch model builders: torchvision for catalogue models (its VisionTransformer with the catalogue's seeded weights
-for the ViTs), BERT written here from nn.TransformerEncoderLayer, a small CNN for tests."""
+"""PyTorch model builders: torchvision for catalogue models holding the catalogue's seeded weights (the CNNs' from
+bench/models/cnn_weights.py, the ViTs' from bench/models/transformers.py), BERT written here from
+nn.TransformerEncoderLayer, a small CNN for tests."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 from ...models.catalogue import get_model
+from ...models.cnn_weights import draw
 from ...models.transformers import (
     BERT_DROPOUT,
     BERT_LAYER_NORM_EPS,
@@ -110,4 +114,39 @@ def build_torch_model(name: str):
     kwargs = {"weights": None, "num_classes": spec.num_classes}
     if name == "googlenet":
         kwargs.update(aux_logits=False, init_weights=True)
-    return getattr(tvm, name)(**kwargs)
+    model = getattr(tvm, name)(**kwargs)
+    if spec.shared_weights:
+        load_cnn_weights(model)
+    return model
+
+
+def cnn_layer_kind(module) -> str | None:
+    """A module's kind in bench/models/cnn_weights.py (None: it holds no weights)."""
+    from torch import nn
+
+    if isinstance(module, nn.Conv2d):
+        return "depthwise" if module.groups > 1 else "conv"
+    if isinstance(module, nn.BatchNorm2d):
+        return "bn"
+    return "linear" if isinstance(module, nn.Linear) else None
+
+
+def load_cnn_weights(model) -> None:
+    """Give a torchvision CNN the catalogue's seeded weights: its layers of each kind in registration order."""
+    import torch
+
+    seen = Counter()
+    with torch.no_grad():
+        for module in model.modules():
+            kind = cnn_layer_kind(module)
+            if kind is None:
+                continue
+            if kind == "bn":
+                targets = [getattr(module, name) for name in ("weight", "bias", "running_mean", "running_var")]
+                shape = (module.num_features,)
+            else:
+                targets = [module.weight] + ([module.bias] if module.bias is not None else [])
+                shape = tuple(module.weight.shape)
+            for target, value in zip(targets, draw(kind, seen[kind], shape, bias=len(targets) == 2), strict=True):
+                target.copy_(torch.from_numpy(value))
+            seen[kind] += 1

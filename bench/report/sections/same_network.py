@@ -1,4 +1,4 @@
-"""The same network in every framework: each transformer config's outputs on a seeded probe batch against PyTorch's,
+"""The same network in every framework: each config's outputs on a seeded probe batch against PyTorch's,
 measured before any timing (bench/measurement/outputs_check.py)."""
 
 from __future__ import annotations
@@ -9,16 +9,17 @@ from ...measurement.agreement import OUTPUTS_TOLERANCE
 from .base import Section, Table, heading
 
 INTRO = (
-    "A transformer's weights are one seeded set that every framework loads (nothing downloaded), so each framework "
+    "A model's weights are one seeded set that every framework loads (nothing downloaded: the CNNs' and the "
+    "transformers' alike), so each framework "
     "must compute the same outputs. Before any timing, every run computes its logits for a seeded probe batch "
     "(standard-normal images, or uniform token ids for BERT; its own batch size) the way its engine does, and they "
     "are compared with PyTorch's eager fp32 logits for the same batch. Allowed: a largest difference of "
     + ", ".join(f"{t:g} ({p})" for p, t in OUTPUTS_TOLERANCE.items())
     + " of the largest logit. A run beyond it is flagged `outputs_disagree` and is never a winner: it did not run "
     "the same network. PyTorch's own eager runs are the reference (difference 0); a compiled engine is checked "
-    "through its eager module. The attention column says how each engine ran the attention (each record's "
-    "settings.attention): an engine that fuses it into one kernel and one that runs matrix products and a softmax "
-    "apart are different engines, whatever their outputs.")
+    "through its eager module. For a transformer, the attention column says how each engine ran the attention "
+    "(each record's settings.attention): an engine that fuses it into one kernel and one that runs matrix products "
+    "and a softmax apart are different engines, whatever their outputs.")
 
 
 def _attention(c) -> str:
