@@ -95,18 +95,29 @@ def test_cpu_features_named():
         "avx512_vnni": True, "avx_vnni": False, "amx_int8": False, "avx512_bf16": False, "amx_bf16": False}
 
 
-def _ort_quantised(sets, calibration=None):
+def _ort_quantised(sets, calibration=None, weights_seed=0):
     import onnxruntime as ort
 
     from bench.adapters.onnx_export import export_onnx
     from bench.adapters.onnxruntime import quantize
 
-    exported = export_onnx("tiny_cnn", 4, SIZE, 0, 2)
+    exported = export_onnx("tiny_cnn", 4, SIZE, weights_seed, 2)
     if calibration is not None:
         sets = ImageSets(calibration, sets.held_out, calibration_seed=-1)
     _, q = quantize.quantise(exported.path, {"model": "tiny_cnn", "seed": 0, "input_size": SIZE}, 4,
                              lambda p: ort.InferenceSession(str(p), providers=["CPUExecutionProvider"]), sets)
     return q
+
+
+def test_a_cached_quantisation_of_other_weights_is_never_served(sets):
+    """The cache's key holds the fp32 model file's fingerprint: the same model name, seed and calibration with other
+    weights (here tiny_cnn's torch initialisation under another seed, exported under the same name) quantise anew.
+    Until 2026-11-28 a quantisation made before a model's weights changed was served for the new weights."""
+    first = _ort_quantised(sets)
+    assert first.details["cached"] is False and _ort_quantised(sets).details["cached"] is True
+    other = _ort_quantised(sets, weights_seed=1)
+    assert other.details["cached"] is False
+    assert not np.allclose(other.fp32_logits, first.fp32_logits)  # other weights indeed
 
 
 def test_onnxruntime_int8_agrees_and_a_constant_calibration_is_caught(sets):

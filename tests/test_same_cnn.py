@@ -91,3 +91,34 @@ def test_pytorch_holds_the_catalogues_weights_and_the_smoke_test_models_their_ow
     assert torch.equal(net.bn1.running_var, torch.from_numpy(draw("bn", 0, (64,))[3]))
     assert get_model("resnet18").shared_weights and get_model("vit_b16").shared_weights
     assert not get_model("tiny_cnn").shared_weights and not get_model("digits_mlp").shared_weights
+
+
+def test_a_cached_reference_is_keyed_by_the_code_that_decides_it(monkeypatch):
+    """reference_outputs.json is kept per results folder: a reference computed before the weights, a definition or
+    the probe changed must not be served after."""
+    from bench.measurement import outputs_check
+
+    seen = []
+    monkeypatch.setattr(outputs_check, "source_digest", lambda *paths: seen.extend(paths) or str(len(seen)))
+    first = outputs_check.reference_key("resnet18", 64, 2)
+    assert first.startswith("resnet18|64|2|")
+    assert {p.name for p in seen} >= {"cnn_weights.py", "transformers.py", "inputs.py", "models.py",
+                                      "outputs_check.py"}
+    assert outputs_check.reference_key("resnet18", 64, 2) != first  # another digest, another key
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("framework,engine", [("tensorflow", "tflite"), ("tensorflow", "graph"), ("jax", "jit")])
+def test_a_cnn_run_records_its_output_check(framework, engine, tmp_path):
+    """A real run of a catalogue CNN checks its outputs against PyTorch's before timing (TFLite through its own
+    interpreter, which had no logits before 2026-11-28 and so was never checked)."""
+    from .conftest import bench_cli
+
+    out = bench_cli("run", "--framework", framework, "--engine", engine, "--model", "resnet18", "--image-size",
+                    str(SIZE), "--batch-size", "2", "--protocol", "seed", "--warmup", "1", "--iterations", "2",
+                    "--phase-iterations", "0", "--threads", "2", "--json", results=tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    record = json.loads(out.stdout)
+    assert record["status"] == "ok", record["reason"]
+    check = record["settings"]["outputs_check"]
+    assert check["passed"] is True and check["relative_diff"] < RELATIVE, check

@@ -291,3 +291,24 @@ def test_keras_bert_takes_the_dot_product_attention_path_in_inference_and_says_h
     said = keras_attention("jax", False, dropout)
     assert (dropout == 0.1) == training and attention_dropout("vit_b16", True) == 0.0
     assert ("dot_product_attention only without attention dropout" in said["evidence"]) == training
+
+
+def test_the_engines_and_int8_tables_say_a_token_models_unit():
+    """Their columns are headed in img/s: a BERT row's numbers say seq/s, and the section's text says why."""
+    from bench.report.sections import engines, int8
+    from bench.report.units import cell_in_unit, rows_note
+
+    assert cell_in_unit("8.9", "bert_base") == "8.9 seq/s" and cell_in_unit("21.0", "resnet50") == "21.0"
+    assert cell_in_unit("", "bert_base") == ""  # nothing measured: nothing to label
+    assert "sequences/s" in rows_note(["resnet50", "bert_base"]) and rows_note(["resnet50", "vit_b16"]) == ""
+    row = {"platform": "cpu", "model": "bert_base", "mode": "inference", "precision": "fp32", "batch_size": 8,
+           "framework": "openvino", "best engine": "latency", "img/s": 8.87, "runner-up": "", "utilisation": 0.1,
+           "engines": "latency 8.87, throughput 8.5"}
+    assert engines._display(row)["img/s"] == "8.9 seq/s"
+    row = {"platform": "cpu", "framework": "onnxruntime", "model": "bert_base", "batch": 8, "int8 img/s": 25.2,
+           "int8 engine": "all", "fp32 img/s": 7.61, "fp32 engine (fastest)": "all", "speed-up": 3.31, "95% CI": "",
+           "verdict": "winner", "SQNR dB": 38.0, "cosine (mean)": 0.9999, "top-1 agreement": 1.0, "fp32 classes": 2,
+           "held-out images": 32, "calibration images": 0, "quantise s": 3.0, "flags": ""}
+    shown = int8._display(row)
+    assert shown["int8 img/s (engine)"] == "25.2 seq/s (all)" and shown["fastest fp32 img/s (engine)"] == \
+        "7.6 seq/s (all)"

@@ -51,11 +51,21 @@ def fingerprint(array: np.ndarray) -> str:
     return hashlib.sha256(array.tobytes() + str(array.shape).encode()).hexdigest()[:16]
 
 
+def file_fingerprint(path: Path | str) -> str:
+    """A short hash of a file's bytes: the fp32 model a quantised one was made from (its weights and graph), so that
+    a cached quantisation of other weights is never served for this model."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 22), b""):
+            digest.update(block)
+    return digest.hexdigest()[:16]
+
+
 def cached_build(inputs: dict, build: Callable[[Path], None], root: Path | None = None) -> tuple[Path, bool]:
     """The folder `build(folder)` fills for `inputs` (every explicit input of the quantisation: tool and version,
-    model, weights' seed, image size, the calibration images' fingerprint, settings), built once and kept; returns
-    (folder, whether it was already there). Built in a private folder and renamed into place, so a concurrent
-    process sees a whole model or none."""
+    model, weights' seed, image size, the fp32 model file's fingerprint, the calibration images' fingerprint,
+    settings), built once and kept; returns (folder, whether it was already there). Built in a private folder and
+    renamed into place, so a concurrent process sees a whole model or none."""
     key = hashlib.sha256(json.dumps(inputs, sort_keys=True, default=str).encode()).hexdigest()[:20]
     root = root or quantised_cache_root()
     folder = root / key

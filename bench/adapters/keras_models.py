@@ -99,12 +99,15 @@ def _adaptive_pool(x, size: int):
     return _adaptive_pool_layer()(size)(x)
 
 
-def _classifier_head(x, num_classes, hidden, dropout=0.5):
+def _classifier_head(x, num_classes, hidden, dropout=0.5, dropout_first=False):
+    """Flatten, the hidden linear layers with ReLU and dropout (after each, as VGG; before each, as AlexNet), the
+    classifier."""
     L = _layers()
     x = L.Flatten()(L.Permute((3, 1, 2))(x))  # torch flattens (C, H, W): the same order, so the same weights
     for width in hidden:
+        x = L.Dropout(dropout)(x) if dropout_first else x
         x = L.Dense(width, activation="relu")(x)
-        x = L.Dropout(dropout)(x)
+        x = x if dropout_first else L.Dropout(dropout)(x)
     return L.Dense(num_classes)(x)
 
 
@@ -133,8 +136,7 @@ def _alexnet(x, num_classes):
         x = L.Conv2D(filters, 3, padding="same", activation="relu")(x)
     x = L.MaxPooling2D(3, strides=2)(x)
     x = _adaptive_pool(x, 6)
-    x = L.Dropout(0.5)(x)
-    return _classifier_head(x, num_classes, hidden=(4096, 4096))
+    return _classifier_head(x, num_classes, hidden=(4096, 4096), dropout_first=True)
 
 
 def _vgg16(x, num_classes):

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..adapters import reference_adapter
+from ..adapters.compile_cache import source_digest
 from ..adapters.onnx_export import input_batch
 from ..config import make_config
 from ..models import get_model
@@ -52,8 +53,17 @@ def compute_reference(model: str, input_size: int, batch_size: int) -> dict:
             "method": f"{adapter.name} {adapter.version()} {config.engine} fp32"}
 
 
+def reference_key(model: str, input_size: int, batch_size: int) -> str:
+    """The cache's key of a reference: the probe's shape and the digest of the code that decides the weights, the
+    network and the probe, so that a reference computed before any of them changed is never served."""
+    root = Path(__file__).resolve().parent.parent
+    code = source_digest(root / "models" / "cnn_weights.py", root / "models" / "transformers.py",
+                         root / "models" / "inputs.py", root / "adapters" / "torch" / "models.py", Path(__file__))
+    return f"{model}|{input_size}|{batch_size}|{code}"
+
+
 def _reference(results_dir: Path | str, model: str, input_size: int, batch_size: int) -> dict:
-    return cached(results_dir, OUTPUTS_FILE, f"{model}|{input_size}|{batch_size}",
+    return cached(results_dir, OUTPUTS_FILE, reference_key(model, input_size, batch_size),
                   ["outputs", "--model", model, "--input-size", str(input_size), "--batch-size", str(batch_size)])
 
 

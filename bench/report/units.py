@@ -25,6 +25,17 @@ def token_models(models: Iterable[str]) -> list[str]:
     return sorted({m for m in models if m in MODELS and MODELS.get(m).tokens})
 
 
+def cell_in_unit(text: str, model: str) -> str:
+    """A throughput cell of a column headed in images/s, for `model`'s row: a token model's number says its unit
+    ('8.9 seq/s'); an image model's is left as it is."""
+    return f"{text} {MODELS.get(model).rate_unit}" if text and token_models([model]) else text
+
+
+def rows_note(models: Iterable[str]) -> str:
+    """' A token model's rows are sequences/s (their cells say seq/s).' where `models` has one, else ''."""
+    return " A token model's rows are sequences/s (their cells say seq/s)." if token_models(models) else ""
+
+
 def units_note(models: Iterable[str], lengths: dict[str, list[int]] | None = None) -> str:
     """' bert_base: sequences/s of 128 tokens (tokens/s = 128 x sequences/s).' for the token models among `models`
     (`lengths`: each one's sequence lengths measured), '' where every model reads images."""

@@ -48,10 +48,13 @@ def _conv_bn(filters, kernel, stride=1, act="relu", groups=1, eps=_BN["epsilon"]
     return block
 
 
-def _classifier_head(net, num_classes, hidden, dropout=0.5):
+def _classifier_head(net, num_classes, hidden, dropout=0.5, dropout_first=False):
+    """Flatten, the hidden linear layers with ReLU and dropout (after each, as VGG; before each, as AlexNet), the
+    classifier."""
     net.add(nn.Flatten())
     for width in hidden:
-        net.add(nn.Dense(width, activation="relu"), nn.Dropout(dropout))
+        dense = nn.Dense(width, activation="relu")
+        net.add(*((nn.Dropout(dropout), dense) if dropout_first else (dense, nn.Dropout(dropout))))
     net.add(nn.Dense(num_classes))
 
 
@@ -97,8 +100,8 @@ def _alexnet(num_classes):
             nn.Conv2D(192, 5, padding=2, activation="relu"), nn.MaxPool2D(3, 2))
     for filters in (384, 256, 256):
         net.add(nn.Conv2D(filters, 3, padding=1, activation="relu"))
-    net.add(nn.MaxPool2D(3, 2), _AdaptiveAvgPool(6), nn.Dropout(0.5))
-    _classifier_head(net, num_classes, hidden=(4096, 4096))
+    net.add(nn.MaxPool2D(3, 2), _AdaptiveAvgPool(6))
+    _classifier_head(net, num_classes, hidden=(4096, 4096), dropout_first=True)
     return net
 
 

@@ -20,7 +20,18 @@ from pathlib import Path
 import numpy as np
 
 from ...host.devices import cpu_flags
-from ..int8 import ImageSets, Quantised, Stopwatch, TokenSets, batches, cached_build, fingerprint, input_sets, logits_of
+from ..int8 import (
+    ImageSets,
+    Quantised,
+    Stopwatch,
+    TokenSets,
+    batches,
+    cached_build,
+    file_fingerprint,
+    fingerprint,
+    input_sets,
+    logits_of,
+)
 from ..onnx_export import INPUT, input_name
 
 VNNI = ("avx512_vnni", "avx_vnni", "amx_int8")
@@ -97,7 +108,8 @@ def quantise(fp32_path: Path, model: dict, batch_size: int, make_session,
     calib = sets.inputs("calibration")
     types = int8_types(cpu_flags())
     tool = "quantize_dynamic" if dynamic else "quantize_static"
-    inputs = {"tool": f"onnxruntime {ort.__version__} {tool}", **model, "types": types,
+    inputs = {"tool": f"onnxruntime {ort.__version__} {tool}", **model, "fp32_model": file_fingerprint(fp32_path),
+              "types": types,
               **({} if dynamic else {"calibration": fingerprint(calib), "calibration_batch": batch_size})}
     out = "model.int8.onnx"
     folder, cached = cached_build(inputs, (lambda f: quantise_dynamic(fp32_path, f / out, types)) if dynamic else (

@@ -7,7 +7,18 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...models import get_model
-from ..int8 import ImageSets, Quantised, Stopwatch, TokenSets, batches, cached_build, fingerprint, input_sets, logits_of
+from ..int8 import (
+    ImageSets,
+    Quantised,
+    Stopwatch,
+    TokenSets,
+    batches,
+    cached_build,
+    file_fingerprint,
+    fingerprint,
+    input_sets,
+    logits_of,
+)
 
 IR = "model.int8.xml"
 
@@ -41,6 +52,7 @@ def quantise(fp32_path: Path, model: dict, batch_size: int, compile_path,
     clock = Stopwatch()
     calib = sets.inputs("calibration")
     inputs = {"tool": f"nncf {nncf.__version__} quantize, openvino {ov.get_version()}", **model,
+              "fp32_model": file_fingerprint(fp32_path),
               "calibration": fingerprint(calib), "calibration_batch": batch_size, "transformer": transformer}
     folder, cached = cached_build(inputs, lambda f: quantise_ir(fp32_path, f / IR, calib, batch_size, transformer))
     quantise_s = clock()

@@ -120,3 +120,7 @@ class TFLiteWorkload(Workload):
     def step(self) -> None:
         self.interpreter.set_tensor(self.index, self._input())
         self.interpreter.invoke()
+
+    def logits(self, x):
+        """The converted model's outputs, through the run's own interpreter."""
+        return predict(self.interpreter, keras_batch(x))

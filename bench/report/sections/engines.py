@@ -7,6 +7,7 @@ import pandas as pd
 
 from ...stats.printed import ratio_and_range
 from ..estimates import engines_table
+from ..units import cell_in_unit, rows_note
 from .base import Section, Table, heading, number
 
 INTRO = ("Per framework measured with several engines (eager, compiled, graph, exported runtimes, XLA options), its "
@@ -27,7 +28,8 @@ def _display(r) -> dict:
         share = f"int8 {int8} over fp32" if int8 else ""
     return {"platform": r["platform"], "model": r["model"], "mode": r["mode"], "precision": r["precision"],
             "batch": r["batch_size"], "framework": r["framework"], "best engine": r["best engine"],
-            "img/s": number(r["img/s"], ".1f"), "vs runner-up": vs, "GEMM-peak share (int8: speed-up)": share,
+            "img/s": cell_in_unit(number(r["img/s"], ".1f"), r["model"]), "vs runner-up": vs,
+            "GEMM-peak share (int8: speed-up)": share,
             "engines (img/s)": r["engines"]}
 
 
@@ -40,4 +42,4 @@ def render(d) -> Section:
     shown = pd.DataFrame([_display(r) for _, r in table.iterrows()])
     if shown["platform"].nunique() == 1:
         shown = shown.drop(columns="platform")
-    return Section([heading("Engines", INTRO), Table(shown)])
+    return Section([heading("Engines", INTRO + rows_note(shown["model"])), Table(shown)])

@@ -7,6 +7,7 @@ import pandas as pd
 
 from ...measurement.agreement import COSINE_MIN, SQNR_MIN_DB
 from ..estimates import int8_table
+from ..units import cell_in_unit, rows_note
 from .base import Section, Table, heading, number, precision_features
 
 INTRO = (
@@ -33,8 +34,9 @@ def _display(r) -> dict:
     classes = r["fp32 classes"]
     return {
         "platform": r["platform"], "framework": r["framework"], "model": r["model"], "batch": r["batch"],
-        "int8 img/s (engine)": f"{number(r['int8 img/s'], '.1f')} ({r['int8 engine']})",
-        "fastest fp32 img/s (engine)": (f"{number(r['fp32 img/s'], '.1f')} ({r['fp32 engine (fastest)']})"
+        "int8 img/s (engine)": f"{cell_in_unit(number(r['int8 img/s'], '.1f'), r['model'])} ({r['int8 engine']})",
+        "fastest fp32 img/s (engine)": (f"{cell_in_unit(number(r['fp32 img/s'], '.1f'), r['model'])} "
+                                        f"({r['fp32 engine (fastest)']})"
                                         if r["fp32 engine (fastest)"] else ""),
         # '4.11x [3.80-4.08]': the interval (verdicts.bounds) carries its brackets and the decimals it needs
         "speed-up [95% CI]": (f"{r['speed-up']:.2f}x {r['95% CI']}".strip() if r["speed-up"] == r["speed-up"]
@@ -59,4 +61,4 @@ def render(d) -> Section:
     if table["platform"].nunique() == 1:  # one machine: said in the machine line (the table must fit a page)
         shown = shown.drop(columns="platform")
     cpu = precision_features(d.configs, ("int8",))
-    return Section([heading("int8", INTRO), *([cpu] if cpu else []), Table(shown)])
+    return Section([heading("int8", INTRO + rows_note(shown["model"])), *([cpu] if cpu else []), Table(shown)])

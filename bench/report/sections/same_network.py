@@ -10,16 +10,18 @@ from .base import Section, Table, heading
 
 INTRO = (
     "A model's weights are one seeded set that every framework loads (nothing downloaded: the CNNs' and the "
-    "transformers' alike), so each framework "
-    "must compute the same outputs. Before any timing, every run computes its logits for a seeded probe batch "
-    "(standard-normal images, or uniform token ids for BERT; its own batch size) the way its engine does, and they "
-    "are compared with PyTorch's eager fp32 logits for the same batch. Allowed: a largest difference of "
-    + ", ".join(f"{t:g} ({p})" for p, t in OUTPUTS_TOLERANCE.items())
+    "transformers' alike), so each framework must compute the same outputs. Before any timing, every run computes "
+    "its logits for a seeded probe batch (standard-normal images, or uniform token ids for BERT; its own batch "
+    "size), and they are compared with PyTorch's eager fp32 logits for the same batch. Allowed: a largest "
+    "difference of " + ", ".join(f"{t:g} ({p})" for p, t in OUTPUTS_TOLERANCE.items())
     + " of the largest logit. A run beyond it is flagged `outputs_disagree` and is never a winner: it did not run "
-    "the same network. PyTorch's own eager runs are the reference (difference 0); a compiled engine is checked "
-    "through its eager module. For a transformer, the attention column says how each engine ran the attention "
-    "(each record's settings.attention): an engine that fuses it into one kernel and one that runs matrix products "
-    "and a softmax apart are different engines, whatever their outputs.")
+    "the same network. ONNX Runtime, OpenVINO, TFLite and MXNet compute the logits with the run's own engine; "
+    "PyTorch, TensorFlow and JAX with their eager model, the definition and weights their compilers take (a "
+    "compiler's own numerics are not part of the check; PyTorch's eager runs are the reference, difference 0). "
+    "int8 runs are judged against their own fp32 model instead (the int8 section).")
+ATTENTION = (" For a transformer, the attention column says how each engine ran the attention (each record's "
+             "settings.attention): an engine that fuses it into one kernel and one that runs matrix products and a "
+             "softmax apart are different engines, whatever their outputs.")
 
 
 def _attention(c) -> str:
@@ -58,4 +60,7 @@ def render(d) -> Section:
     table = same_network_table(d.configs)
     if table.empty:
         return Section()
-    return Section([heading("The same network in every framework", INTRO), Table(table)])
+    intro = INTRO + ATTENTION
+    if not table["attention"].astype(bool).any():  # no transformer among them: no attention to describe
+        table, intro = table.drop(columns="attention"), INTRO
+    return Section([heading("The same network in every framework", intro), Table(table)])
