@@ -99,7 +99,9 @@ def test_a_cached_reference_is_keyed_by_the_code_that_decides_it(monkeypatch):
     from bench.measurement import outputs_check
 
     seen = []
-    monkeypatch.setattr(outputs_check, "source_digest", lambda *paths: seen.extend(paths) or str(len(seen)))
+    from bench.adapters import onnx_export
+
+    monkeypatch.setattr(onnx_export, "source_digest", lambda *paths: seen.extend(paths) or str(len(seen)))
     first = outputs_check.reference_key("resnet18", 64, 2)
     assert first.startswith("resnet18|64|2|")
     assert {p.name for p in seen} >= {"cnn_weights.py", "transformers.py", "inputs.py", "models.py",

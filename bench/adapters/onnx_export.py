@@ -63,15 +63,21 @@ def input_batch(model: str, batch_size: int, input_size: int, seed: int):
     return synthetic_batch(model, batch_size, input_size, np.random.default_rng(seed))
 
 
+def model_source_digest(*more: Path) -> str:
+    """The digest of the code that builds the seeded PyTorch model (its definitions and the catalogue's weights) and
+    its input batch, with `more`: a change to any of them is a new key for what is made from the model."""
+    here = Path(__file__).resolve().parent
+    return source_digest(here / "torch" / "models.py", here.parent / "models" / "transformers.py",
+                         here.parent / "models" / "cnn_weights.py", here.parent / "models" / "inputs.py", *more)
+
+
 def export_key(model: str, batch_size: int, input_size: int, seed: int) -> str:
     """Everything that decides the exported file's bytes: the model, the batch and input shape, the opset, the seed
     of its weights, the exporter's versions and the code that builds the model and exports it."""
     here = Path(__file__).resolve().parent
     return build_key(model=model, batch_size=batch_size, input_shape=batch_shape(model, 1, input_size)[1:], opset=OPSET,
                      seed=seed, dtype="float32", torch=package_version("torch"), onnx=package_version("onnx"),
-                     code=source_digest(here / "onnx_export.py", here / "torch" / "models.py",
-                                        here.parent / "models" / "transformers.py",
-                                        here.parent / "models" / "cnn_weights.py"))
+                     code=model_source_digest(here / "onnx_export.py"))
 
 
 def _method(model: str, seed: int) -> str:

@@ -18,8 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..adapters import reference_adapter
-from ..adapters.compile_cache import source_digest
-from ..adapters.onnx_export import input_batch
+from ..adapters.onnx_export import input_batch, model_source_digest
 from ..config import make_config
 from ..models import get_model
 from ..models.inputs import describe
@@ -56,10 +55,7 @@ def compute_reference(model: str, input_size: int, batch_size: int) -> dict:
 def reference_key(model: str, input_size: int, batch_size: int) -> str:
     """The cache's key of a reference: the probe's shape and the digest of the code that decides the weights, the
     network and the probe, so that a reference computed before any of them changed is never served."""
-    root = Path(__file__).resolve().parent.parent
-    code = source_digest(root / "models" / "cnn_weights.py", root / "models" / "transformers.py",
-                         root / "models" / "inputs.py", root / "adapters" / "torch" / "models.py", Path(__file__))
-    return f"{model}|{input_size}|{batch_size}|{code}"
+    return f"{model}|{input_size}|{batch_size}|{model_source_digest(Path(__file__).resolve())}"
 
 
 def _reference(results_dir: Path | str, model: str, input_size: int, batch_size: int) -> dict:
