@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import functools
 import re
-from collections import defaultdict
 
-from ..models.architecture import RESNETS, mobilenet_v2_units, resnet_units
+from ..models.architecture import BATCH_NORM, GOOGLENET_BN_EPS, RESNETS, mobilenet_v2_units, resnet_units
 from ..models.catalogue import get_model
-from ..models.cnn_weights import draw
+from ..models.cnn_weights import in_order
 from ..models.transformers import (
     BERT_DROPOUT,
     BERT_LAYER_NORM_EPS,
@@ -29,9 +28,6 @@ from ..models.transformers import (
     vit_weights,
 )
 
-_BN = dict(epsilon=1e-5, momentum=0.9)  # torch BatchNorm2d defaults (momentum 0.1 = keras 0.9)
-GOOGLENET_BN_EPS = 1e-3  # torchvision's GoogLeNet (BasicConv2d) sets its BatchNorms' epsilon to 0.001
-
 
 def _layers():
     import keras
@@ -39,7 +35,7 @@ def _layers():
     return keras.layers
 
 
-def _conv_bn(x, filters, kernel, stride=1, act="relu", groups=1, eps=_BN["epsilon"]):
+def _conv_bn(x, filters, kernel, stride=1, act="relu", groups=1, eps=BATCH_NORM["epsilon"]):
     """Convolution, BatchNorm and activation, padded as torchvision pads: kernel // 2 on every side. Keras' "same"
     pads a strided convolution asymmetrically (ResNet's 7x7 stem on 224: 2 above and left, 3 below and right,
     against torchvision's 3 and 3), which samples other pixels: a strided one is padded explicitly instead."""
@@ -52,7 +48,7 @@ def _conv_bn(x, filters, kernel, stride=1, act="relu", groups=1, eps=_BN["epsilo
         x = L.DepthwiseConv2D(kernel, strides=stride, padding=padding, use_bias=False)(x)
     else:
         x = L.Conv2D(filters, kernel, strides=stride, padding=padding, use_bias=False)(x)
-    x = L.BatchNormalization(**{**_BN, "epsilon": eps})(x)
+    x = L.BatchNormalization(**{**BATCH_NORM, "epsilon": eps})(x)
     if act == "relu":
         x = L.ReLU()(x)
     elif act == "relu6":
@@ -385,7 +381,10 @@ def build_keras_model(name: str, input_size: int, training: bool = False):
     return model
 
 
-_CNN_KINDS = {"Conv2D": "conv", "DepthwiseConv2D": "depthwise", "BatchNormalization": "bn", "Dense": "linear"}
+# each weighted layer class: its kind (bench/models/cnn_weights.py) and how torch's weight is transposed into its
+# kernel (convolution (kh, kw, in, out), depthwise (kh, kw, channels, 1), dense (in, out); BatchNorm: as torch's)
+_CNN_KINDS = {"Conv2D": ("conv", (2, 3, 1, 0)), "DepthwiseConv2D": ("depthwise", (2, 3, 0, 1)),
+              "BatchNormalization": ("bn", None), "Dense": ("linear", (1, 0))}
 
 
 def _created(layer) -> int:
@@ -397,21 +396,20 @@ def load_cnn_weights(model) -> None:
     """Give a Keras CNN the catalogue's seeded weights (bench/models/cnn_weights.py): its layers of each kind in
     creation order, which is torchvision's registration order; torch's layouts mapped onto Keras' (convolution
     kernels (kh, kw, in, out), depthwise ones (kh, kw, channels, 1), dense kernels (in, out))."""
-    by_kind = defaultdict(list)
-    for layer in model.layers:
-        if type(layer).__name__ in _CNN_KINDS:
-            by_kind[_CNN_KINDS[type(layer).__name__]].append(layer)
-    for kind, layers in by_kind.items():
-        for j, layer in enumerate(sorted(layers, key=_created)):
-            if kind == "bn":
-                layer.set_weights(draw("bn", j, (layer.gamma.shape[0],)))
-                continue
-            kernel = layer.kernel
-            shape = {"conv": lambda k: (k[3], k[2], k[0], k[1]), "depthwise": lambda k: (k[2], 1, k[0], k[1]),
-                     "linear": lambda k: (k[1], k[0])}[kind](tuple(kernel.shape))
-            arrays = draw(kind, j, shape, bias=layer.use_bias)
-            layout = {"conv": (2, 3, 1, 0), "depthwise": (2, 3, 0, 1), "linear": (1, 0)}[kind]
-            layer.set_weights([arrays[0].transpose(layout)] + arrays[1:])
+    layers = sorted((layer for layer in model.layers if type(layer).__name__ in _CNN_KINDS),
+                    key=lambda layer: (type(layer).__name__, _created(layer)))
+    kinds = [_CNN_KINDS[type(layer).__name__] for layer in layers]
+
+    def torch_shape(layer, layout) -> tuple[int, ...]:  # the kernel's shape with `layout` undone
+        if layout is None:
+            return tuple(layer.gamma.shape)
+        kernel = tuple(layer.kernel.shape)
+        return tuple(kernel[layout.index(axis)] for axis in range(len(layout)))
+
+    drawn = in_order((kind, torch_shape(layer, layout), layout is not None and layer.use_bias)
+                     for layer, (kind, layout) in zip(layers, kinds, strict=True))
+    for layer, (_, layout), arrays in zip(layers, kinds, drawn, strict=True):
+        layer.set_weights(arrays if layout is None else [arrays[0].transpose(layout)] + arrays[1:])
 
 
 def keras_batch(x):

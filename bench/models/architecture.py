@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+BATCH_NORM = dict(epsilon=1e-5, momentum=0.9)  # torch BatchNorm2d's defaults (its momentum 0.1 is Keras'/Gluon's 0.9)
+GOOGLENET_BN_EPS = 1e-3  # torchvision's GoogLeNet (BasicConv2d) sets its BatchNorms' epsilon to 0.001
+
 # MobileNetV2's inverted-residual stages: expansion t, output channels c, repeats n, first stride s.
 MOBILENET_V2_STAGES = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2),
                        (6, 320, 1, 1))

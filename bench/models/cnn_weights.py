@@ -20,6 +20,9 @@ up.
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable, Iterator
+
 import numpy as np
 
 from .transformers import WEIGHTS_SEED
@@ -44,3 +47,12 @@ def draw(kind: str, index: int, shape: tuple[int, ...], bias: bool = False) -> l
     weight = rng.standard_normal(shape, dtype=np.float32) * np.float32(np.sqrt(gain / np.prod(shape[1:])))
     return [weight] + ([(rng.standard_normal(shape[0]) * 0.1).astype(np.float32)] if bias else [])
 
+
+def in_order(layers: Iterable[tuple[str, tuple[int, ...], bool]]) -> Iterator[list[np.ndarray]]:
+    """Each layer's arrays (`draw`'s), for layers given as (kind, shape in torchvision's layout, whether it has a
+    bias) in torchvision's order within each kind: the j-th layer of a kind gets the j-th draw of that kind. Every
+    framework's loader walks its layers through this one count."""
+    seen = Counter()
+    for kind, shape, bias in layers:
+        yield draw(kind, seen[kind], shape, bias)
+        seen[kind] += 1

@@ -9,16 +9,12 @@ environment (mxnet is imported at module load).
 from __future__ import annotations
 
 import functools
-from collections import Counter
 
 from mxnet.gluon import HybridBlock, nn
 
-from ...models.architecture import RESNETS, mobilenet_v2_units, resnet_units
+from ...models.architecture import BATCH_NORM, GOOGLENET_BN_EPS, RESNETS, mobilenet_v2_units, resnet_units
 from ...models.catalogue import get_model
-from ...models.cnn_weights import draw
-
-_BN = dict(epsilon=1e-5, momentum=0.9)  # torch BatchNorm2d defaults (momentum 0.1 = gluon 0.9)
-GOOGLENET_BN_EPS = 1e-3  # torchvision's GoogLeNet (BasicConv2d) sets its BatchNorms' epsilon to 0.001
+from ...models.cnn_weights import in_order
 
 
 class _Relu6(HybridBlock):
@@ -37,10 +33,10 @@ class _AdaptiveAvgPool(HybridBlock):
         return F.contrib.AdaptiveAvgPooling2D(x, output_size=self.size)
 
 
-def _conv_bn(filters, kernel, stride=1, act="relu", groups=1, eps=_BN["epsilon"]) -> nn.HybridSequential:
+def _conv_bn(filters, kernel, stride=1, act="relu", groups=1, eps=BATCH_NORM["epsilon"]) -> nn.HybridSequential:
     block = nn.HybridSequential()
     block.add(nn.Conv2D(filters, kernel, strides=stride, padding=kernel // 2, groups=groups, use_bias=False),
-              nn.BatchNorm(**{**_BN, "epsilon": eps}))
+              nn.BatchNorm(**{**BATCH_NORM, "epsilon": eps}))
     if act == "relu":
         block.add(nn.Activation("relu"))
     elif act == "relu6":
@@ -195,17 +191,15 @@ def _blocks(block):
 def load_cnn_weights(mx, net, ctx) -> None:
     """Give an initialised Gluon CNN (its shapes resolved) the catalogue's seeded weights: its layers of each kind in
     registration order. Gluon's layouts are torch's (convolution (out, in / groups, kh, kw), dense (out, in))."""
-    seen = Counter()
+    layers = []
     for block in _blocks(net):
         if isinstance(block, nn.BatchNorm):
-            kind, params = "bn", [block.gamma, block.beta, block.running_mean, block.running_var]
+            layers.append(("bn", [block.gamma, block.beta, block.running_mean, block.running_var]))
         elif isinstance(block, (nn.Conv2D, nn.Dense)):
             kind = "linear" if isinstance(block, nn.Dense) else \
                 ("depthwise" if block._kwargs["num_group"] > 1 else "conv")
-            params = [block.weight] + ([block.bias] if block.bias is not None else [])
-        else:
-            continue
-        shape = params[0].shape if kind != "bn" else (params[0].shape[0],)
-        for param, value in zip(params, draw(kind, seen[kind], shape, bias=len(params) == 2), strict=True):
+            layers.append((kind, [block.weight] + ([block.bias] if block.bias is not None else [])))
+    drawn = in_order((kind, tuple(params[0].shape), len(params) == 2) for kind, params in layers)
+    for (_, params), arrays in zip(layers, drawn, strict=True):
+        for param, value in zip(params, arrays, strict=True):
             param.set_data(mx.nd.array(value, ctx=ctx))
-        seen[kind] += 1

@@ -4,10 +4,8 @@ nn.TransformerEncoderLayer, a small CNN for tests."""
 
 from __future__ import annotations
 
-from collections import Counter
-
 from ...models.catalogue import get_model
-from ...models.cnn_weights import draw
+from ...models.cnn_weights import in_order
 from ...models.transformers import (
     BERT_DROPOUT,
     BERT_LAYER_NORM_EPS,
@@ -135,18 +133,11 @@ def load_cnn_weights(model) -> None:
     """Give a torchvision CNN the catalogue's seeded weights: its layers of each kind in registration order."""
     import torch
 
-    seen = Counter()
+    layers = [(kind, [module.weight, module.bias, module.running_mean, module.running_var] if kind == "bn"
+               else [module.weight] + ([module.bias] if module.bias is not None else []))
+              for module in model.modules() if (kind := cnn_layer_kind(module))]
+    drawn = in_order((kind, tuple(targets[0].shape), len(targets) == 2) for kind, targets in layers)
     with torch.no_grad():
-        for module in model.modules():
-            kind = cnn_layer_kind(module)
-            if kind is None:
-                continue
-            if kind == "bn":
-                targets = [getattr(module, name) for name in ("weight", "bias", "running_mean", "running_var")]
-                shape = (module.num_features,)
-            else:
-                targets = [module.weight] + ([module.bias] if module.bias is not None else [])
-                shape = tuple(module.weight.shape)
-            for target, value in zip(targets, draw(kind, seen[kind], shape, bias=len(targets) == 2), strict=True):
+        for (_, targets), arrays in zip(layers, drawn, strict=True):
+            for target, value in zip(targets, arrays, strict=True):
                 target.copy_(torch.from_numpy(value))
-            seen[kind] += 1
