@@ -169,21 +169,44 @@ def test_a_killed_launchers_scratch_and_kernel_folders_are_removed_by_the_next_r
         mine.rmdir()
 
 
+def _kernel_like(folder: Path, *body: str) -> subprocess.Popen:
+    """A process our kernel lookup takes for a kernel (its command line names the launcher module) that runs `body`
+    with `f`, the private folder, as a kernel would write into it."""
+    script = "\n".join(("import sys, time, pathlib", "f = pathlib.Path(sys.argv[2])") + body)
+    return subprocess.Popen([sys.executable, "-c", script, jupyter_kernels.KERNEL_MODULE, str(folder)],
+                            start_new_session=True)  # as jupyter_client starts a kernel: Ctrl-C does not reach it
+
+
 def test_the_kernel_folder_goes_even_while_an_exiting_kernel_still_writes_into_it(tmp_path):
     """After Ctrl-C a kernel still exiting can write into the private folder while it is being removed: the
     sweep waits for it and removes the folder (CI once found one left behind)."""
     folder = tmp_path / "kernels"
     folder.mkdir()
-    writer = subprocess.Popen([sys.executable, "-c", (
-        "import sys, time, pathlib\n"
-        "f = pathlib.Path(sys.argv[1]); end = time.time() + 1.5; i = 0\n"
-        "while time.time() < end:\n"
-        "    try: (f / f'log{i}').write_text('x'); i += 1\n"
-        "    except OSError: break\n"), str(folder)])
+    writer = _kernel_like(folder, "end = time.time() + 1.5; i = 0", "while time.time() < end:",
+                          "    try: (f / f'log{i}').write_text('x'); i += 1", "    except OSError: break")
     time.sleep(0.3)
     jupyter_kernels._remove(str(folder))
     writer.wait(timeout=10)
     assert not folder.exists()
+
+
+def test_a_kernel_still_starting_when_the_sweep_ends_neither_recreates_the_folder_nor_outlives_it(tmp_path):
+    """ipykernel makes the folder of its connection file and writes its HMAC key there, so a kernel that was still
+    starting when Ctrl-C ended the sweep recreated the private folder after it had been removed (CI found one left
+    behind). Its own session keeps Ctrl-C from it, and nbclient had not got to it: the sweep ends it, then removes
+    the folder."""
+    folder = tmp_path / "kernels"
+    folder.mkdir()
+    kernel = _kernel_like(folder, "time.sleep(0.5)", "f.mkdir(parents=True, exist_ok=True)",
+                          "(f / 'kernel-1.json').write_text('key')", "time.sleep(60)")
+    try:
+        jupyter_kernels._remove(str(folder))
+        assert not psutil.pid_exists(kernel.pid)  # ended (and reaped) by the sweep, not left to its own end
+        time.sleep(0.7)
+        assert not folder.exists()
+    finally:
+        kernel.kill()
+        kernel.wait()
 
 
 def _ranks_of(pid: int) -> list[psutil.Process]:

@@ -15,8 +15,10 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import psutil
@@ -41,14 +43,40 @@ def remove_stale() -> None:
             shutil.rmtree(folder, ignore_errors=True)
 
 
-def _remove(folder: str, attempts: int = 50) -> None:
-    """Remove the private folder. After Ctrl-C a kernel that is still exiting can write its log or a file into the
-    folder while it is being removed (rmtree then leaves it), so wait for our children a moment and try again."""
-    for _ in range(attempts):
+KERNEL_MODULE = "bench.sweep.kernel_launcher"
+
+
+def _our_kernels() -> list[psutil.Process]:
+    """The kernels this process started that are still alive. jupyter_client starts each in a session of its own, so
+    Ctrl-C does not reach them: nbclient shuts them down, but not one that was still starting when the sweep ended."""
+    kernels = []
+    for child in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            if KERNEL_MODULE in child.cmdline():
+                kernels.append(child)
+    return kernels
+
+
+def _remove(folder: str, grace_s: float = 3.0) -> None:
+    """Remove the private folder once no kernel of ours can write to it. After Ctrl-C a kernel that is still exiting
+    can write its log into the folder, and one that was still starting recreates it (ipykernel makes the folder of
+    its connection file, and writes the HMAC key there), so wait for our kernels a moment, end those that outlive
+    the grace (their owner is gone), and remove the folder after the last one."""
+    deadline = time.monotonic() + grace_s
+    while (kernels := _our_kernels()) and time.monotonic() < deadline:
+        psutil.wait_procs(kernels, timeout=0.1)
+    for signum, wait_s in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 3.0)):
+        if not kernels:
+            break
+        for kernel in kernels:
+            with contextlib.suppress(psutil.Error):
+                kernel.send_signal(signum)
+        _, kernels = psutil.wait_procs(kernels, timeout=wait_s)
+    for _ in range(10):  # a file written while rmtree walks the folder leaves it: walk again
         shutil.rmtree(folder, ignore_errors=True)
         if not os.path.exists(folder):
             return
-        psutil.wait_procs(psutil.Process().children(recursive=True), timeout=0.1)
+        time.sleep(0.05)
 
 
 def _private_kernelspecs(folder: str) -> None:
@@ -64,7 +92,7 @@ def _private_kernelspecs(folder: str) -> None:
         spec = Path(folder) / "kernels" / name
         spec.mkdir(parents=True)
         (spec / "kernel.json").write_text(json.dumps({
-            "argv": [python, "-m", "bench.sweep.kernel_launcher", "-f", "{connection_file}"],
+            "argv": [python, "-m", KERNEL_MODULE, "-f", "{connection_file}"],
             "display_name": display, "language": "python"}))
 
 
