@@ -80,6 +80,7 @@ def test_same_optimizer_and_parameter_count_across_frameworks(tiny_records, shar
     assert row["min_params"] == row["max_params"]
 
 
+@pytest.mark.full  # builds every catalogue model at full size in both families (26 s); tiny ones: test_transformers
 def test_all_catalogue_models_have_the_same_parameter_count_in_both_frameworks():
     import numpy as np
 
