@@ -110,7 +110,8 @@ def test_a_cached_reference_is_keyed_by_the_code_that_decides_it(monkeypatch):
 
 
 @pytest.mark.full
-@pytest.mark.parametrize("framework,engine", [("tensorflow", "tflite"), ("tensorflow", "graph"), ("jax", "jit")])
+@pytest.mark.parametrize("framework,engine", [("tensorflow", "tflite"), ("tensorflow", "graph"), ("jax", "jit"),
+                                              ("torch", "compile")])
 def test_a_cnn_run_records_its_output_check(framework, engine, tmp_path):
     """A real run of a catalogue CNN checks its outputs against PyTorch's before timing (TFLite through its own
     interpreter, which had no logits before 2026-11-28 and so was never checked)."""
@@ -124,3 +125,6 @@ def test_a_cnn_run_records_its_output_check(framework, engine, tmp_path):
     assert record["status"] == "ok", record["reason"]
     check = record["settings"]["outputs_check"]
     assert check["passed"] is True and check["relative_diff"] < RELATIVE, check
+    compiled = check.get("compiled")  # the loop's compiled forward, after it: TFLite's logits were already its own
+    assert (compiled is None) == (engine == "tflite")
+    assert compiled is None or (compiled["relative_diff"] < RELATIVE and compiled["compiled_again"] is False)

@@ -133,11 +133,11 @@ def test_mxnet_has_no_transformer_and_says_so(tmp_path):
     assert record["status"] == "skipped" and "no maintained transformer" in record["reason"], proc.stderr[-1000:]
 
 
-def _checked_record(check: dict | None, framework: str = "tensorflow"):
+def _checked_record(check: dict | None, framework: str = "tensorflow", engine: str | None = None):
     from bench.config import make_config
     from bench.results.record import Record
 
-    record = Record.new(make_config(framework=framework, model="tiny_vit"), 0, 0, None)
+    record = Record.new(make_config(framework=framework, model="tiny_vit", engine=engine), 0, 0, None)
     record.settings = {"outputs_check": check} if check is not None else {}
     return record
 
@@ -161,6 +161,103 @@ def test_outputs_beyond_the_tolerance_are_flagged_and_never_a_winner():
     assert "outputs_disagree" not in names({"passed": None, "reason": "no reference"})  # said, not failed
     assert RULE["outputs_disagree"].scope == "throughput" and RULE["outputs_disagree"].why_no_winner
     assert not throughput_flags(flagged)  # the config's, not a disturbance: no retry clears it
+
+
+class _Compiled:
+    """A workload whose compiled forward gives `out` (None: it has none) or raises."""
+
+    def __init__(self, out):
+        self.out = out
+
+    def compiled_logits(self, x):
+        if isinstance(self.out, Exception):
+            raise self.out
+        return None if self.out is None else (self.out, False)
+
+
+def test_a_compiled_forward_that_strays_fails_the_check_and_is_flagged(monkeypatch, tmp_path):
+    from bench.config import make_config
+    from bench.measurement import outputs_check
+    from bench.measurement.agreement import compare_outputs
+    from bench.measurement.flags import run_flags
+
+    reference = np.linspace(-3, 3, 20).reshape(2, 10)
+    monkeypatch.setattr(outputs_check, "_reference", lambda *a: {"logits": reference.tolist()})
+    config = make_config(framework="tensorflow", engine="xla", model="tiny_vit", batch_size=2)
+
+    def checked(out, eager=reference):
+        check = {**compare_outputs(eager, reference, "fp32"), "reference": "torch eager fp32"}
+        outputs_check.check_compiled(_Compiled(out), config, tmp_path, check)
+        return check
+
+    agreeing = checked(reference + 1e-7)
+    assert agreeing["passed"] is True and agreeing["compiled"]["passed"] is True
+    assert "after" in agreeing["compiled"]["computed"]
+    straying = checked(reference * 1.01)  # the eager model agreed, the compiler did not
+    assert straying["passed"] is False and straying["compiled"]["relative_diff"] == pytest.approx(0.01)
+    [flag] = [f for f in run_flags(_checked_record(straying)) if f.name == "outputs_disagree"]
+    assert "compiled forward" in flag.reason and "0.01 of its largest logit" in flag.reason
+    both = checked(reference * 1.01, eager=reference * 1.02)  # the definition strays: that is said first
+    [flag] = [f for f in run_flags(_checked_record(both)) if f.name == "outputs_disagree"]
+    assert "compiled" not in flag.reason and "0.02 of its largest logit" in flag.reason
+    assert "compiled" not in checked(None)  # an engine whose logits are the engine's own: nothing more
+    failed = checked(RuntimeError("no kernel"))
+    assert failed["passed"] is True and failed["compiled"]["passed"] is None  # said, not failed, not passed
+    assert "no kernel" in failed["compiled"]["reason"]
+    unchecked = {"passed": None, "reason": "no reference"}
+    outputs_check.check_compiled(_Compiled(reference), config, tmp_path, unchecked)
+    assert "compiled" not in unchecked  # no reference, nothing to compare with
+
+
+def test_the_report_shows_the_compiled_forwards_check_or_why_there_is_none():
+    import pandas as pd
+
+    from bench.measurement.agreement import compare_outputs
+    from bench.report.sections import same_network
+    from bench.report.sections.same_network import COMPILED_COLUMN, same_network_table
+
+    reference = np.linspace(-3, 3, 20).reshape(2, 10)
+    eager = {**compare_outputs(reference, reference, "fp32"), "reference": "torch eager fp32"}
+    compiled = {"compiled": {**compare_outputs(reference * (1 + 3e-6), reference, "fp32"), "compiled_again": False}}
+    checks = {"graph": {**eager, **compiled}, "xla": {**eager, "compiled": {"passed": None, "reason": "no kernel"}},
+              "eager": eager}  # the last as an eager engine's, or a record from before the compiled check
+    rows = []
+    for engine, check in checks.items():
+        record = _checked_record(check, engine=engine)
+        rows.append({**record.to_row(), "batch_size": 2})
+    shown = {r["framework/engine"]: r[COMPILED_COLUMN] for r in same_network_table(pd.DataFrame(rows)).to_dict(
+        "records")}
+    assert shown == {"tensorflow/graph": "3.0e-06", "tensorflow/xla": "not checked: no kernel", "tensorflow/eager": ""}
+    only_eager = same_network_table(pd.DataFrame(rows[2:]))
+    assert not only_eager[COMPILED_COLUMN].astype(bool).any()  # the section then drops the column and its text
+    assert same_network.COMPILED_TEXT.strip()
+
+
+@pytest.mark.parametrize("framework,engine", [("tensorflow", "graph"),
+                                              pytest.param("jax", "jit", marks=pytest.mark.full)])
+def test_a_compiled_engine_is_checked_after_its_timing_through_the_loops_own_function(tmp_path, framework, engine):
+    """The eager check before the timing covers the definition and the weights; the compiled forward the loop ran
+    is checked after it (a compiler's numerics), on the probe of the loop's shape, in the record and the report
+    (torch.compile, and these two on a CNN: tests/test_same_cnn.py, full tier)."""
+    import pandas as pd
+
+    from bench.report.sections.same_network import COMPILED_COLUMN, same_network_table
+    from bench.results.record import Record
+
+    out = bench_cli("run", "--framework", framework, "--engine", engine, "--model", "tiny_bert",
+                    "--sequence-length", str(SIZES["tiny_bert"]), "--batch-size", "2", "--protocol", "seed",
+                    "--warmup", "1", "--iterations", "2", "--phase-iterations", "0", "--threads", "2", "--json",
+                    results=tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    record = json.loads(out.stdout)
+    check = record["settings"]["outputs_check"]
+    assert check["passed"] is True and check["compiled"]["passed"] is True, check
+    assert check["compiled"]["relative_diff"] < TOLERANCE and check["compiled"]["tolerance"] == check["tolerance"]
+    assert check["compiled"]["compiled_again"] is False  # the loop's own program, not a new trace
+    row = {**Record.from_json(record).to_row(), "batch_size": 2}
+    [shown] = same_network_table(pd.DataFrame([row])).to_dict("records")
+    assert float(shown[COMPILED_COLUMN]) == pytest.approx(check["compiled"]["relative_diff"], rel=0.1)
+    assert shown["same network"] == "yes"
 
 
 @pytest.mark.parametrize("model", list(SIZES))

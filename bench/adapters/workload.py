@@ -161,6 +161,14 @@ class Workload(ABC):
         (bench/measurement/outputs_check.py). None: this engine does not expose them."""
         return None
 
+    def compiled_logits(self, x):
+        """(outputs, compiled_again) for `x` of the compiled forward an inference run's timed loop ran, called after
+        the loop on a batch of the loop's shape: what the output check adds for an engine whose `logits` come from
+        its eager model (bench/measurement/outputs_check.py). `compiled_again`: whether the call traced or compiled
+        anew (then it ran another program than the loop's; None: not known). None: `logits` already come from the
+        engine, or the run trains (its compiled function is the whole step)."""
+        return None
+
     def weights_checksum(self) -> float | None:
         """A sum over the trainable weights (None: this workload does not train), read before and
         after the timed loop: a training step that updates nothing is caught by the certificate."""

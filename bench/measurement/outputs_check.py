@@ -1,13 +1,14 @@
 """Whether a framework ran the same network as PyTorch: its outputs on one seeded input against PyTorch's.
 
 A catalogue model's weights are one seeded set every framework loads (bench/models/cnn_weights.py for the CNNs,
-bench/models/transformers.py for the transformers), so before any timing
-each run computes its model's logits for a probe batch (PROBE_SEED, the run's batch size and input size) the way its
-engine computes them, and compares them with the reference framework's eager fp32 logits for the same batch (computed
-once per host in a fresh process of the main environment, cached like the FLOP counts). The difference allowed is a
-share of the reference's largest logit, per precision; a run whose outputs stray further is flagged
-(`outputs_disagree`) and never a winner. int8 runs are judged against their own fp32 model instead
-(bench/measurement/agreement.py).
+bench/models/transformers.py for the transformers), so before any timing each run computes its model's logits for a
+probe batch (PROBE_SEED, the run's batch size and input size) the way its engine computes them, and compares them
+with the reference framework's eager fp32 logits for the same batch (computed once per host in a fresh process of the
+main environment, cached like the FLOP counts). An engine that compiles (PyTorch compiled, TensorFlow graph and XLA,
+JAX jit) is checked through its eager model before the timing and, in inference, through the compiled forward the
+timed loop ran after it (`check_compiled`). The difference allowed is a share of the reference's largest logit, per
+precision; a run whose outputs stray further is flagged (`outputs_disagree`) and never a winner. int8 runs are judged
+against their own fp32 model instead (bench/measurement/agreement.py).
 """
 
 from __future__ import annotations
@@ -79,3 +80,29 @@ def check(workload, config, results_dir: Path | str) -> dict[str, Any] | None:
         return {**head, "passed": None, "reason": f"no reference: {exc}"}
     return {**head, "reference": reference["method"],
             **compare_outputs(logits, np.asarray(reference["logits"]), config.precision)}
+
+
+COMPILED = "the compiled forward the timed loop ran, called after it on the probe (the loop's batch shape)"
+
+
+def check_compiled(workload, config, results_dir: Path | str, check: dict[str, Any] | None) -> None:
+    """After the timed loop of an inference run whose `logits` came from its eager model (PyTorch compiled,
+    TensorFlow graph and XLA, JAX jit): the compiled forward's outputs for the same probe against the same reference,
+    into `check["compiled"]`. A compiler whose numerics stray beyond the tolerance fails the check as a definition
+    would (`passed` False): it did not compute the same network. Called after the loop so that the check compiles
+    nothing the timing would have included; a training run's compiled function is its whole step, so it has none."""
+    if not check or "max_abs_diff" not in check:  # no check, or none against a reference
+        return
+    try:
+        outputs = workload.compiled_logits(probe(config.model, config.batch_size, config.input_size))
+        if outputs is None:
+            return
+        logits, again = outputs
+        reference = _reference(results_dir, config.model, config.input_size, config.batch_size)
+    except Exception as exc:  # the timing stands; the check says why it has no second half
+        check["compiled"] = {"computed": COMPILED, "passed": None, "reason": f"{type(exc).__name__}: {exc}"[:300]}
+        return
+    compiled = compare_outputs(logits, np.asarray(reference["logits"]), config.precision)
+    check["compiled"] = {"computed": COMPILED, "compiled_again": again, **compiled}
+    if not compiled["passed"]:
+        check["passed"] = False

@@ -750,6 +750,9 @@ class Record(Versioned):
         outputs = (self.settings or {}).get("outputs_check")
         checked = {f"outputs_{k}": outputs.get(k) for k in ("passed", "relative_diff", "tolerance", "reference",
                                                              "reason")} if outputs else {}
+        if outputs and outputs.get("compiled"):  # the compiled forward's, after the timed loop
+            checked.update({f"outputs_compiled_{k}": outputs["compiled"].get(k)
+                            for k in ("passed", "relative_diff", "reason", "compiled_again")})
         attention = (self.settings or {}).get("attention")
         if attention:  # how its engine ran the attention (settings.attention)
             checked.update(attention_fused=attention.get("fused"), attention=attention.get("implementation"),

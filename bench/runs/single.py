@@ -118,6 +118,7 @@ def _measure_into(record: Record, adapter, config: RunConfig, results_dir: Path)
                              warmup_s=max(0.0, loop_s - samples.timed_wall_s), timed_s=samples.timed_wall_s,
                              build_cache=build_cache)
     memory = workload.memory()  # read before anything else allocates
+    outputs_check.check_compiled(workload, config, results_dir, same_network)  # the loop's compiled forward too
     # the loader's ceiling once per config (the first repetition), like the phases: it costs a few batches
     pipeline = workload.input_report(samples.timed_s, measure_ceiling=record.repeat == 0)
     if pipeline is not None:

@@ -120,10 +120,21 @@ class JaxWorkload(Workload):
     def logits(self, x):
         """The Keras model's stateless call on the initial weights, op by op (jitting it would compile before the
         timing's own compile)."""
+        return self._outputs(lambda t, nt, batch: self.keras_model.stateless_call(t, nt, batch, training=False)[0], x)
+
+    def compiled_logits(self, x):
+        """The jitted forward the timed loop ran, on a batch of its shape; whether it compiled again is read from the
+        function's own cache of programs."""
+        if self.training:
+            return None
+        programs = self._infer._cache_size()
+        out = self._outputs(self._infer, x)
+        return out, self._infer._cache_size() > programs
+
+    def _outputs(self, forward, x):
         import numpy as np
 
-        x = self.jax.device_put(keras_batch(x), self.device)
-        out = self.keras_model.stateless_call(self.trainable, self.non_trainable, x, training=False)[0]
+        out = forward(self.trainable, self.non_trainable, self.jax.device_put(keras_batch(x), self.device))
         return np.asarray(out, dtype=np.float32)
 
     def step(self) -> None:

@@ -138,8 +138,20 @@ class TFWorkload(Workload):
 
     def logits(self, x):
         """The Keras model's outputs, called eagerly (no graph traced before the timing's own)."""
+        return self._outputs(lambda batch: self.model(batch, training=False), x)
+
+    def compiled_logits(self, x):
+        """The traced (graph or XLA) forward the timed loop ran, on a batch of its shape and dtype; whether it traced
+        again is read from the function's own count."""
+        if self.training or self.config.engine == "eager":
+            return None
+        traced = self._infer.experimental_get_tracing_count()
+        out = self._outputs(self._infer, x)
+        return out, self._infer.experimental_get_tracing_count() > traced
+
+    def _outputs(self, forward, x):
         with self.tf.device(self.tf_device):
-            out = self.model(self.tf.constant(keras_batch(x)), training=False)
+            out = forward(self.tf.constant(keras_batch(x)))
         return self.tf.cast(out, self.tf.float32).numpy()
 
     def step(self) -> None:

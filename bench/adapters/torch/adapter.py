@@ -181,14 +181,28 @@ class TorchWorkload(Workload):
     def logits(self, x):
         """The eager module's outputs in eval mode (a compiled engine would compile again for the check, before its
         own timing; int8: the quantised graph's)."""
-        torch = self.torch
         model = self.model if self.quantised is not None else self.module
         model.eval()  # a training run's model too: its dropout off, as the reference computes them
         try:
-            with torch.no_grad(), self.autocast():
-                out = model(self._placed(torch.from_numpy(x)))
+            return self._outputs(model, x, self.torch.no_grad)
         finally:
             model.train(self.training)
+
+    def compiled_logits(self, x):
+        """The compiled module's outputs, called as the timed loop calls it (inference_mode, autocast, the loop's
+        layout); whether Dynamo compiled a frame again is read from its counters."""
+        if self.training or self.model is self.module:
+            return None
+        from torch._dynamo.utils import counters
+
+        frames = counters["frames"]["ok"]
+        out = self._outputs(self.model, x, self.torch.inference_mode)
+        return out, counters["frames"]["ok"] > frames
+
+    def _outputs(self, model, x, grad_mode):
+        batch = self._placed(self.torch.from_numpy(x))  # made outside inference_mode, as the loop's batch is: an
+        with grad_mode(), self.autocast():  # inference tensor would fail Dynamo's guards and compile again
+            out = model(batch)
         return out.float().cpu().numpy()
 
     def _forward(self, x):

@@ -16,12 +16,35 @@ INTRO = (
     "difference of " + ", ".join(f"{t:g} ({p})" for p, t in OUTPUTS_TOLERANCE.items())
     + " of the largest logit. A run beyond it is flagged `outputs_disagree` and is never a winner: it did not run "
     "the same network. ONNX Runtime, OpenVINO, TFLite and MXNet compute the logits with the run's own engine; "
-    "PyTorch, TensorFlow and JAX with their eager model, the definition and weights their compilers take (a "
-    "compiler's own numerics are not part of the check; PyTorch's eager runs are the reference, difference 0). "
-    "int8 runs are judged against their own fp32 model instead (the int8 section).")
+    "PyTorch, TensorFlow and JAX with their eager model, the definition and weights their compilers take "
+    "(PyTorch's eager runs are the reference, difference 0). int8 runs are judged against their own fp32 model "
+    "instead (the int8 section).")
+COMPILED_TEXT = (
+    " An inference run of an engine that compiles (PyTorch compiled, TensorFlow graph and XLA, JAX jit) is checked a "
+    "second time after its timed loop, through the compiled forward the loop ran, on the same probe (the loop's "
+    "batch shape: the loop's own program, unless the cell says it compiled again), under the same allowance: the "
+    "compiled column. A compiler whose numerics stray fails the check. A training run's compiled function is its "
+    "whole step: only its eager model is checked.")
+COMPILED_AGAIN = " (compiled again: another program than the loop's)"
+COMPILED_COLUMN = "compiled forward, after the timing"
 ATTENTION = (" For a transformer, the attention column says how each engine ran the attention (each record's "
              "settings.attention): an engine that fuses it into one kernel and one that runs matrix products and a "
              "softmax apart are different engines, whatever their outputs.")
+
+
+def _share(value) -> str:
+    """A relative difference as the table shows it ('' where there is none)."""
+    return f"{value:.1e}" if value is not None and value == value else ""
+
+
+def _compiled(c) -> str:
+    """The compiled forward's relative difference, or why it has none ('' where it was not checked)."""
+    passed = c.get("outputs_compiled_passed")
+    if passed is None or passed != passed:  # not checked (NaN: a record from before the check, or another engine)
+        reason = c.get("outputs_compiled_reason")
+        return f"not checked: {reason}" if isinstance(reason, str) else ""
+    share = _share(c.get("outputs_compiled_relative_diff")) or "differs"
+    return share + (COMPILED_AGAIN if c.get("outputs_compiled_compiled_again") is True else "")
 
 
 def _attention(c) -> str:
@@ -45,9 +68,8 @@ def same_network_table(configs: pd.DataFrame) -> pd.DataFrame:
         passed = c["outputs_passed"]
         rows.append({"model": c["model"], "mode": c["mode"], "framework/engine": f"{c['framework']}/{c['engine']}",
                      "precision": c["precision"], "batch": int(c["batch_size"]),
-                     "largest difference (of the largest logit)": f"{c['outputs_relative_diff']:.1e}"
-                     if c["outputs_relative_diff"] == c["outputs_relative_diff"]
-                     and c["outputs_relative_diff"] is not None else "",
+                     "largest difference (of the largest logit)": _share(c["outputs_relative_diff"]),
+                     COMPILED_COLUMN: _compiled(c),
                      "allowed": f"{c['outputs_tolerance']:g}" if c["outputs_tolerance"] == c["outputs_tolerance"]
                      and c["outputs_tolerance"] is not None else "",
                      "same network": "yes" if passed is True else "NO: flagged" if passed is False
@@ -60,7 +82,13 @@ def render(d) -> Section:
     table = same_network_table(d.configs)
     if table.empty:
         return Section()
-    intro = INTRO + ATTENTION
-    if not table["attention"].astype(bool).any():  # no transformer among them: no attention to describe
-        table, intro = table.drop(columns="attention"), INTRO
+    intro = INTRO
+    if table[COMPILED_COLUMN].astype(bool).any():  # any checked, or said why not
+        intro += COMPILED_TEXT
+    else:  # records from before the compiled forward was checked, or no engine that compiles
+        table = table.drop(columns=COMPILED_COLUMN)
+    if table["attention"].astype(bool).any():
+        intro += ATTENTION
+    else:  # no transformer among them: no attention to describe
+        table = table.drop(columns="attention")
     return Section([heading("The same network in every framework", intro), Table(table)])
