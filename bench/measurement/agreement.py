@@ -96,8 +96,9 @@ def compare_outputs(logits: np.ndarray, reference: np.ndarray, precision: str) -
         return {"passed": False, "reason": f"outputs of shape {logits.shape}, the reference's {reference.shape}"}
     diff, scale = float(np.abs(logits - reference).max()), float(np.abs(reference).max())
     tolerance = OUTPUTS_TOLERANCE[precision]
-    return {"max_abs_diff": diff, "reference_max_abs": scale, "relative_diff": diff / scale if scale else None,
-            "tolerance": tolerance, "passed": bool(diff <= tolerance * scale)}
+    result = {"max_abs_diff": diff, "reference_max_abs": scale, "relative_diff": diff / scale if scale else None,
+              "tolerance": tolerance}
+    return {**result, "passed": _within(result)}
 
 
 def outputs_judged(settings_check: dict | None) -> str | None:
