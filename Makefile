@@ -59,7 +59,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
 .PHONY: help setup setup-mxnet setup-tensorflow-gpu system-deps test test-full test-gpu-env lint report sweep render lab \
-	clean env doctor gpucheck device-wheels
+	clean env doctor gpucheck device-wheels noise
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-20s %s\n", $$1, $$2}'
@@ -174,6 +174,9 @@ lint: setup ## ruff over the package and tests, and the import-layering contract
 
 env: setup ## print this machine's environment manifest
 	$(PY) -m bench env
+
+noise: setup setup-mxnet ## how noisy this machine is for each framework: fresh processes, interleaved (not part of report)
+	$(PY) -m bench noise $(NOISE_ARGS)
 
 doctor: setup ## what this machine can run: per framework, its CUDA build, the devices it sees, NCCL, NVML
 	$(PY) -m bench doctor

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
-from .adapters import ADAPTERS, reference_adapter
+from .adapters import ADAPTERS, process_environment, reference_adapter
 from .commands import EXIT_BAD_INPUT, EXIT_INTERRUPTED, MAXBATCH_FLAGS
 from .config import FIELD_TYPES, check_value, option_help
 from .errors import ConfigError, Terminated, terminations_unwind
@@ -24,7 +26,8 @@ from .paths import PROJECT_ROOT, checked_dir
 COMMANDS = {"run": "measure:run_one", "list": "measure:listing", "env": "measure:env", "peak": "measure:peak",
             "flops": "measure:flops", "outputs": "measure:reference_outputs", "fidelity": "measure:fidelity_check",
             "maxbatch": "measure:largest_batch", "sweep": "sweep:sweep", "report": "report:report",
-            "compare": "report:compare", "doctor": "doctor:doctor", "gpucheck": "gpucheck:gpucheck"}
+            "compare": "report:compare", "doctor": "doctor:doctor", "gpucheck": "gpucheck:gpucheck",
+            "noise": "noise:noise_command"}
 
 # CLI flag -> RunConfig field, every one, with its type from RunConfig (choices are validated by RunConfig
 # itself, so the CLI, notebooks and tests all get the same messages).
@@ -96,6 +99,21 @@ def _parser() -> argparse.ArgumentParser:
                      help="every step, the largest-batch search too, ends within this many minutes (default 9; a "
                           "finite number above 0)")
     chk.add_argument("--results-dir", default=None, help=RESULTS_HELP)
+    nz = sub.add_parser("noise", epilog="exit status: 0 every arm of every framework got 2 or more processes; 1 one "
+                                        "did not (its failures are in the table); 2 bad input (nothing ran)",
+                        help="how much each framework's speed moves between fresh processes here, run as a sweep runs "
+                             "them, interleaved; --arm tests a setting against the machine as it is (not part of "
+                             "make report)")
+    nz.add_argument("--frameworks", default=None, help="comma-separated (default: every framework that runs here)")
+    nz.add_argument("--processes", type=int, default=8, help="fresh processes per framework and arm (default 8)")
+    nz.add_argument("--model", default="resnet50", help=option_help("model") + " (default resnet50)")
+    nz.add_argument("--mode", default="inference", help="inference (default) or training")
+    nz.add_argument("--batch-size", type=int, default=16, help="default 16")
+    nz.add_argument("--arm", action="append", metavar="NAME:VAR=VALUE[,VAR=VALUE]",
+                    help="a setting to test: its kernels start with these environment variables (repeatable; "
+                         "'plain', the machine as it is, is always an arm unless one is named so)")
+    nz.add_argument("--seed", type=int, default=2019, help="the order's seed (default 2019)")
+    nz.add_argument("--out", default=None, help="a new folder for its records (default: results-noise/<time>)")
     peak = sub.add_parser("peak", help="measure the device's matmul peak (prints JSON)")
     peak.add_argument("--device", default="cpu", help=option_help("device"))
     peak.add_argument("--precision", default="fp32", help=option_help("precision"))
@@ -214,7 +232,28 @@ def _framework_interpreter(args: argparse.Namespace):
     return adapter.interpreter() if adapter.environment and not adapter.runs_here() else None
 
 
+_python_format = warnings.formatwarning
+
+
+def _plain_warning(message, category, filename, lineno, line=None) -> str:
+    """The package's own warnings (a record set aside, a file skipped) as the sentence they are, without Python's
+    source file and line; a library's warnings keep Python's form (its source is the context a reader needs)."""
+    if str(filename).startswith(str(Path(__file__).parent)):
+        return f"{message}\n"
+    return _python_format(message, category, filename, lineno, line)
+
+
+def _at_start_settings(args: argparse.Namespace) -> dict[str, str]:
+    """For `run` and `fidelity`: the framework's documented process settings that only a process's start reads (an
+    allocator preload) and this process lacks; {} where none (bench/adapters/process_environment.py)."""
+    if args.command not in ("run", "fidelity"):
+        return {}
+    adapter = ADAPTERS.get(args.framework or reference_adapter().name)
+    return process_environment.restart_with(adapter.process_environment, os.environ)
+
+
 def main(argv: list[str] | None = None) -> int:
+    warnings.formatwarning = _plain_warning
     args = _parser().parse_args(argv)
     try:
         _check_inputs(args)
@@ -222,6 +261,9 @@ def main(argv: list[str] | None = None) -> int:
         if python:  # the framework lives in an environment of its own: the same command, run there
             return subprocess.call([str(python), "-m", "bench", *(sys.argv[1:] if argv is None else argv)],
                                    env=bench_environ())
+        if at_start := _at_start_settings(args):  # an allocator the framework's processes start with: start again
+            return subprocess.call([sys.executable, "-m", "bench", *(sys.argv[1:] if argv is None else argv)],
+                                   env={**bench_environ(), **at_start})
         module, handler = COMMANDS[args.command].split(":")
         with terminations_unwind():
             return getattr(importlib.import_module(f"{__package__}.commands.{module}"), handler)(args)

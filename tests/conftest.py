@@ -24,6 +24,7 @@ os.environ["BENCH_HOST"] = TEST_HOST  # every record written by the tests lands 
 os.environ["BENCH_PEAK_N"] = "1024"  # the tests' runs are not benchmarks: a quick device peak is enough
 # the tests' sweeps are not benchmarks: no quiet start (its own test fakes the machine)
 os.environ["BENCH_QUIET_START_S"] = "0"
+os.environ["BENCH_SPEED_REFERENCE"] = "0"  # nor a speed reference (its own test turns it on)
 # the compiled-artefact caches of the tests' runs in a folder of this session, not the user's ~/.cache/dlbench
 if "BENCH_COMPILE_CACHE" not in os.environ:
     os.environ["BENCH_COMPILE_CACHE"] = tempfile.mkdtemp(prefix="bench-test-compile-cache-")

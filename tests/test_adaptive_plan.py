@@ -30,13 +30,16 @@ def _next(values, budget=1e9, max_repeats=6, cost=lambda c: 10.0, processes=None
     return next_process(CONFIGS.values(), values, processes, cost, budget, max_repeats, Judge())
 
 
-def test_the_undecided_comparison_gets_the_next_process():
-    # batch 1: torch 2x tensorflow, tight (decided); batch 8: 10 vs 10.2 with 5% spread (straddles 1x)
+def test_the_undecided_comparison_gets_the_next_process_where_the_cap_leaves_room_to_decide_it():
+    # batch 1: torch 2x tensorflow, tight (decided); batch 8: 10 vs 10.4 with 5% spread (straddles 1x), which
+    # about 6 more processes a side would decide: a cap of 10 leaves room for them, a cap of 6 does not
     values = _values({("torch", 1): (20, 0.01), ("tensorflow", 1): (10, 0.01),
-                      ("torch", 8): (10, 0.05), ("tensorflow", 8): (10.2, 0.05)})
-    extra = _next(values)
+                      ("torch", 8): (10, 0.05), ("tensorflow", 8): (10.4, 0.05)})
+    extra = _next(values, max_repeats=10)
     assert extra is not None and extra.config.batch_size == 8
     assert extra.reason.startswith("undecided: ") and "more process" in extra.reason
+    assert extra.partner is not None and extra.partner.batch_size == 8  # the other side runs beside it
+    assert _next(values, max_repeats=6) is None  # more processes within the cap would not decide it: none go
 
 
 def test_page_one_rows_come_before_other_undecided_pairs_and_a_decided_row_asks_for_nothing():
@@ -48,9 +51,10 @@ def test_page_one_rows_come_before_other_undecided_pairs_and_a_decided_row_asks_
     values = {trio[fw].key: list(m * np.exp(0.05 * rng.standard_normal(3)))
               for fw, m in (("torch", 20), ("tensorflow", 10), ("jax", 10.3))}
     assert next_process(trio.values(), values, {k: 3 for k in values}, lambda c: 1.0, 1e9, 8, Judge()) is None
-    # torch 10.4 vs tensorflow 10 (page 1, undecided) and jax 9 (decided against torch): the page-1 pair asks
+    # torch 10.8 vs tensorflow 10 (page 1, undecided, a few more processes would decide it) and jax 7 (decided
+    # against torch): the page-1 pair asks
     values = {trio[fw].key: list(m * np.exp(0.05 * rng.standard_normal(3)))
-              for fw, m in (("torch", 10.4), ("tensorflow", 10), ("jax", 7))}
+              for fw, m in (("torch", 10.8), ("tensorflow", 10), ("jax", 7))}
     extra = next_process(trio.values(), values, {k: 3 for k in values}, lambda c: 1.0, 1e9, 8, Judge())
     assert extra is not None and extra.config.framework in ("torch", "tensorflow") and extra.score >= 2
 
@@ -133,13 +137,15 @@ def test_the_runner_queues_the_next_repeat_of_the_undecided_config(tmp_path):
 
     profile = tmp_path / "p.yaml"
     profile.write_text("frameworks: [torch, tensorflow]\nmodels: [resnet50]\nbatch_sizes: [1, 8]\n"
-                       "repeats: adaptive\nmax_repeats: 4\nsettings: {protocol: seed}\n")
+                       "repeats: adaptive\nmax_repeats: 12\nsettings: {protocol: seed}\n")
     p = load_profile(str(profile))
-    means = {("torch", 1): 20, ("tensorflow", 1): 10, ("torch", 8): 10, ("tensorflow", 8): 10.1}
-    write([record(framework=fw, batch_size=bs, repeat=r, ips=means[fw, bs] * (1 + 0.05 * (r - 1)), seed=r)
-           for (fw, bs) in means for r in range(2)], tmp_path / "results")
-    task, why = adaptive_task(p, tmp_path / "results", list(p.configs), lambda t: 10.0, 1e9)
-    assert task.config.batch_size == 8 and task.repeat == 2 and why.startswith("undecided: ")
+    means = {("torch", 1): 20, ("tensorflow", 1): 10, ("torch", 8): 10, ("tensorflow", 8): 11.2}
+    write([record(framework=fw, batch_size=bs, repeat=r, ips=means[fw, bs] * (1 + 0.05 * (r - 1) * (-1) ** len(fw)),
+                  seed=r)
+           for (fw, bs) in means for r in range(3)], tmp_path / "results")
+    tasks, why = adaptive_task(p, tmp_path / "results", list(p.configs), lambda t: 10.0, 1e9)
+    assert {t.config.batch_size for t in tasks} == {8} and {t.repeat for t in tasks} == {3}
+    assert why.startswith("undecided: ")
     assert adaptive_task(p, tmp_path / "results", list(p.configs), lambda t: 10.0, 5.0) is None  # over budget
 
 

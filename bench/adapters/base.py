@@ -66,6 +66,9 @@ class Adapter(ABC):
     oom_markers: ClassVar[tuple[str, ...]] = ()
     # Environment variables its documentation says change performance: recorded in the manifest when set.
     environment_variables: ClassVar[tuple[str, ...]] = ()
+    # The vendor-documented settings its processes start with (variable -> value, set before it loads where the user
+    # has not set them; bench/adapters/process_environment.py), each kept after an interleaved A/B showed it helps.
+    process_environment: ClassVar[dict[str, str]] = {}
     # The framework the tools default to where one must be picked (fidelity, FLOP counting, the link probe).
     reference: ClassVar[bool] = False
     module: ClassVar[str | None] = None

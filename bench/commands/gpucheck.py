@@ -131,7 +131,10 @@ def execute(step: Step, deadline: float, results_dir: Path, tiny: bool = False) 
         step.outcome = "not run: out of time (--minutes)"
         return
     if step.argv[0] == "maxbatch":
-        search(step, results_dir, deadline - BEST_BATCH_RESERVE_S[tiny], SIZES[tiny]["batch"])
+        try:
+            search(step, results_dir, deadline - BEST_BATCH_RESERVE_S[tiny], SIZES[tiny]["batch"])
+        except Exception as exc:  # a failing peak or FLOP count (torchvision missing): the step's outcome, not a crash
+            step.outcome = f"failed: {type(exc).__name__}: {first_line(str(exc))[:200]}"
         return
     try:
         proc = subprocess.run([sys.executable, "-m", "bench", *step.argv, "--results-dir", str(results_dir)],
@@ -176,7 +179,21 @@ def summary(record: dict) -> str:
               else f", energy: {energy.get('reason') or 'the counter did not advance'}")
     util = record.get("utilisation")
     return (f"{s['images_per_sec_median']:.1f} img/s (median of {s['n']})"
-            + (f", {util:.0%} of the device's measured peak" if util is not None else "") + joules)
+            + (f", {util:.0%} of the device's measured peak" if util is not None else "") + joules
+            + outputs_said((record.get("settings") or {}).get("outputs_check")))
+
+
+def outputs_said(check: dict | None) -> str:
+    """The output check in the summary a user pastes: passed or FAILED with the largest difference relative to the
+    reference's largest logit and the tolerance, or why it was not checked ('' where no check applies)."""
+    if not check:
+        return ""
+    if check.get("passed") is None:
+        return f", outputs not checked: {first_line(check.get('reason'))[:100]}"
+    rel, tol = check.get("relative_diff"), check.get("tolerance")
+    said = "passed" if check["passed"] else "FAILED (outputs_disagree)"
+    return f", output check {said}" + (f" ({rel:.1e} of the largest logit, allowed {tol:.0e})"
+                                       if rel is not None and tol is not None else "")
 
 
 def first_line(text: str | None) -> str:

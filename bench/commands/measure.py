@@ -14,6 +14,7 @@ from ..config import FIELD_TYPES, make_config
 from ..errors import ConfigError
 from ..host.machines import check_host, check_port, check_rank
 from ..host.manifest import collect_manifest
+from ..masking import mask_text
 from ..measurement.flops import count_forward_flops
 from ..measurement.outputs_check import compute_reference
 from ..measurement.peak import matmul_peak
@@ -101,15 +102,16 @@ def _run_one(args: argparse.Namespace):
     else:
         record, path = run(config, args.results_dir)
     s = record.summary
+    label = mask_text(config.label)  # a data folder's path may hold a share's user and password: never printed
     if record.status == "ok":
         util = record.utilisation
         tokens = f" ({s.tokens_per_sec_median:.0f} tokens/s)" if s.tokens_per_sec_median else ""
-        print(f"{config.label}: {s.images_per_sec_median:.2f} {get_model(config.model).rate_unit}{tokens} "
+        print(f"{label}: {s.images_per_sec_median:.2f} {get_model(config.model).rate_unit}{tokens} "
               f"[95% CI {s.images_per_sec_ci_low:.2f}-{s.images_per_sec_ci_high:.2f}], "
               f"median latency {s.latency_ms_median:.2f} ms over {s.n} iterations"
               + (f", utilisation {util:.1%}" if util is not None else ""))
     else:
-        print(f"{config.label}: {record.status}: {record.reason}", file=sys.stderr)
+        print(f"{label}: {record.status}: {record.reason}", file=sys.stderr)
     print(f"record: {path}")
     return (EXIT_RUN_ERROR if record.status == "error" else EXIT_OK), record
 

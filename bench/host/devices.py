@@ -190,9 +190,26 @@ def cpu_info() -> dict:
             info = json.loads(passed)
             if isinstance(info, dict) and info:
                 return info
-    import cpuinfo
-
+    try:
+        import cpuinfo
+    except ImportError:  # a bare GPU image: the standard library reads what the manifest needs
+        return proc_cpuinfo()
     return cpuinfo.get_cpu_info()
+
+
+def proc_cpuinfo(path: str = "/proc/cpuinfo") -> dict:
+    """The CPU's brand and flags from /proc/cpuinfo (Linux), in py-cpuinfo's keys, where py-cpuinfo is not installed:
+    the manifest of every record needs them, and docs/gpus.md promises a run with the standard library, psutil, numpy
+    and one framework."""
+    fields: dict[str, str] = {}
+    with contextlib.suppress(OSError):
+        for line in Path(path).read_text(errors="replace").splitlines():
+            name, sep, value = line.partition(":")
+            if sep and name.strip() not in fields:
+                fields[name.strip()] = value.strip()
+    return {"brand_raw": fields.get("model name") or platform.processor() or "unknown CPU",
+            "flags": (fields.get("flags") or fields.get("Features") or "").split(), "arch": platform.machine(),
+            "source": "/proc/cpuinfo (py-cpuinfo is not installed)"}
 
 
 def cpu_brand() -> str:

@@ -105,6 +105,12 @@ def _own_cpu_s() -> float:
     return total + _cpu_s(_own_pids() - {os.getpid()})
 
 
+def _own_faults() -> tuple[int, int]:
+    """Minor and major page faults of this process so far."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_minflt, r.ru_majflt
+
+
 class InterferenceMonitor:
     """Context manager around a timed loop; `result()` says what else the machine was doing."""
 
@@ -114,6 +120,7 @@ class InterferenceMonitor:
         self._mhz0 = current_cpu_mhz()
         self._procs0 = _cpu_by_process()
         self._own0 = _own_cpu_s()
+        self._faults0 = _own_faults()
         self._sys0 = _cpu_ticks()
         self._t0 = time.perf_counter()
         return self
@@ -122,6 +129,7 @@ class InterferenceMonitor:
         self._wall = time.perf_counter() - self._t0
         self._sys1 = _cpu_ticks()
         self._own1 = _own_cpu_s()
+        self._faults1 = _own_faults()
         self._load1 = os.getloadavg()[0]
         self._mhz1 = current_cpu_mhz()
         self._others = busiest_others(self._procs0, _cpu_by_process())
@@ -129,6 +137,8 @@ class InterferenceMonitor:
     def result(self) -> dict:
         out = {"wall_s": self._wall, "cpus": self._cpus, "own_cpu_s": self._own1 - self._own0,
                "others": self._others,
+               # page faults this process took over the loop: memory faulted in per step is time the step spends
+               "minor_faults": self._faults1[0] - self._faults0[0], "major_faults": self._faults1[1] - self._faults0[1],
                "loadavg_1m_start": self._load0, "loadavg_1m_end": self._load1,
                "cpu_mhz_start": self._mhz0, "cpu_mhz_end": self._mhz1,
                "method": "/proc/stat busy time minus this process's and its descendants' CPU time over the timed loop"}
@@ -167,24 +177,37 @@ def interference_reasons(interference: dict | None) -> list[str]:
 TYPICAL_MEDIAN = 0.05
 
 
-def cv_outlier_reason(run_cv: float, sibling_cvs, value: float | None = None, sibling_values=()) -> str | None:
-    """A reason when this process's jitter is far above its config's other repetitions and (where its median
-    images/s `value` and the siblings' are given) its median is not typical of theirs."""
+# With fewer than two siblings, a process is judged against its framework and mode's other processes (every config of
+# theirs in the folder), when at least this many: one rule for every process, a lone repetition included.
+MIN_FAMILY = 3
+
+
+def cv_outlier_reason(run_cv: float, sibling_cvs, value: float | None = None, sibling_values=(),
+                      family_cvs=()) -> str | None:
+    """A reason when this process's jitter is far above what is usual: its config's other repetitions' median CV,
+    or, with fewer than two of them, the median CV of its framework and mode's other processes (`family_cvs`); and
+    (where its median images/s `value` and two or more siblings' are given) its median is not typical of theirs."""
 
     sibling_cvs = [c for c in sibling_cvs if c is not None]
-    # With one sibling there is no telling which of the two is the odd one: judge from two on.
-    if run_cv is None or len(sibling_cvs) < 2 or run_cv <= CV_FLOOR:
+    family_cvs = [c for c in family_cvs if c is not None]
+    if run_cv is None or run_cv <= CV_FLOOR:
         return None
-    typical = statistics.median(sibling_cvs)
+    # With one sibling there is no telling which of the two is the odd one: judge from two on, else by the family.
+    if len(sibling_cvs) >= 2:
+        usual, whose = sibling_cvs, "its other repetitions'"
+    elif len(family_cvs) >= MIN_FAMILY:
+        usual, whose = family_cvs, "its framework and mode's other processes'"
+    else:
+        return None
+    typical = statistics.median(usual)
     if run_cv <= CV_OUTLIER_FACTOR * max(typical, CV_FLOOR / CV_OUTLIER_FACTOR):
         return None
     others = [v for v in sibling_values if v]
     if value and len(others) >= 2 and abs(math.log(value / statistics.median(others))) <= TYPICAL_MEDIAN:
         return None
-    return (f"iteration-time CV {run_cv:.0%} is more than {CV_OUTLIER_FACTOR:g}x its other "
-            f"repetitions' median CV ({typical:.0%})" + (
-                f" and its median is more than {TYPICAL_MEDIAN:.0%} from theirs" if value and len(others) >= 2
-                else ""))
+    return (f"iteration-time CV {run_cv:.0%} is more than {CV_OUTLIER_FACTOR:g}x {whose} median CV "
+            f"({typical:.0%})" + (f" and its median is more than {TYPICAL_MEDIAN:.0%} from theirs"
+                                  if value and len(others) >= 2 else ""))
 
 
 # Before a retry of a disturbed run: how long one look at the machine lasts, and how long to wait at most for quiet.

@@ -39,6 +39,10 @@ RECORDED_ENV_VARS = [
     "NCCL_ALGO", "NCCL_PROTO", "NCCL_BUFFSIZE", "NCCL_NTHREADS", "GLOO_SOCKET_IFNAME",
     # allocator preloads (jemalloc, tcmalloc) change allocation speed: kept as library names only
     "LD_PRELOAD",
+    # the allocators' own settings (jemalloc's decay, glibc's tunables; bench noise's arms test them)
+    "MALLOC_CONF", "GLIBC_TUNABLES", "TCMALLOC_RELEASE_RATE", "TCMALLOC_LARGE_ALLOC_REPORT_THRESHOLD",
+    # the project's record of which of these it set itself (bench/adapters/process_environment.py)
+    "BENCH_PROCESS_ENV_SET",
 ]
 MAX_VALUE_CHARS = 512
 # Absolute paths inside a value (e.g. XLA_FLAGS=--xla_dump_to=/home/user/x) name local users and folders.

@@ -13,6 +13,7 @@ from typing import Any
 from ..host.interference import (
     CV_FLOOR,
     CV_OUTLIER_FACTOR,
+    MIN_FAMILY,
     MIN_WINDOW_S,
     OTHER_CPU_LIMIT,
     STEAL_LIMIT,
@@ -28,6 +29,7 @@ from .loop import (
     WARMUP_CAP_S,
     WARMUP_TOLERANCE,
 )
+from .spells import SPELL_LIMIT
 
 # A utilisation above this machine's best measured GEMM is plausible, not an error: an engine may need fewer arithmetic
 # operations than the model's FLOP count (Winograd or FFT convolutions): it is marked, the throughput stands.
@@ -64,6 +66,11 @@ class Rule:
         return f"- *{self.name}*: {self.sentence}."
 
 
+# A GEMM peak whose trials spread more than this was measured while other work ran (quiet here: 3-8%; on a busy
+# machine 30-42%): a utilisation against it would be a number nobody should believe, so none is given.
+PEAK_SPREAD_LIMIT = 0.15
+
+
 RULES: tuple[Rule, ...] = (
     Rule("disturbed", "throughput",
          f"other processes used more than {OTHER_CPU_LIMIT:.0%} of the CPUs, or steal exceeded {STEAL_LIMIT:.0%} "
@@ -71,9 +78,15 @@ RULES: tuple[Rule, ...] = (
          "flagged if still disturbed",
          why_no_winner=f"disturbed: fewer than {MIN_PROCESSES} clean processes, because other work on the machine took "
                        "CPU time while they were timed (the disturbed processes are listed in details)"),
+    Rule("slow_spell", "throughput",
+         f"the sweep's speed reference (a fixed ResNet-18 step, read at the start, between comparison groups and at "
+         f"the end) ran more than {SPELL_LIMIT:.0%} slower than its median both just before and just after the "
+         "process: the machine was slow then, whatever other processes' CPU share and steal said",
+         why_no_winner="processes run in a slow spell of the machine (its speed reference read slow)"),
     Rule("cv_outlier", "throughput",
          f"iteration-time CV above {CV_OUTLIER_FACTOR:g}x the median of the config's other repetitions (and above "
-         f"{CV_FLOOR:.0%}); needs at least two other repetitions",
+         f"{CV_FLOOR:.0%}); with fewer than two of them, {CV_OUTLIER_FACTOR:g}x the median of its framework and "
+         f"mode's other processes (at least {MIN_FAMILY}): one rule for every process, a lone repetition included",
          why_no_winner="a process far jitterier than its repetitions"),
     Rule("utilisation_over_peak", "utilisation",
          f"above {UTILISATION_LIMIT:.0%} of the peak: plausible, not an error (\"faster than this machine's best "
@@ -101,7 +114,10 @@ RULES: tuple[Rule, ...] = (
          why_no_winner=f"fewer than {MIN_PROCESSES} processes: the spread between processes is unknown"),
     # the rules below have no sentence in the methodology yet (its text predates them; the reason each flag carries
     # says what happened): a sentence here lists it among the guards
-    Rule("peak_unsteady", "utilisation"),
+    Rule("peak_unsteady", "utilisation",
+         f"no steady matrix-multiply peak in the config's sweeps: each one measured (at the start and at the end) had "
+         f"trials spread more than {PEAK_SPREAD_LIMIT:.0%}, so no utilisation is given; where one is steady, the "
+         "utilisation uses the best steady one and nothing is flagged"),
     # a config whose processes form two groups (bench/stats/mixtures.py): its interval is its own processes', never
     # the sweep's borrowed spread; its number stands (a finding may rest on it), said beside it in the details
     Rule("two_groups", "spread",
@@ -155,11 +171,6 @@ def flag(name: str, reason: str) -> Flag:
     if name not in FLAG_SCOPE:
         raise ValueError(f"unknown flag {name!r}; valid: {', '.join(FLAG_SCOPE)}")
     return Flag(name=name, reason=reason)
-
-
-# A GEMM peak whose trials spread more than this was measured while other work ran (quiet here: 3-8%; on a busy
-# machine 30-42%): a utilisation against it would be a number nobody should believe, so none is given.
-PEAK_SPREAD_LIMIT = 0.15
 
 
 def peak_flag(spread: float | None) -> Flag | None:

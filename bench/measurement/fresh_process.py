@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ..adapters import process_environment
 from ..masking import mask_text
 from ..paths import PROJECT_ROOT
 from ..results.store import atomic_write_json, host_dir
@@ -30,11 +31,22 @@ def bench_environ() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": pythonpath, "BENCH_MAIN_PYTHON": main_python()}
 
 
+def plain_environ() -> dict[str, str]:
+    """bench_environ without a framework's process settings (those the project set, and any allocator preload or
+    setting read at start): a per-host fact is the machine's, whatever the run that asks for it started with (a GEMM
+    peak under a preloaded tcmalloc hung here in a futex, 2026-11-29)."""
+    env = bench_environ()
+    drop = set(process_environment.AT_START) | set(filter(None, env.get(process_environment.SET_BY_PROJECT,
+                                                                       "").split(",")))
+    return {k: v for k, v in env.items() if k not in drop and k != process_environment.SET_BY_PROJECT}
+
+
 def in_fresh_process(argv: list[str]) -> dict:
     """Run `python -m bench *argv` in a fresh process of the main environment and return the JSON it prints
-    (from a framework's own environment too: per-host facts are measured the same way for every kernel)."""
+    (from a framework's own environment too: per-host facts are measured the same way for every kernel, in a plain
+    process: plain_environ)."""
     proc = subprocess.run([main_python(), "-m", "bench", *argv], capture_output=True, text=True,
-                          env=bench_environ())
+                          env=plain_environ())
     if proc.returncode != 0:
         tail = mask_text((proc.stderr.strip().splitlines() or ["no output"])[-1])  # a child's words: masked
         raise RuntimeError(f"'python -m bench {' '.join(argv)}' failed: {tail}")

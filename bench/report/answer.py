@@ -10,7 +10,17 @@ from ..measurement.flags import RULES
 from ..results.record import Record
 from ..stats.judge import Judge
 from ..stats.printed import bounds, ratio_interval
-from ..stats.verdicts import DECIDED, UNDECIDED, WINNER, Verdict
+from ..stats.verdicts import (
+    BOUND,
+    DECIDED,
+    DIRECTION,
+    UNDECIDED,
+    WINNER,
+    Verdict,
+    support_kind,
+    undecidable,
+    verdict_count,
+)
 from ..values import counted
 from . import coverage, estimates
 from .hosts import gpus_of, newest_runs
@@ -23,8 +33,8 @@ REASONS = {
     "fewer than two processes": "no interval: fewer than two processes on a side",
 }
 POOLED = "pooled"
-POOLED_NOTE = ("decided with the sweep's pooled variance (*Statistics* in the methodology); its own processes alone "
-               "(Welch) give the interval after the speed-up, which would not decide it the same way")
+POOLED_NOTE = ("decided with the sweep's pooled variance (*Statistics* in the details' methodology); its own processes "
+               "alone (Welch) give the interval after the speed-up, which would not decide it the same way")
 
 
 def _number(v) -> float | None:
@@ -97,13 +107,18 @@ def _reason_text(key: str) -> str:
     return REASONS.get(key, f"{key} (see the flagged numbers in details)")
 
 
+def _sentence(text: str) -> str:
+    """A footnote ends with a full stop."""
+    return text if text.endswith(".") else text.rstrip() + "."
+
+
 def _batch(r) -> str:
     if r["batch_size"] == "best":
         return f"best ({r['fastest']} {int(r['fastest_batch'])}, {r['runner_up']} {int(r['runner_up_batch'])})"
     return str(r["batch_size"])
 
 
-def to_decide(r, max_repeats: int | None) -> str:
+def to_decide(r, max_repeats: int | None, margin: float | None = None) -> str:
     """An undecided row's *to decide* cell: only more sweeps where only they would; '~n more a side' where that
     stays within the sweep's process cap (`max_repeats`, None: no cap known); else the cap, reached or passed, and
     that another sweep of the same profile adds processes."""
@@ -111,8 +126,8 @@ def to_decide(r, max_repeats: int | None) -> str:
     if isinstance(sweeps, str) and sweeps:
         return sweeps
     extra = r.get("extra_processes")
-    if extra is None or extra != extra:
-        return "not decidable at this spread"
+    if extra is None or extra != extra:  # the true reason: on the margin, or too noisy
+        return undecidable(r["speedup"], margin) if margin else "not decidable at this spread"
     fewest = r.get("fewest_processes")
     if max_repeats and fewest == fewest and fewest is not None and fewest + int(extra) > max_repeats:
         return f"~{int(extra)} more a side: past the sweep's {max_repeats}-process cap (another sweep adds them)"
@@ -149,7 +164,7 @@ def answer_table(summary: pd.DataFrame, best: pd.DataFrame | None, judge: Judge,
         interval = ratio_interval(r["speedup"], r["ci_low"], r["ci_high"]) if known else ""
         # said next to the row: the sweep's prior decided it, not its own processes
         own = f"; own processes: {own_bounds(r, judge)}" if pooled else ""
-        decide = to_decide(r, max_repeats) if r["verdict"] == UNDECIDED and not reasons else ""
+        decide = to_decide(r, max_repeats, judge.margin) if r["verdict"] == UNDECIDED and not reasons else ""
         rows.append({"platform": r["platform"], "precision": r["precision"], "model": r["model"], "mode": r["mode"],
                      "batch": _batch(r), "compared": r.get("compared") or "",
                      "verdict": (r["verdict"] if compared else "-") + (
@@ -166,11 +181,23 @@ def answer_table(summary: pd.DataFrame, best: pd.DataFrame | None, judge: Judge,
     for col in ("platform", "precision"):
         if table[col].nunique() == 1:
             table = table.drop(columns=col)
-    notes = [f"[{n}] {_reason_text(k)}" for k, n in keys.items()]
+    notes = [f"[{n}] {_sentence(_reason_text(k))}" for k, n in keys.items()]
     if alone:
         notes.append(f"Measured in one framework only (nothing to compare; their own sections say more): "
                      f"{'; '.join(alone)}.")
     return table, notes
+
+
+def tiers_text(rows: list[dict]) -> str:
+    """'Tiers ...: resnet50 inference fp32 batch 16: openvino, onnxruntime > tensorflow > torch, jax.' for the rows
+    where three or more frameworks ran ('' where none did), the rule and its multiplicity said once."""
+    if not rows:
+        return ""
+    said = "; ".join(f"{r['model']} {r['mode']} {r['precision']} batch {r['batch_size']}: "
+                     + " > ".join(", ".join(t) for t in r["tiers"]) for r in rows)
+    steps = max(r["steps"] for r in rows)
+    return (f"**Tiers** (fastest first; each '>' a decided winner at 95%, up to {steps} a row: at most "
+            f"{steps * 5}% familywise, Bonferroni): {said}.")
 
 
 def answer_notes(notes: list[str]) -> str:
@@ -247,6 +274,12 @@ def decided_line(summary: pd.DataFrame, best: pd.DataFrame | None, judge: Judge)
     rows = rows[rows["verdict"] != estimates.NOT_COMPARED]
     counts = rows["verdict"].value_counts()
     decided = int(sum(counts.get(w, 0) for w in DECIDED))
-    each = ", ".join(f"{int(counts.get(w, 0))} {w}" for w in (*DECIDED, UNDECIDED) if counts.get(w, 0))
+    each = ", ".join(verdict_count(int(counts.get(w, 0)), w) for w in (*DECIDED, UNDECIDED) if counts.get(w, 0))
+    open_rows = rows[(rows["verdict"] == UNDECIDED) & rows["unsound_flags"].map(lambda f: not list(f or []))] \
+        if "unsound_flags" in rows else rows[rows["verdict"] == UNDECIDED]
+    kinds = [support_kind(_number(r["ci_low"]), _number(r["ci_high"])) for _, r in open_rows.iterrows()]
+    said = [f"{kinds.count(k)} {k}" for k in (DIRECTION, BOUND) if kinds.count(k)]
+    if said:  # what the undecided rows' intervals do support
+        each += f" ({', '.join(said)})"
     return (f"**Decided {decided} of {len(rows)} compared rows** (each row's fastest against its runner-up) at an "
             f"equivalence margin of {judge.within}: {each}.")

@@ -19,7 +19,7 @@ from ..results.store import load_records
 from ..results.sweep_manifest import SweepManifest, load_sweeps
 from ..stats.judge import Judge
 from . import parallelism, scaling
-from .data import config_tables, published_throughput, seed_2019
+from .data import config_tables, published_throughput, runs_table, seed_2019, spell_readings
 from .estimates import best_batch_table, ratio_table, summary_table
 from .input_pipeline import input_table
 from .memory import searches_table
@@ -47,6 +47,10 @@ class ReportData:
     inputs: pd.DataFrame | None = None
     input_records: list[Record] = field(default_factory=list)  # the `files` runs themselves (a sweep's coverage)
     max_repeats: int | None = None  # the newest adaptive sweep's process cap per config (None: no adaptive sweep)
+    # the successful attempts a retry replaced (a disturbed run): one row each, drawn in the drift figure
+    replaced: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # each sweep's speed reference readings: sweep id -> [(position, step seconds)] (bench/measurement/spells.py)
+    speed_readings: dict = field(default_factory=dict)
 
     def only_distributed(self) -> str | None:
         """Where there are no single-process runs but distributed ones (a named profile run on its own), what page 1
@@ -103,7 +107,19 @@ def load(results_dir=None) -> ReportData:
                       summary_table(configs, judge), published_throughput(), seed,
                       load_scaling(everything, results_dir, judge),
                       searches_table(load_searches(results_dir)), judge, best_batch_table(configs, judge),
-                      _input_table(every_config, files, judge), files, max_repeats_of(sweeps))
+                      _input_table(every_config, files, judge), files, max_repeats_of(sweeps),
+                      _replaced(results_dir, records, processes), spell_readings(sweeps))
+
+
+def _replaced(results_dir: Path, records: list[Record], processes: pd.DataFrame) -> pd.DataFrame:
+    """The successful single-process attempts on synthetic data that a later attempt replaced, as runs-table rows."""
+    counted = {r.record_id for r in records}
+    older = [r for r in load_records(results_dir, latest=False, skipped=[]) if r.record_id not in counted and r.ok
+             and not is_distributed(r) and r.config.data != "files"]
+    if not older or processes.empty:
+        return pd.DataFrame()
+    runs = runs_table(older)
+    return runs[runs["config_key"].isin(processes["config_key"])].reset_index(drop=True) if not runs.empty else runs
 
 
 def max_repeats_of(sweeps: list[SweepManifest]) -> int | None:

@@ -57,18 +57,26 @@ def best_batch(runs: pd.DataFrame) -> pd.DataFrame:
     return ok.loc[idx].reset_index(drop=True)
 
 
-def sweep_peaks(sweeps: list[SweepManifest]) -> dict[str, dict[str, dict]]:
-    """sweep id -> peak key (device|precision|threads, bench/measurement/peak.py) -> the peak the utilisations of that
-    key's runs use: `flops_per_sec`, the best of its start and end measurements, and `spread`, those measurements'
-    trial spread (None when unrecorded; a large spread means the peak was measured while other work ran: flags.py,
-    PEAK_SPREAD_LIMIT). Kept per key: a CPU run is judged against the CPU's peak, fp32 against fp32, never against
-    the best peak of the sweep."""
-    out: dict[str, dict[str, dict]] = {}
+def sweep_peaks(sweeps: list[SweepManifest]) -> dict[str, dict[str, list[dict]]]:
+    """sweep id -> peak key (device|precision|threads, bench/measurement/peak.py) -> the peaks measured for that key's
+    runs, at the start and at the end of the sweep: each one's `flops_per_sec` and `spread`, its trials' spread (None
+    when unrecorded; a large spread means the peak was measured while other work ran: flags.py, PEAK_SPREAD_LIMIT).
+    The utilisation uses the best steady one (estimates/configs.py: config_utilisation). Kept per key: a CPU run is
+    judged against the CPU's peak, fp32 against fp32, never against the best peak of the sweep."""
+    out: dict[str, dict[str, list[dict]]] = {}
     for m in as_manifests(sweeps):
-        for key in m.peaks:
-            if p := m.peak(key):
-                out.setdefault(m.sweep_id, {})[key] = {"flops_per_sec": p.flops_per_sec, "spread": p.spread}
+        for key, entry in m.peaks.items():
+            found = [{"flops_per_sec": p["flops_per_sec"], "spread": p.get("spread")}
+                     for p in (entry.get("start"), entry.get("end")) if p and p.get("flops_per_sec")]
+            if found and entry.get("start"):
+                out.setdefault(m.sweep_id, {})[key] = found
     return out
+
+
+def spell_readings(sweeps: list[SweepManifest]) -> dict[str, list[tuple[int, float]]]:
+    """sweep id -> its speed reference's readings [(position, step seconds)] (bench/measurement/spells.py)."""
+    return {m.sweep_id: [(r["position"], r["step_s"]) for r in m.speed_reference]
+            for m in as_manifests(sweeps) if m.speed_reference}
 
 
 def config_tables(records: list[Record],
@@ -78,7 +86,7 @@ def config_tables(records: list[Record],
     runs = runs_table(records)
     if runs.empty:
         return runs, runs, runs
-    processes = process_table(records, runs)
+    processes = process_table(records, runs, spell_readings(sweeps))
     return runs, processes, configs_frame(estimate_configs(processes, list(runs.columns), sweep_peaks(sweeps)))
 
 

@@ -157,7 +157,14 @@ def _lines_vs_batch(ok: pd.DataFrame, value: str, ylabel: str, title: str, scale
 
 def per_hardware(runs: pd.DataFrame) -> list:
     """2019 Figures 3-8: images/s vs batch size, a colour per framework, a panel per model x mode, per device."""
-    return _lines_vs_batch(ok_runs(runs), "images_per_sec_median",
+    ok = ok_runs(runs)
+    if not ok.empty and ok["precision"].nunique() > 1:
+        # a figure per precision: an int8 line beside fp32 ones stretches the axis and flattens every fp32 curve; a
+        # precision measured at one batch size draws no curve (its own section shows it: int8)
+        order = sorted(ok["precision"].unique(), key=lambda p: (p != "fp32", p))
+        keep = [p for p in order if p == order[0] or ok[ok["precision"] == p]["batch_size"].nunique() > 1]
+        return [fig for p in keep for fig in per_hardware(ok[ok["precision"] == p])]
+    return _lines_vs_batch(ok, "images_per_sec_median",
                            "images/s (geo. mean, 95% CI)",
                            "Throughput vs batch size", ci=("images_per_sec_ci_low", "images_per_sec_ci_high"))
 
@@ -198,8 +205,8 @@ def per_framework(runs: pd.DataFrame, common_batch: int = 32) -> list:
             ticks.append(per_framework_tick(series, None if b.empty else int(b.iloc[0]["batch_size"]),
                                             not c.empty, common_batch))
             for offset, df, hatch, is_best in ((-0.2, c, None, False), (0.2, b, BEST_BATCH_HATCH, True)):
-                if df.empty:
-                    continue
+                if df.empty or (is_best and not c.empty and int(df.iloc[0]["batch_size"]) == common_batch):
+                    continue  # a best batch that is the common one is the same config: one bar, its tick says so
                 label = "best batch (hatched)" if is_best else f"batch {common_batch}"
                 r = df.iloc[0]
                 flagged = _flagged(r)

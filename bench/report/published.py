@@ -12,8 +12,6 @@ from matplotlib.patches import Patch
 from .data import ok_runs
 from .figures import _best_batch, _flagged
 from .style import (
-    FLAGGED_BAR_NOTE,
-    FLAGGED_HATCH,
     FLAGGED_NOTE,
     flag_points,
     footnote,
@@ -70,29 +68,30 @@ def published_overlay(runs: pd.DataFrame, published: pd.DataFrame):
                                      f"bs{r['batch_size']} ({plain_text(r['platform'])[:24]})"))
             values.append(r["images_per_sec_median"])
             colour = styles[r["series"]]["color"]
-            looks.append({"color": colour, "edgecolor": colour, "hatch": FLAGGED_HATCH if _flagged(r) else None})
+            looks.append({"marker": "o", "mfc": "white" if _flagged(r) else colour, "mec": colour})
             used[_canonical(r.get("framework", series_framework(r["series"])))] = colour
         for _, r in theirs.iterrows():
             labels.append(_published_label(r))
             values.append(r["images_per_sec"])
             colour = framework_colour(r["framework"])
-            looks.append({"color": "white", "edgecolor": colour, "hatch": "////"})
+            looks.append({"marker": "D", "mfc": "white", "mec": colour})
             used[_canonical(r["framework"])] = colour
         y = np.arange(len(labels))
+        # points, not bars: a log axis has no zero for a bar to start from (a cut origin makes lengths meaningless)
         for yi, v, look in zip(y, values, looks):
-            ax.barh(yi, v, linewidth=1.0, **look)
+            ax.plot([v], [yi], ls="none", ms=7, mew=1.5, **look)
         ax.set_yticks(y, labels=labels, fontsize=7)
         ax.set_xscale("log")
         ax.set_xlabel("images/s (log scale)")
         ax.set_title(f"{model}: measured here vs published", fontsize=9)
         ax.invert_yaxis()
-        if any(look["hatch"] == FLAGGED_HATCH for look in looks):
-            footnote(ax, FLAGGED_BAR_NOTE)
+        if any(look["marker"] == "o" and look["mfc"] == "white" for look in looks):
+            footnote(ax, FLAGGED_NOTE)
     fig.tight_layout()
     handles = [Patch(facecolor=c, edgecolor=c, label=fw) for fw, c in sorted(used.items())]
-    handles += [Patch(facecolor="#888888", label="measured here (filled)"),
-                Patch(facecolor="white", edgecolor="#888888", hatch="////",
-                      label="published, not measured here (hatched)")]
+    handles += [Line2D([], [], ls="none", marker="o", color="#888888", label="measured here (filled circle)"),
+                Line2D([], [], ls="none", marker="D", mfc="white", mec="#888888",
+                       label="published, not measured here (open diamond)")]
     fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(4, len(handles)),
                fontsize=8, frameon=False)
     return mark_flags(fig, drawn)

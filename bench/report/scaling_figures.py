@@ -8,6 +8,7 @@ import pandas as pd
 
 from ..adapters import declared
 from ..results.links import OPERATIONS, RING
+from ..stats.verdicts import UNDECIDED, said
 from ..strategies import strategy
 from .style import (
     FLAGGED_BAR_NOTE,
@@ -72,9 +73,12 @@ def throughput_and_comm(table: pd.DataFrame):
     if table.empty:
         return None
     groups = list(table.groupby(["platform", "framework", "model", "scaling"]))
-    fig, axes = _grid(len(groups), 5.6, 4.4)
+    # a pair of panels per group: throughput (images/s) on the left, communication cost (ms per step) on the right,
+    # each on its own axis (one panel with two units on a dual axis read as one scale)
+    fig, axes = _grid(2 * len(groups), 5.6, 4.4)
     drawn = []
-    for ax, ((_, fw, model, scaling), g) in zip(axes, groups):
+    for k, ((_, fw, model, scaling), g) in enumerate(groups):
+        ax, cost_ax = axes[2 * k], axes[2 * k + 1]
         g = g.sort_values(["workers", "nodes", "strategy", "bucket_mb"]).reset_index(drop=True)
         x = np.arange(len(g))
         for i, r in g.iterrows():
@@ -94,17 +98,18 @@ def throughput_and_comm(table: pd.DataFrame):
         ax.set_title(f"{fw}: {model} {batch}, {g['image_size'].iloc[0]}px", fontsize=9)
         comm = g["comm_cost_ms"]
         if comm.notna().any():
-            ax2 = ax.twinx()
-            ax2.plot(x[comm.notna()], comm[comm.notna()], "ko", ms=4,
-                     label="communication cost (ms/step vs independent, 95% CI)")
-            ax2.axhline(0, color="k", lw=0.5, ls=":")
+            cost_ax.plot(x[comm.notna()], comm[comm.notna()], "ko-", ms=4,
+                         label="communication cost (ms/step vs independent, 95% CI)")
+            cost_ax.axhline(0, color="k", lw=0.5, ls=":")
             lo, hi = g["comm_ci_low"], g["comm_ci_high"]
             ok = comm.notna() & lo.notna()
-            ax2.vlines(x[ok], lo[ok], hi[ok], color="k", lw=0.8)
-            ax2.set_ylabel("communication cost (ms per step)")
-            ax2.set_ylim(bottom=min(0, float(np.nanmin(lo.fillna(0)))))
-            handles, labels = ax2.get_legend_handles_labels()
-            ax.plot([], [], "ko", ms=4, label=labels[0])
+            cost_ax.vlines(x[ok], lo[ok], hi[ok], color="k", lw=0.8)
+            cost_ax.set_ylabel("communication cost (ms per step)")
+            cost_ax.set_ylim(bottom=min(0, float(np.nanmin(lo.fillna(0)))))
+            cost_ax.set_xticks(x, [_bar_label(r) for _, r in g.iterrows()], fontsize=6.5, rotation=30, ha="right")
+            cost_ax.set_title(f"{fw}: communication cost against independent workers", fontsize=9)
+        else:
+            cost_ax.set_visible(False)
         footnote(ax, "bars: geometric mean over processes, 95% CI"
                  + (f"; {FLAGGED_BAR_NOTE}" if (~g["sound"].astype(bool)).any() else "")
                  + ("; communication cost " + GUARDED_NOTE if g["comm_flags"].map(bool).any() else ""))
@@ -112,6 +117,14 @@ def throughput_and_comm(table: pd.DataFrame):
     legend_below(fig, axes)
     fig.tight_layout()
     return mark_flags(fig, drawn)
+
+
+def _against_linear(v) -> str:
+    """An efficiency's verdict against linear scaling, said from the strategy's side: 'winner: below linear' (never
+    '34% winner', which reads as if the strategy won)."""
+    if v is None:
+        return ""
+    return UNDECIDED if v.word == UNDECIDED else said(v, "above linear", "below linear", "linear")
 
 
 def efficiency(table: pd.DataFrame):
@@ -138,8 +151,8 @@ def efficiency(table: pd.DataFrame):
         clipped = bool(r.get("eff_clipped"))
         if clipped:  # the interval went on past what weak scaling can reach: its bar ends in an arrow, not a cap
             ax.plot(hi, i, marker=">", color="black", ms=5)
-        verdict = r["eff_verdict"].word if r.get("eff_verdict") is not None else ""
-        ax.text(max(hi, r["efficiency"]) + 0.01, i, f"{r['efficiency']:.0%} {verdict}".strip()
+        verdict = _against_linear(r.get("eff_verdict"))
+        ax.text(max(hi, r["efficiency"]) + 0.01, i, f"{r['efficiency']:.0%}" + (f" ({verdict})" if verdict else "")
                 + (" (CI clipped)" if clipped else "") + (" !" if flagged else ""), va="center", fontsize=7)
         if not strategy(r["strategy"]).baseline and r["ceiling"] is not None and not pd.isna(r["ceiling"]):
             ax.plot([r["ceiling"]] * 2, [i - 0.4, i + 0.4], color="black", lw=2, solid_capstyle="butt",

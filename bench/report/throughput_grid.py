@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..adapters import declared
 from ..stats.judge import Judge
 from ..stats.printed import ratio_interval
-from ..stats.verdicts import SMALL, UNDECIDED, WINNER
+from ..stats.verdicts import SMALL, UNDECIDED, WINNER, supported
 from .answer import batch_order, rests_on_pooling
 from .estimates import NOT_COMPARED, REFERENCE
 from .units import IMAGES_PER_SEC, rate_unit, token_models
@@ -63,23 +64,49 @@ def _verdict(row: pd.Series | None, judge: Judge) -> str:
     if lo is None or lo != lo or list(row.get("unsound_flags") or []):
         return f"{row['verdict']} (page 2 says why)" if row["verdict"] == UNDECIDED else row["verdict"]
     mark = POOLED_MARK if rests_on_pooling(row, judge) else ""
-    return f"{row['verdict']}{mark}: {_unbroken(ratio_interval(row['speedup'], lo, hi))} over {row['runner_up']}"
+    interval = _unbroken(ratio_interval(row['speedup'], lo, hi))
+    if row["verdict"] == UNDECIDED:  # what its interval supports, never a fastest it does not show
+        what = supported(lo, hi, row["fastest"], row["runner_up"])
+        if not what.endswith("faster"):
+            return f"{UNDECIDED}: {what} from {row['runner_up']}"
+        slower = row["runner_up"] if what.startswith(f"{row['fastest']} ") else row["fastest"]
+        return f"{UNDECIDED}: {what} than {slower}"
+    return f"{row['verdict']}{mark}: {interval} over {row['runner_up']}"
 
 
-def _reference(g: dict, judge: Judge) -> str:
-    """The fastest (starred) against PyTorch: '1.85x [1.70-2.02] winner', or why there is none."""
+def _reference(g: dict, judge: Judge, decided: bool) -> str:
+    """The fastest (starred) against PyTorch: '1.85x [1.70-2.02] winner', or why there is none; PyTorch named
+    fastest only on a decided row (on an undecided one it holds the open star)."""
     c = g["reference"]
     if c is None:
-        return f"{REFERENCE} fastest" if REFERENCE in g["picks"] else f"{REFERENCE} not measured"
+        if REFERENCE not in g["picks"]:
+            return f"{REFERENCE} not measured"
+        return f"{REFERENCE} fastest" if decided else f"{REFERENCE} {FASTEST_OPEN} (not decided)"
     if c["speedup_ci_low"] is None or c["speedup_ci_low"] != c["speedup_ci_low"]:
         return f"{c['speedup']:.2f}x (no interval) {c['verdict']}"
     mark = POOLED_MARK if rests_on_pooling(c, judge) else ""
     return f"{_unbroken(ratio_interval(c['speedup'], c['speedup_ci_low'], c['speedup_ci_high']))} {c['verdict']}{mark}"
 
 
+def _over_own_fp32(g: dict, int8: list) -> str:
+    """An int8 row of one framework: its speed-up over the same framework's fastest fp32 at the row's batch, with
+    the verdict ('winner: 4.05x [3.69-4.44] over its fp32'), from the estimate layer's int8 pairs."""
+    (fw,) = g["picks"]
+    for q, _, c in int8:
+        if (q["framework"], q["model"], q["mode"], q["platform"], int(q["batch_size"])) == \
+                (fw, g["model"], g["mode"], g["platform"], g["batch_size"]) and c is not None:
+            if c["ci_low"] is None:
+                return f"{c['verdict']}: {c['ratio_a_over_b']:.2f}x (no interval) over its fp32"
+            return (f"{c['verdict']}: {_unbroken(ratio_interval(c['ratio_a_over_b'], c['ci_low'], c['ci_high']))} "
+                    "over its fp32")
+    return "- (no fp32 of this framework to compare with)"
+
+
 def images_table(grid: list[dict], summary: pd.DataFrame, best: pd.DataFrame | None,
-                 judge: Judge) -> pd.DataFrame:
-    """The page-1 table from `grid` (estimates.framework_grid) and the verdicts of the summary and best-batch rows."""
+                 judge: Judge, int8: list = ()) -> pd.DataFrame:
+    """The page-1 table from `grid` (estimates.framework_grid) and the verdicts of the summary and best-batch rows;
+    an int8 row measured in one framework shows its speed-up over that framework's fp32 (`int8`: the estimate
+    layer's int8 pairs)."""
     if not grid:
         return pd.DataFrame()
     verdicts = {}
@@ -102,8 +129,9 @@ def images_table(grid: list[dict], summary: pd.DataFrame, best: pd.DataFrame | N
             c = g["picks"].get(fw)
             star = (FASTEST if decided else FASTEST_OPEN) if fw == fastest else ""
             row[fw] = "" if c is None else cell(c, star, fw in g["several_engines"], best_row)
-        row["fastest vs runner-up"] = _verdict(verdict, judge)
-        row[f"fastest vs {REFERENCE}"] = _reference(g, judge) if len(g["picks"]) > 1 else "-"
+        lone_int8 = g["precision"] == "int8" and len(g["picks"]) == 1 and g["batch_size"] != "best"
+        row["fastest vs runner-up"] = _over_own_fp32(g, int8) if lone_int8 else _verdict(verdict, judge)
+        row[f"fastest vs {REFERENCE}"] = _reference(g, judge, decided) if len(g["picks"]) > 1 else "-"
         rows.append(row)
     table = pd.DataFrame(rows)
     # int8 beside fp32: a model and mode's rows by batch, each batch's precisions together
@@ -117,6 +145,39 @@ def images_table(grid: list[dict], summary: pd.DataFrame, best: pd.DataFrame | N
     return table.reset_index(drop=True)
 
 
+def searched_engines(grid: list[dict]) -> bool:
+    """Whether any framework on page 1 ran more than one engine somewhere: only then is a cell 'its best engine'."""
+    return any(g["several_engines"] for g in grid)
+
+
+def not_measured(grid: list[dict]) -> str:
+    """' (not measured: tensorflow xla, torch compile, ...)': the engines each framework declares that page 1's runs
+    did not take, so a reader knows which paths the answer leaves out; '' where every one ran."""
+    ran: dict[str, set] = {}
+    for g in grid:
+        for fw, c in g["picks"].items():
+            ran.setdefault(fw, set()).add(c["engine"])
+    missing = {fw: [e for e in declared(fw, "engines", ()) if e not in ran[fw]] for fw in sorted(ran)}
+    said = "; ".join(f"{fw} {'/'.join(es)}" for fw, es in missing.items() if es)
+    return f" (not measured: {said}; `make sweep PROFILE=engines` adds them)" if said else ""
+
+
+def versions_line(grid: list[dict]) -> str:
+    """'Versions: tensorflow 2.21.0, torch 2.14.1; threads: 2 in every run.': what page 1's numbers ran on, there."""
+    versions: dict[str, set] = {}
+    threads: set = set()
+    for g in grid:
+        for fw, c in g["picks"].items():
+            version = c.get("framework_version")
+            versions.setdefault(fw, set()).add(version if isinstance(version, str) else "unknown")
+            if c.get("threads") == c.get("threads") and c.get("threads") is not None:
+                threads.add(int(c["threads"]))
+    said = ", ".join(f"{fw} {'/'.join(sorted(v))}" for fw, v in sorted(versions.items()))
+    count = (f"{next(iter(threads))} in every run" if len(threads) == 1 else
+             ", ".join(map(str, sorted(threads))) if threads else "not recorded")
+    return f"Versions: {said}; threads: {count}." if said else ""
+
+
 def engines_line(grid: list[dict]) -> str:
     """'Engines: jax jit, onnxruntime all, torch eager (torch: named in its cells where it ran several)': each
     framework's best engine where it is the same on every row, said once under the table."""
@@ -128,5 +189,7 @@ def engines_line(grid: list[dict]) -> str:
             one.setdefault(fw, set()).add(c["engine"])
     same = [f"{fw} {next(iter(e))}" for fw, e in sorted(one.items()) if len(e) == 1 and fw not in several]
     named = sorted(fw for fw in one if fw in several or len(one[fw]) > 1)
-    return ("Engines: " + ", ".join(same) + (f" ({', '.join(named)}: named in its cells)" if named else "") + "."
-            if same else f"Engines: named in the cells ({', '.join(named)}).")
+    what = "Engines" if searched_engines(grid) else "Engines (one per framework, its default)"
+    missing = not_measured(grid)
+    return (f"{what}: " + ", ".join(same) + (f" ({', '.join(named)}: named in its cells)" if named else "")
+            + missing + "." if same else f"{what}: named in the cells ({', '.join(named)}){missing}.")

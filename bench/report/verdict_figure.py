@@ -77,12 +77,12 @@ def ticks(low: float, high: float, most: int = 9) -> list[float]:
     return inside
 
 
-def verdict_forest(points: list[dict], judge: Judge):
-    """The forest plot of `points` (None without any): log speed-up axis, 1x and the band [1/(1+m), 1+m] shaded."""
-    if not points:
-        return None
+LABEL_PT = 9  # the labels' size: readable once the figure is scaled to the PDF's page width
+
+
+def _panel(ax, points: list[dict], judge: Judge, xlabel: str) -> None:
+    """One forest: log speed-up axis, 1x and the band [1/(1+m), 1+m] shaded, its own x range."""
     n = len(points)
-    fig, ax = plt.subplots(figsize=(9, 0.6 + 0.14 * n))
     lo_band, hi_band = judge.band
     ax.axvspan(lo_band, hi_band, color="#dddddd", zorder=0, label=f"equivalence band {judge.within}")
     ax.axvline(1.0, color="#555555", lw=0.8, zorder=1)
@@ -90,9 +90,9 @@ def verdict_forest(points: list[dict], judge: Judge):
         y = n - 1 - i
         colour = COLOURS.get(p["verdict"], COLOURS[UNDECIDED])
         ax.plot([p["low"], p["high"]], [y, y], color=colour, lw=2, solid_capstyle="butt", zorder=2)
-        ax.plot([p["ratio"]], [y], "o", color=colour, ms=4, zorder=3)
+        ax.plot([p["ratio"]], [y], "o", color=colour, ms=5, zorder=3)
     ax.set_yticks(range(n))
-    ax.set_yticklabels(list(reversed(labels(points))), fontsize=7)
+    ax.set_yticklabels(list(reversed(labels(points))), fontsize=LABEL_PT)
     ax.set_xscale("log")
     lows = [p["low"] for p in points] + [lo_band]
     highs = [p["high"] for p in points] + [hi_band]
@@ -100,16 +100,32 @@ def verdict_forest(points: list[dict], judge: Judge):
     ax.set_xticks(ticks(*ax.get_xlim()))
     ax.xaxis.set_minor_locator(NullLocator())
     plain_numbers(ax.xaxis)
-    ax.tick_params(axis="x", labelsize=7, which="both")
-    ax.set_xlabel("speed-up (x) of the first named over the second, 95% interval over fresh processes; log scale",
-                  fontsize=7)
+    ax.tick_params(axis="x", labelsize=LABEL_PT, which="both")
+    ax.set_xlabel(xlabel, fontsize=LABEL_PT)
     ax.set_ylim(-0.7, n - 0.3)
-    handles = [plt.Line2D([], [], color=COLOURS[v], lw=2, marker="o", ms=4, label=v)
+    ax.grid(axis="x", which="both", color="#eeeeee", lw=0.5, zorder=0)
+
+
+def verdict_forest(points: list[dict], judge: Judge):
+    """The forest plot of `points` (None without any); int8 against its fp32 on a panel of its own below, so its
+    large speed-up does not squeeze the frameworks' comparisons and their band to a sliver."""
+    if not points:
+        return None
+    frameworks = [p for p in points if p["where"][2] != "int8"]
+    int8 = [p for p in points if p["where"][2] == "int8"]
+    panels = [(part, text) for part, text in (
+        (frameworks, "speed-up (x) of the first named over the second, 95% interval over fresh processes; log scale"),
+        (int8, "int8's speed-up (x) over the same framework's fp32; log scale")) if part]
+    heights = [0.9 + 0.25 * len(part) for part, _ in panels]
+    fig, axes = plt.subplots(len(panels), 1, figsize=(10, sum(heights) + 0.4), squeeze=False,
+                             gridspec_kw={"height_ratios": heights})
+    for ax, (part, text) in zip(axes[:, 0], panels):
+        _panel(ax, part, judge, text)
+    handles = [plt.Line2D([], [], color=COLOURS[v], lw=2, marker="o", ms=5, label=v)
                for v in (WINNER, SMALL, EQUIVALENT, UNDECIDED) if any(p["verdict"] == v for p in points)]
     handles.append(plt.Rectangle((0, 0), 1, 1, color="#dddddd", label=f"equivalence band {judge.within}"))
-    ax.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=len(handles), fontsize=7,
-              frameon=False)
-    ax.grid(axis="x", which="both", color="#eeeeee", lw=0.5, zorder=0)
+    axes[0, 0].legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=len(handles),
+                      fontsize=LABEL_PT, frameon=False)
     fig.tight_layout()
     # every point drawn compares two sound sides (a side not sound has no interval here): none is flagged
-    return mark_flags(fig, [False] * n)
+    return mark_flags(fig, [False] * len(points))

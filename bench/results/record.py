@@ -230,6 +230,10 @@ class SweepPlacement(Section):
     profile: str | None = optional()
     order_seed: int | None = optional()
     round: int | None = optional()
+    # The block it ran in: a sweep that runs each comparison group's configs back to back in a round names the round
+    # here (absent in older sweeps and for a retry, which runs apart from its group): the report compares configs
+    # within blocks where both sides have them (bench/stats/blocks.py).
+    block: int | None = optional()
     planned_runs: int | None = optional()
     # Where a scheduler ran it (bench/sweep/executors.py): absent for a run of the local executor.
     executor: str | None = optional()
@@ -342,6 +346,9 @@ class Interference(Section):
     wall_s: float | None = optional()
     note: str | None = optional()
     others: str | None = optional()  # the busiest other processes over the loop: "name (pid) cpu s, ..."
+    # page faults the process took over its loop (warm-up and timed): memory faulted in during the steps
+    minor_faults: int | None = optional()
+    major_faults: int | None = optional()
 
 
 @section
@@ -368,6 +375,9 @@ class Certificate(Section):
     data_placement_observed: dict[str, Any] | None = optional()
     data_placement_match: bool | None = optional()
     inside_timer: Any = optional()
+    # the framework's documented process settings as the run had them: variable -> {value, set_by}
+    # (bench/adapters/process_environment.py), beside the thread count every framework is held to
+    process_environment: dict[str, Any] | None = optional()
     failed: list[str] = optional([])
 
     def check(self, name: str) -> bool | None:
@@ -714,6 +724,7 @@ class Record(Versioned):
                "created": self.created, "status": self.status, "reason": self.reason, "label": self.label,
                "repeat": self.repeat, "attempt": self.attempt, "sweep_id": sweep.id,
                "order_index": sweep.order_index,
+               "block": f"{sweep.id}:{sweep.block}" if sweep.block is not None else None,
                "run_flags": [f.name for f in self.flags], "run_flag_reasons": [f.reason for f in self.flags],
                "other_cpu_share": interference.other_cpu_share,
                "steal_share": interference.steal_share,

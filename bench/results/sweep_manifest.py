@@ -144,6 +144,11 @@ class SweepManifest(Versioned):
     # cache -> folder: the compiled-artefact caches its processes could read (bench/adapters/compile_cache.py); each
     # record says whether its build hit or missed (startup.build_cache)
     compile_caches: dict[str, str] = optional({})
+    # the speed reference's readings (bench/sweep/speed_reference.py): {position, step_s, at}; its network in words,
+    # and why it stopped where it did
+    speed_reference: list[dict[str, Any]] = optional([])
+    speed_reference_label: str | None = optional()
+    speed_reference_failed: str | None = optional()
 
     def peak(self, key: str) -> SweepPeak | None:
         """The peak a utilisation uses for one peak key (device|precision|threads); None without a start trial."""

@@ -65,6 +65,8 @@ def fill(record: Record, config: RunConfig, measured: Measured, utilisation: Cal
         record.fairness = run_checks(config, measured.facts, measured.params,
                                      record.model.flops_per_image if record.model else None, measured.weights,
                                      measured.placement)
+        if measured.settings.get("process_environment"):
+            record.fairness.process_environment = measured.settings["process_environment"]
     record.flags = run_flags(record) + list(extra_flags(record))
     if record.startup is not None:
         record.startup.checks_s = time.perf_counter() - t0

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import psutil
 
-from ..adapters import ADAPTERS
+from ..adapters import ADAPTERS, process_environment
 from ..adapters.compile_cache import outcomes
 from ..config import RunConfig
 from ..errors import UnsupportedError
@@ -93,10 +93,13 @@ def _measure_into(record: Record, adapter, config: RunConfig, results_dir: Path)
     reason = adapter.cannot_run(config.mode, config.precision, config.device, config.model)
     if reason:
         raise UnsupportedError(reason)
+    process_environment.apply(adapter.process_environment)  # before the framework loads (a kernel has them already)
     t0 = time.perf_counter()
     workload = adapter.prepare(config)
     prepare_s = time.perf_counter() - t0
     settings, facts = dict(workload.settings), workload.certificate_facts()  # as prepared, before any step
+    if adapter.process_environment:
+        settings["process_environment"] = process_environment.in_effect(adapter.process_environment)
     quantised = getattr(workload, "quantised", None)  # an int8 run: its held-out logits against fp32's
     if quantised is not None:
         attach(settings, quantised.fp32_logits, quantised.int8_logits)

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .blocks import Residual, blocked_ratio
 from .intervals import outer_level, process_interval, process_ratio
 from .moderated import Spread, SweepSpreads, log_spread, moderated_interval, moderated_ratio
 from .quantiles import exp_bounds, t_quantile, welch_satterthwaite
@@ -178,6 +179,8 @@ def pair_ratio(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict:
     (`every_sweep`); else each side's (moderated) spread."""
     several = any(len({s for s in row["process_sweeps"] if s is not None}) > 1 for row in (a, b))
     sa, sb = _spread(a), _spread(b)
+    if not several and (blocked := _blocked(a, b)) is not None:
+        return blocked
     if not several:
         if sa is None or sb is None:
             return process_ratio(a["process_ips"], b["process_ips"])
@@ -197,6 +200,19 @@ def pair_ratio(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict:
     lo, hi = exp_bounds(ma - mb, half)
     out.update(ci_low=lo, ci_high=hi, within_noise=bool(lo <= 1.0 <= hi), df=df)
     return out
+
+
+def _blocked(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict | None:
+    """a / b within the blocks both ran in, with the sweep's pooled within-block residual (bench/stats/blocks.py), where
+    both rows name their processes' blocks and the residual; None otherwise (older sweeps: the estimate above)."""
+    var, df = a.get("block_var"), a.get("block_df")
+    blocks_a, blocks_b = a.get("process_blocks"), b.get("process_blocks")
+    if var is None or var != var or not df or blocks_a is None or blocks_b is None:
+        return None
+    if not isinstance(blocks_a, list | tuple) or not isinstance(blocks_b, list | tuple):
+        return None
+    return blocked_ratio(list(zip(blocks_a, a["process_ips"])), list(zip(blocks_b, b["process_ips"])),
+                         Residual(float(var), int(df)))
 
 
 def welch_ratio(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict:

@@ -65,13 +65,70 @@ class Verdict:
         if self.direction_shown:
             more = (f"about {self.extra_processes} more process{'es' if self.extra_processes != 1 else ''} a side "
                     f"would likely decide it" if self.extra_processes is not None else
-                    f"more than {MAX_EXTRA_PROCESSES} more processes a side would be needed")
+                    undecidable(self.ratio, self.margin))
             return f"faster one shown, not yet whether by more than +-{self.margin:.0%}; {more}"
         if self.extra_processes is None:
-            return (f"its interval straddles both 1x and the +-{self.margin:.0%} margin at this spread; "
-                    f"more than {MAX_EXTRA_PROCESSES} more processes a side would be needed")
+            return undecidable(self.ratio, self.margin)
         return f"about {self.extra_processes} more process{'es' if self.extra_processes != 1 else ''} a side " \
                f"would likely decide it"
+
+
+# What an undecided interval supports, counted on page 1 beside the four outcomes: a direction (the interval excludes
+# 1x: which side is faster, and by how much at least and at most) or a bound (it holds 1x: how far apart at most).
+DIRECTION, BOUND = "direction shown", "bounded"
+PLURALS = {WINNER: "winners", SMALL: "small differences"}
+
+
+def verdict_count(n: int, word: str) -> str:
+    """'1 winner', '2 winners', '3 equivalent', '2 undecided': a verdict with its count."""
+    return f"{n} {PLURALS.get(word, word) if n != 1 else word}"
+
+
+def _percent(x: float) -> str:
+    """A share as page 1 prints a range: whole percents, one decimal under 1% (a bound of 0% says nothing)."""
+    return f"{x * 100:.0f}" if x >= 0.01 else f"{x * 100:.1f}"
+
+
+def support_kind(ci_low: float | None, ci_high: float | None) -> str | None:
+    """DIRECTION where the interval excludes 1x, BOUND where it holds it, None without an interval."""
+    if ci_low is None or ci_high is None or ci_low != ci_low or ci_high != ci_high:
+        return None
+    return DIRECTION if ci_low > 1 or ci_high < 1 else BOUND
+
+
+def supported(ci_low: float | None, ci_high: float | None, above: str, below: str) -> str:
+    """What a ratio's interval supports, in words, for a row that does not decide: 'torch 1-9% faster' (the interval
+    lies above 1x: `above`, the ratio's numerator, is faster; below 1x: `below`), or 'at most 11% apart' (it holds 1x:
+    the larger of its two distances from 1x, each side's own way up); '' without an interval. Never names a fastest
+    where the interval does not show one."""
+    kind = support_kind(ci_low, ci_high)
+    if kind is None:
+        return ""
+    if kind == DIRECTION:
+        low, high, who = ((ci_low, ci_high, above) if ci_low > 1 else
+                          (1 / ci_high, 1 / ci_low if ci_low > 0 else math.inf, below))
+        top = "?" if high == math.inf else _percent(high - 1)
+        return f"{who} {_percent(low - 1)}-{top}% faster"
+    apart = max(ci_high - 1, 1 / ci_low - 1) if ci_low > 0 else math.inf
+    return "no bound on the difference" if apart == math.inf else f"at most {_percent(apart)}% apart"
+
+
+# An estimate within this distance (on the log scale) of the margin's edge is "on the margin": whichever side of the
+# edge the truth lies, no practical number of processes moves its interval off the edge.
+ON_MARGIN = 0.01
+
+
+def on_the_margin(ratio: float, margin: float) -> bool:
+    return ratio > 0 and abs(abs(math.log(ratio)) - math.log(1 + margin)) < ON_MARGIN
+
+
+def undecidable(ratio: float, margin: float) -> str:
+    """Why more processes would not decide a comparison, in words: its estimate sits on the margin's edge, or its
+    spread is too wide for the processes a sweep can add."""
+    if on_the_margin(ratio, margin):
+        return (f"on the margin: its estimate ({ratio:.3f}x) sits at the +-{margin:.0%} edge, where no practical "
+                "number of processes decides it")
+    return f"too noisy: more than {MAX_EXTRA_PROCESSES} more processes a side would be needed at this spread"
 
 
 def phrase(word: str, direction: str = "", detail: str = "") -> str:

@@ -22,6 +22,7 @@ from ..measurement.loop import MIN_STEADY_ITERATIONS, MIN_WARMUP, STEADY_WINDOW,
 from ..results.record import Record
 from ..results.store import counted_attempts
 from ..results.sweep_manifest import SweepManifest, as_manifests, wall_key
+from ..stats.blocks import Residual, blocked_ratio, pooled_residual
 from ..stats.judge import Judge, SpreadJudge
 from ..stats.moderated import SweepSpreads
 from ..stats.printed import bounds
@@ -70,13 +71,22 @@ def comparison_group(config: RunConfig) -> tuple:
 
 def interleaved_order(configs: Iterable[RunConfig], repeats: int, seed: int,
                       done: set[tuple[str, int]] = frozenset()) -> list[Task]:
-    """Round-robin over configs, shuffled per round with a seed; repetitions already done are left out."""
-    configs = list(configs)
+    """Rounds over every config, each round in a new random order (RMIT) that keeps a comparison group's configs back
+    to back (the groups in a random order, the configs inside a group in a random order): the sides of one comparison
+    run next to each other in time, so a slow spell of the machine falls on them alike, and the estimate can compare
+    them within each round. Repetitions already done are left out."""
+    groups: dict[tuple, list[RunConfig]] = {}
+    for c in configs:
+        groups.setdefault(comparison_group(c), []).append(c)
     tasks = []
     for r in range(repeats):
-        order = list(configs)
-        random.Random(f"{seed}:{r}").shuffle(order)
-        tasks += [Task(c, r, r) for c in order if (c.key, r) not in done]
+        rng = random.Random(f"{seed}:{r}")
+        order = list(groups.values())
+        rng.shuffle(order)
+        for members in order:
+            inside = list(members)
+            rng.shuffle(inside)
+            tasks += [Task(c, r, r) for c in inside if (c.key, r) not in done]
     return tasks
 
 
@@ -185,6 +195,16 @@ class Extra:
     config: RunConfig
     score: float
     reason: str
+    # the other side of the comparison it is for: it runs beside `config` in a round of their own, so the pair is
+    # compared within that block (None: a config compared with nothing, or a partner at its cap or over the budget)
+    partner: RunConfig | None = None
+
+
+def can_decide(v: Verdict, fewest: int, max_repeats: int) -> bool:
+    """Whether more processes, within the cap, would likely decide an undecided comparison: not one whose estimate
+    sits so near the margin, or whose spread is so wide, that even MAX_EXTRA_PROCESSES more a side would not, nor one
+    that needs more than the cap leaves its side with fewer processes (`fewest`)."""
+    return v.extra_processes is not None and v.extra_processes <= max_repeats - fewest
 
 
 def clean_process_values(records: Iterable[Record]) -> dict[str, list[float]]:
@@ -256,12 +276,38 @@ def _scaling_name(c: RunConfig) -> str:
     return f"{c.framework} {c.strategy} x{c.workers}"
 
 
+def clean_process_blocks(records: Iterable[Record]) -> dict[str, list[tuple[str | None, float]]]:
+    """config key -> (block, value) per clean process, as `clean_process_values` counts them: its block is its sweep's
+    round where its comparison group ran back to back (None: an older sweep's process, or a retry)."""
+    out: dict[str, list[tuple[str | None, float]]] = {}
+    for r in sorted(counted_attempts(list(records)), key=lambda r: (r.config_key, r.repeat, r.created or "")):
+        if r.status != "ok" or not r.summary or any(FLAG_SCOPE.get(f.name) == "throughput" for f in r.flags):
+            continue
+        block = f"{r.sweep.id}:{r.sweep.block}" if r.sweep and r.sweep.block is not None else None
+        out.setdefault(r.config_key, []).append((block, r.summary.images_per_sec_median))
+    return out
+
+
+def _blocked_compare(judge: Judge, a: list, b: list, residual: Residual | None) -> tuple | None:
+    """(report verdict, stopping verdict, the ratio at the stopping confidence) of a / b within their shared blocks,
+    as the report judges a grouped sweep's pair (bench/stats/blocks.py); None where the pair has no blocked
+    estimate."""
+    r95 = blocked_ratio(a, b, residual, judge.confidence)
+    if r95 is None:
+        return None
+    strict = blocked_ratio(a, b, residual, judge.stopping_confidence)
+    report = judge.verdict(r95["ratio"], r95["ci_low"], r95["ci_high"], len(a), len(b), r95["df"])
+    return report, judge.stopping(report, strict["ci_low"], strict["ci_high"]), strict
+
+
 def next_process(configs: Iterable[RunConfig], values: dict[str, list[float]], processes: dict[str, int],
                  cost_s: Callable[[RunConfig], float], budget_left_s: float, max_repeats: int,
-                 judge: Judge) -> Extra | None:
+                 judge: Judge, blocks: dict[str, list[tuple[str | None, float]]] | None = None) -> Extra | None:
     """The config that gets the next process, or None when none should (budget spent, all decided, or capped).
 
-    `values`: clean per-process values per config key (`clean_process_values`); `processes`: processes already run
+    `values`: clean per-process values per config key (`clean_process_values`), and where the sweep ran in blocks
+    `blocks` (`clean_process_blocks`: a pair is then judged within its blocks, as the report judges it); `processes`:
+    processes already run
     per config key (clean or not, retries excluded); `cost_s`: estimated seconds of one more process of a config.
     Every comparison is judged as the report judges it (bench/stats/moderated.py's sweep-moderated spreads,
     bench/stats/verdicts.py's four verdicts, asked of `judge`), except that a winner stops only once its interval
@@ -275,7 +321,8 @@ def next_process(configs: Iterable[RunConfig], values: dict[str, list[float]], p
     rows, and a decided one asks for nothing.
     """
     configs = list(configs)
-    spreads = SweepSpreads({c.key: values.get(c.key, []) for c in configs}, {c.key: spread_pool(c) for c in configs})
+    spreads = SweepSpreads({c.key: values.get(c.key, []) for c in configs}, {c.key: spread_pool(c) for c in configs},
+                           families={c.key: f"{c.framework} {c.mode}" for c in configs})  # the report's families
     on = judge.on(spreads)
     groups: dict[tuple, list[RunConfig]] = {}
     distributed = [c for c in configs if c.distributed]
@@ -284,6 +331,9 @@ def next_process(configs: Iterable[RunConfig], values: dict[str, list[float]], p
     for c in configs:  # a distributed config in a scaling comparison is judged there (below)
         if c.key not in scaled:
             groups.setdefault(comparison_group(c), []).append(c)
+
+    residual = pooled_residual({g: {c.key: (blocks or {}).get(c.key, []) for c in members}
+                                for g, members in groups.items()}) if blocks else None
 
     def open_(c: RunConfig) -> bool:
         return processes.get(c.key, 0) < max_repeats and cost_s(c) <= budget_left_s
@@ -294,21 +344,26 @@ def next_process(configs: Iterable[RunConfig], values: dict[str, list[float]], p
 
     candidates: list[tuple[tuple, Extra]] = []
 
-    def offer(c: RunConfig, tier: int, urgency: float, reason: str) -> None:
+    def offer(c: RunConfig, tier: int, urgency: float, reason: str, partner: RunConfig | None = None) -> None:
         if open_(c):
-            candidates.append(((tier, urgency, -cost_s(c)), Extra(c, float(tier) + urgency, reason)))
+            both = partner is not None and open_(partner) and cost_s(c) + cost_s(partner) <= budget_left_s
+            candidates.append(((tier, urgency, -cost_s(c)),
+                               Extra(c, float(tier) + urgency, reason, partner if both else None)))
 
     for members in groups.values():
+        ranked = sorted((c for c in members if len(values.get(c.key, [])) >= 2),
+                        key=lambda c: -on.interval(c.key)["estimate"])
+
+        # who runs beside a config that needs a process of its own: the fastest other member of its group
+        partner = {c.key: next((m for m in ranked + members if m is not c), None) for c in members}
         for c in members:
             if len(values.get(c.key, [])) < 2:  # a distributed config's after page 1's rows
                 offer(c, OTHER if c.distributed else NO_INTERVAL, math.inf,
-                      f"{_name(c)}: fewer than two clean processes")
+                      f"{_name(c)}: fewer than two clean processes", partner[c.key])
             elif one_df_own_spread(on, c, len(members)):
                 offer(c, NO_INTERVAL, ONE_DF_URGENCY, f"{_name(c)}: its interval rests on its own spread from 2 "
                                                       "processes (1 degree of freedom: the sweep's prior does not "
-                                                      "fit it); a third gives it one worth reading")
-        ranked = sorted((c for c in members if len(values.get(c.key, [])) >= 2),
-                        key=lambda c: -on.interval(c.key)["estimate"])
+                                                      "fit it); a third gives it one worth reading", partner[c.key])
         if len(members) == 1 and ranked:
             half = _log_halfwidth(on.interval(ranked[0].key))
             if half > math.log1p(SOLO_TARGET):
@@ -316,14 +371,16 @@ def next_process(configs: Iterable[RunConfig], values: dict[str, list[float]], p
                                              f"{SOLO_TARGET:.0%} target")
         for i, b in enumerate(ranked[1:]):
             a = ranked[0]
-            report, v, strict = on.compare_to_stop(a.key, b.key)
-            if v.decided:
-                continue
+            report, v, strict = (blocks and _blocked_compare(judge, blocks.get(a.key, []), blocks.get(b.key, []),
+                                                             residual)) or on.compare_to_stop(a.key, b.key)
+            fewest = min(processes.get(a.key, 0), processes.get(b.key, 0))
+            if v.decided or (report.word != WINNER and not can_decide(v, fewest, max_repeats)):
+                continue  # decided, or more processes within the cap would not decide it: none go there
             side = fewer(a, b)
             if side is None:
                 continue
             offer(side, PAGE_ONE if i == 0 else OTHER, _urgency(v),
-                  why_more(f"{_name(a)} / {_name(b)}", report, strict, judge))
+                  why_more(f"{_name(a)} / {_name(b)}", report, strict, judge), b if side is a else a)
     by_key = {c.key: c for c in distributed}
     for c in (by_key[k] for k in scaled):
         if len(values.get(c.key, [])) < 2:
@@ -333,13 +390,14 @@ def next_process(configs: Iterable[RunConfig], values: dict[str, list[float]], p
         if min(len(values.get(a.key, [])), len(values.get(b.key, []))) < 2:
             continue
         report, v, strict = on.compare_to_stop(comp.a, comp.b, comp.divisor)
-        if v.decided:
+        fewest = min(processes.get(a.key, 0), processes.get(b.key, 0))
+        if v.decided or (report.word != WINNER and not can_decide(v, fewest, max_repeats)):
             continue
         side = fewer(a, b)
         if side is not None:
             what = f"{comp.kind} {_scaling_name(a)} / {_scaling_name(b)}" + (
                 f" / {comp.divisor}" if comp.divisor > 1 else "")
-            offer(side, OTHER, _urgency(v), why_more(what, report, strict, judge))
+            offer(side, OTHER, _urgency(v), why_more(what, report, strict, judge), b if side is a else a)
     if not candidates:
         return None
     return max(candidates, key=lambda x: x[0])[1]

@@ -7,8 +7,9 @@ what a policy queues is submitted as the executor's next batch.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -17,7 +18,7 @@ from ..host.interference import cv_outlier_reason
 from ..results.record import Record
 from ..results.store import host_records
 from ..results.sweep_manifest import ExtraProcess, PlannedRun, Retry, SweepManifest
-from .plan import Task, busy_warning, clean_process_values, next_process
+from .plan import Task, busy_warning, clean_process_blocks, clean_process_values, next_process
 from .profiles import Profile
 from .result import SweepResult
 
@@ -35,6 +36,8 @@ class Ended:
     done: int  # processes ended so far in this sweep, this one included
     record: Record | None  # the latest record of its repetition (None: none was written)
     siblings: list[Record]  # the latest record of each other repetition of its config
+    # the iteration-time CVs of this sweep's other processes of its framework and mode (the jitter rule's family)
+    family_cvs: list[float] = field(default_factory=list)
 
 
 class SweepQueue:
@@ -67,7 +70,7 @@ class QueuePolicy(Protocol):
         """Queue what this process's end calls for (nothing, mostly)."""
 
 
-def needs_retry(record: Record, siblings: list[Record]) -> str | None:
+def needs_retry(record: Record, siblings: list[Record], family_cvs=()) -> str | None:
     """Why a finished run should be repeated: other programs disturbed it, or it jittered far more than
     its config's other repetitions."""
     if record.status != "ok":
@@ -78,7 +81,7 @@ def needs_retry(record: Record, siblings: list[Record]) -> str | None:
     ok = [s for s in siblings if s.status == "ok" and s.summary]
     return cv_outlier_reason(record.summary.cv if record.summary else None, [s.summary.cv for s in ok],
                              record.summary.images_per_sec_median if record.summary else None,
-                             [s.summary.images_per_sec_median for s in ok])
+                             [s.summary.images_per_sec_median for s in ok], family_cvs)
 
 
 class Retries:
@@ -90,7 +93,7 @@ class Retries:
 
     def after(self, ended: Ended, queue: SweepQueue) -> None:
         task, record, j = ended.task, ended.record, self.journal
-        why = needs_retry(record, ended.siblings) if record is not None else None
+        why = needs_retry(record, ended.siblings, ended.family_cvs) if record is not None else None
         if not why:
             return
         what = f"{task.config.label} (repeat {task.repeat}): {why}"
@@ -113,8 +116,10 @@ class Retries:
 
 
 def adaptive_task(profile: Profile, results_dir: Path, kept: list[RunConfig], estimator: Callable[[Task], float],
-                  budget_left_s: float) -> tuple[Task, str] | None:
-    """The adaptive plan's next process (bench/sweep/plan.py: next_process) from this host's records, or None."""
+                  budget_left_s: float) -> tuple[list[Task], str] | None:
+    """The adaptive plan's next processes (bench/sweep/plan.py: next_process) from this host's records, or None: the
+    config it names, and the other side of its comparison where that one can run too, back to back in a round of
+    their own (a new block, so the pair is compared within it)."""
     records = [r for r in host_records(results_dir) if r.config_key in {c.key for c in kept}]
     failing = {r.config_key for r in records if r.status != "ok"}  # another process would fail or skip again
     kept = [c for c in kept if c.key not in failing]
@@ -124,11 +129,13 @@ def adaptive_task(profile: Profile, results_dir: Path, kept: list[RunConfig], es
     processes = {k: len(v) for k, v in repeats.items()}
     nxt = next_process(kept, clean_process_values(records), processes,
                        lambda c: estimator(Task(c, max(repeats.get(c.key, {0})) + 1, 0)), budget_left_s,
-                       profile.max_repeats, profile.judge)
+                       profile.max_repeats, profile.judge, clean_process_blocks(records))
     if nxt is None:
         return None
-    repeat = max(repeats.get(nxt.config.key, {-1})) + 1
-    return Task(nxt.config, repeat, repeat), nxt.reason
+    block = max((r.sweep.round for r in records if r.sweep and r.sweep.round is not None), default=0) + 1
+    configs = [nxt.config] + ([nxt.partner] if nxt.partner is not None else [])
+    random.Random(f"{profile.order_seed}:{block}").shuffle(configs)  # the order inside the pair, drawn
+    return [Task(c, max(repeats.get(c.key, {-1})) + 1, block) for c in configs], nxt.reason
 
 
 class AdaptiveExtras:
@@ -147,10 +154,11 @@ class AdaptiveExtras:
         extra = adaptive_task(self.profile, self.results_dir, self.kept, j.estimate, self.budget_left_s())
         if extra is None:
             return
-        task, why = extra
-        queue.add(task)
-        j.manifest.extra_estimate_s += j.estimate(task)
-        j.result.extra.append(f"{task.config.label} (repeat {task.repeat}): {why}")
-        j.manifest.extra_processes.append(ExtraProcess(config_key=task.config.key, label=task.config.label,
-                                                       repeat=task.repeat, reason=why))
-        j.manifest.order.append(planned_run(task))
+        tasks, why = extra
+        for task in tasks:
+            queue.add(task)
+            j.manifest.extra_estimate_s += j.estimate(task)
+            j.result.extra.append(f"{task.config.label} (repeat {task.repeat}): {why}")
+            j.manifest.extra_processes.append(ExtraProcess(config_key=task.config.key, label=task.config.label,
+                                                           repeat=task.repeat, reason=why))
+            j.manifest.order.append(planned_run(task))

@@ -50,6 +50,7 @@ from .measurements import measure_memory, measure_networks, measure_peaks
 from .plan import (
     PROCESS_OVERHEAD_S,
     Task,
+    comparison_group,
     default_startup_s,
     estimate_run_s,
     expected_extra_s,
@@ -62,6 +63,7 @@ from .plan import (
 from .policies import AdaptiveExtras, Ended, Journal, QueuePolicy, Retries, SweepQueue, planned_run
 from .profiles import Profile
 from .result import SweepResult
+from .speed_reference import SpeedReference, speed_reference_on
 from .task import NOTEBOOKS, latest_by_repeat
 
 LOCK_FILE = ".sweep.lock"
@@ -187,6 +189,8 @@ class Sweep:
         self.result = SweepResult()
         self.manifest: SweepManifest | None = None
         self.done = 0  # processes the executor gave back
+        self._family_cvs: dict[tuple[str, str], list[float]] = {}  # (framework, mode) -> CVs of its ended processes
+        self.reference: SpeedReference | None = None
         self._t0 = time.perf_counter()
         self._bar = None
 
@@ -195,15 +199,19 @@ class Sweep:
         with kernel_environment(host_dir(self.results_dir) / NOTEBOOKS / "kernels.log"), \
                 results_lock(self.results_dir):
             self._t0 = time.perf_counter()
-            planned = self.plan()
             try:
-                self.run(planned)
-            except BaseException as exc:
-                self.finish("interrupted")
-                if isinstance(exc, KeyboardInterrupt):
-                    _quiet_abandoned_kernel_tasks()
-                raise
-            self.finish("finished")
+                planned = self.plan()
+                try:
+                    self.run(planned)
+                except BaseException as exc:
+                    self.finish("interrupted")
+                    if isinstance(exc, KeyboardInterrupt):
+                        _quiet_abandoned_kernel_tasks()
+                    raise
+                self.finish("finished")
+            finally:
+                if self.reference is not None:
+                    self.reference.close()
         return self.result
 
     def plan(self) -> Plan:
@@ -211,6 +219,9 @@ class Sweep:
         profile, local = self.profile, self.executor.local
         if local:  # the first measurement (the peak, then the first run) waits for a quiet machine, bounded
             quiet_start(self.announce)
+            if speed_reference_on():  # then the machine's own speed, read until steady
+                self.reference = SpeedReference(self.announce)
+                self.reference.steady(position=0)
         # a scheduler's runs measure their own nodes' peaks (cached per host); the submitting machine measures none
         peaks = measure_peaks(profile, self.announce) if local else {}
         networks = measure_networks(profile, self.results_dir, self.force, self.announce) if local else []
@@ -277,6 +288,7 @@ class Sweep:
                     bar.update(1)
                     t1 = time.perf_counter()
                     self._ended(task, queue, policies)
+                    self._between_groups(task, queue)
                     # after the policies: the run they queued (an extra process, a retry) is the one that runs next
                     _show_next(bar, queue, self.done, len(p.tasks))
         bar.close()
@@ -293,7 +305,11 @@ class Sweep:
         record = runs.get(task.repeat)
         if record is not None:
             self.result.measured_s += record.duration_s
-        ended = Ended(task, self.done, record, [r for k, r in runs.items() if k != task.repeat])
+        family = (task.config.framework, task.config.mode)
+        ended = Ended(task, self.done, record, [r for k, r in runs.items() if k != task.repeat],
+                      list(self._family_cvs.get(family, [])))
+        if record is not None and record.ok and record.summary and record.summary.cv is not None:
+            self._family_cvs.setdefault(family, []).append(record.summary.cv)
         for policy in policies:
             policy.after(ended, queue)
         if record is not None and record.status != "ok" and record.attempt == task.attempt:
@@ -318,10 +334,25 @@ class Sweep:
     def _info(self, order_index: int, task: Task) -> dict:
         """The record's placement in this sweep."""
         m = self.manifest
-        return {"id": m.sweep_id, "profile": m.profile, "order_seed": m.order_seed, "order_index": order_index,
+        info = {"id": m.sweep_id, "profile": m.profile, "order_seed": m.order_seed, "order_index": order_index,
                 "round": task.round, "planned_runs": len(m.order)}
+        # its comparison group ran back to back in this round (plan.interleaved_order; the adaptive plan's extras go
+        # as whole groups in a round of their own): the block it is compared in; a retry runs apart from its group
+        return {**info, "block": task.round} if task.attempt == 0 else info
+
+    def _between_groups(self, task: Task, queue: SweepQueue) -> None:
+        """A speed reading where a comparison group has ended (the next process is another group's) and at the end."""
+        if self.reference is None:
+            return
+        if self.done >= len(queue) or comparison_group(queue.tasks[self.done].config) != comparison_group(task.config):
+            self.reference.read(self.done)
+            self._save()
 
     def _save(self) -> None:
+        if self.reference is not None:
+            self.manifest.speed_reference = list(self.reference.readings)
+            self.manifest.speed_reference_label = self.reference.label
+            self.manifest.speed_reference_failed = self.reference.failed
         write_sweep(self.results_dir, self.manifest)
 
 

@@ -3,9 +3,10 @@ could not run. Executors (bench/sweep/executors.py) call `run_task`, so a record
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-from ..adapters import ADAPTERS
+from ..adapters import ADAPTERS, process_environment
 from ..config import RunConfig
 from ..errors import UnsupportedError
 from ..paths import PROJECT_ROOT
@@ -42,12 +43,15 @@ def run_notebook(config: RunConfig, results_dir: Path, task: Task, sweep: dict) 
     out = executed_notebook_path(config, results_dir, task.repeat, task.attempt)
     out.parent.mkdir(parents=True, exist_ok=True)
     notebook = DISTRIBUTED_NOTEBOOK if config.distributed else BENCHMARK_NOTEBOOK
-    execute_masked(notebook, out, parameters=notebook_parameters(config, results_dir, task, sweep),
-                   kernel_name=ADAPTERS.get(config.framework).kernel_for(config.device), cwd=str(PROJECT_ROOT),
-                   progress_bar=False, request_save_on_cell_execute=True,  # an interrupted run keeps its notebook
-                   # its record is written and the notebook saved by then: the kernel is stopped at once instead of
-                   # being asked to exit (a framework's exit handlers and threads can take seconds)
-                   shutdown_kernel="immediate")
+    adapter = ADAPTERS.get(config.framework)
+    # the framework's documented process settings, in the kernel's environment from its start (an allocator's too)
+    with process_environment.environment(process_environment.to_set(adapter.process_environment, os.environ)):
+        execute_masked(notebook, out, parameters=notebook_parameters(config, results_dir, task, sweep),
+                       kernel_name=adapter.kernel_for(config.device), cwd=str(PROJECT_ROOT),
+                       progress_bar=False, request_save_on_cell_execute=True,  # an interrupted run keeps its notebook
+                       # its record is written and the notebook saved by then: the kernel is stopped at once instead
+                       # of being asked to exit (a framework's exit handlers and threads can take seconds)
+                       shutdown_kernel="immediate")
 
 
 def _failure_reason(exc: BaseException) -> str:

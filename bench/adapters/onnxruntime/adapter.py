@@ -33,6 +33,27 @@ def session_options(ort, engine: str, threads: int):
     return so
 
 
+def provider_options(device: str, precision: str) -> dict:
+    """The execution provider's options for a run: on a GPU its device and TF32 off unless the run asks for tf32 (the
+    CUDA provider enables TF32 by default, while PyTorch, TensorFlow and JAX are held to strict fp32); on the CPU
+    none. ONNX Runtime takes provider options as strings."""
+    if not is_gpu(device):
+        return {}
+    return {"device_id": str(int(device.split(":")[1])), "use_tf32": "1" if precision == "tf32" else "0"}
+
+
+def checked_tf32(session, provider: str, options: dict) -> str | None:
+    """The TF32 setting the session reports for its CUDA provider (read back, not assumed); an error where it is not
+    the one asked for (an fp32 run computing in TF32 is not like for like)."""
+    if provider != "CUDAExecutionProvider":
+        return None
+    got = str(session.get_provider_options().get(provider, {}).get("use_tf32", "1"))
+    if got != options["use_tf32"]:
+        raise RuntimeError(f"onnxruntime: the CUDA provider reports use_tf32={got}, not the {options['use_tf32']} "
+                           "this run asked for")
+    return got
+
+
 def open_session(ort, path, so, provider: str, options: dict):
     """An InferenceSession on `provider`, or an error saying it did not load. The CUDA provider library
     (onnxruntime-gpu) has no RUNPATH to the CUDA 13 and cuDNN wheels it needs: it finds them only where another library
@@ -70,7 +91,7 @@ class ORTWorkload(InferenceRuntimeWorkload):
         self.compile_caches = {"onnx_export": exported.cache} if exported.cache else {}
         self.gpu = is_gpu(config.device)
         provider = "CUDAExecutionProvider" if self.gpu else "CPUExecutionProvider"
-        options = {"device_id": int(config.device.split(":")[1])} if self.gpu else {}
+        options = provider_options(config.device, config.precision)
         so = session_options(ort, config.engine, config.threads)
         path = exported.path
         if config.precision == INT8:  # the int8 graph of the same export, calibrated here (bench/adapters/int8.py)
@@ -82,6 +103,7 @@ class ORTWorkload(InferenceRuntimeWorkload):
             scratch = tempfile.TemporaryDirectory(prefix="bench-ort-optimised-")
             so.optimized_model_filepath = str(Path(scratch.name) / "optimised.onnx")
         self.session = open_session(ort, path, so, provider, options)
+        use_tf32 = checked_tf32(self.session, provider, options)
         if scratch is not None:
             attention = optimised_attention(so.optimized_model_filepath)
             scratch.cleanup()
@@ -91,15 +113,16 @@ class ORTWorkload(InferenceRuntimeWorkload):
         self.binding = None
         if self.gpu and config.data == "device":  # the batch stays on the GPU: bind it once
             self.binding = self.session.io_binding()
-            self.bound_x = ort.OrtValue.ortvalue_from_numpy(self.host_x, "cuda", options["device_id"])
+            self.bound_x = ort.OrtValue.ortvalue_from_numpy(self.host_x, "cuda", int(options["device_id"]))
             self.binding.bind_ortvalue_input(self.input, self.bound_x)
-            self.binding.bind_output(self.session.get_outputs()[0].name, "cuda", options["device_id"])
+            self.binding.bind_output(self.session.get_outputs()[0].name, "cuda", int(options["device_id"]))
         self.settings = {
             "intra_op_threads": so.intra_op_num_threads,  # ORT has no read-back: the value it was given
             "inter_op_threads": so.inter_op_num_threads,
             "layout": layout(config.model, "NCHW (the exported PyTorch graph)", "int64"),
             "engine": f"graph_optimization_level={LEVELS[config.engine]}",
             "providers": self.session.get_providers(),
+            **({"cuda_use_tf32": use_tf32} if use_tf32 is not None else {}),  # read back from the session
             "export": exported.method,
             "data_placement": config.data,
             "inside_timer": self._inside_timer("InferenceSession.run on the batch"

@@ -350,7 +350,7 @@ class TorchAdapter(Adapter):
     aliases = ("pytorch",)
     oom_markers = ("outofmemory", "memoryerror", "badalloc")  # torch.cuda.OutOfMemoryError, "CUDA out of memory"
     environment_variables = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_NO_CUDA_MEMORY_CACHING", "TORCHINDUCTOR_FREEZING",
-                             "TORCHINDUCTOR_MAX_AUTOTUNE", "TORCH_CUDNN_V8_API_DISABLED")
+                             "TORCHINDUCTOR_MAX_AUTOTUNE", "TORCH_CUDNN_V8_API_DISABLED", "THP_MEM_ALLOC_ENABLE")
     reference = True
     engines = ("eager", "compile", "eager_nchw")
     precisions = ("fp32", "tf32", "bf16", "fp16", INT8)
@@ -369,7 +369,8 @@ class TorchAdapter(Adapter):
         config = torch.__config__.show()
         keep = ("BLAS_INFO", "LAPACK_INFO", "CPU capability", "MKL", "oneDNN", "OpenMP", "CUDA Runtime", "CuDNN")
         return {
-            "version": torch.__version__,
+            "version": self.version() or torch.__version__,  # the wheel's version, as every record names it
+            "build_version": torch.__version__,  # with its local part (+cu130): the build
             "torchvision": dist_version("torchvision"),
             "cuda": torch.version.cuda,
             "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,

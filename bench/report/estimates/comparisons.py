@@ -70,6 +70,30 @@ def summary_table(configs: pd.DataFrame, judge: Judge) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def tiers(configs: pd.DataFrame, judge: Judge) -> list[dict]:
+    """Per row of three or more frameworks (each at its best engine): the frameworks in tiers by one rule, fastest
+    first, a new tier wherever the faster neighbour is a decided winner over the next (each step a 95% comparison
+    of neighbours; `steps` says how many were made, the multiplicity a reader weighs)."""
+    out = []
+    if configs.empty:
+        return out
+    for key, every in configs.groupby(GROUP + ["batch_size"]):
+        g = [best_engine(s) for _, s in every.groupby("framework")]
+        if len(g) < 3:
+            continue
+        g.sort(key=lambda r: -r["images_per_sec_median"])
+        groups, breaks = [[g[0]["framework"]]], 0
+        for faster, slower in zip(g, g[1:]):
+            c = compare_pair(faster, slower, judge)
+            if c["winner"] and c["faster"] == faster["series"]:
+                groups.append([])
+                breaks += 1
+            groups[-1].append(slower["framework"])
+        out.append({**dict(zip(GROUP + ["batch_size"], key)), "tiers": groups, "steps": len(g) - 1,
+                    "decided_steps": breaks})
+    return out
+
+
 def best_batch_table(configs: pd.DataFrame, judge: Judge) -> pd.DataFrame:
     """Per model and mode (platform, precision) measured at more than one batch size: every framework at its own
     best batch and engine, the fastest of them against the runner-up with the verdict. Over every framework

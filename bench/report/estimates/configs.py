@@ -7,12 +7,14 @@ this is shown is bench/report/config_frame.py's business.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from ... import strategies
+from ...config import FIELDS
 from ...measurement.flags import (
     FLAG_SCOPE,
     MIN_PROCESSES,
@@ -27,6 +29,7 @@ from ...measurement.loop import P99_MIN_TIMED
 from ...measurement.peak import peak_key
 from ...measurement.utilisation import peak_threads, utilisation
 from ...results.record import Flag
+from ...stats.blocks import Residual, pooled_residual
 from ...stats.config_intervals import Interval, config_intervals
 from ...stats.intervals import variance_components
 from .cross_run import cross_run_flags
@@ -68,6 +71,10 @@ class ConfigEstimate:
     first_iteration_s: float | None
     phases: dict[str, float]  # one process's phase columns (phase_<name>_ms), as shown
     flags: list[Flag] = field(default_factory=list)
+    # each replicate's block ("sweep:round" where its comparison group ran back to back, else None) and the sweep's
+    # pooled within-block residual (bench/stats/blocks.py), for ratios within blocks
+    blocks: list = field(default_factory=list)
+    residual: Residual | None = None
 
     @property
     def estimate(self) -> float:
@@ -92,15 +99,19 @@ def _known(value) -> bool:
 
 def config_utilisation(flops_per_image, images_per_sec: float, sweep_peaks: list[dict],
                        run_peaks: list) -> tuple[float | None, list[Flag]]:
-    """The config's utilisation and the flags judging it: against the best peak its sweeps measured (start or end),
-    else the best its runs recorded; withheld (flag peak_unsteady) where a sweep's peak trials spread too far."""
+    """The config's utilisation and the flags judging it: against the best steady peak its sweeps measured (start or
+    end: an unsteady start beside a steady end uses the end's), else the best its runs recorded; withheld (flag
+    peak_unsteady) only where every peak its sweeps measured spread too far, so the flag is about the peak the
+    utilisation would have used."""
     found: list[Flag] = []
     share = None
+    measured = [m for m in sweep_peaks if m["flops_per_sec"]]
+    steady = [m for m in measured if m["spread"] is not None and peak_flag(m["spread"]) is None]
     if _known(flops_per_image):
-        peak = max([m["flops_per_sec"] for m in sweep_peaks if m["flops_per_sec"]] or
+        peak = max([m["flops_per_sec"] for m in steady or measured] or
                    [p for p in run_peaks if _known(p)] or [np.nan])
         share = utilisation(flops_per_image, images_per_sec, peak)
-    spread = max((m["spread"] for m in sweep_peaks if m["spread"] is not None), default=None)
+    spread = None if steady else min((m["spread"] for m in measured if m["spread"] is not None), default=None)
     if share is not None and (p := peak_flag(spread)) is not None:
         found.append(p)
         share = None
@@ -148,7 +159,7 @@ def estimate_config(g: pd.DataFrame, interval: Interval, columns: list[str],
         flags.append(flag("disturbed" if len(clean) < len(g) else "too_few_processes", why))
     # the peak of this config's own device, precision and threads (a row has the config's fields as attributes)
     key = peak_key(first["device"], first["precision"], peak_threads(first))
-    mine = [peaks[s][key] for s in used["sweep_id"] if peaks and key in peaks.get(s, {})]
+    mine = [m for s in dict.fromkeys(used["sweep_id"]) if peaks and key in peaks.get(s, {}) for m in peaks[s][key]]
     share, judged = config_utilisation(first.get("flops_per_image"), interval.estimate, mine, list(used["peak_flops"]))
     # the records' own utilisation judgements were against their run's peak; the config's replace them
     flags = [f for f in flags if f.name not in ("utilisation_over_peak", "peak_unsteady")] + judged
@@ -187,12 +198,43 @@ def estimate_configs(processes: pd.DataFrame, columns: list[str],
     """Every config's estimate, with the flags that need several configs (bench/report/estimates/cross_run.py).
 
     `columns` are the runs table's (a config keeps its own); `peaks` maps sweep id -> peak key -> that sweep's peak
-    (bench/report/data.py: sweep_peaks): its FLOP/s (best of start and end) and its trials' spread."""
+    (bench/report/data.py: sweep_peaks): its FLOP/s at the start and at the end, each with its trials' spread."""
     if processes.empty:
         return []
     groups = [g for _, g in processes.groupby(CONFIG, sort=False)]
     intervals = config_intervals([(u["ips"], u["node"] if "node" in u else [None] * len(u), u["sweep_id"],
                                    spread_pool(u), spread_family(u)) for u in map(_used, groups)])
     estimates = [estimate_config(g, i, columns, peaks) for g, i in zip(groups, intervals, strict=True)]
+    _blocks(estimates, [_used(g) for g in groups])
     cross_run_flags(estimates)
     return estimates
+
+
+def comparison_group(config: dict) -> tuple:
+    """What a config is compared within (its platform and every run field but the framework and engine): the
+    configs a sweep runs back to back in a round. A missing value (NaN in a column that mixes numbers and None) is
+    None, so configs alike in it share a group."""
+    def known(v):
+        return None if v is None or (isinstance(v, float) and v != v) else v
+    return (config.get("platform"), *((k, known(config.get(k))) for k in FIELDS if k not in ("framework", "engine",
+                                                                                             "extra")))
+
+
+def _blocks(estimates: list[ConfigEstimate], used: list[pd.DataFrame]) -> None:
+    """Each estimate's replicates' blocks, labelled with their comparison group (two configs share a block only where
+    they ran back to back in one round of one sweep), and the within-block residual pooled over every comparison group
+    of a platform's single-process configs whose processes name their block (older sweeps name none: their ratios stay
+    unblocked)."""
+    pools: dict[tuple, dict[tuple, dict]] = {}
+    for e, u in zip(estimates, used, strict=True):
+        group = comparison_group(e.config)
+        label = hashlib.sha1(repr(group).encode()).hexdigest()[:10]
+        per_process = e.interval.nodes == 1 and "block" in u and len(e.interval.replicates) == len(u)
+        e.blocks = ([f"{b}:{label}" if isinstance(b, str) else None for b in u["block"]] if per_process
+                    else [None] * len(e.interval.replicates))
+        if spread_pool(u)[1] and any(e.blocks):
+            pools.setdefault(spread_pool(u), {}).setdefault(group, {})[e.config["config_key"]] = \
+                list(zip(e.blocks, e.interval.replicates))
+    residuals = {pool: pooled_residual(groups) for pool, groups in pools.items()}
+    for e, u in zip(estimates, used, strict=True):
+        e.residual = residuals.get(spread_pool(u))

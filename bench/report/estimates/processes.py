@@ -7,6 +7,7 @@ import pandas as pd
 
 from ...host.interference import cv_outlier_reason
 from ...measurement.flags import FLAG_SCOPE, MODEL_FLAGS, flag
+from ...measurement.spells import spell_reason
 from ...results.record import Flag, Record
 
 
@@ -16,11 +17,13 @@ def throughput_flags(flags: list[Flag]) -> list[Flag]:
     return [f for f in flags if FLAG_SCOPE.get(f.name) == "throughput" and f.name not in MODEL_FLAGS]
 
 
-def process_table(records: list[Record], runs: pd.DataFrame) -> pd.DataFrame:
+def process_table(records: list[Record], runs: pd.DataFrame,
+                  readings: dict[str, list[tuple[int, float]]] | None = None) -> pd.DataFrame:
     """One row per successful process (latest attempt) with its value, jitter and own flags.
 
     `runs` is the runs table (one row per record, with platform and series). Adds `process_flags`
-    (the record's flags plus a cv_outlier flag judged against its config's other processes), `clean`
+    (the record's flags plus a cv_outlier flag judged against its config's other processes, and a slow_spell flag
+    where its sweep's speed reference read slow around it: `readings`, sweep id -> [(position, step s)]), `clean`
     and `ips` (its median images/s) and `timed_ips` (its per-iteration images/s).
     """
     ok = runs[runs["status"] == "ok"].copy() if not runs.empty else runs
@@ -37,10 +40,16 @@ def process_table(records: list[Record], runs: pd.DataFrame) -> pd.DataFrame:
     flags = []
     for idx, row in ok.iterrows():
         own = list(by_id[row["record_id"]].flags)
-        siblings = ok[(ok["platform"] == row["platform"]) & (ok["config_key"] == row["config_key"]) & (ok.index != idx)]
-        why = cv_outlier_reason(row["cv"], list(siblings["cv"]), row["ips"], list(siblings["ips"]))
+        others = ok[(ok["platform"] == row["platform"]) & (ok.index != idx)]
+        siblings = others[others["config_key"] == row["config_key"]]
+        family = others[(others["framework"] == row["framework"]) & (others["mode"] == row["mode"])]
+        why = cv_outlier_reason(row["cv"], list(siblings["cv"]), row["ips"], list(siblings["ips"]), list(family["cv"]))
         if why:
             own.append(flag("cv_outlier", why))
+        record = by_id[row["record_id"]]
+        if record.sweep and (spell := spell_reason((readings or {}).get(record.sweep.id, []),
+                                                   record.sweep.order_index)):
+            own.append(flag("slow_spell", spell))
         flags.append(own)
     ok["process_flags"] = flags
     ok["clean"] = [not throughput_flags(f) for f in flags]

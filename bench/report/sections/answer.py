@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from ..answer import decided_line
 from ..estimates import framework_grid, int8_pairs
-from ..throughput_grid import LEGEND, engines_line, images_table
+from ..throughput_grid import LEGEND, engines_line, images_table, searched_engines, versions_line
 from ..units import token_models, units_note
 from ..verdict_figure import verdict_forest, verdict_points
 from .base import Figures, Section, Table, Text, heading
 
-INTRO = "Images/s [95% interval over fresh processes], each framework at its best engine{model}."
+INTRO = "Images/s [95% interval over fresh processes], each framework at {engine}{model}."
+BEST_ENGINE, ONE_ENGINE = "its best engine", "the one engine it ran (named under the table)"
 
 
 NO_POINTS = "No comparison has an interval to draw: page 2 gives each row's reason."
@@ -37,14 +38,16 @@ def _units(configs) -> str:
 
 def render(d) -> Section:
     grid = framework_grid(d.configs, d.judge)
-    table = images_table(grid, d.summary, d.best, d.judge)
-    points = verdict_points(d.summary, d.best, grid, int8_pairs(d.configs, d.judge))
-    intro = INTRO.format(model=_one_model(table, d.configs)) + _units(d.configs)
+    int8 = int8_pairs(d.configs, d.judge)
+    table = images_table(grid, d.summary, d.best, d.judge, int8)
+    points = verdict_points(d.summary, d.best, grid, int8)
+    engine = BEST_ENGINE if searched_engines(grid) else ONE_ENGINE  # "best" only where several were compared
+    intro = INTRO.format(engine=engine, model=_one_model(table, d.configs)) + _units(d.configs)
     models = d.configs["model"].unique() if not d.configs.empty else []
     if len(models) and len(token_models(models)) == len(models):  # every row counts sequences, none images
         intro = intro.replace("Images/s", "Sequences/s", 1)
     return Section([heading("Answer"), Text(f"{decided_line(d.summary, d.best, d.judge)} {intro}"),
                     Table(table, d.only_distributed() or "no successful runs yet"),
-                    *([Text(f"{engines_line(grid)} {LEGEND}")] if not table.empty else []),
+                    *([Text(f"{engines_line(grid)} {versions_line(grid)} {LEGEND}")] if not table.empty else []),
                     Figures(verdict_forest(points, d.judge), "verdicts") if points else
                     Text(f"*{NO_POINTS}*") if not table.empty else Text("")])

@@ -3,13 +3,13 @@ an undecided one, the footnotes for rows that could not be judged, and where the
 
 from __future__ import annotations
 
-from ..answer import answer_notes, answer_table
+from ..answer import answer_notes, answer_table, tiers_text
+from ..estimates import tiers
 from .base import Section, Table, Text, heading, precision_features
 from .header import provenance
 
-INTRO = ("Each row of page 1 with more to say (undecided, or keyed to a footnote): which frameworks it compared, its "
-         "speed-up (with a pooled verdict's interval from its own processes alone) and what would likely decide it "
-         "(more processes a side, or more sweeps).")
+INTRO = ("Each page-1 row with more to say: what it compared, its speed-up (a pooled verdict's with its own processes' "
+         "interval too) and what would likely decide it (more processes a side, or more sweeps).")
 COLUMNS = ["platform", "precision", "model", "mode", "batch", "compared", "verdict", "speed-up [95% CI]", "to decide"]
 
 
@@ -22,5 +22,7 @@ def render(d) -> Section:
         blocks += [Table(table[[c for c in COLUMNS if c in table]])]
     if notes:
         blocks += [Text(answer_notes(notes))]
+    if line := tiers_text(tiers(d.configs, d.judge)):
+        blocks += [Text(line)]
     blocks += [*filter(None, [precision_features(d.configs)]), Text(provenance(d))]
     return Section(blocks)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pandas as pd
 
 from ...adapters import measures_a_framework
@@ -89,6 +91,14 @@ def _after(sentence: str) -> str:
     return f" {sentence}" if sentence else ""
 
 
+def process_settings(environment: dict) -> str:
+    """'LD_PRELOAD=libtcmalloc.so.4 (set by the project)': a run's process settings as it had them (a library by its
+    file name: where it lives says nothing)."""
+    return ", ".join(f"{k}={os.path.basename(str(v.get('value'))) if k == 'LD_PRELOAD' else v.get('value')} "
+                     f"(set by the {v.get('set_by')})" if v.get("set_by") != "unset" else f"{k} unset"
+                     for k, v in environment.items())
+
+
 def methodology(d) -> str:
     """Markdown describing what was measured and how, generated from the records and sweep manifests."""
     ok = [r for r in d.records if r.status == "ok" and measures_a_framework(r.config.framework)]
@@ -100,6 +110,8 @@ def methodology(d) -> str:
     timed = [len(r.samples.timed_s) for r in ok]
     budgets = sorted({c.time_budget_s for c in cfg if c.protocol == "adaptive"})
     threads = _counts(f"{r.config.framework}: {thread_pools(r.settings)}" for r in ok)
+    settings = _counts(f"{r.config.framework}: {process_settings(r.settings['process_environment'])}" for r in ok
+                       if r.settings.get("process_environment")) or "none (no framework declares one)"
     sweeps = [m for m in d.sweeps if any(r.sweep and r.sweep.id == m["sweep_id"] for r in ok)]
     sweep_lines = []
     for m in sweeps:
@@ -130,6 +142,7 @@ def methodology(d) -> str:
                  warmup_stops=_counts(r.samples.warmup_stop for r in ok), timed=_spread(timed),
                  timed_stops=_counts(r.samples.timed_stop for r in ok),
                  budgets=", ".join(f"{b:g} s" for b in budgets) or "none", threads=threads, optimizer=OPTIMIZER,
+                 process_settings=settings,
                  warmup_tolerance=WARMUP_TOLERANCE, steady_window=STEADY_WINDOW,
                  sweeps="\n".join(sweep_lines) or "- no sweep manifests (single runs)",
                  min_processes=checks.MIN_PROCESSES, guards="\n".join(r.methodology_line() for r in checks.GUARDS),
