@@ -127,14 +127,16 @@ endif
 
 # Chromium renders the PDF (and the HTML screenshot test); poppler's pdftotext/pdftoppm read the PDF
 # in tests; slurm-wlm and munge run the one-node Slurm cluster the Slurm executor's tests use
-# (tests/local_slurm.py). Installed with apt when missing; if that is impossible the report keeps the HTML
+# (tests/local_slurm.py); gperftools' tcmalloc is what PyTorch's processes preload (bench/adapters/allocator.py).
+# Installed with apt when missing; if that is impossible the report keeps the HTML
 # and the Slurm tests are skipped, each saying why.
-system-deps: ## install Chromium, poppler-utils, slurm-wlm and munge with apt when missing
+system-deps: ## install Chromium, poppler-utils, slurm-wlm, munge and tcmalloc with apt when missing
 	@missing=""; \
 	command -v chromium >/dev/null || command -v chromium-browser >/dev/null || command -v google-chrome >/dev/null || missing="$$missing chromium"; \
 	command -v pdftotext >/dev/null || missing="$$missing poppler-utils"; \
 	command -v slurmctld >/dev/null || [ -x /usr/sbin/slurmctld ] || missing="$$missing slurm-wlm"; \
 	command -v munged >/dev/null || [ -x /usr/sbin/munged ] || missing="$$missing munge"; \
+	ldconfig -p 2>/dev/null | grep -q 'libtcmalloc\.so\.4 ' || missing="$$missing libgoogle-perftools4"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
@@ -175,7 +177,7 @@ lint: setup ## ruff over the package and tests, and the import-layering contract
 env: setup ## print this machine's environment manifest
 	$(PY) -m bench env
 
-noise: setup setup-mxnet ## how noisy this machine is for each framework: fresh processes, interleaved (not part of report)
+noise: setup setup-mxnet system-deps ## how noisy this machine is for each framework: fresh processes, interleaved (not part of report)
 	$(PY) -m bench noise $(NOISE_ARGS)
 
 doctor: setup ## what this machine can run: per framework, its CUDA build, the devices it sees, NCCL, NVML

@@ -18,7 +18,7 @@ from bench.host.interference import cv_outlier_reason
 from bench.report.context import load
 from bench.stats.blocks import blocked_ratio, pooled_residual
 from bench.stats.config_intervals import pair_ratio
-from bench.stats.noise import decidable_ratio, spread
+from bench.stats.noise import decidable_ratio, spread, within
 from bench.stats.verdicts import BOUND, DIRECTION, judge, support_kind, supported, verdict_count
 from bench.sweep import noise
 from bench.sweep.plan import can_decide, comparison_group, interleaved_order
@@ -62,6 +62,9 @@ def test_the_spread_between_processes_has_an_interval_and_says_what_it_can_decid
     assert decidable_ratio(0.02, 15, 6, 0.05) < decidable_ratio(0.05, 15, 6, 0.05)
     assert decidable_ratio(None, 15, 6, 0.05) is None
     assert spread([30.0]).sd_log is None
+    cvs = list(rng.uniform(0.01, 0.03, 16))
+    w = within(cvs)
+    assert w.n == 16 and w.low <= w.cv <= w.high and w.cv == pytest.approx(float(np.median(cvs)))
 
 
 def test_the_noise_command_refuses_bad_input_before_any_work(tmp_path):
@@ -77,17 +80,21 @@ def test_the_noise_command_refuses_bad_input_before_any_work(tmp_path):
 
 @pytest.mark.full
 def test_the_noise_command_runs_fresh_kernels_per_arm_and_prints_each_spread(tmp_path):
+    from bench.adapters import ADAPTERS
+    from bench.results.store import host_records
+
     out = tmp_path / "noise"
     proc = bench_cli("noise", "--frameworks", "torch", "--model", "tiny_cnn", "--batch-size", "4", "--processes", "2",
-                     "--arm", "thp:THP_MEM_ALLOC_ENABLE=1", "--out", str(out))
+                     "--arm", "off:THP_MEM_ALLOC_ENABLE=0", "--out", str(out))
     assert proc.returncode == 0, proc.stderr
-    assert "between (medians)" in proc.stdout and "torch        thp" in proc.stdout and "machine before" in proc.stdout
-    from bench.results.store import host_records
-    thp = host_records(out / "thp")
-    assert len(thp) == 2 and all(r.manifest.env.get("THP_MEM_ALLOC_ENABLE") == "1" for r in thp)
-    assert all(isinstance(r.interference.minor_faults, int) for r in thp)  # page faults beside the speed
-    assert not any("THP_MEM_ALLOC_ENABLE" in r.manifest.env for r in host_records(out / "plain")
-                   if "THP_MEM_ALLOC_ENABLE" not in os.environ)
+    assert "between (medians)" in proc.stdout and "torch        off" in proc.stdout and "machine before" in proc.stdout
+    off = host_records(out / "off")
+    assert len(off) == 2 and all(r.manifest.env.get("THP_MEM_ALLOC_ENABLE") == "0" for r in off)  # the arm's wins
+    assert all(isinstance(r.interference.minor_faults, int) for r in off)  # page faults beside the speed
+    # the baseline starts as the sweep starts PyTorch: with its declared settings
+    declared = ADAPTERS.get("torch").process_environment.get("THP_MEM_ALLOC_ENABLE")
+    if "THP_MEM_ALLOC_ENABLE" not in os.environ:
+        assert all(r.manifest.env.get("THP_MEM_ALLOC_ENABLE") == declared for r in host_records(out / "plain"))
 
 
 # --- comparison groups back to back, and the estimate within blocks ---------------------------------------------
@@ -277,6 +284,33 @@ def test_a_sweep_kernel_starts_with_its_frameworks_process_settings(monkeypatch,
     T.run_notebook(config, tmp_path, Task(config, 0, 0), {"id": "s"})
     assert seen == {"setting": "on", "mark": "BENCH_TEST_SETTING"}
     assert "BENCH_TEST_SETTING" not in os.environ
+
+
+def test_pytorch_starts_with_tcmalloc_and_its_huge_pages_and_the_record_shows_them_loaded(tmp_path):
+    """The A/B's outcome as the default (bench/adapters/allocator.py): a real `bench run` of PyTorch restarts itself
+    with the preload, and its record's settings and fairness certificate say what was set, by whom, and that the
+    library was really mapped into the measuring process."""
+    import json
+
+    from bench.adapters import ADAPTERS
+    from bench.adapters.allocator import found
+
+    declared = ADAPTERS.get("torch").process_environment
+    if not found():
+        assert declared == {}  # huge pages alone raised the within-process CV: never declared without tcmalloc
+        pytest.skip("tcmalloc is not installed (make system-deps installs libgoogle-perftools4)")
+    assert declared["LD_PRELOAD"].startswith("libtcmalloc") and declared["THP_MEM_ALLOC_ENABLE"] == "1"
+    if any(k in os.environ for k in declared):
+        pytest.skip("the tests' own environment sets one of PyTorch's process settings: a user's value wins")
+    done = bench_cli("run", "--framework", "torch", "--model", "tiny_cnn", "--image-size", "32", "--batch-size", "2",
+                     "--protocol", "seed", "--warmup", "1", "--iterations", "3", "--phase-iterations", "0",
+                     results=tmp_path)
+    assert done.returncode == 0, done.stderr
+    record = json.loads(next(tmp_path.glob("*/records/*.json")).read_text())
+    seen = record["settings"]["process_environment"]
+    assert seen["LD_PRELOAD"]["set_by"] == "project" and seen["LD_PRELOAD"]["loaded"] is True
+    assert seen["THP_MEM_ALLOC_ENABLE"] == {"value": "1", "set_by": "project"}
+    assert record["fairness"]["process_environment"] == seen
 
 
 # --- what an undecided row's interval supports ----------------------------------------------------------------

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping
 SET_BY_PROJECT = "BENCH_PROCESS_ENV_SET"
 # Read by the dynamic loader or the C library as the process starts: a process must be started with them (a running
 # one setting them changes nothing), so `bench run` starts itself again where one is missing.
-AT_START = ("LD_PRELOAD", "GLIBC_TUNABLES", "MALLOC_CONF")
+AT_START = ("LD_PRELOAD", "GLIBC_TUNABLES", "MALLOC_CONF", "TCMALLOC_LARGE_ALLOC_REPORT_THRESHOLD")
 
 
 def restart_with(declared: Mapping[str, str], environ: Mapping[str, str]) -> dict[str, str]:
@@ -68,5 +68,20 @@ def in_effect(declared: Mapping[str, str], environ: Mapping[str, str] | None = N
     came from the environment the user gave), for the record's settings and the fairness certificate."""
     env = os.environ if environ is None else environ
     ours = set(env.get(SET_BY_PROJECT, "").split(","))
-    return {k: {"value": env.get(k), "set_by": "project" if k in ours else ("user" if k in env else "unset")}
-            for k in declared}
+    out = {k: {"value": env.get(k), "set_by": "project" if k in ours else ("user" if k in env else "unset")}
+           for k in declared}
+    if out.get("LD_PRELOAD", {}).get("value") and environ is None:  # whether this process really loaded it
+        out["LD_PRELOAD"]["loaded"] = preloaded(out["LD_PRELOAD"]["value"])
+    return out
+
+
+def preloaded(value: str, maps: str = "/proc/self/maps") -> bool | None:
+    """Whether every library LD_PRELOAD names is mapped into this process (None where /proc cannot tell): a name
+    the loader could not find is skipped with a warning on stderr, and the record must not claim it."""
+    try:
+        with open(maps) as f:
+            mapped = {os.path.basename(line.split()[-1]) for line in f if "/" in line}
+    except OSError:
+        return None
+    names = [os.path.basename(n) for n in value.replace(":", " ").split()]
+    return all(any(m == n or m.startswith(n + ".") for m in mapped) for n in names)

@@ -55,8 +55,8 @@ def within(cvs: Sequence[float | None]) -> Within:
         return Within(0, None, None, None)
     if len(values) < 3:
         return Within(len(values), float(np.median(values)), None, None)
-    est, low, high = median_ci(values)
-    return Within(len(values), est, low, high)
+    low, high, _ = median_ci(values)  # the median's distribution-free interval (and its coverage)
+    return Within(len(values), float(np.median(values)), low, high)
 
 
 def decidable_ratio(sd_log: float | None, df: int, per_side: int, margin: float,

@@ -95,7 +95,9 @@ def process_settings(environment: dict) -> str:
     """'LD_PRELOAD=libtcmalloc.so.4 (set by the project)': a run's process settings as it had them (a library by its
     file name: where it lives says nothing)."""
     return ", ".join(f"{k}={os.path.basename(str(v.get('value'))) if k == 'LD_PRELOAD' else v.get('value')} "
-                     f"(set by the {v.get('set_by')})" if v.get("set_by") != "unset" else f"{k} unset"
+                     f"(set by the {v.get('set_by')}"
+                     + ("; not loaded: the loader did not find it" if v.get("loaded") is False else "") + ")"
+                     if v.get("set_by") != "unset" else f"{k} unset"
                      for k, v in environment.items())
 
 
