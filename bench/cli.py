@@ -252,6 +252,18 @@ def _at_start_settings(args: argparse.Namespace) -> dict[str, str]:
     return process_environment.restart_with(adapter.process_environment, os.environ)
 
 
+def _start_again(argv: list[str] | None, env: dict[str, str]) -> int:
+    """The same command in a process started with `env`: from the command line this process becomes it (exec: the
+    same pid, so a signal sent to it, Ctrl-C or a scheduler's SIGTERM, reaches the run and its cleanup); called as a
+    function (`main(argv)`), a child process, its exit status returned."""
+    command = [sys.executable, "-m", "bench", *(sys.argv[1:] if argv is None else argv)]
+    if argv is None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.execve(sys.executable, command, env)
+    return subprocess.call(command, env=env)
+
+
 def main(argv: list[str] | None = None) -> int:
     warnings.formatwarning = _plain_warning
     args = _parser().parse_args(argv)
@@ -262,8 +274,8 @@ def main(argv: list[str] | None = None) -> int:
             return subprocess.call([str(python), "-m", "bench", *(sys.argv[1:] if argv is None else argv)],
                                    env=bench_environ())
         if at_start := _at_start_settings(args):  # an allocator the framework's processes start with: start again
-            return subprocess.call([sys.executable, "-m", "bench", *(sys.argv[1:] if argv is None else argv)],
-                                   env={**bench_environ(), **at_start})
+            importlib.import_module(f"{__package__}.commands.measure").validate(args)  # bad input refused here
+            return _start_again(argv, {**bench_environ(), **at_start})
         module, handler = COMMANDS[args.command].split(":")
         with terminations_unwind():
             return getattr(importlib.import_module(f"{__package__}.commands.{module}"), handler)(args)

@@ -71,6 +71,16 @@ def _print_json(value_of) -> None:
     print(json.dumps(value))
 
 
+def validate(args: argparse.Namespace) -> None:
+    """Refuse bad input of `run` or `fidelity` (ConfigError) without doing any work: before the command starts itself
+    again with the framework's process settings (bench/cli.py), so the refusal is this process's, as it would be."""
+    if args.command == "fidelity":
+        make_config(framework=args.framework or reference_adapter().name, model=args.model or "resnet50",
+                    mode=args.mode, batch_size=args.batch_size, threads=args.threads)
+    else:
+        _cluster(args, make_config(**{k: getattr(args, k) for k in FIELD_TYPES}))
+
+
 def run_one(args: argparse.Namespace) -> int:
     if args.json:  # the record's JSON alone on stdout; the work's output and the summary lines on stderr
         with contextlib.redirect_stdout(sys.stderr):

@@ -152,7 +152,7 @@ def efficiency(table: pd.DataFrame):
         if clipped:  # the interval went on past what weak scaling can reach: its bar ends in an arrow, not a cap
             ax.plot(hi, i, marker=">", color="black", ms=5)
         verdict = _against_linear(r.get("eff_verdict"))
-        ax.text(max(hi, r["efficiency"]) + 0.01, i, f"{r['efficiency']:.0%}" + (f" ({verdict})" if verdict else "")
+        ax.text(max(hi, r["efficiency"]) + 0.01, i, f"{r['efficiency']:.0%}" + (f", {verdict}" if verdict else "")
                 + (" (CI clipped)" if clipped else "") + (" !" if flagged else ""), va="center", fontsize=7)
         if not strategy(r["strategy"]).baseline and r["ceiling"] is not None and not pd.isna(r["ceiling"]):
             ax.plot([r["ceiling"]] * 2, [i - 0.4, i + 0.4], color="black", lw=2, solid_capstyle="butt",
