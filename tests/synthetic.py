@@ -73,11 +73,12 @@ def record(framework: str = "torch", model: str = "resnet50", mode: str = "infer
            repeat: int = 0, ips: float = 10.0, jitter: float = 0.01, n: int = 12, seed: int = 0,
            flags: list[dict] | None = None, other_cpu_share: float = 0.0, created: str | None = None,
            host: str = "test-host", sweep_id: str | None = None, flops: float | None = None,
-           peak: float | None = None, engine: str | None = None) -> dict:
+           peak: float | None = None, engine: str | None = None, precision: str = "fp32") -> dict:
     """A valid `ok` record of one process whose median throughput is about `ips` images/s (its JSON, which
     tests edit before writing it)."""
     config = make_config(framework=framework, model=model, mode=mode, batch_size=batch_size, protocol="seed",
-                         image_size=32 if model == "tiny_cnn" else None, **({"engine": engine} if engine else {}))
+                         image_size=32 if model == "tiny_cnn" else None, **({"engine": engine} if engine else {}),
+                         **({"precision": precision} if precision != "fp32" else {}))
     return _record(config, repeat, ips, jitter, n, seed, flags, other_cpu_share, created, host, sweep_id, flops,
                    peak).to_json()
 

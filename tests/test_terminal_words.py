@@ -1,5 +1,5 @@
-"""What the terminal prints lands in CI and Slurm logs: no secret from a path, and the package's own warnings as plain
-sentences (issue 55, items 8 and 9)."""
+"""What a reader sees said: the terminal (it lands in CI and Slurm logs: no secret from a path, the package's own
+warnings as plain sentences) and page 1's words (issue 55)."""
 
 import json
 from pathlib import Path
@@ -50,3 +50,33 @@ def test_the_cli_prints_a_set_aside_record_as_a_sentence(tmp_path):
     said = done.stdout + done.stderr
     assert f"set aside unreadable record {TEST_HOST}/records/20990101T000000_torn" in said, said
     assert "store.py" not in said and "UserWarning" not in said and "warnings.warn(" not in said
+
+
+def test_an_int8_row_gives_its_speed_up_over_its_own_fp32(tmp_path):
+    from bench.report import throughput_grid as G
+    from bench.report.context import load
+    from bench.report.estimates import framework_grid
+
+    from .synthetic import record, write
+
+    runs = []
+    for r in range(3):
+        runs += [record(framework="openvino", batch_size=16, repeat=r, seed=r, ips=10.0 * (1 + 0.01 * r)),
+                 record(framework="openvino", batch_size=16, repeat=r, seed=10 + r, ips=40.0 * (1 + 0.01 * r),
+                        precision="int8"),
+                 record(framework="torch", batch_size=16, repeat=r, seed=20 + r, ips=9.0 * (1 + 0.01 * r))]
+    data = load(write(runs, tmp_path))
+    grid = framework_grid(data.configs, data.judge)
+    table = G.images_table(grid, data.summary, data.best, data.judge)
+    [int8] = [row for _, row in table.iterrows() if "int8" in " ".join(map(str, row.values))]
+    cell = int8["fastest vs runner-up"]
+    assert cell.startswith("winner: 4.0") and cell.endswith("over its fp32"), cell  # never "-"
+
+
+def test_pytorch_is_named_by_one_version_and_its_build_kept_apart():
+    from bench.adapters import ADAPTERS
+
+    torch = ADAPTERS.get("torch")
+    info = torch.info()
+    assert info["version"] == torch.version()  # what every record's framework_version says: one wheel, one name
+    assert info["build_version"].startswith(info["version"])  # 2.14.1+cu130: the build, said apart
