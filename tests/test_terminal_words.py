@@ -55,7 +55,7 @@ def test_the_cli_prints_a_set_aside_record_as_a_sentence(tmp_path):
 def test_an_int8_row_gives_its_speed_up_over_its_own_fp32(tmp_path):
     from bench.report import throughput_grid as G
     from bench.report.context import load
-    from bench.report.estimates import framework_grid
+    from bench.report.estimates import framework_grid, int8_pairs
 
     from .synthetic import record, write
 
@@ -67,7 +67,7 @@ def test_an_int8_row_gives_its_speed_up_over_its_own_fp32(tmp_path):
                  record(framework="torch", batch_size=16, repeat=r, seed=20 + r, ips=9.0 * (1 + 0.01 * r))]
     data = load(write(runs, tmp_path))
     grid = framework_grid(data.configs, data.judge)
-    table = G.images_table(grid, data.summary, data.best, data.judge)
+    table = G.images_table(grid, data.summary, data.best, data.judge, int8_pairs(data.configs, data.judge))
     [int8] = [row for _, row in table.iterrows() if "int8" in " ".join(map(str, row.values))]
     cell = int8["fastest vs runner-up"]
     assert cell.startswith("winner: 4.0") and cell.endswith("over its fp32"), cell  # never "-"

@@ -177,15 +177,16 @@ def interference_reasons(interference: dict | None) -> list[str]:
 TYPICAL_MEDIAN = 0.05
 
 
-# With fewer than two siblings, a process is judged against its framework and mode's other processes (every config of
-# theirs in the folder), when at least this many: one rule for every process, a lone repetition included.
+# With fewer than two siblings, a process is judged against its framework, mode and precision's other processes (every
+# config of theirs in the folder), when at least this many: one rule for every process, a lone repetition included.
 MIN_FAMILY = 3
 
 
 def cv_outlier_reason(run_cv: float, sibling_cvs, value: float | None = None, sibling_values=(),
                       family_cvs=()) -> str | None:
     """A reason when this process's jitter is far above what is usual: its config's other repetitions' median CV,
-    or, with fewer than two of them, the median CV of its framework and mode's other processes (`family_cvs`); and
+    or, with fewer than two of them, the median CV of its framework, mode and precision's other processes
+    (`family_cvs`), where its one sibling (if any) does not jitter alike; and
     (where its median images/s `value` and two or more siblings' are given) its median is not typical of theirs."""
 
     sibling_cvs = [c for c in sibling_cvs if c is not None]
@@ -196,7 +197,9 @@ def cv_outlier_reason(run_cv: float, sibling_cvs, value: float | None = None, si
     if len(sibling_cvs) >= 2:
         usual, whose = sibling_cvs, "its other repetitions'"
     elif len(family_cvs) >= MIN_FAMILY:
-        usual, whose = family_cvs, "its framework and mode's other processes'"
+        if sibling_cvs and run_cv <= CV_OUTLIER_FACTOR * sibling_cvs[0]:
+            return None  # its one sibling jitters alike: the config's own jitter (a short int8 step), not an odd process
+        usual, whose = family_cvs, "its framework, mode and precision's other processes'"
     else:
         return None
     typical = statistics.median(usual)

@@ -85,8 +85,10 @@ RULES: tuple[Rule, ...] = (
          why_no_winner="processes run in a slow spell of the machine (its speed reference read slow)"),
     Rule("cv_outlier", "throughput",
          f"iteration-time CV above {CV_OUTLIER_FACTOR:g}x the median of the config's other repetitions (and above "
-         f"{CV_FLOOR:.0%}); with fewer than two of them, {CV_OUTLIER_FACTOR:g}x the median of its framework and "
-         f"mode's other processes (at least {MIN_FAMILY}): one rule for every process, a lone repetition included",
+         f"{CV_FLOOR:.0%}); with fewer than two of them, {CV_OUTLIER_FACTOR:g}x the median of its framework, "
+         f"mode and precision's other processes (at least {MIN_FAMILY}) and {CV_OUTLIER_FACTOR:g}x its one sibling's "
+         "where it has one (two that jitter alike are the config's own jitter): one rule for every process, a lone "
+         "repetition included",
          why_no_winner="a process far jitterier than its repetitions"),
     Rule("utilisation_over_peak", "utilisation",
          f"above {UTILISATION_LIMIT:.0%} of the peak: plausible, not an error (\"faster than this machine's best "

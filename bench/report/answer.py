@@ -281,5 +281,5 @@ def decided_line(summary: pd.DataFrame, best: pd.DataFrame | None, judge: Judge)
     said = [f"{kinds.count(k)} {k}" for k in (DIRECTION, BOUND) if kinds.count(k)]
     if said:  # what the undecided rows' intervals do support
         each += f" ({', '.join(said)})"
-    return (f"**Decided {decided} of {len(rows)} compared rows** (each row's fastest against its runner-up) at an "
-            f"equivalence margin of {judge.within}: {each}.")
+    return (f"**Decided {decided} of {len(rows)} compared rows** (each row's fastest against its runner-up) at "
+            f"{judge.within}: {each}.")

@@ -5,6 +5,8 @@ summary and best-batch tables)."""
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 
 from ..adapters import declared
@@ -21,10 +23,9 @@ POOLED_MARK = "†"
 NOT_SOUND = "!"
 NB_HYPHEN = "\u2011"
 KEY = ["platform", "model", "mode", "precision", "batch_size"]
-LEGEND = (f"{FASTEST} the row's fastest, decided; {FASTEST_OPEN} the fastest measured, not decided; {POOLED_MARK} "
-          "decided with the sweep's pooled variance (its own processes alone would not decide it: page 2); "
-          f"{NOT_SOUND} not sound (flagged, or under two clean processes), never a winner; *best*: each framework at "
-          "its own best batch (@ batch).")
+LEGEND = (f"{FASTEST} fastest, decided; {FASTEST_OPEN} fastest measured, not decided; {POOLED_MARK} decided with the "
+          f"sweep's pooled variance (page 2); {NOT_SOUND} not sound (flagged, or under two clean processes), never a "
+          "winner; *best*: each framework at its own best batch (@ batch).")
 
 
 def rate(v: float) -> str:
@@ -159,7 +160,14 @@ def not_measured(grid: list[dict]) -> str:
             ran.setdefault(fw, set()).add(c["engine"])
     missing = {fw: [e for e in declared(fw, "engines", ()) if e not in ran[fw]] for fw in sorted(ran)}
     said = "; ".join(f"{fw} {'/'.join(es)}" for fw, es in missing.items() if es)
-    return f" (not measured: {said}; `make sweep PROFILE=engines` adds them)" if said else ""
+    return f"; not measured: {said} (`make sweep PROFILE=engines`)" if said else ""
+
+
+def _release(version: str) -> str:
+    """'2026.4.1' of OpenVINO's '2026.4.1-22982-e213a147257-releases/2026/4': the release a reader looks up (the
+    build string is in the environment section)."""
+    found = re.match(r"\d+(\.\d+)*", version)
+    return found.group(0) if found else version
 
 
 def versions_line(grid: list[dict]) -> str:
@@ -172,7 +180,7 @@ def versions_line(grid: list[dict]) -> str:
             versions.setdefault(fw, set()).add(version if isinstance(version, str) else "unknown")
             if c.get("threads") == c.get("threads") and c.get("threads") is not None:
                 threads.add(int(c["threads"]))
-    said = ", ".join(f"{fw} {'/'.join(sorted(v))}" for fw, v in sorted(versions.items()))
+    said = ", ".join(f"{fw} {'/'.join(sorted(map(_release, v)))}" for fw, v in sorted(versions.items()))
     count = (f"{next(iter(threads))} in every run" if len(threads) == 1 else
              ", ".join(map(str, sorted(threads))) if threads else "not recorded")
     return f"Versions: {said}; threads: {count}." if said else ""
@@ -189,7 +197,7 @@ def engines_line(grid: list[dict]) -> str:
             one.setdefault(fw, set()).add(c["engine"])
     same = [f"{fw} {next(iter(e))}" for fw, e in sorted(one.items()) if len(e) == 1 and fw not in several]
     named = sorted(fw for fw in one if fw in several or len(one[fw]) > 1)
-    what = "Engines" if searched_engines(grid) else "Engines (one per framework, its default)"
+    what = "Engines" if searched_engines(grid) else "Engines (each framework's default)"
     missing = not_measured(grid)
     return (f"{what}: " + ", ".join(same) + (f" ({', '.join(named)}: named in its cells)" if named else "")
             + missing + "." if same else f"{what}: named in the cells ({', '.join(named)}){missing}.")

@@ -36,7 +36,8 @@ class Ended:
     done: int  # processes ended so far in this sweep, this one included
     record: Record | None  # the latest record of its repetition (None: none was written)
     siblings: list[Record]  # the latest record of each other repetition of its config
-    # the iteration-time CVs of this sweep's other processes of its framework and mode (the jitter rule's family)
+    # the iteration-time CVs of this sweep's other processes of its framework, mode and precision (the jitter rule's
+    # family)
     family_cvs: list[float] = field(default_factory=list)
 
 

@@ -189,7 +189,7 @@ class Sweep:
         self.result = SweepResult()
         self.manifest: SweepManifest | None = None
         self.done = 0  # processes the executor gave back
-        self._family_cvs: dict[tuple[str, str], list[float]] = {}  # (framework, mode) -> CVs of its ended processes
+        self._family_cvs: dict[tuple[str, str, str], list[float]] = {}  # (framework, mode, precision) -> ended CVs
         self.reference: SpeedReference | None = None
         self._t0 = time.perf_counter()
         self._bar = None
@@ -305,7 +305,7 @@ class Sweep:
         record = runs.get(task.repeat)
         if record is not None:
             self.result.measured_s += record.duration_s
-        family = (task.config.framework, task.config.mode)
+        family = (task.config.framework, task.config.mode, task.config.precision)
         ended = Ended(task, self.done, record, [r for k, r in runs.items() if k != task.repeat],
                       list(self._family_cvs.get(family, [])))
         if record is not None and record.ok and record.summary and record.summary.cv is not None:

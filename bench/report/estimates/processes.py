@@ -42,7 +42,8 @@ def process_table(records: list[Record], runs: pd.DataFrame,
         own = list(by_id[row["record_id"]].flags)
         others = ok[(ok["platform"] == row["platform"]) & (ok.index != idx)]
         siblings = others[others["config_key"] == row["config_key"]]
-        family = others[(others["framework"] == row["framework"]) & (others["mode"] == row["mode"])]
+        family = others[(others["framework"] == row["framework"]) & (others["mode"] == row["mode"])
+                        & (others["precision"] == row["precision"])]
         why = cv_outlier_reason(row["cv"], list(siblings["cv"]), row["ips"], list(siblings["ips"]), list(family["cv"]))
         if why:
             own.append(flag("cv_outlier", why))

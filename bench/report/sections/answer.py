@@ -11,20 +11,20 @@ from ..units import token_models, units_note
 from ..verdict_figure import verdict_forest, verdict_points
 from .base import Figures, Section, Table, Text, heading
 
-INTRO = "Images/s [95% interval over fresh processes], each framework at {engine}{model}."
-BEST_ENGINE, ONE_ENGINE = "its best engine", "the one engine it ran (named under the table)"
+INTRO = "Images/s [95% interval over fresh processes]{model}, each framework at {engine}."
+BEST_ENGINE, ONE_ENGINE = "its best engine", "the one engine it ran (under the table)"
 
 
 NO_POINTS = "No comparison has an interval to draw: page 2 gives each row's reason."
 
 
 def _one_model(table, configs) -> str:
-    """' (resnet50, fp32 in every row)': what the table left out as the same on every row (its model, its
+    """' of resnet50 fp32 in every row': what the table left out as the same on every row (its model, its
     precision), else ''."""
     if table.empty:
         return ""
     same = [", ".join(sorted(configs[c].unique())) for c in ("model", "precision") if c not in table]
-    return f" ({', '.join(same)} in every row)" if same else ""
+    return f" of {' '.join(same)} in every row" if same else ""
 
 
 def _units(configs) -> str:
