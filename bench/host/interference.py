@@ -198,7 +198,7 @@ def cv_outlier_reason(run_cv: float, sibling_cvs, value: float | None = None, si
         usual, whose = sibling_cvs, "its other repetitions'"
     elif len(family_cvs) >= MIN_FAMILY:
         if sibling_cvs and run_cv <= CV_OUTLIER_FACTOR * sibling_cvs[0]:
-            return None  # its one sibling jitters alike: the config's own jitter (a short int8 step), not an odd process
+            return None  # its one sibling jitters alike: the config's own jitter (a short step), not an odd process
         usual, whose = family_cvs, "its framework, mode and precision's other processes'"
     else:
         return None
