@@ -159,6 +159,12 @@ def test_page_one_has_the_status_the_answer_and_the_machine_in_readable_columns(
     assert len(images.strip().splitlines()) - 2 >= 1, images
     # the verdict words are the methodology's: page 1 does not define them again
     assert "the interval lies beyond" not in page1
+    # page 1 stands alone (issue 55): the key to its marks, the engines that ran and those that did not, the
+    # versions and threads, all under the table on page 1
+    flat = " ".join(page1.split())
+    for said in ("★ fastest, decided", "☆ fastest measured", "! not sound", "Engines", "not measured:",
+                 "Versions:", "threads: 2 in every run"):
+        assert said in flat, said
 
 
 def test_the_report_says_each_thing_once_and_omits_empty_sections(default_report):
