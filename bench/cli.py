@@ -252,11 +252,16 @@ def _at_start_settings(args: argparse.Namespace) -> dict[str, str]:
     return process_environment.restart_with(adapter.process_environment, os.environ)
 
 
+def _same_command(python, argv: list[str] | None) -> list[str]:
+    """This bench command line, run by `python`."""
+    return [str(python), "-m", "bench", *(sys.argv[1:] if argv is None else argv)]
+
+
 def _start_again(argv: list[str] | None, env: dict[str, str]) -> int:
     """The same command in a process started with `env`: from the command line this process becomes it (exec: the
     same pid, so a signal sent to it, Ctrl-C or a scheduler's SIGTERM, reaches the run and its cleanup); called as a
     function (`main(argv)`), a child process, its exit status returned."""
-    command = [sys.executable, "-m", "bench", *(sys.argv[1:] if argv is None else argv)]
+    command = _same_command(sys.executable, argv)
     if argv is None:
         sys.stdout.flush()
         sys.stderr.flush()
@@ -271,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
         _check_inputs(args)
         python = _framework_interpreter(args)
         if python:  # the framework lives in an environment of its own: the same command, run there
-            return subprocess.call([str(python), "-m", "bench", *(sys.argv[1:] if argv is None else argv)],
+            return subprocess.call(_same_command(python, argv),
                                    env=bench_environ())
         if at_start := _at_start_settings(args):  # an allocator the framework's processes start with: start again
             importlib.import_module(f"{__package__}.commands.measure").validate(args)  # bad input refused here
