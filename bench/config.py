@@ -241,7 +241,7 @@ class RunConfig:
         """(image_size, sequence_length), resolved from the model's defaults: an image model takes an image side and
         no sequence length; a token model the reverse, and neither image files nor several workers (no text input
         pipeline, no distributed transformer runs yet)."""
-        if spec.tokens:
+        if spec.model_family.tokens:
             if self.image_size is not None:
                 raise ConfigError(f"image_size {self.image_size} does not suit {self.model}: it reads token ids; "
                                   "give sequence_length instead")

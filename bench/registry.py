@@ -24,6 +24,10 @@ class Registry(Generic[T]):
         self._entries[name] = entry
         return entry
 
+    def remove(self, name: str) -> T:
+        """Take entry `name` out (a test's own entry, added for the test alone)."""
+        return self._entries.pop(name)
+
     def register(self, name: str) -> Callable[[T], T]:
         """Decorator form of `add`."""
         return lambda entry: self.add(name, entry)

@@ -16,7 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from . import local_slurm
+from tests import local_slurm
 
 ROOT = Path(__file__).resolve().parent.parent
 TEST_HOST = "test-host"

@@ -12,7 +12,7 @@ from .. import strategies
 from ..errors import FrameworkUnavailableError, UnsupportedError
 from ..host.devices import is_gpu
 from ..host.manifest import declare_framework, dist_version
-from ..models.catalogue import get_model
+from ..models.catalogue import family_of
 from ..paths import PROJECT_ROOT
 from ..registry import Registry
 from .distributed_runs import DistributedRuns
@@ -83,11 +83,6 @@ class Adapter(ABC):
     precisions: ClassVar[tuple[str, ...]] = ("fp32", "tf32", "bf16", "fp16")
     # Why a framework without "int8" in `precisions` has no int8 path (the framework table and the refusal say it).
     no_int8_because: ClassVar[str] = ""
-    # The model families it runs (bench/models/catalogue.py: "cnn", "transformer"), and why not the others.
-    model_families: ClassVar[tuple[str, ...]] = ("cnn", "transformer")
-    # Why its int8 path cannot take a token model (BERT), or None where it can.
-    no_token_int8_because: ClassVar[str | None] = None
-    no_family_because: ClassVar[dict[str, str]] = {}
     # The Jupyter kernel a sweep runs this framework's notebooks in (MAIN_KERNEL: the main environment),
     # and for another kernel the virtual environment it runs in (a folder under the project root, built
     # by `make setup-<name>`): a framework whose pins conflict with the main environment's (MXNet).
@@ -176,15 +171,9 @@ class Adapter(ABC):
         return precision_unsupported(self.name, device, precision)
 
     def model_refusal(self, model: str, precision: str | None = None) -> str | None:
-        """Why this framework cannot run catalogue model `model` (at `precision`): its family is not one it runs, or
-        its int8 path takes no token model; None where it can."""
-        spec = get_model(model)
-        if spec.family not in self.model_families:
-            return f"{self.name} runs no {spec.family} model" + (f": {self.no_family_because[spec.family]}"
-                                                                 if spec.family in self.no_family_because else "")
-        if precision == INT8 and spec.tokens and self.no_token_int8_because:
-            return f"{self.name} int8 takes no token model: {self.no_token_int8_because}"
-        return None
+        """Why this framework cannot run catalogue model `model` (at `precision`), as its family declares
+        (bench/models/families.py); None where it can."""
+        return family_of(model).refusal(self.name, precision, INT8)
 
     def cannot_run(self, mode: str, precision: str, device: str, model: str | None = None) -> str | None:
         """Why a run of (mode, precision, device) of `model` would be skipped here before it starts, or None: what it

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..models import get_model
+from ..models import family_of
 from ..models.inputs import synthetic_batch
 
 CALIBRATION_SEED, HELD_OUT_SEED = 3301, 3302  # two sets of the procedural generator, never the same images
@@ -164,7 +164,7 @@ class TokenSets:
 
 def input_sets(model: str, input_size: int) -> ImageSets | TokenSets:
     """The calibration and held-out sets of `model` at `input_size` (an image's side, or a sequence length)."""
-    if get_model(model).tokens:
+    if family_of(model).tokens:
         return TokenSets.for_model(model, input_size)
     return ImageSets.for_size(input_size)
 

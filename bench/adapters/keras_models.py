@@ -18,15 +18,14 @@ from ..models.cnn_weights import in_order
 from ..models.transformers import (
     BERT_DROPOUT,
     BERT_LAYER_NORM_EPS,
-    BERTS,
     LAYER_NORM_EPS,
-    VITS,
     attention_dropout,
     bert_shape,
     bert_weights,
     vit_shape,
     vit_weights,
 )
+from ..registry import Registry
 
 
 def _layers():
@@ -347,7 +346,7 @@ def load_bert_weights(model, name: str, num_classes: int) -> None:
     model.get_layer("classifier").set_weights(linear("classifier"))
 
 
-_BUILDERS = {
+_CNNS = {
     "tiny_cnn": _tiny_cnn,
     "digits_mlp": _digits_mlp,
     "alexnet": _alexnet,
@@ -355,30 +354,48 @@ _BUILDERS = {
     "googlenet": _googlenet,
     **{name: functools.partial(lambda x, k, spec: _resnet(x, k, *spec), spec=spec) for name, spec in RESNETS.items()},
     "mobilenet_v2": _mobilenet_v2,
-    **{name: functools.partial(lambda x, k, vit: _vit(x, k, vit), vit=name) for name in VITS},
 }
+
+
+def _cnn_model(keras, inputs, name: str, num_classes: int, training: bool):
+    """A CNN of the catalogue, holding its seeded weights where it has them (the smoke-test CNN and the digits MLP
+    keep Keras' own initialisation)."""
+    model = keras.Model(inputs, _CNNS[name](inputs, num_classes), name=name)
+    if get_model(name).shared_weights:
+        load_cnn_weights(model)
+    return model
+
+
+def _vit_model(keras, inputs, name: str, num_classes: int, training: bool):
+    model = keras.Model(inputs, _vit(inputs, num_classes, name), name=name)
+    load_vit_weights(model, name, num_classes)  # the one seeded set of weights every framework loads
+    return model
+
+
+def _bert_model(keras, inputs, name: str, num_classes: int, training: bool):
+    model = keras.Model(inputs, _bert(inputs, num_classes, name, training), name=name)
+    load_bert_weights(model, name, num_classes)
+    return model
+
+
+# Keras builders per model family (bench/models/families.py): (keras, its Input, name, classes, training) -> the model
+KERAS_BUILDERS: Registry = Registry("Keras builder of model family")
+KERAS_BUILDERS.add("cnn", _cnn_model)
+KERAS_BUILDERS.add("vit", _vit_model)
+KERAS_BUILDERS.add("bert", _bert_model)
 
 
 def build_keras_model(name: str, input_size: int, training: bool = False):
     """Return an untrained keras.Model for catalogue model `name`: channels-last images of side `input_size`, or
-    int32 token ids of sequence length `input_size`; `training`: built for training (BERT's attention dropout)."""
+    int32 token ids of sequence length `input_size`, as its family's batch is shaped; `training`: built for training
+    (BERT's attention dropout)."""
     import keras
 
     spec = get_model(name)
-    if spec.tokens:
-        inputs = keras.Input((input_size,), dtype="int32")
-        outputs = _bert(inputs, spec.num_classes, name, training)
-    else:
-        inputs = keras.Input((input_size, input_size, 3))
-        outputs = _BUILDERS[name](inputs, spec.num_classes)
-    model = keras.Model(inputs, outputs, name=name)
-    if name in VITS:  # the one seeded set of weights every framework loads
-        load_vit_weights(model, name, spec.num_classes)
-    elif name in BERTS:
-        load_bert_weights(model, name, spec.num_classes)
-    elif spec.shared_weights:
-        load_cnn_weights(model)
-    return model
+    family = spec.model_family
+    inputs = keras.Input(family.batch_shape(name, 1, input_size, "NHWC")[1:],
+                         dtype="int32" if family.tokens else None)
+    return KERAS_BUILDERS.get(spec.family)(keras, inputs, name, spec.num_classes, training)
 
 
 # each weighted layer class: its kind (bench/models/cnn_weights.py) and how torch's weight is transposed into its
@@ -432,7 +449,7 @@ def build_in_policy(keras, model: str, input_size: int, policy: str, training: b
 
 
 def keras_attention(backend: str, gpu: bool, dropout: float = 0.0) -> dict:
-    """How Keras 3 runs a transformer's attention on `backend` (the record's settings.attention): MultiHeadAttention
+    """How Keras 3 runs a transformer's attention on `backend` (the record's `attention` section): MultiHeadAttention
     calls keras.ops.dot_product_attention (no dropout, no scores returned), which each backend implements its own
     way; with attention dropout (BERT in training) it computes einsum, softmax, dropout, einsum itself."""
     if dropout:

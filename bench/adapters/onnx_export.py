@@ -1,7 +1,7 @@
 """The catalogue's PyTorch model exported to ONNX: the one graph ONNX Runtime and OpenVINO both run.
 
 Exported from the same seeded weights as a PyTorch run of the same config, so their outputs can be
-checked against PyTorch's (tests/test_engines.py) and the measured work is the same model.
+checked against PyTorch's (tests/adapters/test_engines.py) and the measured work is the same model.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..models import get_model
+from ..models import family_of
 from ..models.inputs import batch_shape, synthetic_batch
 from .compile_cache import HIT, MISS, build_key, cache_dir, package_version, source_digest
 
@@ -23,7 +23,7 @@ INPUT, TOKENS_INPUT, OUTPUT = "images", "input_ids", "logits"
 
 def input_name(model: str) -> str:
     """The exported graph's input: `images` (NCHW float32) or, for a token model, `input_ids` (int64)."""
-    return TOKENS_INPUT if get_model(model).tokens else INPUT
+    return TOKENS_INPUT if family_of(model).tokens else INPUT
 
 
 class _Kept:

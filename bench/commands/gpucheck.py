@@ -180,7 +180,7 @@ def summary(record: dict) -> str:
     util = record.get("utilisation")
     return (f"{s['images_per_sec_median']:.1f} img/s (median of {s['n']})"
             + (f", {util:.0%} of the device's measured peak" if util is not None else "") + joules
-            + outputs_said((record.get("settings") or {}).get("outputs_check")))
+            + outputs_said(record.get("outputs_check")))
 
 
 def outputs_said(check: dict | None) -> str:

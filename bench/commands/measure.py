@@ -18,7 +18,7 @@ from ..masking import mask_text
 from ..measurement.flops import count_forward_flops
 from ..measurement.outputs_check import compute_reference
 from ..measurement.peak import matmul_peak
-from ..models import MODELS, get_model
+from ..models import MODELS, family_of
 from ..paths import default_results_dir
 from ..report.systems import status_rows
 from ..results.store import write_record
@@ -116,7 +116,7 @@ def _run_one(args: argparse.Namespace):
     if record.status == "ok":
         util = record.utilisation
         tokens = f" ({s.tokens_per_sec_median:.0f} tokens/s)" if s.tokens_per_sec_median else ""
-        print(f"{label}: {s.images_per_sec_median:.2f} {get_model(config.model).rate_unit}{tokens} "
+        print(f"{label}: {s.images_per_sec_median:.2f} {family_of(config.model).rate_unit}{tokens} "
               f"[95% CI {s.images_per_sec_ci_low:.2f}-{s.images_per_sec_ci_high:.2f}], "
               f"median latency {s.latency_ms_median:.2f} ms over {s.n} iterations"
               + (f", utilisation {util:.1%}" if util is not None else ""))

@@ -68,7 +68,7 @@ def agreement(fp32: np.ndarray, int8: np.ndarray) -> Agreement:
 
 
 def judged(settings_int8: dict | None) -> list[str]:
-    """The failures recorded in a run's `settings["int8"]["agreement"]` (empty: no int8 run, or it agrees)."""
+    """The failures recorded in a run's int8 section's `agreement` (empty: no int8 run, or it agrees)."""
     if not settings_int8:
         return []
     found = settings_int8.get("agreement")

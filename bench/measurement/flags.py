@@ -248,8 +248,8 @@ def run_flags(record: Record | Mapping[str, Any]) -> list[Flag]:
         out += [f for f in (forward_backward_flag(phases.get("forward"), phases.get("backward")),) if f]
     out += depth_flags(record)
     out += [flag("int8_disagrees", f"int8 against fp32 on held-out images: {why}")
-            for why in judged(record.settings.get("int8")) if record.config.precision == "int8"]
-    why = outputs_judged(record.settings.get("outputs_check"))
+            for why in judged(record.int8) if record.config.precision == "int8"]
+    why = outputs_judged(record.outputs_check)
     if why:
         out.append(flag("outputs_disagree", f"outputs against the reference framework's: {why}"))
     return out + certificate_flags(record.fairness)

@@ -18,11 +18,11 @@ FLOPS_FILE = "model_flops.json"
 def count_forward_flops(model: str, input_size: int) -> dict:
     """FLOPs per sample for one forward pass and how they were obtained. 1 MAC = 2 FLOPs."""
     counter, spec = reference_adapter(), get_model(model)
+    family = spec.model_family
     if counter.runs_here():
-        definition = "bench/adapters/torch/models.py BERT" if spec.tokens else "torchvision"
         return {"flops": counter.count_forward_flops(model, input_size),
-                "method": f"counted ({counter.name} FlopCounterMode on the {definition} definition)"}
-    if spec.published_gmacs_224 is None or spec.tokens:
+                "method": f"counted ({counter.name} FlopCounterMode on the {family.flops_definition} definition)"}
+    if spec.published_gmacs_224 is None or family.tokens:  # a published figure is for 224x224 images
         return {"flops": None, "method": f"unknown ({counter.name} not installed, no published figure)"}
     scale = (input_size / 224) ** 2
     return {"flops": 2e9 * spec.published_gmacs_224 * scale,

@@ -21,7 +21,7 @@ import numpy as np
 from ..adapters import reference_adapter
 from ..adapters.onnx_export import input_batch, model_source_digest
 from ..config import make_config
-from ..models import get_model
+from ..models import family_of, get_model
 from ..models.inputs import describe
 from .agreement import OUTPUTS_TOLERANCE, compare_outputs
 from .fresh_process import cached
@@ -45,7 +45,7 @@ def applies(model: str, precision: str) -> bool:
 def compute_reference(model: str, input_size: int, batch_size: int) -> dict:
     """The reference framework's eager fp32 logits for the probe batch (run in the fresh process)."""
     adapter = reference_adapter()
-    size = {"sequence_length" if get_model(model).tokens else "image_size": input_size}
+    size = {family_of(model).size_field: input_size}
     config = make_config(framework=adapter.name, model=model, mode="inference", batch_size=batch_size,
                          engine=adapter.engines_for("inference", "fp32")[0], **size)
     logits = adapter.prepare(config).logits(probe(model, batch_size, input_size))

@@ -1,5 +1,6 @@
-"""Model catalogue and per-framework architecture definitions."""
+"""Model catalogue, model families and per-framework architecture definitions."""
 
-from .catalogue import MODELS, ModelSpec, get_model, list_models
+from .catalogue import MODELS, ModelSpec, family_of, get_model, list_models
+from .families import FAMILIES, ModelFamily
 
-__all__ = ["MODELS", "ModelSpec", "get_model", "list_models"]
+__all__ = ["FAMILIES", "MODELS", "ModelFamily", "ModelSpec", "family_of", "get_model", "list_models"]

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from importlib import resources
 
 from ..registry import Registry
+from .families import FAMILIES, ModelFamily
 
 
 @dataclass(frozen=True)
@@ -24,10 +25,8 @@ class ModelSpec:
     source: str = ""
     tiny: bool = False  # a model for tests, not in published figures
     note: str = ""
-    # "cnn" or "transformer"
+    # its family (bench/models/families.py): what it reads, its sample unit, its batch, its refusals
     family: str = "cnn"
-    # "images" (NCHW float batches, `image_size` their side) or "tokens" (int64 token ids, `sequence_length` each)
-    inputs: str = "images"
     default_sequence_length: int | None = None
     max_sequence_length: int | None = None
     # one seeded set of weights every framework loads (bench/models/cnn_weights.py for a CNN,
@@ -36,28 +35,23 @@ class ModelSpec:
     # accuracy over time from their framework's initialisation)
     shared_weights: bool = True
 
-    @property
-    def transformer(self) -> bool:
-        return self.family == "transformer"
+    def __post_init__(self) -> None:
+        FAMILIES.get(self.family)  # an unknown family fails here, naming the valid ones
 
     @property
-    def tokens(self) -> bool:
-        return self.inputs == "tokens"
+    def model_family(self) -> ModelFamily:
+        """Its family's declaration."""
+        return FAMILIES.get(self.family)
 
     @property
     def input_sizes(self) -> tuple[int, int]:
         """The least and the most input size: an image's side, or a token model's sequence length."""
-        return (1, self.max_sequence_length) if self.tokens else (self.min_image_size, self.max_image_size)
+        return (1, self.max_sequence_length) if self.model_family.tokens else (self.min_image_size, self.max_image_size)
 
     @property
-    def sample_unit(self) -> str:
-        """What one sample of a batch is: 'images' or 'sequences' (throughput is samples/s in that unit)."""
-        return "sequences" if self.tokens else "images"
-
-    @property
-    def rate_unit(self) -> str:
-        """The throughput's short unit: 'img/s' or 'seq/s'."""
-        return "seq/s" if self.tokens else "img/s"
+    def default_input_size(self) -> int:
+        """Its default input size: an image's side, or a token model's sequence length."""
+        return self.default_sequence_length if self.model_family.tokens else self.default_image_size
 
 
 MODELS: Registry[ModelSpec] = Registry("model")
@@ -122,21 +116,21 @@ def _register_catalogue() -> None:
 
 
     MODELS.add("vit_b16", ModelSpec(
-        name="vit_b16", min_image_size=224, max_image_size=224, family="transformer",
+        name="vit_b16", min_image_size=224, max_image_size=224, family="vit",
         published_gmacs_224=float(published["vit_b16"]["forward_gmacs_224"]),
         published_params_millions=float(published["vit_b16"]["params_millions"]), source=published["vit_b16"]["source"],
         note="ViT-B/16 (torchvision's VisionTransformer): 16x16 patches, 12 pre-norm blocks of 12 heads, width 768"))
     MODELS.add("tiny_vit", ModelSpec(
         name="tiny_vit", num_classes=10, default_image_size=32, min_image_size=32, max_image_size=32, tiny=True,
-        family="transformer", note="a 2-block ViT (8x8 patches, 4 heads, width 64) on 32x32 images: for tests"))
+        family="vit", note="a 2-block ViT (8x8 patches, 4 heads, width 64) on 32x32 images: for tests"))
     bert = published["bert_base"]
     MODELS.add("bert_base", ModelSpec(
-        name="bert_base", num_classes=2, family="transformer", inputs="tokens", default_sequence_length=128,
+        name="bert_base", num_classes=2, family="bert", default_sequence_length=128,
         max_sequence_length=512, published_params_millions=float(bert["params_millions"]), source=bert["source"],
         note="BERT-base (12 post-norm blocks of 12 heads, width 768, vocabulary 30522) with a 2-class "
              "sequence-classification head, on token ids: one segment, no padding"))
     MODELS.add("tiny_bert", ModelSpec(
-        name="tiny_bert", num_classes=2, family="transformer", inputs="tokens", default_sequence_length=16,
+        name="tiny_bert", num_classes=2, family="bert", default_sequence_length=16,
         max_sequence_length=64, tiny=True,
         note="a 2-block BERT (4 heads, width 64, vocabulary 1000) on 16-token sequences: for tests"))
 
@@ -146,6 +140,11 @@ _register_catalogue()
 
 def get_model(name: str) -> ModelSpec:
     return MODELS.get(name)
+
+
+def family_of(model: str) -> ModelFamily:
+    """Catalogue model `model`'s family."""
+    return MODELS.get(model).model_family
 
 
 def list_models(pattern: str = "*", include_tiny: bool = True) -> list[str]:

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..models import MODELS
+from ..models import MODELS, family_of
 
 IMAGES_PER_SEC = "images/s"
 
 
 def rate_unit(model: str) -> str:
     """'images/s' or 'sequences/s' (a model not in the catalogue reads as an image model, as every older one was)."""
-    return f"{MODELS.get(model).sample_unit}/s" if model in MODELS else IMAGES_PER_SEC
+    return f"{family_of(model).sample_unit}/s" if model in MODELS else IMAGES_PER_SEC
 
 
 def in_unit(label: str, model: str) -> str:
@@ -22,13 +22,13 @@ def in_unit(label: str, model: str) -> str:
 
 
 def token_models(models: Iterable[str]) -> list[str]:
-    return sorted({m for m in models if m in MODELS and MODELS.get(m).tokens})
+    return sorted({m for m in models if m in MODELS and family_of(m).tokens})
 
 
 def cell_in_unit(text: str, model: str) -> str:
     """A throughput cell of a column headed in images/s, for `model`'s row: a token model's number says its unit
     ('8.9 seq/s'); an image model's is left as it is."""
-    return f"{text} {MODELS.get(model).rate_unit}" if text and token_models([model]) else text
+    return f"{text} {family_of(model).rate_unit}" if text and token_models([model]) else text
 
 
 def rows_note(models: Iterable[str]) -> str:

@@ -8,7 +8,9 @@ keys an older record lacks stay absent when it is written again.
 Formats: 2 added repetitions (repeat, attempt), the sweep a run belongs to, interference and sanity flags;
 3 a `distributed` section (strategy, workers, link, one entry per rank), null for one process; 4 defines the
 `startup` section (prepare and first-iteration seconds, and where the process's seconds went), which format 3
-records may carry or lack.
+records may carry or lack; 5 gives a transformer's and an int8 run's facts typed sections of their own
+(`attention`, `outputs_check`, `int8`), which format 1-4 records held in their free `settings` dict and are moved from
+when read.
 """
 
 from __future__ import annotations
@@ -31,8 +33,8 @@ from .schema import JSON, OPTIONAL, VALIDATOR, compile_check, json_fields, json_
 if TYPE_CHECKING:
     from ..config import RunConfig
 
-SCHEMA_VERSION = 4
-READABLE_VERSIONS = (1, 2, 3, 4)
+SCHEMA_VERSION = 5
+READABLE_VERSIONS = (1, 2, 3, 4, 5)
 STATUSES = ("ok", "skipped", "error")
 
 # The per-run checks that make up the fairness certificate (True passed, False failed, None not applicable).
@@ -323,6 +325,53 @@ class ModelInfo(Section):
     flops_method: str | None = optional()
     note: str | None = optional()
     flops_note: str | None = optional()
+
+
+@section
+class Attention(Section):
+    """How the run's engine computed a transformer's self-attention (the adapters say it; format 1-4:
+    settings.attention): fused into one kernel or matrix products and a softmax, with the evidence."""
+
+    implementation: str | None = optional()
+    fused: bool | None = optional()
+    evidence: str | None = optional()
+
+
+@section
+class OutputsCheck(Section):
+    """The run's outputs for a fixed probe batch against the reference framework's fp32 outputs, before any timing
+    (bench/measurement/outputs_check.py; format 1-4: settings.outputs_check); `compiled`: the compiled forward's, after
+    the timed loop."""
+
+    inputs: str | None = optional()
+    precision: str | None = optional()
+    passed: bool | None = optional()
+    reason: str | None = optional()
+    reference: str | None = optional()
+    max_abs_diff: float | None = optional()
+    reference_max_abs: float | None = optional()
+    relative_diff: float | None = optional()
+    tolerance: float | None = optional()
+    compiled: dict[str, Any] | None = optional()
+
+
+@section
+class Int8(Section):
+    """An int8 run's quantisation, by the framework's own tool, and its agreement with fp32 on a held-out set
+    (bench/adapters/int8.py, bench/measurement/agreement.py; format 1-4: settings.int8); a tool's own details are kept
+    beside these keys."""
+
+    tool: str | None = optional()
+    method: str | None = optional()
+    sets: dict[str, Any] | None = optional()
+    quantise_s: float | None = optional()
+    cached: bool | None = optional()
+    fp32_reference: str | None = optional()
+    agreement: dict[str, Any] | None = optional()
+
+
+# The facts a run's workload reports among its settings that the record keeps in sections of their own
+TYPED_SETTINGS: dict[str, type[Section]] = {"attention": Attention, "outputs_check": OutputsCheck, "int8": Int8}
 
 
 @section
@@ -672,6 +721,9 @@ class Record(Versioned):
     distributed: Distributed | None = None
     startup: Startup | None = None
     input: InputPipeline | None = optional()  # data mode `files` only
+    attention: Attention | None = optional()  # a transformer's runs
+    outputs_check: OutputsCheck | None = optional()  # a model with one set of weights everywhere
+    int8: Int8 | None = optional()  # precision int8
     manifest: Manifest = None  # collected when the run ends
     duration_s: float = key(default=None, minimum=0)
 
@@ -755,17 +807,17 @@ class Record(Versioned):
         framework's (bench/measurement/outputs_check.py)."""
         cpu = self.manifest.cpu if self.manifest else None
         features = (cpu.precision_features or reduced_precision_features(cpu.flags)) if cpu else {}
-        int8 = (self.settings or {}).get("int8") or {}
+        int8 = self.int8 or {}
         agreement = int8.get("agreement") or {}
         calibration = (int8.get("sets") or {}).get("calibration") or {}
-        outputs = (self.settings or {}).get("outputs_check")
+        outputs = self.outputs_check
         checked = {f"outputs_{k}": outputs.get(k) for k in ("passed", "relative_diff", "tolerance", "reference",
                                                              "reason")} if outputs else {}
         if outputs and outputs.get("compiled"):  # the compiled forward's, after the timed loop
             checked.update({f"outputs_compiled_{k}": outputs["compiled"].get(k)
                             for k in ("passed", "relative_diff", "reason", "compiled_again")})
-        attention = (self.settings or {}).get("attention")
-        if attention:  # how its engine ran the attention (settings.attention)
+        attention = self.attention
+        if attention:  # how its engine ran the attention
             checked.update(attention_fused=attention.get("fused"), attention=attention.get("implementation"),
                            attention_evidence=attention.get("evidence"))
         return {"cpu_precision_features": ", ".join(k for k, v in features.items() if v) or "none", **checked,
@@ -774,6 +826,16 @@ class Record(Versioned):
                 "int8_calibration_images": calibration.get("images", calibration.get("sequences")),
                 **{f"int8_{k}": agreement.get(k) for k in ("sqnr_db", "cosine_mean", "cosine_min", "top1_agreement",
                                                           "fp32_distinct_classes", "images")}}
+
+    def keep_settings(self, settings: Mapping[str, Any]) -> None:
+        """The run's settings as its workload reported them: the facts with a section of their own (TYPED_SETTINGS)
+        into it, the rest into the free `settings`."""
+        free = dict(settings)
+        for name, kind in TYPED_SETTINGS.items():
+            value = free.pop(name, None)
+            if value is not None:
+                setattr(self, name, kind.from_json(value))
+        self.settings = free
 
     @property
     def framework_version(self) -> str | None:
@@ -806,6 +868,10 @@ def upgrade(data: Mapping[str, Any]) -> dict[str, Any]:
     if version <= 2:
         record["distributed"] = None
     record.setdefault("startup", None)
+    if version <= 4 and isinstance(record.get("settings"), Mapping):  # the typed facts leave the free settings
+        settings = dict(record["settings"])
+        record.update({k: settings.pop(k) for k in TYPED_SETTINGS if k in settings})
+        record["settings"] = settings
     return record
 
 

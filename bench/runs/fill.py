@@ -13,7 +13,7 @@ from ..adapters.base import CertificateFacts
 from ..config import RunConfig
 from ..measurement.certificate import run_checks
 from ..measurement.flags import run_flags
-from ..models import get_model
+from ..models import family_of
 from ..results.record import Energy, Flag, Interference, Memory, Phases, Record, Samples, Summary
 from ..stats.intervals import cv, summarize_latencies
 
@@ -49,12 +49,12 @@ def fill(record: Record, config: RunConfig, measured: Measured, utilisation: Cal
     summary = summarize_latencies(timed, measured.images_per_step)
     median = summary.get("images_per_sec_median")
     tokens = median * config.sequence_length if config.sequence_length and median is not None else None
-    record.summary = Summary(**summary, cv=cv(timed), sample_unit=get_model(config.model).sample_unit,
+    record.summary = Summary(**summary, cv=cv(timed), sample_unit=family_of(config.model).sample_unit,
                              tokens_per_sec_median=tokens)
     record.memory = measured.memory
     record.interference = Interference.from_json({**measured.interference, "iteration_cv": cv(timed)})
     record.energy = Energy.from_json(measured.energy)
-    record.settings = measured.settings
+    record.keep_settings(measured.settings)
     if measured.phases is not None:
         record.phases = measured.phases
     if before_checks is not None:

@@ -9,7 +9,7 @@ import os
 from typing import TYPE_CHECKING
 
 from ...host.devices import is_gpu
-from ...models import get_model
+from ...models import family_of, get_model
 from ...models.inputs import layout, synthetic_batch
 from ...models.transformers import attention_dropout
 from .. import keras_backend
@@ -97,7 +97,7 @@ class JaxWorkload(Workload):
             "timer": "time.perf_counter after jax.block_until_ready",
             "autograd_in_inference": False if not self.training else None,  # no jax.grad in the inference path
         }
-        if get_model(config.model).transformer:
+        if family_of(config.model).attention:
             self.settings["attention"] = keras_attention("jax", gpu, attention_dropout(config.model, self.training))
 
     def _inside_timer(self) -> str:

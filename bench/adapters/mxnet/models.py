@@ -15,6 +15,7 @@ from mxnet.gluon import HybridBlock, nn
 from ...models.architecture import BATCH_NORM, GOOGLENET_BN_EPS, RESNETS, mobilenet_v2_units, resnet_units
 from ...models.catalogue import get_model
 from ...models.cnn_weights import in_order
+from ...registry import Registry
 
 
 class _Relu6(HybridBlock):
@@ -165,7 +166,7 @@ def _googlenet(num_classes):
     return net
 
 
-_BUILDERS = {
+_CNNS = {
     "tiny_cnn": _tiny_cnn,
     "digits_mlp": _digits_mlp,
     "alexnet": _alexnet,
@@ -176,9 +177,20 @@ _BUILDERS = {
 }
 
 
+def _cnn(name: str, num_classes: int) -> HybridBlock:
+    return _CNNS[name](num_classes)
+
+
+# Gluon builders per model family (bench/models/families.py): (name, classes) -> a block. MXNet runs the CNNs only
+# (the transformer families declare why).
+GLUON_BUILDERS: Registry = Registry("Gluon builder of model family")
+GLUON_BUILDERS.add("cnn", _cnn)
+
+
 def build_gluon_model(name: str) -> HybridBlock:
-    """Return an uninitialised NCHW Gluon block for catalogue model `name`."""
-    return _BUILDERS[name](get_model(name).num_classes)
+    """Return an uninitialised NCHW Gluon block for catalogue model `name`, built by its family's builder."""
+    spec = get_model(name)
+    return GLUON_BUILDERS.get(spec.family)(name, spec.num_classes)
 
 
 def _blocks(block):

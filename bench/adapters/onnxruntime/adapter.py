@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ...host.devices import is_gpu
-from ...models import get_model
+from ...models import family_of
 from ...models.inputs import layout, synthetic_batch
 from ..base import Adapter, InferenceRuntimeWorkload, Workload, register
 from ..onnx_export import export_onnx, input_name
@@ -99,7 +99,7 @@ class ORTWorkload(InferenceRuntimeWorkload):
             path, self.quantised = quantize.quantise(path, model, config.batch_size, lambda p: (
                 open_session(ort, p, so, provider, options)))
         attention, scratch = None, None
-        if get_model(config.model).transformer:  # the optimised graph ORT runs, written to a folder of its own
+        if family_of(config.model).attention:  # the optimised graph ORT runs, written to a folder of its own
             scratch = tempfile.TemporaryDirectory(prefix="bench-ort-optimised-")
             so.optimized_model_filepath = str(Path(scratch.name) / "optimised.onnx")
         self.session = open_session(ort, path, so, provider, options)

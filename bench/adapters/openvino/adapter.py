@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from ...models import get_model
+from ...models import family_of
 from ...models.inputs import layout, synthetic_batch
 from ..base import Adapter, InferenceRuntimeWorkload, Workload, register
 from ..compile_cache import openvino_cache
@@ -80,7 +80,7 @@ class OpenVINOWorkload(InferenceRuntimeWorkload):
         }
         if self.quantised is not None:
             self.settings["int8"] = self.quantised.describe()
-        if get_model(config.model).transformer:
+        if family_of(config.model).attention:
             self.settings["attention"] = runtime_attention(self.compiled)
 
     def step(self) -> None:

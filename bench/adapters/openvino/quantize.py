@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...models import get_model
+from ...models import family_of
 from ..int8 import (
     ImageSets,
     Quantised,
@@ -48,7 +48,7 @@ def quantise(fp32_path: Path, model: dict, batch_size: int, compile_path,
     import openvino as ov
 
     sets = sets or input_sets(model["model"], model["input_size"])
-    transformer = get_model(model["model"]).transformer
+    transformer = family_of(model["model"]).attention
     clock = Stopwatch()
     calib = sets.inputs("calibration")
     inputs = {"tool": f"nncf {nncf.__version__} quantize, openvino {ov.get_version()}", **model,

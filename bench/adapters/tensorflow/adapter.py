@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from ...errors import UnsupportedError
 from ...host.devices import is_gpu
-from ...models import get_model
+from ...models import family_of, get_model
 from ...models.inputs import layout, synthetic_batch
 from ...models.transformers import attention_dropout
 from .. import keras_backend
@@ -88,7 +88,7 @@ class TFWorkload(Workload):
                                             else " (synchronous eager execution on the CPU)"),
             "autograd_in_inference": False if not self.training else None,
         }
-        if get_model(config.model).transformer:
+        if family_of(config.model).attention:
             self.settings["attention"] = keras_attention("tensorflow", is_gpu(config.device),
                                                          attention_dropout(config.model, self.training))
 
@@ -246,9 +246,6 @@ class TensorFlowAdapter(Adapter):
     gpu_environment = ".venv-tensorflow-gpu"
     libraries = ("tensorflow", "keras")
     distributed_runs = TensorFlowDistributed
-    no_token_int8_because = ("TensorFlow's int8 is TFLite's full-integer conversion, calibrated on images here; a "
-                             "token model's embedding lookup has no such path (onnxruntime, openvino and torch "
-                             "quantise BERT)")
 
     def doctor(self) -> dict:
         return doctor.gpu_facts()

@@ -1,7 +1,7 @@
 """Which tf.distribute strategy a TensorFlow task builds, on which devices, with which collectives.
 
 Decided from the run's strategy, device and this machine's GPUs without importing TensorFlow, so the choice is
-tested without a GPU (tests/test_gpu_paths.py); the worker (worker.py) builds what the plan names.
+tested without a GPU (tests/gpu/test_gpu_paths.py); the worker (worker.py) builds what the plan names.
 
 - allreduce on CPUs: MultiWorkerMirroredStrategy, one process per worker, RING collectives over gRPC.
 - allreduce on the GPUs of one machine: MirroredStrategy in one process over all of them (one replica per GPU,

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from ...errors import UnsupportedError
 from ...host.devices import is_gpu
-from ...models import get_model
+from ...models import family_of, get_model
 from ...models.inputs import layout, synthetic_batch
 from ...models.transformers import attention_dropout, attention_shape
 from ...ranks.stages import PIPELINE_CHUNKS, given_cut
@@ -51,7 +51,7 @@ def select_gpu(torch, device, precision: str) -> None:
 
 
 def sdpa_attention(torch, config: RunConfig, device, dtype) -> dict:
-    """How a transformer runs its attention here (the record's settings.attention): nn.MultiheadAttention (in
+    """How a transformer runs its attention here (the record's `attention` section): nn.MultiheadAttention (in
     torchvision's ViT and in the encoder layers of our BERT) with need_weights=False calls
     scaled_dot_product_attention, whose backend torch picks per call for the shapes, dtype and device (asked here for
     the run's: torch._fused_sdp_choice, with the attention dropout the model trains with); in inference without
@@ -131,7 +131,7 @@ class TorchWorkload(Workload):
         }
         if self.quantised is not None:
             self.settings["int8"] = self.quantised.describe()
-        if get_model(config.model).transformer:
+        if family_of(config.model).attention:
             self.settings["attention"] = sdpa_attention(torch, config, self.device, dtype or torch.float32)
         if not self.training:
             with torch.inference_mode(), self.autocast():
@@ -446,10 +446,10 @@ class TorchAdapter(Adapter):
         import torch
         from torch.utils.flop_counter import FlopCounterMode
 
-        tokens = get_model(model).tokens
+        family = family_of(model)
         with torch.device("meta"):
             net = build_torch_model(model).eval()
-            x = torch.zeros(1, input_size, dtype=torch.long) if tokens else torch.empty(1, 3, input_size, input_size)
+            x = torch.zeros(family.batch_shape(model, 1, input_size), dtype=torch.long if family.tokens else None)
         with FlopCounterMode(display=False) as counter, torch.no_grad():
             net(x)
         return float(counter.get_total_flops())

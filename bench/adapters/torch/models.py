@@ -9,13 +9,12 @@ from ...models.cnn_weights import in_order
 from ...models.transformers import (
     BERT_DROPOUT,
     BERT_LAYER_NORM_EPS,
-    BERTS,
-    VITS,
     bert_shape,
     bert_weights,
     vit_shape,
     vit_weights,
 )
+from ...registry import Registry
 
 
 def _tiny_cnn(num_classes: int):
@@ -96,26 +95,35 @@ def _bert(name: str, num_classes: int):
     return model
 
 
-def build_torch_model(name: str):
-    """Return an untrained torch.nn.Module for catalogue model `name` (random init, no download)."""
-    spec = get_model(name)
-    if name in VITS:
-        return _vit(name, spec.num_classes)
-    if name in BERTS:
-        return _bert(name, spec.num_classes)
+def _cnn(name: str, num_classes: int):
+    """A CNN of the catalogue: torchvision's, holding the catalogue's seeded weights, or a small one for tests."""
     if name == "tiny_cnn":
-        return _tiny_cnn(spec.num_classes)
+        return _tiny_cnn(num_classes)
     if name == "digits_mlp":
-        return _digits_mlp(spec.num_classes)
+        return _digits_mlp(num_classes)
     import torchvision.models as tvm
 
-    kwargs = {"weights": None, "num_classes": spec.num_classes}
+    kwargs = {"weights": None, "num_classes": num_classes}
     if name == "googlenet":
         kwargs.update(aux_logits=False, init_weights=True)
     model = getattr(tvm, name)(**kwargs)
-    if spec.shared_weights:
+    if get_model(name).shared_weights:
         load_cnn_weights(model)
     return model
+
+
+# PyTorch builders per model family (bench/models/families.py): (name, classes) -> an nn.Module
+TORCH_BUILDERS: Registry = Registry("PyTorch builder of model family")
+TORCH_BUILDERS.add("cnn", _cnn)
+TORCH_BUILDERS.add("vit", _vit)
+TORCH_BUILDERS.add("bert", _bert)
+
+
+def build_torch_model(name: str):
+    """Return an untrained torch.nn.Module for catalogue model `name` (random init, no download), built by its
+    family's builder."""
+    spec = get_model(name)
+    return TORCH_BUILDERS.get(spec.family)(name, spec.num_classes)
 
 
 def cnn_layer_kind(module) -> str | None:

@@ -28,7 +28,7 @@ COMPILED_TEXT = (
 COMPILED_AGAIN = " (compiled again: another program than the loop's)"
 COMPILED_COLUMN = "compiled forward, after the timing"
 ATTENTION = (" For a transformer, the attention column says how each engine ran the attention (each record's "
-             "settings.attention): an engine that fuses it into one kernel and one that runs matrix products and a "
+             "attention section): an engine that fuses it into one kernel and one that runs matrix products and a "
              "softmax apart are different engines, whatever their outputs.")
 
 
