@@ -159,3 +159,10 @@ def test_every_framework_has_its_own_hand_loop():
         adapter = ADAPTERS.get(fw)
         if adapter.measures_a_framework:
             assert adapter.has_hand_loop and "hand_loop" in type(adapter).__dict__, fw
+
+
+@pytest.mark.parametrize(("framework", "key"), [("onnxruntime", "intra_op_spinning"), ("openvino", "cpu_pinning")])
+def test_the_runtimes_thread_placement_is_read_back_into_the_settings(framework, key):
+    settings = ADAPTERS.get(framework).prepare(
+        make_config(framework=framework, model="tiny_cnn", batch_size=2, image_size=32, threads=2)).settings
+    assert settings[key] in (True, False), settings

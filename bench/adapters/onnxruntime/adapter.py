@@ -24,11 +24,15 @@ LEVELS = {"all": "ORT_ENABLE_ALL", "extended": "ORT_ENABLE_EXTENDED", "basic": "
           "disabled": "ORT_DISABLE_ALL"}
 
 
+SPINNING = "session.intra_op.allow_spinning"
+
+
 def session_options(ort, engine: str, threads: int):
     so = ort.SessionOptions()
     so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.add_session_config_entry(SPINNING, "1")  # ORT's default, given explicitly so that the record can say it
     so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, LEVELS[engine])
     return so
 
@@ -119,6 +123,8 @@ class ORTWorkload(InferenceRuntimeWorkload):
         self.settings = {
             "intra_op_threads": so.intra_op_num_threads,  # ORT has no read-back: the value it was given
             "inter_op_threads": so.inter_op_num_threads,
+            # whether its intra-op threads spin waiting for work (set to ORT's default, on, so that it is said)
+            "intra_op_spinning": so.get_session_config_entry(SPINNING) == "1",
             "layout": layout(config.model, "NCHW (the exported PyTorch graph)", "int64"),
             "engine": f"graph_optimization_level={LEVELS[config.engine]}",
             "providers": self.session.get_providers(),

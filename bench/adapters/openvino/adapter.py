@@ -46,6 +46,15 @@ def runtime_attention(compiled) -> dict:
             "evidence": "runtime layers: " + ", ".join(f"{k} {v}" for k, v in counted.items())}
 
 
+def _read_back(prop, name: str):
+    """A compiled model's property as it reports it, or None where this device or version has none."""
+    try:
+        value = prop(name)
+    except RuntimeError:
+        return None
+    return value if isinstance(value, bool | int | float) else str(value)
+
+
 class OpenVINOWorkload(InferenceRuntimeWorkload):
     def __init__(self, config: RunConfig) -> None:
         self.config = config
@@ -69,6 +78,7 @@ class OpenVINOWorkload(InferenceRuntimeWorkload):
         self.settings = {
             "intra_op_threads": int(prop("INFERENCE_NUM_THREADS")),
             "streams": int(prop("NUM_STREAMS")),
+            "cpu_pinning": _read_back(prop, "ENABLE_CPU_PINNING"),  # its threads bound to cores (default on)
             "layout": layout(config.model, "NCHW (the exported PyTorch graph)", "int64"),
             "engine": f"PERFORMANCE_HINT={HINTS[config.engine]}",
             "inference_precision": str(prop("INFERENCE_PRECISION_HINT")),
