@@ -83,6 +83,9 @@ class Adapter(ABC):
     precisions: ClassVar[tuple[str, ...]] = ("fp32", "tf32", "bf16", "fp16")
     # Why a framework without "int8" in `precisions` has no int8 path (the framework table and the refusal say it).
     no_int8_because: ClassVar[str] = ""
+    # Model families (bench/models/families.py) it runs none of, and why; and those its int8 path takes none of
+    refused_families: ClassVar[dict[str, str]] = {}
+    refused_int8_families: ClassVar[dict[str, str]] = {}
     # The Jupyter kernel a sweep runs this framework's notebooks in (MAIN_KERNEL: the main environment),
     # and for another kernel the virtual environment it runs in (a folder under the project root, built
     # by `make setup-<name>`): a framework whose pins conflict with the main environment's (MXNet).
@@ -171,9 +174,15 @@ class Adapter(ABC):
         return precision_unsupported(self.name, device, precision)
 
     def model_refusal(self, model: str, precision: str | None = None) -> str | None:
-        """Why this framework cannot run catalogue model `model` (at `precision`), as its family declares
-        (bench/models/families.py); None where it can."""
-        return family_of(model).refusal(self.name, precision, INT8)
+        """Why this framework cannot run catalogue model `model` (at `precision`): its family (bench/models/families.py)
+        is one it refuses, or one its int8 path takes none of; None where it can."""
+        family = family_of(model)
+        if family.name in self.refused_families:
+            return f"{self.name} runs no {family.kind} model: {self.refused_families[family.name]}"
+        if precision == INT8 and family.name in self.refused_int8_families:
+            return (f"{self.name} int8 takes no {'token' if family.tokens else family.kind} model: "
+                    f"{self.refused_int8_families[family.name]}")
+        return None
 
     def cannot_run(self, mode: str, precision: str, device: str, model: str | None = None) -> str | None:
         """Why a run of (mode, precision, device) of `model` would be skipped here before it starts, or None: what it

@@ -25,7 +25,7 @@ from ..models.transformers import (
     vit_shape,
     vit_weights,
 )
-from ..registry import Registry
+from .builders import FamilyBuilders
 
 
 def _layers():
@@ -379,7 +379,7 @@ def _bert_model(keras, inputs, name: str, num_classes: int, training: bool):
 
 
 # Keras builders per model family (bench/models/families.py): (keras, its Input, name, classes, training) -> the model
-KERAS_BUILDERS: Registry = Registry("Keras builder of model family")
+KERAS_BUILDERS = FamilyBuilders("Keras")
 KERAS_BUILDERS.add("cnn", _cnn_model)
 KERAS_BUILDERS.add("vit", _vit_model)
 KERAS_BUILDERS.add("bert", _bert_model)
@@ -391,11 +391,11 @@ def build_keras_model(name: str, input_size: int, training: bool = False):
     (BERT's attention dropout)."""
     import keras
 
-    spec = get_model(name)
+    build, spec = KERAS_BUILDERS.for_model(name)
     family = spec.model_family
     inputs = keras.Input(family.batch_shape(name, 1, input_size, "NHWC")[1:],
                          dtype="int32" if family.tokens else None)
-    return KERAS_BUILDERS.get(spec.family)(keras, inputs, name, spec.num_classes, training)
+    return build(keras, inputs, name, spec.num_classes, training)
 
 
 # each weighted layer class: its kind (bench/models/cnn_weights.py) and how torch's weight is transposed into its

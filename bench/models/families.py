@@ -2,10 +2,12 @@
 
 A family says what its models read (images of a side, or token ids of a sequence length), what one sample of a batch
 is and the unit its throughput is given in, how a synthetic batch is drawn (the same seed gives every framework the
-same batch), how its FLOPs are counted, whether it has attention (whose implementation a run records), and which
-frameworks refuse it or its int8, with why. A catalogue entry (bench/models/catalogue.py) names its family; each
-framework's network builders are registered per family beside that framework's definitions
-(bench/adapters/torch/models.py, bench/adapters/keras_models.py, bench/adapters/mxnet/models.py).
+same batch), how its FLOPs are counted, and whether it has attention (whose implementation a run records). A
+framework that refuses a family says so among its adapter's declarations (`refused_families`,
+`refused_int8_families`: only bench/adapters names a framework); one with no builder for it skips its runs, saying
+so. A catalogue entry (bench/models/catalogue.py) names its family; each framework's network builders are registered
+per family beside that framework's definitions (bench/adapters/torch/models.py, bench/adapters/keras_models.py,
+bench/adapters/mxnet/models.py).
 
 Adding a family is this object (registered in FAMILIES), its catalogue entries, and one builder per framework that
 runs it.
@@ -13,8 +15,8 @@ runs it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -24,15 +26,10 @@ from .transformers import bert_shape
 IMAGES, TOKENS = "images", "tokens"
 LAYOUTS = ("NCHW", "NHWC")
 
-NO_MXNET_TRANSFORMER = ("MXNet has no maintained transformer (GluonNLP and the model zoo ended with MXNet itself in "
-                        "2023)")
-NO_TFLITE_TOKEN_INT8 = ("TensorFlow's int8 is TFLite's full-integer conversion, calibrated on images here; a token "
-                        "model's embedding lookup has no such path (onnxruntime, openvino and torch quantise BERT)")
-
 
 @dataclass(frozen=True)
 class ModelFamily:
-    """One kind of network: its inputs and sample unit, its batch, its FLOPs definition and its refusals."""
+    """One kind of network: its inputs and sample unit, its batch, its FLOPs definition and its attention."""
 
     name: str
     # how a refusal names the family's models ("mxnet runs no transformer model")
@@ -47,10 +44,6 @@ class ModelFamily:
     vocab: Callable[[str], int] | None = None
     # the definition the reference framework's FLOP counter runs on
     flops_definition: str = "torchvision"
-    # framework -> why it runs none of the family's models
-    refused_by: Mapping[str, str] = field(default_factory=dict)
-    # framework -> why its int8 path takes none of them
-    int8_refused_by: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def tokens(self) -> bool:
@@ -101,22 +94,10 @@ class ModelFamily:
             return images
         return "token ids (batch, sequence)" + (f", {token_dtype}" if token_dtype else "")
 
-    def refusal(self, framework: str, precision: str | None = None, int8: str = "int8") -> str | None:
-        """Why `framework` cannot run this family's models (at `precision`), or None where it can."""
-        if framework in self.refused_by:
-            return f"{framework} runs no {self.kind} model: {self.refused_by[framework]}"
-        if precision == int8 and framework in self.int8_refused_by:
-            return f"{framework} int8 takes no {'token' if self.tokens else self.kind} model: " \
-                   f"{self.int8_refused_by[framework]}"
-        return None
-
 
 FAMILIES: Registry[ModelFamily] = Registry("model family")
 FAMILIES.add("cnn", ModelFamily(name="cnn", kind="cnn"))
-FAMILIES.add("vit", ModelFamily(name="vit", kind="transformer", attention=True,
-                                refused_by={"mxnet": NO_MXNET_TRANSFORMER}))
+FAMILIES.add("vit", ModelFamily(name="vit", kind="transformer", attention=True))
 FAMILIES.add("bert", ModelFamily(name="bert", kind="transformer", inputs=TOKENS, attention=True,
                                  vocab=lambda model: bert_shape(model).vocab,
-                                 flops_definition="bench/adapters/torch/models.py BERT",
-                                 refused_by={"mxnet": NO_MXNET_TRANSFORMER},
-                                 int8_refused_by={"tensorflow": NO_TFLITE_TOKEN_INT8}))
+                                 flops_definition="bench/adapters/torch/models.py BERT"))

@@ -194,7 +194,7 @@ def _record(precision: str, agreement_json: dict | None):
     from bench.results.record import Record
 
     record = Record.new(make_config(framework="onnxruntime", model="tiny_cnn", precision=precision), 0, 0, None)
-    record.settings = {"int8": {"tool": "t", "agreement": agreement_json}} if precision == "int8" else {}
+    record.keep_settings({"int8": {"tool": "t", "agreement": agreement_json}} if precision == "int8" else {})
     return record
 
 

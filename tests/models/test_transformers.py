@@ -280,7 +280,7 @@ def test_a_run_records_its_outputs_against_pytorchs_and_the_report_shows_them(tm
     check = record.outputs_check
     assert check["passed"] is True and check["reference"].startswith("torch ") and check["relative_diff"] < 1e-5
     assert not [f for f in record.flags if f.name == "outputs_disagree"]
-    unit = get_model(model).sample_unit
+    unit = get_model(model).model_family.sample_unit
     assert record.summary.sample_unit == unit and ("token ids" in check["inputs"]) == (unit == "sequences")
     tokens = record.summary.tokens_per_sec_median
     per_sequence = record.summary.images_per_sec_median * 16

@@ -171,6 +171,8 @@ class MXNetAdapter(Adapter):
     distribution = "mxnet"
     # bf16 in 1.9 is an experimental AMP pass for oneDNN CPUs only; int8: contrib.quantization (quantize.py)
     precisions = ("fp32", INT8)
+    refused_families = dict.fromkeys(("vit", "bert"), "MXNet has no maintained transformer (GluonNLP and the model "
+                                                      "zoo ended with MXNet itself in 2023)")
     kernel = "bench-mxnet"
     environment = ".venv-mxnet"
 

@@ -13,9 +13,8 @@ import functools
 from mxnet.gluon import HybridBlock, nn
 
 from ...models.architecture import BATCH_NORM, GOOGLENET_BN_EPS, RESNETS, mobilenet_v2_units, resnet_units
-from ...models.catalogue import get_model
 from ...models.cnn_weights import in_order
-from ...registry import Registry
+from ..builders import FamilyBuilders
 
 
 class _Relu6(HybridBlock):
@@ -183,14 +182,14 @@ def _cnn(name: str, num_classes: int) -> HybridBlock:
 
 # Gluon builders per model family (bench/models/families.py): (name, classes) -> a block. MXNet runs the CNNs only
 # (the transformer families declare why).
-GLUON_BUILDERS: Registry = Registry("Gluon builder of model family")
+GLUON_BUILDERS = FamilyBuilders("Gluon")
 GLUON_BUILDERS.add("cnn", _cnn)
 
 
 def build_gluon_model(name: str) -> HybridBlock:
     """Return an uninitialised NCHW Gluon block for catalogue model `name`, built by its family's builder."""
-    spec = get_model(name)
-    return GLUON_BUILDERS.get(spec.family)(name, spec.num_classes)
+    build, spec = GLUON_BUILDERS.for_model(name)
+    return build(name, spec.num_classes)
 
 
 def _blocks(block):

@@ -246,6 +246,9 @@ class TensorFlowAdapter(Adapter):
     gpu_environment = ".venv-tensorflow-gpu"
     libraries = ("tensorflow", "keras")
     distributed_runs = TensorFlowDistributed
+    refused_int8_families = {"bert": "TensorFlow's int8 is TFLite's full-integer conversion, calibrated on images "
+                                     "here; a token model's embedding lookup has no such path (onnxruntime, openvino "
+                                     "and torch quantise BERT)"}
 
     def doctor(self) -> dict:
         return doctor.gpu_facts()

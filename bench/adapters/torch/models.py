@@ -14,7 +14,7 @@ from ...models.transformers import (
     vit_shape,
     vit_weights,
 )
-from ...registry import Registry
+from ..builders import FamilyBuilders
 
 
 def _tiny_cnn(num_classes: int):
@@ -113,7 +113,7 @@ def _cnn(name: str, num_classes: int):
 
 
 # PyTorch builders per model family (bench/models/families.py): (name, classes) -> an nn.Module
-TORCH_BUILDERS: Registry = Registry("PyTorch builder of model family")
+TORCH_BUILDERS = FamilyBuilders("PyTorch")
 TORCH_BUILDERS.add("cnn", _cnn)
 TORCH_BUILDERS.add("vit", _vit)
 TORCH_BUILDERS.add("bert", _bert)
@@ -122,8 +122,8 @@ TORCH_BUILDERS.add("bert", _bert)
 def build_torch_model(name: str):
     """Return an untrained torch.nn.Module for catalogue model `name` (random init, no download), built by its
     family's builder."""
-    spec = get_model(name)
-    return TORCH_BUILDERS.get(spec.family)(name, spec.num_classes)
+    build, spec = TORCH_BUILDERS.for_model(name)
+    return build(name, spec.num_classes)
 
 
 def cnn_layer_kind(module) -> str | None:
