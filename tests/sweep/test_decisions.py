@@ -292,11 +292,11 @@ def test_pytorch_starts_with_tcmalloc_and_its_huge_pages_and_the_record_shows_th
     import json
 
     from bench.adapters import ADAPTERS
-    from bench.adapters.allocator import found
+    from bench.adapters.allocator import GLIBC_KEEPS_MEMORY, found
 
     declared = ADAPTERS.get("torch").process_environment
     if not found():
-        assert declared == {}  # huge pages alone raised the within-process CV: never declared without tcmalloc
+        assert declared == GLIBC_KEEPS_MEMORY  # huge pages alone raised the within-process CV: not without tcmalloc
         pytest.skip("tcmalloc is not installed (make system-deps installs libgoogle-perftools4)")
     assert declared["LD_PRELOAD"].startswith("libtcmalloc") and declared["THP_MEM_ALLOC_ENABLE"] == "1"
     if any(k in os.environ for k in declared):
@@ -310,6 +310,18 @@ def test_pytorch_starts_with_tcmalloc_and_its_huge_pages_and_the_record_shows_th
     assert seen["LD_PRELOAD"]["set_by"] == "project" and seen["LD_PRELOAD"]["loaded"] is True
     assert seen["THP_MEM_ALLOC_ENABLE"] == {"value": "1", "set_by": "project"}
     assert record["fairness"]["process_environment"] == seen
+
+
+def test_without_tcmalloc_pytorch_starts_with_glibcs_malloc_keeping_its_memory(monkeypatch):
+    """The second A/B's outcome: where tcmalloc is missing, glibc's tunables (read as the process starts, so `bench
+    run` restarts itself with them as with a preload) keep the memory glibc would map and unmap every step."""
+    from bench.adapters import allocator
+
+    monkeypatch.setattr(allocator, "found", lambda library=allocator.TCMALLOC: None)
+    settings = allocator.torch_cpu_settings()
+    assert settings == {"GLIBC_TUNABLES": "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=68719476736"}
+    assert PE.restart_with(settings, {}) == {**settings, PE.SET_BY_PROJECT: "GLIBC_TUNABLES"}
+    assert PE.restart_with(settings, {"GLIBC_TUNABLES": "glibc.malloc.arena_max=1"}) == {}  # a user's own value wins
 
 
 # --- what an undecided row's interval supports ----------------------------------------------------------------
