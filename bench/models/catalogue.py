@@ -25,7 +25,7 @@ class ModelSpec:
     source: str = ""
     tiny: bool = False  # a model for tests, not in published figures
     note: str = ""
-    # its family (bench/models/families.py): what it reads, its sample unit, its batch, its refusals
+    # its family (bench/models/families.py): what it reads, its sample unit, its batch, its FLOP definition
     family: str = "cnn"
     default_sequence_length: int | None = None
     max_sequence_length: int | None = None

@@ -374,6 +374,14 @@ class Int8(Section):
 TYPED_SETTINGS: dict[str, type[Section]] = {"attention": Attention, "outputs_check": OutputsCheck, "int8": Int8}
 
 
+def typed_apart(settings: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A run's settings split in two: the free rest, and the facts with a section of their own (TYPED_SETTINGS) as
+    JSON, those that are None left out."""
+    free = dict(settings)
+    typed = {name: value for name in TYPED_SETTINGS if (value := free.pop(name, None)) is not None}
+    return free, typed
+
+
 @section
 class Energy(Section):
     available: bool | None = optional()
@@ -830,11 +838,9 @@ class Record(Versioned):
     def keep_settings(self, settings: Mapping[str, Any]) -> None:
         """The run's settings as its workload reported them: the facts with a section of their own (TYPED_SETTINGS)
         into it, the rest into the free `settings`."""
-        free = dict(settings)
-        for name, kind in TYPED_SETTINGS.items():
-            value = free.pop(name, None)
-            if value is not None:
-                setattr(self, name, kind.from_json(value))
+        free, typed = typed_apart(settings)
+        for name, value in typed.items():
+            setattr(self, name, TYPED_SETTINGS[name].from_json(value))
         self.settings = free
 
     @property
@@ -869,9 +875,8 @@ def upgrade(data: Mapping[str, Any]) -> dict[str, Any]:
         record["distributed"] = None
     record.setdefault("startup", None)
     if version <= 4 and isinstance(record.get("settings"), Mapping):  # the typed facts leave the free settings
-        settings = dict(record["settings"])
-        record.update({k: settings.pop(k) for k in TYPED_SETTINGS if k in settings})
-        record["settings"] = settings
+        record["settings"], typed = typed_apart(record["settings"])
+        record.update(typed)
     return record
 
 
